@@ -1,1 +1,37 @@
-fn main() {}
+//! `hermes`: parse the command line, dispatch to one function per verb, and turn errors
+//! into a one-line message and an exit code in one place.
+
+#[macro_use]
+mod output;
+mod cli;
+mod clock;
+mod commands;
+mod error;
+mod home;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Cron { verb } => commands::run_cron(verb),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.code)
+        }
+    }
+}

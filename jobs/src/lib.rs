@@ -1,3 +1,15 @@
 //! The job model, the `jobs.json` store, job lifecycle and the prompt safety scan.
+//!
+//! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
+pub mod deliver;
+pub mod job;
+pub mod lifecycle;
 pub mod store;
 pub mod threats;
+
+pub use job::{Context, Job, JobState, Repeat};
+pub use lifecycle::{
+    create_job, edit_job, find_job, pause_job, remove_job, resume_job, JobEdit, JobError, JobStore,
+    NewJob,
+};
+pub use store::{JsonFileStore, StoreError};

@@ -1,1 +1,955 @@
-//! placeholder
+// The jobs.json document: tolerant reading, canonical rendering, atomic writes and the
+// `.jobs.lock` read-modify-write protocol. Records stay raw JSON maps so keys written by
+// other Hermes builds survive every rewrite; nothing here knows what a schedule is.
+// It must never overwrite a file it could not read, and nothing outside this module
+// opens jobs.json for writing.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// One job as stored: a JSON object with every key kept, known or not.
+pub type Record = serde_json::Map<String, Value>;
+
+/// What was read from jobs.json.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoreDocument {
+    pub jobs: Vec<Record>,
+    /// Top-level keys other than "jobs" and "updated_at", kept in order.
+    pub extra: Record,
+    /// `None` when the file has no `updated_at` or it is not a string (it is rewritten on
+    /// every save anyway).
+    pub updated_at: Option<String>,
+    /// True when the bytes needed repair (BOM, bare list, id-keyed map, raw control chars) — the next save rewrites it properly.
+    pub repaired: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists but cannot be read as a job store. Display is one line naming the
+    /// file, the position when known, what is wrong, and that the file was left alone.
+    #[error(
+        "cannot read job store {}{}: {}; the file was left unchanged — fix it or move it aside",
+        .path.display(),
+        position_suffix(*.line, *.column),
+        one_line(.reason)
+    )]
+    Unreadable {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        reason: String,
+    },
+    /// An I/O failure (permissions, disk full...).
+    #[error("cannot access {}: {source}", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn position_suffix(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(" at line {l} column {c}"),
+        (Some(l), None) => format!(" at line {l}"),
+        _ => String::new(),
+    }
+}
+
+// The message promises one line; a reason built from user data must not break that.
+fn one_line(reason: &str) -> String {
+    reason.replace(['\r', '\n'], " ")
+}
+
+fn io_error(path: &Path, source: io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The job store of one Hermes home: `<cron_dir>/jobs.json`, guarded by
+/// `<cron_dir>/.jobs.lock`.
+#[derive(Debug, Clone)]
+pub struct JsonFileStore {
+    cron_dir: PathBuf,
+}
+
+impl JsonFileStore {
+    pub fn new(cron_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cron_dir: cron_dir.into(),
+        }
+    }
+
+    pub fn cron_dir(&self) -> &Path {
+        &self.cron_dir
+    }
+
+    pub fn jobs_path(&self) -> PathBuf {
+        self.cron_dir.join("jobs.json")
+    }
+
+    fn lock_path(&self) -> PathBuf {
+        self.cron_dir.join(".jobs.lock")
+    }
+
+    /// Read without locking or writing anything. Missing file or missing dir = empty document.
+    pub fn load(&self) -> Result<StoreDocument, StoreError> {
+        let path = self.jobs_path();
+        match fs::read(&path) {
+            Ok(bytes) => parse_document(&bytes, &path),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(StoreDocument::default()),
+            Err(e) => Err(io_error(&path, e)),
+        }
+    }
+
+    /// Take the exclusive `.jobs.lock` (blocking), load, call `f`; if `f` returns Ok, save
+    /// the document atomically (with `updated_at` set to the given string) and return f's
+    /// value; if `f` returns Err, write nothing. The lock is released on return (also on
+    /// error/panic). If the file is unreadable, return the error without calling f and
+    /// without touching the file.
+    pub fn update<T, E: From<StoreError>>(
+        &self,
+        updated_at: &str,
+        f: impl FnOnce(&mut StoreDocument) -> Result<T, E>,
+    ) -> Result<T, E> {
+        ensure_private_dir(&self.cron_dir)?;
+        // flock locks belong to the open file description, so a fresh open per call is what
+        // makes two threads of one process exclude each other, not just two processes.
+        // Dropping the handle (on any return or unwind) releases the lock.
+        let lock = open_lock_file(&self.lock_path())?;
+        fs4::FileExt::lock(&lock).map_err(|e| io_error(&self.lock_path(), e))?;
+
+        let mut doc = self.load()?;
+        let value = f(&mut doc)?;
+        doc.updated_at = Some(updated_at.to_string());
+        write_atomic(&self.jobs_path(), &render_document(&doc))?;
+        drop(lock);
+        Ok(value)
+    }
+}
+
+fn open_lock_file(path: &Path) -> Result<File, StoreError> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path).map_err(|e| io_error(path, e))
+}
+
+/// Create `dir` (and missing parents) with mode 0700 when it does not exist.
+fn create_private_dir_if_missing(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| io_error(dir, e))?;
+    set_mode(dir, 0o700).map_err(|e| io_error(dir, e))
+}
+
+/// The cron dir holds prompts and chat ids, so it is kept private even when it already
+/// existed with looser bits. Tightening an existing dir is best effort: a dir we may write
+/// in but do not own (chmod fails) should not make the store unusable.
+fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        let _ = set_mode(dir, 0o700);
+        Ok(())
+    } else {
+        create_private_dir_if_missing(dir)
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+/// Parse jobs.json bytes tolerantly (exposed for tests and fuzzing). `path` is only used in errors.
+///
+/// An empty file (0 bytes, or only whitespace) is read as an empty store, like a missing
+/// one: editors and interrupted non-atomic writers of older builds leave such files, and
+/// there is nothing in them to lose. A non-string `updated_at` is dropped (it is rewritten
+/// on save). In an id-keyed `"jobs"` map an inline `id` that is missing, null or `""`
+/// is replaced by the key.
+pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreError> {
+    let mut repaired = false;
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => {
+            repaired = true;
+            rest
+        }
+        None => bytes,
+    };
+    if bytes
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+    {
+        return Ok(StoreDocument {
+            repaired,
+            ..StoreDocument::default()
+        });
+    }
+
+    let top: Value = match serde_json::from_slice(bytes) {
+        Ok(value) => value,
+        Err(first_err) => {
+            let (fixed, origin) = escape_control_chars_in_strings(bytes);
+            if fixed.len() == bytes.len() {
+                // Nothing to repair: the original error is the real one.
+                return Err(unreadable_from_json(&first_err, bytes, bytes, None, path));
+            }
+            match serde_json::from_slice(&fixed) {
+                Ok(value) => {
+                    repaired = true;
+                    value
+                }
+                Err(err) => {
+                    return Err(unreadable_from_json(
+                        &err,
+                        &fixed,
+                        bytes,
+                        Some(&origin),
+                        path,
+                    ))
+                }
+            }
+        }
+    };
+
+    let unreadable = |reason: String| StoreError::Unreadable {
+        path: path.to_path_buf(),
+        line: None,
+        column: None,
+        reason,
+    };
+
+    let mut doc = StoreDocument {
+        repaired,
+        ..StoreDocument::default()
+    };
+    match top {
+        Value::Array(entries) => {
+            doc.repaired = true;
+            doc.jobs = records_from_list(entries).map_err(unreadable)?;
+        }
+        Value::Object(map) => {
+            for (key, value) in map {
+                match key.as_str() {
+                    "jobs" => match value {
+                        Value::Null => {}
+                        Value::Array(entries) => {
+                            doc.jobs = records_from_list(entries).map_err(unreadable)?;
+                        }
+                        Value::Object(by_id) => {
+                            doc.repaired = true;
+                            doc.jobs = records_from_id_map(by_id).map_err(unreadable)?;
+                        }
+                        other => {
+                            return Err(unreadable(format!(
+                                "\"jobs\" is {}, expected a list of job objects",
+                                kind_of(&other)
+                            )))
+                        }
+                    },
+                    "updated_at" => doc.updated_at = value.as_str().map(str::to_string),
+                    _ => {
+                        doc.extra.insert(key, value);
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(unreadable(format!(
+                "the top level is {}, expected an object with a \"jobs\" list",
+                kind_of(&other)
+            )))
+        }
+    }
+    Ok(doc)
+}
+
+fn records_from_list(entries: Vec<Value>) -> Result<Vec<Record>, String> {
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(index, entry)| match entry {
+            Value::Object(record) => Ok(record),
+            other => Err(format!(
+                "jobs[{index}] is {}, expected a job object",
+                kind_of(&other)
+            )),
+        })
+        .collect()
+}
+
+fn records_from_id_map(by_id: Record) -> Result<Vec<Record>, String> {
+    by_id
+        .into_iter()
+        .map(|(key, entry)| {
+            let Value::Object(record) = entry else {
+                return Err(format!(
+                    "jobs[{}] is {}, expected a job object",
+                    Value::String(key),
+                    kind_of(&entry)
+                ));
+            };
+            let has_inline_id = match record.get("id") {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) => !s.is_empty(),
+                Some(_) => true,
+            };
+            if has_inline_id {
+                return Ok(record);
+            }
+            let mut with_id = Record::new();
+            with_id.insert("id".to_string(), Value::String(key));
+            with_id.extend(record.into_iter().filter(|(k, _)| k != "id"));
+            Ok(with_id)
+        })
+        .collect()
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Escape raw U+0000–U+001F bytes that sit inside JSON strings (hand edits and old Python
+/// builds with `strict=False` leave them). Outside strings they are left alone: there a
+/// newline is just whitespace, and anything else is a real syntax error to report.
+/// Returns the new bytes and, for each of their positions (plus one past the end), the
+/// position in `input` it came from, so errors can point into the user's file.
+fn escape_control_chars_in_strings(input: &[u8]) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::with_capacity(input.len());
+    let mut origin = Vec::with_capacity(input.len() + 1);
+    let mut in_string = false;
+    let mut after_backslash = false;
+    for (i, &b) in input.iter().enumerate() {
+        if in_string && !after_backslash && b < 0x20 {
+            let escaped = match b {
+                b'\n' => "\\n".to_string(),
+                b'\r' => "\\r".to_string(),
+                b'\t' => "\\t".to_string(),
+                _ => format!("\\u{b:04x}"),
+            };
+            for e in escaped.bytes() {
+                out.push(e);
+                origin.push(i);
+            }
+            continue;
+        }
+        if in_string {
+            if after_backslash {
+                after_backslash = false;
+            } else if b == b'\\' {
+                after_backslash = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        }
+        out.push(b);
+        origin.push(i);
+    }
+    origin.push(input.len());
+    (out, origin)
+}
+
+/// Turn a serde_json syntax error into `Unreadable`, with the position in the user's own
+/// bytes (`original`), counted in characters so it matches what an editor shows.
+fn unreadable_from_json(
+    err: &serde_json::Error,
+    parsed: &[u8],
+    original: &[u8],
+    origin: Option<&[usize]>,
+    path: &Path,
+) -> StoreError {
+    let message = err.to_string();
+    let suffix = format!(" at line {} column {}", err.line(), err.column());
+    let reason = message
+        .strip_suffix(&suffix)
+        .unwrap_or(&message)
+        .to_string();
+    let (line, column) = if err.line() == 0 {
+        (None, None)
+    } else {
+        let index = byte_index_of(parsed, err.line(), err.column());
+        let index = match origin {
+            Some(map) => map.get(index).copied().unwrap_or(original.len()),
+            None => index,
+        };
+        let (line, column) = line_and_column(original, index);
+        (Some(line), Some(column))
+    };
+    StoreError::Unreadable {
+        path: path.to_path_buf(),
+        line,
+        column,
+        reason,
+    }
+}
+
+/// Inverse of serde_json's position: `column` bytes after the start of `line` (1-based).
+fn byte_index_of(bytes: &[u8], line: usize, column: usize) -> usize {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .nth(line - 2)
+            .map_or(bytes.len(), |(i, _)| i + 1)
+    };
+    line_start.saturating_add(column).min(bytes.len())
+}
+
+fn line_and_column(bytes: &[u8], index: usize) -> (usize, usize) {
+    let before = &bytes[..index.min(bytes.len())];
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let line = 1 + before[..line_start].iter().filter(|&&b| b == b'\n').count();
+    let column = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count();
+    (line, column.max(1))
+}
+
+/// Serialize: pretty-printed, 2-space indent, UTF-8 written literally (no \uXXXX escapes for CJK/emoji), keys "jobs" then "updated_at" then the extra keys, trailing newline.
+///
+/// `updated_at` is omitted when it is `None`; [`JsonFileStore::update`] always sets it.
+pub fn render_document(doc: &StoreDocument) -> Vec<u8> {
+    let mut top = Record::new();
+    top.insert(
+        "jobs".to_string(),
+        Value::Array(doc.jobs.iter().cloned().map(Value::Object).collect()),
+    );
+    if let Some(updated_at) = &doc.updated_at {
+        top.insert("updated_at".to_string(), Value::String(updated_at.clone()));
+    }
+    for (key, value) in &doc.extra {
+        if key != "jobs" && key != "updated_at" {
+            top.insert(key.clone(), value.clone());
+        }
+    }
+    // A `Value` has string keys and finite numbers only, so serializing it into memory
+    // cannot fail; an empty fallback would risk writing an empty store, so fail loudly.
+    let mut out = serde_json::to_vec_pretty(&Value::Object(top))
+        .expect("serializing a serde_json::Value into memory cannot fail");
+    out.push(b'\n');
+    out
+}
+
+/// Write bytes atomically: temp file in the same directory, write, flush, fsync, chmod 0600, rename over target, fsync the directory. Creates the parent dir with mode 0700 if missing. Used also for output documents later.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        io_error(
+            path,
+            io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"),
+        )
+    })?;
+    create_private_dir_if_missing(parent)?;
+
+    let tmp_path = parent.join(format!(
+        ".{}.tmp-{}-{:016x}",
+        name.to_string_lossy(),
+        std::process::id(),
+        rand::random::<u64>()
+    ));
+    let written = write_and_sync_new_file(&tmp_path, bytes)
+        .and_then(|()| fs::rename(&tmp_path, path).map_err(|e| io_error(path, e)));
+    if let Err(e) = written {
+        // Best effort: the original error is the one worth reporting.
+        let _ = fs::remove_file(&tmp_path);
+        return Err(e);
+    }
+    sync_dir(parent)
+}
+
+fn write_and_sync_new_file(tmp_path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let err = |e| io_error(tmp_path, e);
+    let mut file = options.open(tmp_path).map_err(err)?;
+    file.write_all(bytes).map_err(err)?;
+    file.flush().map_err(err)?;
+    file.sync_all().map_err(err)?;
+    // The mode given at open is filtered through the umask; set it exactly.
+    set_mode(tmp_path, 0o600).map_err(err)
+}
+
+/// Make the rename durable. Some filesystems cannot fsync a directory at all; the rename
+/// has already happened there, so that is not worth failing the write for.
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        let result = File::open(dir).and_then(|d| d.sync_all());
+        match result {
+            Err(e)
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidInput | io::ErrorKind::Unsupported
+                ) =>
+            {
+                return Err(io_error(dir, e));
+            }
+            _ => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    fn rec(value: Value) -> Record {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("test record must be an object"),
+        }
+    }
+
+    fn parse(text: &str) -> Result<StoreDocument, StoreError> {
+        parse_document(text.as_bytes(), Path::new("/h/cron/jobs.json"))
+    }
+
+    fn store_in(dir: &tempfile::TempDir) -> JsonFileStore {
+        JsonFileStore::new(dir.path().join("cron"))
+    }
+
+    fn write_raw(store: &JsonFileStore, bytes: &[u8]) {
+        fs::create_dir_all(store.cron_dir()).unwrap();
+        fs::write(store.jobs_path(), bytes).unwrap();
+    }
+
+    fn dir_names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn missing_file_and_missing_dir_are_an_empty_store() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        assert_eq!(store.load().unwrap(), StoreDocument::default());
+        fs::create_dir_all(store.cron_dir()).unwrap();
+        assert_eq!(store.load().unwrap(), StoreDocument::default());
+        // Loading never creates anything.
+        assert!(dir_names(store.cron_dir()).is_empty());
+    }
+
+    #[test]
+    fn empty_or_whitespace_file_is_an_empty_store() {
+        for text in ["", "  \n\t\r\n"] {
+            let doc = parse(text).unwrap();
+            assert!(doc.jobs.is_empty());
+            assert!(!doc.repaired);
+        }
+    }
+
+    #[test]
+    fn leading_bom_is_skipped_and_marks_repair() {
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend_from_slice(
+            br#"{"jobs":[{"id":"a1"}],"updated_at":"2026-01-01T00:00:00+00:00"}"#,
+        );
+        let doc = parse_document(&bytes, Path::new("jobs.json")).unwrap();
+        assert_eq!(doc.jobs, vec![rec(json!({"id": "a1"}))]);
+        assert_eq!(doc.updated_at.as_deref(), Some("2026-01-01T00:00:00+00:00"));
+        assert!(doc.repaired);
+    }
+
+    #[test]
+    fn canonical_document_is_not_marked_repaired() {
+        let doc = parse(r#"{"jobs":[{"id":"a1"}],"updated_at":"x"}"#).unwrap();
+        assert!(!doc.repaired);
+    }
+
+    #[test]
+    fn bare_list_is_the_jobs_list() {
+        let doc = parse(r#"[{"id":"a1"},{"id":"b2","name":"x"}]"#).unwrap();
+        assert_eq!(
+            doc.jobs,
+            vec![
+                rec(json!({"id": "a1"})),
+                rec(json!({"id": "b2", "name": "x"}))
+            ]
+        );
+        assert!(doc.extra.is_empty());
+        assert!(doc.repaired);
+    }
+
+    #[test]
+    fn id_keyed_map_is_flattened_in_order() {
+        let doc = parse(
+            r#"{"jobs": {
+                "zz": {"name": "first", "id": "inline1"},
+                "aa": {"name": "second"},
+                "mm": {"id": null, "name": "third"}
+            }}"#,
+        )
+        .unwrap();
+        assert!(doc.repaired);
+        assert_eq!(doc.jobs.len(), 3);
+        assert_eq!(doc.jobs[0]["id"], "inline1");
+        assert_eq!(doc.jobs[1]["id"], "aa");
+        assert_eq!(doc.jobs[1].keys().next().map(String::as_str), Some("id"));
+        assert_eq!(doc.jobs[1]["name"], "second");
+        assert_eq!(doc.jobs[2]["id"], "mm");
+        assert_eq!(doc.jobs[2].keys().next().map(String::as_str), Some("id"));
+        assert_eq!(doc.jobs[2].len(), 2);
+    }
+
+    #[test]
+    fn raw_control_characters_inside_strings_are_repaired() {
+        let text = "{\n  \"jobs\": [\n    {\"id\": \"a1\", \"prompt\": \"line1\nline2\ttab\u{1}x\r\"}\n  ]\n}\n";
+        let doc = parse(text).unwrap();
+        assert!(doc.repaired);
+        assert_eq!(doc.jobs[0]["prompt"], "line1\nline2\ttab\u{1}x\r");
+        // And the rewrite is valid strict JSON with proper escapes.
+        let out = String::from_utf8(render_document(&doc)).unwrap();
+        assert!(out.contains(r#""line1\nline2\ttab\u0001x\r""#), "{out}");
+        let strict: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(strict["jobs"][0]["prompt"], "line1\nline2\ttab\u{1}x\r");
+    }
+
+    #[test]
+    fn escaped_quotes_do_not_confuse_the_repair() {
+        let text = "{\"jobs\":[{\"prompt\":\"say \\\"hi\\\"\nnow \\\\\",\"x\":\"a\nb\"}]}";
+        let doc = parse(text).unwrap();
+        assert_eq!(doc.jobs[0]["prompt"], "say \"hi\"\nnow \\");
+        assert_eq!(doc.jobs[0]["x"], "a\nb");
+    }
+
+    #[test]
+    fn object_without_jobs_or_with_null_jobs_is_empty_and_keeps_extra_keys() {
+        let doc = parse(r#"{"version": 2, "owner": {"a": 1}}"#).unwrap();
+        assert!(doc.jobs.is_empty());
+        assert_eq!(doc.extra, rec(json!({"version": 2, "owner": {"a": 1}})));
+
+        let doc = parse(r#"{"jobs": null, "note": "hi"}"#).unwrap();
+        assert!(doc.jobs.is_empty());
+        assert_eq!(doc.extra, rec(json!({"note": "hi"})));
+    }
+
+    #[test]
+    fn unknown_keys_survive_load_save_load() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        write_raw(
+            &store,
+            br#"{"zeta": 1, "jobs": [{"id": "a1", "future_field": {"nested": [1, {"deep": true}]},
+                "schedule": {"kind": "cron", "expr": "0 9 * * *", "extra_sched": "keep"}}],
+                "updated_at": "old", "alpha": {"b": 2}}"#,
+        );
+        store
+            .update("2026-05-01T09:00:00+02:00", |_| Ok::<_, StoreError>(()))
+            .unwrap();
+        let doc = store.load().unwrap();
+        assert_eq!(doc.updated_at.as_deref(), Some("2026-05-01T09:00:00+02:00"));
+        assert_eq!(doc.extra, rec(json!({"zeta": 1, "alpha": {"b": 2}})));
+        assert_eq!(doc.extra.keys().collect::<Vec<_>>(), ["zeta", "alpha"]);
+        assert_eq!(
+            doc.jobs[0],
+            rec(
+                json!({"id": "a1", "future_field": {"nested": [1, {"deep": true}]},
+                "schedule": {"kind": "cron", "expr": "0 9 * * *", "extra_sched": "keep"}})
+            )
+        );
+        let text = fs::read_to_string(store.jobs_path()).unwrap();
+        let jobs_at = text.find("\"jobs\"").unwrap();
+        let updated_at = text.find("\"updated_at\"").unwrap();
+        let zeta_at = text.find("\"zeta\"").unwrap();
+        assert!(jobs_at < updated_at && updated_at < zeta_at, "{text}");
+    }
+
+    #[test]
+    fn render_is_pretty_two_space_literal_utf8_with_trailing_newline() {
+        let doc = StoreDocument {
+            jobs: vec![rec(json!({"id": "a1", "prompt": "日報を送って 🚀"}))],
+            updated_at: Some("2026-01-01T00:00:00+09:00".into()),
+            ..StoreDocument::default()
+        };
+        let out = String::from_utf8(render_document(&doc)).unwrap();
+        assert!(out.contains("日報を送って 🚀"), "{out}");
+        assert!(!out.contains("\\u"), "{out}");
+        assert!(
+            out.starts_with("{\n  \"jobs\": [\n    {\n      \"id\""),
+            "{out}"
+        );
+        assert!(out.ends_with("}\n"));
+        assert_eq!(parse(&out).unwrap().jobs, doc.jobs);
+    }
+
+    #[test]
+    fn syntax_error_is_unreadable_with_position_and_update_leaves_file_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        let bytes = b"{\n  \"jobs\": [\n    {\"id\": \"a1\" \"name\": \"x\"}\n  ]\n}\n";
+        write_raw(&store, bytes);
+
+        let called = AtomicBool::new(false);
+        let err = store
+            .update("now", |_| {
+                called.store(true, Ordering::SeqCst);
+                Ok::<_, StoreError>(())
+            })
+            .unwrap_err();
+        assert!(!called.load(Ordering::SeqCst));
+        assert_eq!(fs::read(store.jobs_path()).unwrap(), bytes);
+        match &err {
+            StoreError::Unreadable {
+                line,
+                column,
+                reason,
+                ..
+            } => {
+                assert_eq!(*line, Some(3));
+                assert_eq!(*column, Some(17));
+                assert_eq!(reason, "expected `,` or `}`");
+            }
+            other => panic!("expected Unreadable, got {other:?}"),
+        }
+        let shown = err.to_string();
+        assert!(!shown.contains('\n'));
+        assert!(shown.contains("jobs.json at line 3 column 17: expected `,` or `}`"));
+        assert!(shown.ends_with("the file was left unchanged — fix it or move it aside"));
+        assert!(store.load().is_err());
+    }
+
+    #[test]
+    fn error_position_points_into_the_original_bytes_after_a_repair() {
+        // Raw newlines inside the string shift lines in the repaired copy; the
+        // reported position must still match the user's file.
+        let text = "{\"jobs\": [{\"prompt\": \"a\nb\nc\"}\n  oops]}";
+        match parse(text).unwrap_err() {
+            StoreError::Unreadable { line, column, .. } => {
+                assert_eq!((line, column), (Some(4), Some(3)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn column_counts_characters_not_bytes() {
+        let text = "{\"jobs\": [{\"name\": \"日本\" x}]}";
+        match parse(text).unwrap_err() {
+            StoreError::Unreadable { line, column, .. } => {
+                assert_eq!((line, column), (Some(1), Some(25)));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn non_object_job_entries_are_unreadable_naming_the_index() {
+        let err = parse(r#"{"jobs": [{"id": "a"}, {"id": "b"}, "oops"]}"#).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.contains("jobs[2] is a string"), "{shown}");
+        assert!(shown.contains("left unchanged"));
+
+        let err = parse(r#"[{"id": "a"}, 7]"#).unwrap_err();
+        assert!(err.to_string().contains("jobs[1] is a number"));
+
+        let err = parse(r#"{"jobs": {"abc": [1]}}"#).unwrap_err();
+        assert!(
+            err.to_string().contains(r#"jobs["abc"] is a list"#),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn other_shapes_are_unreadable() {
+        for (text, needle) in [
+            ("42", "the top level is a number"),
+            (r#""jobs""#, "the top level is a string"),
+            (r#"{"jobs": "none"}"#, "\"jobs\" is a string"),
+            (r#"{"jobs": true}"#, "\"jobs\" is a boolean"),
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
+        match parse("{\"jobs\": [}").unwrap_err() {
+            StoreError::Unreadable { line: Some(1), .. } => {}
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic() {
+        let valid = "\u{feff}{\"jobs\": {\"k\": {\"prompt\": \"多\ny\\\"\"}}, \"updated_at\": 1}";
+        let bytes = valid.as_bytes();
+        for end in 0..=bytes.len() {
+            let _ = parse_document(&bytes[..end], Path::new("j"));
+            let _ = parse_document(&bytes[end..], Path::new("j"));
+        }
+        let deep = "[".repeat(10_000);
+        assert!(parse(&deep).is_err());
+        assert!(parse_document(b"\xff\xfe{\"jobs\":[]}", Path::new("j")).is_err());
+        assert!(parse_document(b"{\"jobs\":[{\"p\":\"\xff\n\"}]}", Path::new("j")).is_err());
+    }
+
+    #[test]
+    fn update_with_err_writes_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+
+        let result: Result<(), StoreError> = store.update("now", |doc| {
+            doc.jobs.push(Record::new());
+            Err(io_error(Path::new("x"), io::Error::other("no")))
+        });
+        assert!(result.is_err());
+        assert!(!store.jobs_path().exists());
+
+        let bytes = b"[{\"id\": \"a1\"}]";
+        write_raw(&store, bytes);
+        let result: Result<(), StoreError> = store.update("now", |doc| {
+            doc.jobs.clear();
+            Err(io_error(Path::new("x"), io::Error::other("no")))
+        });
+        assert!(result.is_err());
+        assert_eq!(fs::read(store.jobs_path()).unwrap(), bytes);
+        assert_eq!(dir_names(store.cron_dir()), [".jobs.lock", "jobs.json"]);
+    }
+
+    #[test]
+    fn update_returns_the_closure_value_and_repairs_on_save() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        write_raw(
+            &store,
+            b"\xEF\xBB\xBF[{\"id\": \"a1\", \"prompt\": \"x\ny\"}]",
+        );
+        let n = store
+            .update("t1", |doc| {
+                assert!(doc.repaired);
+                Ok::<_, StoreError>(doc.jobs.len())
+            })
+            .unwrap();
+        assert_eq!(n, 1);
+        let bytes = fs::read(store.jobs_path()).unwrap();
+        assert!(bytes.starts_with(b"{\n  \"jobs\""));
+        let doc = store.load().unwrap();
+        assert!(!doc.repaired);
+        assert_eq!(doc.jobs[0]["prompt"], "x\ny");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn save_makes_file_0600_and_dir_0700() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        store
+            .update("t", |doc| {
+                doc.jobs.push(rec(json!({"id": "a1"})));
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        assert_eq!(mode(store.cron_dir()), 0o700);
+        assert_eq!(mode(&store.jobs_path()), 0o600);
+        assert_eq!(mode(&store.cron_dir().join(".jobs.lock")), 0o600);
+
+        // Loose modes left by someone else are tightened by the next save.
+        fs::set_permissions(store.cron_dir(), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(store.jobs_path(), fs::Permissions::from_mode(0o644)).unwrap();
+        store.update("t2", |_| Ok::<_, StoreError>(())).unwrap();
+        assert_eq!(mode(store.cron_dir()), 0o700);
+        assert_eq!(mode(&store.jobs_path()), 0o600);
+        assert_eq!(dir_names(store.cron_dir()), [".jobs.lock", "jobs.json"]);
+    }
+
+    #[test]
+    fn write_atomic_creates_parent_and_cleans_up_its_temp_file_on_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("out").join("abc123").join("run.md");
+        write_atomic(&target, "# ok ✓\n".as_bytes()).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "# ok ✓\n");
+        write_atomic(&target, b"second\n").unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "second\n");
+        assert_eq!(dir_names(target.parent().unwrap()), ["run.md"]);
+
+        // Renaming a file over a non-empty directory fails after the temp file exists.
+        let blocker = tmp.path().join("blocked");
+        fs::create_dir_all(blocker.join("inside")).unwrap();
+        let err = write_atomic(&blocker, b"x").unwrap_err();
+        assert!(matches!(err, StoreError::Io { .. }), "{err:?}");
+        assert!(err.to_string().contains("blocked"));
+        assert_eq!(dir_names(tmp.path()), ["blocked", "out"]);
+    }
+
+    #[test]
+    fn concurrent_updates_never_lose_a_record() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Arc::new(store_in(&tmp));
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let store = Arc::clone(&store);
+                std::thread::spawn(move || {
+                    for i in 0..50 {
+                        store
+                            .update("t", |doc| {
+                                doc.jobs.push(rec(json!({"id": format!("{t}-{i}")})));
+                                Ok::<_, StoreError>(())
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let doc = store.load().unwrap();
+        assert_eq!(doc.jobs.len(), 400);
+        let mut ids: Vec<&str> = doc.jobs.iter().filter_map(|j| j["id"].as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 400);
+    }
+}

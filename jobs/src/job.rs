@@ -1,0 +1,431 @@
+//! One job record as jobs.json holds it, with typed, tolerant views of its fields.
+//!
+//! The record stays a JSON object so that every key we do not know — at any depth —
+//! survives a rewrite. Readers never fail on a wrongly typed field: they fall back to
+//! the default, and the healing in [`Job::heal`] rewrites the field properly.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde_json::{json, Map, Value};
+
+use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
+
+use crate::store::Record;
+
+/// What "now" and "where" mean for an operation: the caller's clock reading, the
+/// configured zone (§3.2) and the system zone that legacy naive timestamps are read in.
+#[derive(Debug, Clone, Copy)]
+pub struct Context {
+    pub now: DateTime<Utc>,
+    pub zone: Tz,
+    pub legacy_zone: Tz,
+}
+
+impl Context {
+    /// `now` written the way jobs.json stores instants.
+    pub fn now_text(&self) -> String {
+        format_instant(self.now, self.zone)
+    }
+}
+
+/// A job's state as users see it (SPEC §2 "effective state").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    Scheduled,
+    Paused,
+    Completed,
+    Error,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Scheduled => "scheduled",
+            JobState::Paused => "paused",
+            JobState::Completed => "completed",
+            JobState::Error => "error",
+        }
+    }
+}
+
+/// `repeat`: how many runs in all (`None` = forever) and how many have been recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeat {
+    pub times: Option<u64>,
+    pub completed: u64,
+}
+
+impl Repeat {
+    pub fn to_json(self) -> Value {
+        json!({"times": self.times, "completed": self.completed})
+    }
+}
+
+/// Reads a repeat count as users and Hermes versions write it: a number, `"3"`,
+/// `"forever"`, `"once"`, null. Zero or less means forever.
+pub fn parse_repeat_times(value: &Value) -> Result<Option<u64>, String> {
+    let count = match value {
+        Value::Null => return Ok(None),
+        Value::Number(n) => n
+            .as_i64()
+            .ok_or_else(|| format!("repeat must be a whole number, got {n}"))?,
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "" | "forever" | "always" | "infinite" | "inf" | "none" | "null" => return Ok(None),
+            "once" => 1,
+            "twice" => 2,
+            other => other
+                .parse::<i64>()
+                .map_err(|_| format!("Invalid repeat '{s}': use a number, 'once' or 'forever'"))?,
+        },
+        other => {
+            return Err(format!(
+                "Invalid repeat {other}: use a number, 'once' or 'forever'"
+            ))
+        }
+    };
+    Ok(u64::try_from(count).ok().filter(|n| *n > 0))
+}
+
+/// Is `id` usable as a single path component (it names the output directory)?
+pub fn is_safe_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id != "."
+        && id != ".."
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// A fresh 12-hex-character id.
+pub fn new_id() -> String {
+    let bytes: [u8; 6] = rand::random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One record of jobs.json.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    record: Record,
+}
+
+impl Job {
+    pub fn from_record(record: Record) -> Job {
+        Job { record }
+    }
+
+    pub fn record(&self) -> &Record {
+        &self.record
+    }
+
+    pub fn into_record(self) -> Record {
+        self.record
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.record.get(key)
+    }
+
+    pub fn set(&mut self, key: &str, value: Value) {
+        self.record.insert(key.to_string(), value);
+    }
+
+    fn text(&self, key: &str) -> Option<&str> {
+        self.record.get(key).and_then(Value::as_str)
+    }
+
+    /// A string field that counts only when non-empty.
+    pub fn text_field(&self, key: &str) -> Option<&str> {
+        self.text(key).filter(|s| !s.trim().is_empty())
+    }
+
+    fn flag(&self, key: &str) -> Option<bool> {
+        match self.record.get(key)? {
+            Value::Bool(b) => Some(*b),
+            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "yes" | "1" => Some(true),
+                "false" | "no" | "0" => Some(false),
+                _ => None,
+            },
+            Value::Number(n) => n.as_i64().map(|n| n != 0),
+            _ => None,
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        self.text("id").unwrap_or("")
+    }
+
+    pub fn name(&self) -> &str {
+        self.text_field("name").unwrap_or("cron job")
+    }
+
+    pub fn prompt(&self) -> &str {
+        self.text("prompt").unwrap_or("")
+    }
+
+    pub fn skills(&self) -> Vec<String> {
+        let mut skills: Vec<String> = match self.record.get("skills") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            Some(Value::String(s)) if !s.trim().is_empty() => vec![s.trim().to_string()],
+            _ => Vec::new(),
+        };
+        if skills.is_empty() {
+            if let Some(skill) = self.text_field("skill") {
+                skills.push(skill.trim().to_string());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        skills.retain(|s| seen.insert(s.clone()));
+        skills
+    }
+
+    pub fn script(&self) -> Option<&str> {
+        self.text_field("script")
+    }
+
+    pub fn no_agent(&self) -> bool {
+        self.flag("no_agent").unwrap_or(false)
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.flag("enabled").unwrap_or(true)
+    }
+
+    /// A pause marker: the record says paused, or carries `paused_at`.
+    fn has_pause_marker(&self) -> bool {
+        self.text("state") == Some("paused") || self.text_field("paused_at").is_some()
+    }
+
+    pub fn state(&self) -> JobState {
+        match self.text("state") {
+            Some("completed") => JobState::Completed,
+            Some("error") => JobState::Error,
+            _ if !self.enabled() || self.has_pause_marker() => JobState::Paused,
+            _ => JobState::Scheduled,
+        }
+    }
+
+    /// The zone this job's cron and phrase schedules are read in.
+    pub fn zone(&self, ctx: &Context) -> Tz {
+        self.text_field("timezone")
+            .and_then(|name| name.trim().parse::<Tz>().ok())
+            .unwrap_or(ctx.zone)
+    }
+
+    pub fn schedule(&self, ctx: &Context) -> Result<Schedule, ScheduleError> {
+        let value = self.record.get("schedule").unwrap_or(&Value::Null);
+        Schedule::from_json(value, ctx.now, self.zone(ctx))
+    }
+
+    pub fn repeat(&self) -> Repeat {
+        let (times, completed) = match self.record.get("repeat") {
+            Some(Value::Object(o)) => (
+                o.get("times")
+                    .map(|t| parse_repeat_times(t).unwrap_or(None))
+                    .unwrap_or(None),
+                o.get("completed").and_then(Value::as_u64).unwrap_or(0),
+            ),
+            Some(other) => (parse_repeat_times(other).unwrap_or(None), 0),
+            None => (None, 0),
+        };
+        Repeat { times, completed }
+    }
+
+    pub fn instant(&self, key: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+        self.text_field(key)
+            .and_then(|text| parse_stored_instant(text, ctx.legacy_zone))
+    }
+
+    pub fn next_run_at(&self, ctx: &Context) -> Option<DateTime<Utc>> {
+        self.instant("next_run_at", ctx)
+    }
+
+    pub fn last_run_at(&self, ctx: &Context) -> Option<DateTime<Utc>> {
+        self.instant("last_run_at", ctx)
+    }
+
+    /// `deliver` as a comma-separated string; a JSON list is joined.
+    pub fn deliver(&self) -> String {
+        match self.record.get("deliver") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
+            Some(Value::Array(items)) => {
+                let parts: Vec<&str> = items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::trim)
+                    .collect();
+                let joined = parts.join(",");
+                if joined.is_empty() {
+                    self.default_deliver().to_string()
+                } else {
+                    joined
+                }
+            }
+            _ => self.default_deliver().to_string(),
+        }
+    }
+
+    fn default_deliver(&self) -> &'static str {
+        if self.origin().is_some() {
+            "origin"
+        } else {
+            "local"
+        }
+    }
+
+    /// The chat the job came from; a non-object origin is ignored.
+    pub fn origin(&self) -> Option<&Map<String, Value>> {
+        self.record.get("origin").and_then(Value::as_object)
+    }
+
+    /// Rewrites wrongly shaped fields in place so the record reads the same in any
+    /// Hermes version: a string schedule becomes its object, `schedule_display` follows
+    /// it, `deliver` lists are joined, `repeat` becomes `{times, completed}`, `skill`
+    /// mirrors `skills[0]`, a paused marker on an enabled record turns it off. Keys it
+    /// does not own are never touched. Returns whether anything changed.
+    pub fn heal(&mut self, ctx: &Context) -> bool {
+        let before = self.record.clone();
+        if self.text_field("id").is_none() {
+            self.set("id", json!(new_id()));
+        }
+        let needs_schedule_rewrite = match self.record.get("schedule") {
+            Some(Value::Object(o)) => {
+                o.get("display")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                    || !o.contains_key("kind")
+            }
+            Some(_) => true,
+            None => false,
+        };
+        if needs_schedule_rewrite {
+            if let Ok(schedule) = self.schedule(ctx) {
+                let mut object = match self.record.get("schedule") {
+                    Some(Value::Object(o)) => o.clone(),
+                    _ => Map::new(),
+                };
+                if let Value::Object(fresh) = schedule.to_json() {
+                    for (k, v) in fresh {
+                        object.insert(k, v);
+                    }
+                }
+                self.set("schedule", Value::Object(object));
+            }
+        }
+        if let Some(display) = self
+            .record
+            .get("schedule")
+            .and_then(|s| s.get("display"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        {
+            if self.text("schedule_display") != Some(display.as_str()) {
+                self.set("schedule_display", json!(display));
+            }
+        }
+        if matches!(self.record.get("deliver"), Some(Value::Array(_))) {
+            let joined = self.deliver();
+            self.set("deliver", json!(joined));
+        }
+        let repeat_ok = matches!(self.record.get("repeat"), Some(Value::Object(o))
+            if o.get("completed").is_some_and(Value::is_u64)
+            && o.get("times").is_some_and(|t| t.is_null() || t.as_u64().is_some_and(|n| n > 0)));
+        if self.record.contains_key("repeat") && !repeat_ok {
+            let repeat = self.repeat();
+            let mut object = match self.record.get("repeat") {
+                Some(Value::Object(o)) => o.clone(),
+                _ => Map::new(),
+            };
+            object.insert("times".into(), json!(repeat.times));
+            object.insert("completed".into(), json!(repeat.completed));
+            self.set("repeat", Value::Object(object));
+        }
+        if self.record.contains_key("skills") || self.record.contains_key("skill") {
+            let skills = self.skills();
+            let first = skills.first().cloned();
+            if self.record.get("skills") != Some(&json!(skills)) {
+                self.set("skills", json!(skills));
+            }
+            if self.record.get("skill") != Some(&json!(first)) {
+                self.set("skill", json!(first));
+            }
+        }
+        if self.flag("enabled") == Some(true) && self.has_pause_marker() {
+            self.set("enabled", json!(false));
+            if self.text("state") != Some("paused") {
+                self.set("state", json!("paused"));
+            }
+        }
+        self.record != before
+    }
+
+    /// The record as `list --json` shows it: every SPEC field present with its
+    /// default, in the stored shapes, plus whatever else the record carries.
+    pub fn normalized(&self, ctx: &Context) -> Record {
+        let mut job = self.clone();
+        job.heal(ctx);
+        let repeat = job.repeat();
+        let skills = job.skills();
+        let mut out = Map::new();
+        let field = |key: &str| job.record.get(key).cloned().unwrap_or(Value::Null);
+        out.insert("id".into(), json!(job.id()));
+        out.insert("name".into(), json!(job.name()));
+        out.insert("prompt".into(), json!(job.prompt()));
+        out.insert("skill".into(), json!(skills.first()));
+        out.insert("skills".into(), json!(skills));
+        for key in ["model", "provider", "base_url", "script"] {
+            out.insert(key.into(), field(key));
+        }
+        out.insert("no_agent".into(), json!(job.no_agent()));
+        out.insert("context_from".into(), field("context_from"));
+        out.insert("schedule".into(), field("schedule"));
+        out.insert(
+            "schedule_display".into(),
+            json!(job.schedule(ctx).map(|s| s.display().to_string()).ok()),
+        );
+        out.insert("repeat".into(), repeat.to_json());
+        out.insert("enabled".into(), json!(job.enabled()));
+        out.insert("state".into(), json!(job.state().as_str()));
+        for key in [
+            "paused_at",
+            "paused_reason",
+            "created_at",
+            "next_run_at",
+            "last_run_at",
+            "last_status",
+            "last_error",
+            "last_delivery_error",
+        ] {
+            out.insert(key.into(), field(key));
+        }
+        out.insert(
+            "failure_streak".into(),
+            json!(job
+                .record
+                .get("failure_streak")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)),
+        );
+        out.insert("deliver".into(), json!(job.deliver()));
+        out.insert(
+            "origin".into(),
+            job.origin().cloned().map_or(Value::Null, Value::Object),
+        );
+        out.insert("enabled_toolsets".into(), field("enabled_toolsets"));
+        out.insert("workdir".into(), field("workdir"));
+        out.insert("timezone".into(), field("timezone"));
+        for (key, value) in &job.record {
+            if !out.contains_key(key) {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,149 @@
+//! Every verb and flag of the `hermes` command line, defined once (clap derive).
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hermes",
+    version,
+    about = "hermes-cron: scheduled tasks for the Hermes agent"
+)]
+pub struct Cli {
+    /// Log more (repeat for even more); RUST_LOG also works.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scheduled jobs: add, list, edit, pause, resume, remove, next.
+    Cron {
+        #[command(subcommand)]
+        verb: CronVerb,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CronVerb {
+    /// Create a job: `hermes cron add "every 2h" "summarize inbox"`.
+    #[command(visible_alias = "create")]
+    Add(AddArgs),
+    /// List jobs (enabled ones; --all adds paused and completed).
+    List {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a job; "" clears a string field.
+    Edit(EditArgs),
+    /// Pause a job: it keeps its schedule but does not fire.
+    Pause {
+        job: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Resume a paused job; its next run is computed from now.
+    Resume { job: String },
+    /// Remove a job and its output documents.
+    #[command(visible_aliases = ["rm", "delete"])]
+    Remove { job: String },
+    /// Show the next fire times of a schedule without storing anything.
+    Next(NextArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// When: "every 2h", "30m", "weekdays at 9am", "0 9 * * *", "2026-02-03T14:00"...
+    pub schedule: String,
+    /// What the agent should do.
+    pub prompt: Option<String>,
+    #[arg(long)]
+    pub name: Option<String>,
+    /// local, origin, telegram, telegram:CHAT[:THREAD], all, webhook:URL (comma list).
+    #[arg(long)]
+    pub deliver: Option<String>,
+    /// How many runs: a number, "once" or "forever".
+    #[arg(long)]
+    pub repeat: Option<String>,
+    /// A skill to load before the prompt (repeatable, kept in order).
+    #[arg(long = "skill")]
+    pub skills: Vec<String>,
+    /// A script under <HERMES_HOME>/scripts/ run before the agent.
+    #[arg(long)]
+    pub script: Option<String>,
+    /// Deliver the script's output; start no agent.
+    #[arg(long)]
+    pub no_agent: bool,
+    #[arg(long)]
+    pub workdir: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// IANA time zone for this job's cron and day/time schedules.
+    #[arg(long = "tz")]
+    pub timezone: Option<String>,
+    /// Create the job paused.
+    #[arg(long)]
+    pub paused: bool,
+    /// The chat the job came from, PLATFORM:CHAT[:THREAD] (for integrations).
+    #[arg(long)]
+    pub origin: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    pub job: String,
+    #[arg(long)]
+    pub schedule: Option<String>,
+    #[arg(long)]
+    pub prompt: Option<String>,
+    #[arg(long)]
+    pub name: Option<String>,
+    #[arg(long)]
+    pub deliver: Option<String>,
+    #[arg(long)]
+    pub repeat: Option<String>,
+    /// Replace the skills with these (repeatable).
+    #[arg(long = "skill")]
+    pub skills: Vec<String>,
+    #[arg(long = "add-skill")]
+    pub add_skills: Vec<String>,
+    #[arg(long = "remove-skill")]
+    pub remove_skills: Vec<String>,
+    #[arg(long)]
+    pub clear_skills: bool,
+    #[arg(long)]
+    pub script: Option<String>,
+    #[arg(long, conflicts_with = "agent")]
+    pub no_agent: bool,
+    /// Start the agent again after --no-agent.
+    #[arg(long)]
+    pub agent: bool,
+    #[arg(long)]
+    pub workdir: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub provider: Option<String>,
+    #[arg(long = "tz")]
+    pub timezone: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct NextArgs {
+    pub schedule: String,
+    /// Start after this instant (ISO-8601; default now).
+    #[arg(long)]
+    pub from: Option<String>,
+    #[arg(long = "tz")]
+    pub timezone: Option<String>,
+    /// How many fire times to show.
+    #[arg(short = 'n', default_value_t = 5)]
+    pub count: usize,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,115 @@
+//! The verbs that change jobs: add, edit, pause, resume, remove.
+
+use jobs::{create_job, edit_job, pause_job, remove_job, resume_job, Job, JobEdit, NewJob};
+
+use super::timefmt::absolute_and_relative;
+use super::Session;
+use crate::cli::{AddArgs, EditArgs};
+use crate::error::CliError;
+
+/// The few lines that tell the user what a job now is.
+fn print_summary(session: &Session, job: &Job) {
+    let ctx = &session.ctx;
+    say!("  Name:     {}", job.name());
+    let display = job
+        .schedule(ctx)
+        .map(|s| s.display().to_string())
+        .unwrap_or_else(|e| format!("invalid ({e})"));
+    say!("  Schedule: {display}");
+    let next = match job.next_run_at(ctx) {
+        Some(next) => absolute_and_relative(next, ctx.now, job.zone(ctx)),
+        None => "none".to_string(),
+    };
+    say!("  Next run: {next}");
+    say!("  Deliver:  {}", job.deliver());
+}
+
+pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
+    let new = NewJob {
+        schedule: args.schedule,
+        prompt: args.prompt.unwrap_or_default(),
+        name: args.name,
+        deliver: args.deliver,
+        repeat: args.repeat,
+        skills: args.skills,
+        script: args.script,
+        no_agent: args.no_agent,
+        workdir: args.workdir,
+        model: args.model,
+        provider: args.provider,
+        timezone: args.timezone,
+        paused: args.paused,
+        origin: args.origin,
+    };
+    let job = create_job(&session.store, &new, &session.ctx)?;
+    say!("Created job: {}", job.id());
+    print_summary(session, &job);
+    Ok(())
+}
+
+pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
+    let edit = JobEdit {
+        schedule: args.schedule,
+        prompt: args.prompt,
+        name: args.name,
+        deliver: args.deliver,
+        repeat: args.repeat,
+        skills: (!args.skills.is_empty()).then_some(args.skills),
+        add_skills: args.add_skills,
+        remove_skills: args.remove_skills,
+        clear_skills: args.clear_skills,
+        script: args.script,
+        no_agent: match (args.no_agent, args.agent) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        workdir: args.workdir,
+        model: args.model,
+        provider: args.provider,
+        timezone: args.timezone,
+    };
+    let nothing = edit.schedule.is_none()
+        && edit.prompt.is_none()
+        && edit.name.is_none()
+        && edit.deliver.is_none()
+        && edit.repeat.is_none()
+        && edit.skills.is_none()
+        && edit.add_skills.is_empty()
+        && edit.remove_skills.is_empty()
+        && !edit.clear_skills
+        && edit.script.is_none()
+        && edit.no_agent.is_none()
+        && edit.workdir.is_none()
+        && edit.model.is_none()
+        && edit.provider.is_none()
+        && edit.timezone.is_none();
+    if nothing {
+        return Err(CliError::user(
+            "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
+        ));
+    }
+    let job = edit_job(&session.store, &args.job, &edit, &session.ctx)?;
+    say!("Updated job: {}", job.id());
+    print_summary(session, &job);
+    Ok(())
+}
+
+pub fn pause(session: &Session, reference: &str, reason: Option<&str>) -> Result<(), CliError> {
+    let job = pause_job(&session.store, reference, reason, &session.ctx)?;
+    say!("Paused job: {} ({})", job.id(), job.name());
+    Ok(())
+}
+
+pub fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = resume_job(&session.store, reference, &session.ctx)?;
+    say!("Resumed job: {} ({})", job.id(), job.name());
+    print_summary(session, &job);
+    Ok(())
+}
+
+pub fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = remove_job(&session.store, reference, &session.ctx)?;
+    say!("Removed job: {} ({})", job.id(), job.name());
+    Ok(())
+}

@@ -1,0 +1,56 @@
+//! The binary's one error type: a one-line message and the exit code it maps to
+//! (1 = the user can fix it, 2 = internal or I/O failure).
+
+use std::fmt;
+
+use jobs::{JobError, StoreError};
+
+#[derive(Debug)]
+pub struct CliError {
+    pub message: String,
+    pub code: u8,
+}
+
+impl CliError {
+    pub fn user(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            code: 1,
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> CliError {
+        CliError {
+            message: message.into(),
+            code: 2,
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<JobError> for CliError {
+    fn from(e: JobError) -> CliError {
+        let code = if e.is_internal() { 2 } else { 1 };
+        CliError {
+            message: e.to_string(),
+            code,
+        }
+    }
+}
+
+impl From<StoreError> for CliError {
+    fn from(e: StoreError) -> CliError {
+        CliError::from(JobError::from(e))
+    }
+}
+
+impl From<schedules::ScheduleError> for CliError {
+    fn from(e: schedules::ScheduleError) -> CliError {
+        CliError::user(e.to_string())
+    }
+}
