@@ -2,7 +2,9 @@
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
 pub mod deliver;
+pub mod due;
 pub mod job;
+pub mod ledger;
 pub mod lifecycle;
 pub mod store;
 pub mod threats;

@@ -1,0 +1,429 @@
+//! The run ledger, `cron/executions.db` (SQLite, WAL): one row per attempt, keyed by the
+//! occurrence it fired for. The unique occurrence key is what makes a fire exactly-once
+//! across processes and crashes: a claim that finds its key taken runs nothing.
+//! It never deletes a row that is still `running`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use rusqlite::{params, Connection};
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+#[error("run ledger {path}: {source}")]
+pub struct LedgerError {
+    pub path: PathBuf,
+    #[source]
+    pub source: rusqlite::Error,
+}
+
+/// Who started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunSource {
+    Scheduler,
+    Manual,
+}
+
+impl RunSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunSource::Scheduler => "scheduler",
+            RunSource::Manual => "manual",
+        }
+    }
+}
+
+/// Terminal and non-terminal states of a ledger row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunStatus {
+    Running,
+    Ok,
+    Error,
+    Skipped,
+    Missed,
+    Interrupted,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Ok => "ok",
+            RunStatus::Error => "error",
+            RunStatus::Skipped => "skipped",
+            RunStatus::Missed => "missed",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One row, as `hermes cron runs --json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub job_id: String,
+    pub occurrence: String,
+    pub source: String,
+    pub pid: Option<i64>,
+    pub host: Option<String>,
+    pub status: String,
+    pub scheduled_at: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub error: Option<String>,
+    pub delivery: Option<String>,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+}
+
+/// How a run ended, for [`Ledger::finish`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunEnd {
+    pub error: Option<String>,
+    pub delivery: Option<String>,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+}
+
+/// The key of one fire: `<job_id>@<scheduled instant, UTC>`.
+pub fn occurrence_key(job_id: &str, scheduled_at: DateTime<Utc>) -> String {
+    format!(
+        "{job_id}@{}",
+        scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true)
+    )
+}
+
+pub fn ledger_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS runs (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id            TEXT NOT NULL,
+    occurrence        TEXT NOT NULL,
+    source            TEXT NOT NULL,
+    pid               INTEGER,
+    host              TEXT,
+    status            TEXT NOT NULL,
+    scheduled_at      TEXT,
+    started_at        TEXT,
+    finished_at       TEXT,
+    error             TEXT,
+    delivery          TEXT,
+    prompt_tokens     INTEGER,
+    completion_tokens INTEGER
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_occurrence ON runs(occurrence);
+CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id, id);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+";
+
+pub struct Ledger {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// What a claim needs to say about the attempt.
+#[derive(Debug, Clone)]
+pub struct Claim<'a> {
+    pub job_id: &'a str,
+    pub occurrence: &'a str,
+    pub source: RunSource,
+    pub status: RunStatus,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    pub started_at: DateTime<Utc>,
+    pub pid: u32,
+    pub host: &'a str,
+    pub error: Option<&'a str>,
+}
+
+impl Ledger {
+    /// Opens (creating if needed) the ledger, in WAL mode with a busy timeout so that
+    /// several processes can share it.
+    pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
+        let wrap = |source| LedgerError {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(wrap)?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(wrap)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(wrap)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(wrap)?;
+        conn.execute_batch(SCHEMA).map_err(wrap)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+        }
+        Ok(Ledger {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn wrap(&self, source: rusqlite::Error) -> LedgerError {
+        LedgerError {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Records an attempt for an occurrence. Returns its row id, or `None` when the
+    /// occurrence is already in the ledger (someone else fired it: run nothing).
+    pub fn claim(&self, claim: &Claim<'_>) -> Result<Option<i64>, LedgerError> {
+        let inserted = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO runs (job_id, occurrence, source, pid, host, status,
+                     scheduled_at, started_at, error)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    claim.job_id,
+                    claim.occurrence,
+                    claim.source.as_str(),
+                    i64::from(claim.pid),
+                    claim.host,
+                    claim.status.as_str(),
+                    claim.scheduled_at.map(ledger_time),
+                    ledger_time(claim.started_at),
+                    claim.error,
+                ],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok((inserted == 1).then(|| self.conn.last_insert_rowid()))
+    }
+
+    /// Closes a running row with its outcome.
+    pub fn finish(
+        &self,
+        id: i64,
+        status: RunStatus,
+        finished_at: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET status = ?2, finished_at = ?3, error = ?4, delivery = ?5,
+                     prompt_tokens = ?6, completion_tokens = ?7
+                 WHERE id = ?1",
+                params![
+                    id,
+                    status.as_str(),
+                    ledger_time(finished_at),
+                    end.error,
+                    end.delivery,
+                    end.prompt_tokens,
+                    end.completion_tokens,
+                ],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(())
+    }
+
+    /// Marks `running` rows whose process is gone as `interrupted`. Rows of other hosts
+    /// are left alone: we cannot see their processes. Returns how many were marked.
+    pub fn mark_interrupted(
+        &self,
+        host: &str,
+        now: DateTime<Utc>,
+        is_alive: &dyn Fn(i64) -> bool,
+    ) -> Result<usize, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, pid FROM runs WHERE status = 'running' AND host = ?1")
+            .map_err(|e| self.wrap(e))?;
+        let rows: Vec<(i64, Option<i64>)> = stmt
+            .query_map(params![host], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.wrap(e))?;
+        let mut marked = 0;
+        for (id, pid) in rows {
+            if pid.is_some_and(is_alive) {
+                continue;
+            }
+            marked += self
+                .conn
+                .execute(
+                    "UPDATE runs SET status = 'interrupted', finished_at = ?2,
+                         error = COALESCE(error, 'the process running it stopped before it finished')
+                     WHERE id = ?1 AND status = 'running'",
+                    params![id, ledger_time(now)],
+                )
+                .map_err(|e| self.wrap(e))?;
+        }
+        Ok(marked)
+    }
+
+    /// Is a run of this job still going (in a live process on this host, or on another host)?
+    pub fn is_running(
+        &self,
+        job_id: &str,
+        host: &str,
+        is_alive: &dyn Fn(i64) -> bool,
+    ) -> Result<bool, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT pid, host FROM runs WHERE job_id = ?1 AND status = 'running'")
+            .map_err(|e| self.wrap(e))?;
+        let rows: Vec<(Option<i64>, Option<String>)> = stmt
+            .query_map(params![job_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.wrap(e))?;
+        Ok(rows
+            .iter()
+            .any(|(pid, row_host)| row_host.as_deref() != Some(host) || pid.is_some_and(is_alive)))
+    }
+
+    /// Newest rows first, for one job or all.
+    pub fn recent(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, LedgerError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, job_id, occurrence, source, pid, host, status, scheduled_at,
+                        started_at, finished_at, error, delivery, prompt_tokens, completion_tokens
+                 FROM runs WHERE (?1 IS NULL OR job_id = ?1) ORDER BY id DESC LIMIT ?2",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let rows = stmt
+            .query_map(params![job_id, limit], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    job_id: r.get(1)?,
+                    occurrence: r.get(2)?,
+                    source: r.get(3)?,
+                    pid: r.get(4)?,
+                    host: r.get(5)?,
+                    status: r.get(6)?,
+                    scheduled_at: r.get(7)?,
+                    started_at: r.get(8)?,
+                    finished_at: r.get(9)?,
+                    error: r.get(10)?,
+                    delivery: r.get(11)?,
+                    prompt_tokens: r.get(12)?,
+                    completion_tokens: r.get(13)?,
+                })
+            })
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.wrap(e))?;
+        Ok(rows)
+    }
+
+    /// Keeps the newest `keep` terminal rows per job; running rows are never pruned.
+    pub fn prune(&self, keep: usize) -> Result<usize, LedgerError> {
+        let keep = i64::try_from(keep).unwrap_or(i64::MAX);
+        self.conn
+            .execute(
+                "DELETE FROM runs WHERE status != 'running' AND id IN (
+                     SELECT id FROM (
+                         SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
+                         FROM runs WHERE status != 'running'
+                     ) WHERE n > ?1
+                 )",
+                params![keep],
+            )
+            .map_err(|e| self.wrap(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn claim<'a>(job: &'a str, occurrence: &'a str, pid: u32) -> Claim<'a> {
+        Claim {
+            job_id: job,
+            occurrence,
+            source: RunSource::Scheduler,
+            status: RunStatus::Running,
+            scheduled_at: Some(at("2026-11-22T09:00:00Z")),
+            started_at: at("2026-11-22T09:00:00.250Z"),
+            pid,
+            host: "host-a",
+            error: None,
+        }
+    }
+
+    #[test]
+    fn an_occurrence_is_claimed_once_across_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("executions.db");
+        let a = Ledger::open(&path).unwrap();
+        let b = Ledger::open(&path).unwrap();
+        let key = occurrence_key("abc", at("2026-11-22T09:00:00Z"));
+        assert_eq!(key, "abc@2026-11-22T09:00:00Z");
+        assert!(a.claim(&claim("abc", &key, 1)).unwrap().is_some());
+        assert_eq!(b.claim(&claim("abc", &key, 2)).unwrap(), None);
+        assert_eq!(a.recent(None, 10).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn finish_records_the_outcome_and_dead_runs_become_interrupted() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("executions.db")).unwrap();
+        let done = ledger.claim(&claim("abc", "abc@1", 10)).unwrap().unwrap();
+        ledger.claim(&claim("abc", "abc@2", 11)).unwrap().unwrap();
+        ledger.claim(&claim("xyz", "xyz@1", 12)).unwrap().unwrap();
+        let end = RunEnd {
+            error: None,
+            delivery: Some("local".into()),
+            prompt_tokens: Some(12),
+            completion_tokens: Some(34),
+        };
+        ledger
+            .finish(done, RunStatus::Ok, at("2026-11-22T09:00:05Z"), &end)
+            .unwrap();
+        let alive = |pid: i64| pid == 12;
+        assert!(!ledger.is_running("abc", "host-a", &|_| false).unwrap());
+        assert!(ledger.is_running("xyz", "host-a", &alive).unwrap());
+        let marked = ledger
+            .mark_interrupted("host-a", at("2026-11-22T10:00:00Z"), &alive)
+            .unwrap();
+        assert_eq!(marked, 1);
+        let rows = ledger.recent(Some("abc"), 10).unwrap();
+        assert_eq!(rows[0].status, "interrupted");
+        assert_eq!(rows[1].status, "ok");
+        assert_eq!(rows[1].completion_tokens, Some(34));
+        assert_eq!(ledger.recent(Some("xyz"), 10).unwrap()[0].status, "running");
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_terminal_rows_per_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let ledger = Ledger::open(&dir.path().join("executions.db")).unwrap();
+        for n in 0..5 {
+            let id = ledger
+                .claim(&claim("abc", &format!("abc@{n}"), 1))
+                .unwrap()
+                .unwrap();
+            ledger
+                .finish(
+                    id,
+                    RunStatus::Ok,
+                    at("2026-11-22T09:00:05Z"),
+                    &RunEnd::default(),
+                )
+                .unwrap();
+        }
+        ledger.claim(&claim("abc", "abc@live", 1)).unwrap();
+        assert_eq!(ledger.prune(2).unwrap(), 3);
+        let left: Vec<String> = ledger
+            .recent(Some("abc"), 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.occurrence)
+            .collect();
+        assert_eq!(left, ["abc@live", "abc@4", "abc@3"]);
+    }
+}
