@@ -1,0 +1,191 @@
+//! Output documents: one Markdown file per run under `cron/output/<job_id>/`, named by
+//! the run's local time, written atomically, the newest `cron.output_retention` kept.
+//! Never writes outside the job's own directory (ids are checked to be path-safe).
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::job::is_safe_id;
+use crate::store::{write_atomic, StoreError};
+
+/// What one run produced, in the words of the document.
+#[derive(Debug, Clone)]
+pub struct OutputDocument<'a> {
+    pub job_id: &'a str,
+    pub job_name: &'a str,
+    pub schedule: &'a str,
+    pub run_time: DateTime<Utc>,
+    pub zone: Tz,
+    pub prompt: &'a str,
+    /// `Ok(response)` or `Err(error text)`.
+    pub result: Result<&'a str, &'a str>,
+}
+
+impl OutputDocument<'_> {
+    pub fn render(&self) -> String {
+        let failed = if self.result.is_err() {
+            " (FAILED)"
+        } else {
+            ""
+        };
+        let (heading, body) = match self.result {
+            Ok(response) => ("Response", response),
+            Err(error) => ("Error", error),
+        };
+        format!(
+            "# Cron Job: {name}{failed}\n\n**Job ID:** {id}\n**Run Time:** {time}\n**Schedule:** {schedule}\n\n## Prompt\n\n{prompt}\n\n## {heading}\n\n{body}\n",
+            name = self.job_name,
+            id = self.job_id,
+            time = schedules::format_instant(self.run_time, self.zone),
+            schedule = self.schedule,
+            prompt = self.prompt,
+        )
+    }
+}
+
+fn unsafe_id(dir: &Path, id: &str) -> StoreError {
+    StoreError::Io {
+        path: dir.to_path_buf(),
+        source: std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("job id '{id}' is not a safe file name"),
+        ),
+    }
+}
+
+/// Writes the document into `output_root/<job_id>/` and prunes to `keep` documents.
+/// Returns the new file's path.
+pub fn save_output(
+    output_root: &Path,
+    doc: &OutputDocument<'_>,
+    keep: usize,
+) -> Result<PathBuf, StoreError> {
+    if !is_safe_id(doc.job_id) {
+        return Err(unsafe_id(output_root, doc.job_id));
+    }
+    let dir = output_root.join(doc.job_id);
+    let stamp = doc
+        .run_time
+        .with_timezone(&doc.zone)
+        .format("%Y-%m-%d_%H-%M-%S")
+        .to_string();
+    let mut path = dir.join(format!("{stamp}.md"));
+    let mut n = 1;
+    while path.exists() {
+        path = dir.join(format!("{stamp}-{n}.md"));
+        n += 1;
+    }
+    write_atomic(&path, doc.render().as_bytes())?;
+    prune_outputs(&dir, keep)?;
+    Ok(path)
+}
+
+/// The job's documents, oldest first (names sort by time).
+pub fn list_outputs(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "md"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+fn prune_outputs(dir: &Path, keep: usize) -> Result<(), StoreError> {
+    let files = list_outputs(dir);
+    let excess = files.len().saturating_sub(keep.max(1));
+    for old in &files[..excess] {
+        if let Err(source) = std::fs::remove_file(old) {
+            if source.kind() != std::io::ErrorKind::NotFound {
+                return Err(StoreError::Io {
+                    path: old.clone(),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes a short note that a one-shot was missed, so the output directory tells the
+/// user what happened to it.
+pub fn save_missed_note(
+    output_root: &Path,
+    job_id: &str,
+    job_name: &str,
+    scheduled: &str,
+    now: DateTime<Utc>,
+    zone: Tz,
+    keep: usize,
+) -> Result<PathBuf, StoreError> {
+    let note = format!(
+        "missed: this one-shot was due at {scheduled} but the scheduler was not running; it was more than 120 s late and was not run."
+    );
+    let doc = OutputDocument {
+        job_id,
+        job_name,
+        schedule: scheduled,
+        run_time: now,
+        zone,
+        prompt: "",
+        result: Err(&note),
+    };
+    save_output(output_root, &doc, keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_render_and_are_pruned_to_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for n in 0..4 {
+            let doc = OutputDocument {
+                job_id: "abc123abc123",
+                job_name: "inbox",
+                schedule: "every 120m",
+                run_time: t0 + chrono::Duration::seconds(n),
+                zone: chrono_tz::Europe::Berlin,
+                prompt: "summarize",
+                result: if n == 3 { Err("boom") } else { Ok("all quiet") },
+            };
+            save_output(dir.path(), &doc, 2).unwrap();
+        }
+        let files = list_outputs(&dir.path().join("abc123abc123"));
+        let names: Vec<_> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        assert_eq!(names, ["2026-11-22_10-00-02.md", "2026-11-22_10-00-03.md"]);
+        let last = std::fs::read_to_string(&files[1]).unwrap();
+        assert!(last.starts_with("# Cron Job: inbox (FAILED)\n"));
+        assert!(last.contains("**Job ID:** abc123abc123\n**Run Time:** 2026-11-22T10:00:03+01:00\n**Schedule:** every 120m"));
+        assert!(last.contains("## Prompt\n\nsummarize\n\n## Error\n\nboom\n"));
+    }
+
+    #[test]
+    fn unsafe_ids_are_refused_before_touching_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let doc = OutputDocument {
+            job_id: "../escape",
+            job_name: "x",
+            schedule: "x",
+            run_time: Utc::now(),
+            zone: chrono_tz::UTC,
+            prompt: "",
+            result: Ok("x"),
+        };
+        assert!(save_output(dir.path(), &doc, 5).is_err());
+        assert!(!dir.path().join("../escape").exists());
+    }
+}
