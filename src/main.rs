@@ -6,8 +6,15 @@ mod output;
 mod cli;
 mod clock;
 mod commands;
+mod daemon;
 mod error;
+mod hermes_runner;
 mod home;
+mod process;
+mod runner;
+mod scheduler;
+mod script;
+mod settings;
 
 use std::process::ExitCode;
 
@@ -25,7 +32,8 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Cron { verb } => commands::run_cron(verb),
+        Command::Cron { verb } => commands::run_cron(verb, cli.verbose),
+        Command::Gateway => commands::run_cron(cli::CronVerb::Daemon, cli.verbose),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

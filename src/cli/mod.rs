@@ -16,6 +16,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per process: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Scheduled jobs: add, list, edit, pause, resume, remove, next.
@@ -23,6 +25,8 @@ pub enum Command {
         #[command(subcommand)]
         verb: CronVerb,
     },
+    /// The scheduler daemon (same as `hermes cron daemon`).
+    Gateway,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +56,27 @@ pub enum CronVerb {
     Remove { job: String },
     /// Show the next fire times of a schedule without storing anything.
     Next(NextArgs),
+    /// Run the scheduler until stopped (SIGTERM/SIGINT). Alias: `hermes gateway`.
+    Daemon,
+    /// Run one scheduler pass in this process and wait for the runs it starts.
+    Tick,
+    /// Run a job now, wait, and print the outcome; its schedule is not moved.
+    Run { job: String },
+    /// Is a scheduler running, and what is next?
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run history from the ledger, newest first.
+    Runs {
+        job: Option<String>,
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read-only health check; exits 1 when something needs attention.
+    Doctor,
 }
 
 #[derive(Debug, Args)]

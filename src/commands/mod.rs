@@ -4,6 +4,8 @@
 mod jobs_cmd;
 mod list;
 mod next;
+mod scheduler_cmd;
+mod status;
 pub mod timefmt;
 
 use chrono_tz::Tz;
@@ -16,7 +18,6 @@ use crate::home::{configured_zone, system_zone, Home};
 
 /// What every verb needs: where the files are and what "now" is.
 pub struct Session {
-    #[allow(dead_code)] // read by the daemon verbs
     pub home: Home,
     pub store: JsonFileStore,
     pub ctx: Context,
@@ -41,7 +42,27 @@ impl Session {
     }
 }
 
-pub fn run_cron(verb: CronVerb) -> Result<(), CliError> {
+/// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises
+/// the level one step; `RUST_LOG` overrides.
+fn init_logging(scheduler_verb: bool, verbose: u8) {
+    let levels = ["error", "warn", "info", "debug", "trace"];
+    let base = if scheduler_verb { 2 } else { 1 };
+    let level = levels[(base + verbose as usize).min(levels.len() - 1)];
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .try_init();
+}
+
+pub fn run_cron(verb: CronVerb, verbose: u8) -> Result<(), CliError> {
+    let scheduler_verb = matches!(
+        verb,
+        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
+    );
+    init_logging(scheduler_verb, verbose);
     let session = Session::open()?;
     match verb {
         CronVerb::Add(args) => jobs_cmd::add(&session, args),
@@ -51,5 +72,11 @@ pub fn run_cron(verb: CronVerb) -> Result<(), CliError> {
         CronVerb::Resume { job } => jobs_cmd::resume(&session, &job),
         CronVerb::Remove { job } => jobs_cmd::remove(&session, &job),
         CronVerb::Next(args) => next::next(&session, args),
+        CronVerb::Daemon => scheduler_cmd::daemon(session),
+        CronVerb::Tick => scheduler_cmd::tick(session),
+        CronVerb::Run { job } => scheduler_cmd::run(session, &job),
+        CronVerb::Status { json } => status::status(&session, json),
+        CronVerb::Runs { job, limit, json } => status::runs(&session, job.as_deref(), limit, json),
+        CronVerb::Doctor => status::doctor(&session),
     }
 }

@@ -1,0 +1,606 @@
+//! The scheduler: one pass (scan, claim, dispatch) and the execution of one run (run,
+//! save, deliver, record), shared by `daemon`, `tick` and `run`. Exactly-once comes from
+//! two guards taken before anything runs: the job's `next_run_at` moves forward under
+//! the store lock, and the occurrence key is claimed in the ledger.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use tokio::sync::Semaphore;
+
+use jobs::due::{earliest_next_run, mark_completed, plan_pass, Decision, ScanOptions};
+use jobs::ledger::{occurrence_key, Claim, Ledger, RunEnd, RunSource, RunStatus};
+use jobs::output::{save_missed_note, save_output, OutputDocument};
+use jobs::{Context, Job, JobState, JobStore, JsonFileStore};
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::CliError;
+use crate::home::{configured_zone, system_zone, Home};
+use crate::process::{host_name, pid_alive};
+use crate::runner::{Activity, RunEnv, RunOutcome, RunResult, Runner};
+use crate::settings::CronSettings;
+
+/// What one finished run looked like, for logs and `hermes cron run`.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub job_id: String,
+    pub job_name: String,
+    pub occurrence: String,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    pub output_path: Option<PathBuf>,
+    pub response: Option<String>,
+}
+
+/// A claimed occurrence waiting to be run: [`PendingRun::run`] carries it out.
+pub struct PendingRun {
+    job: Job,
+    scheduled_at: DateTime<Utc>,
+    row_id: i64,
+    settings: CronSettings,
+}
+
+impl PendingRun {
+    pub async fn run(self, scheduler: Arc<Scheduler>) -> RunReport {
+        scheduler
+            .execute(
+                self.job,
+                Some(self.scheduled_at),
+                self.row_id,
+                RunSource::Scheduler,
+                self.settings,
+            )
+            .await
+    }
+}
+
+/// What one pass did.
+pub struct PassReport {
+    /// Runs claimed by this pass, to be spawned by the caller.
+    pub pending: Vec<PendingRun>,
+    /// The earliest next run among runnable jobs after the pass.
+    pub next_wake: Option<DateTime<Utc>>,
+    /// False when another scheduler held `.tick.lock`.
+    pub ran: bool,
+}
+
+pub struct Scheduler {
+    home: Home,
+    store: JsonFileStore,
+    ledger: Mutex<Ledger>,
+    runner: Arc<dyn Runner>,
+    host: String,
+    running: Mutex<HashSet<String>>,
+    permits: Option<Arc<Semaphore>>,
+}
+
+/// A fresh [`Context`] and settings: config.yaml is re-read on every pass and run.
+fn load_context(home: &Home) -> Result<(Context, CronSettings), CliError> {
+    let config = home.config()?;
+    let now = SystemClock::from_env().map_err(CliError::user)?.now();
+    let ctx = Context {
+        now,
+        zone: configured_zone(&config),
+        legacy_zone: system_zone(),
+    };
+    Ok((ctx, CronSettings::from_config(&config)))
+}
+
+fn lock_poisoned<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs a blocking closure (file locks, SQLite) off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, CliError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| CliError::internal(format!("background task failed: {e}")))
+}
+
+impl Scheduler {
+    pub fn open(home: Home, runner: Arc<dyn Runner>) -> Result<Arc<Scheduler>, CliError> {
+        let cron_dir = home.cron_dir();
+        std::fs::create_dir_all(&cron_dir).map_err(|e| {
+            CliError::internal(format!("cannot create {}: {e}", cron_dir.display()))
+        })?;
+        let ledger = Ledger::open(&cron_dir.join("executions.db"))
+            .map_err(|e| CliError::internal(e.to_string()))?;
+        let (_, settings) = load_context(&home)?;
+        let store = JsonFileStore::new(&cron_dir);
+        Ok(Arc::new(Scheduler {
+            home,
+            store,
+            ledger: Mutex::new(ledger),
+            runner,
+            host: host_name(),
+            running: Mutex::new(HashSet::new()),
+            permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
+        }))
+    }
+
+    pub fn cron_dir(&self) -> PathBuf {
+        self.home.cron_dir()
+    }
+
+    /// Marks ledger rows left `running` by dead processes of this host as interrupted.
+    pub fn recover_interrupted(&self) -> Result<usize, CliError> {
+        let ledger = lock_poisoned(&self.ledger);
+        ledger
+            .mark_interrupted(&self.host, Utc::now(), &pid_alive)
+            .map_err(|e| CliError::internal(e.to_string()))
+    }
+
+    /// One scheduler pass. Returns at once when another scheduler holds `.tick.lock`.
+    pub async fn pass(self: &Arc<Self>) -> Result<PassReport, CliError> {
+        let this = Arc::clone(self);
+        let planned = blocking(move || this.scan()).await??;
+        let Some((tick_lock, planned, next_wake, settings)) = planned else {
+            return Ok(PassReport {
+                pending: Vec::new(),
+                next_wake: None,
+                ran: false,
+            });
+        };
+        let pending = planned
+            .into_iter()
+            .map(|(job, scheduled_at, row_id)| PendingRun {
+                job,
+                scheduled_at,
+                row_id,
+                settings: settings.clone(),
+            })
+            .collect();
+        drop(tick_lock);
+        Ok(PassReport {
+            pending,
+            next_wake,
+            ran: true,
+        })
+    }
+
+    /// The blocking half of a pass: tick lock, due scan under the store lock, ledger claims.
+    #[allow(clippy::type_complexity)]
+    fn scan(
+        &self,
+    ) -> Result<
+        Option<(
+            File,
+            Vec<(Job, DateTime<Utc>, i64)>,
+            Option<DateTime<Utc>>,
+            CronSettings,
+        )>,
+        CliError,
+    > {
+        let cron_dir = self.cron_dir();
+        let lock_path = cron_dir.join(".tick.lock");
+        let tick_lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| CliError::internal(format!("cannot open {}: {e}", lock_path.display())))?;
+        match fs4::FileExt::try_lock(&tick_lock) {
+            Ok(()) => {}
+            Err(fs4::TryLockError::WouldBlock) => return Ok(None),
+            Err(fs4::TryLockError::Error(e)) => {
+                return Err(CliError::internal(format!(
+                    "cannot lock {}: {e}",
+                    lock_path.display()
+                )))
+            }
+        }
+        let (ctx, settings) = load_context(&self.home)?;
+        let options = ScanOptions {
+            catch_up_missed: settings.catch_up_missed,
+        };
+        let mut planned = Vec::new();
+        let mut next_wake = None;
+        let retention = chrono::Duration::days(settings.completed_retention_days.max(0));
+        self.store.update_jobs(&ctx, &mut |jobs| {
+            planned = plan_pass(jobs, &ctx, options);
+            prune_completed_one_shots(jobs, &ctx, retention);
+            next_wake = earliest_next_run(jobs, &ctx);
+            Ok(())
+        })?;
+        let ledger = lock_poisoned(&self.ledger);
+        let pid = std::process::id();
+        let mut to_run = Vec::new();
+        for item in planned {
+            let job = item.job;
+            let zone = job.zone(&ctx);
+            let (scheduled_at, status, error) = match item.decision {
+                Decision::Fire { scheduled_at, .. } => {
+                    let busy = lock_poisoned(&self.running).contains(job.id())
+                        || ledger
+                            .is_running(job.id(), &self.host, &pid_alive)
+                            .unwrap_or(false);
+                    if busy {
+                        (
+                            scheduled_at,
+                            RunStatus::Skipped,
+                            Some("skipped (still running)".to_string()),
+                        )
+                    } else {
+                        (scheduled_at, RunStatus::Running, None)
+                    }
+                }
+                Decision::Missed { scheduled_at } => {
+                    let when = schedules::format_instant(scheduled_at, zone);
+                    if let Err(e) = save_missed_note(
+                        &cron_dir.join("output"),
+                        job.id(),
+                        job.name(),
+                        &when,
+                        ctx.now,
+                        zone,
+                        settings.output_retention,
+                    ) {
+                        tracing::warn!(job = job.id(), "cannot write the missed note: {e}");
+                    }
+                    (
+                        scheduled_at,
+                        RunStatus::Missed,
+                        Some(format!(
+                            "missed: due at {when}, the scheduler was not running"
+                        )),
+                    )
+                }
+                Decision::SkippedLate { scheduled_at } => (
+                    scheduled_at,
+                    RunStatus::Skipped,
+                    Some("skipped: late and catch-up is off".to_string()),
+                ),
+                Decision::Broken { reason } => {
+                    tracing::error!(job = job.id(), "cannot schedule job: {reason}");
+                    continue;
+                }
+            };
+            let occurrence = occurrence_key(job.id(), scheduled_at);
+            let claim = Claim {
+                job_id: job.id(),
+                occurrence: &occurrence,
+                source: RunSource::Scheduler,
+                status,
+                scheduled_at: Some(scheduled_at),
+                started_at: ctx.now,
+                pid,
+                host: &self.host,
+                error: error.as_deref(),
+            };
+            match ledger.claim(&claim) {
+                Ok(Some(row)) if status == RunStatus::Running => {
+                    lock_poisoned(&self.running).insert(job.id().to_string());
+                    to_run.push((job, scheduled_at, row));
+                }
+                Ok(Some(_)) => {
+                    tracing::info!(job = job.id(), %occurrence, outcome = status.as_str(), "{}", error.unwrap_or_default())
+                }
+                Ok(None) => {
+                    tracing::info!(job = job.id(), %occurrence, "occurrence already in the ledger; not running it again")
+                }
+                Err(e) => {
+                    tracing::error!(job = job.id(), %occurrence, "cannot claim occurrence, not running it: {e}")
+                }
+            }
+        }
+        if let Err(e) = ledger.prune(1000) {
+            tracing::warn!("cannot prune the ledger: {e}");
+        }
+        Ok(Some((tick_lock, to_run, next_wake, settings)))
+    }
+
+    /// Claims a manual run of a job (`hermes cron run`): its own occurrence key, the
+    /// schedule untouched.
+    pub fn claim_manual(&self, job: &Job, now: DateTime<Utc>) -> Result<i64, CliError> {
+        if lock_poisoned(&self.running).contains(job.id()) {
+            return Err(CliError::user(format!(
+                "Job {} is already running",
+                job.id()
+            )));
+        }
+        let ledger = lock_poisoned(&self.ledger);
+        if ledger
+            .is_running(job.id(), &self.host, &pid_alive)
+            .unwrap_or(false)
+        {
+            return Err(CliError::user(format!(
+                "Job {} is already running; wait for it to finish",
+                job.id()
+            )));
+        }
+        let occurrence = format!("{}@manual-{}", job.id(), jobs::ledger::ledger_time(now));
+        let claim = Claim {
+            job_id: job.id(),
+            occurrence: &occurrence,
+            source: RunSource::Manual,
+            status: RunStatus::Running,
+            scheduled_at: None,
+            started_at: now,
+            pid: std::process::id(),
+            host: &self.host,
+            error: None,
+        };
+        let row = ledger
+            .claim(&claim)
+            .map_err(|e| CliError::internal(e.to_string()))?
+            .ok_or_else(|| {
+                CliError::user("a manual run was started at the same millisecond; try again")
+            })?;
+        lock_poisoned(&self.running).insert(job.id().to_string());
+        Ok(row)
+    }
+
+    pub fn context(&self) -> Result<(Context, CronSettings), CliError> {
+        load_context(&self.home)
+    }
+
+    /// Runs one claimed occurrence to the end: run, save, deliver, record.
+    pub async fn execute(
+        self: Arc<Self>,
+        job: Job,
+        scheduled_at: Option<DateTime<Utc>>,
+        row_id: i64,
+        source: RunSource,
+        settings: CronSettings,
+    ) -> RunReport {
+        let _permit = match (&self.permits, source) {
+            (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
+            _ => None,
+        };
+        let started = Utc::now();
+        let clock = Instant::now();
+        let occurrence = scheduled_at.map_or_else(
+            || format!("{}@manual", job.id()),
+            |at| occurrence_key(job.id(), at),
+        );
+        let env = RunEnv {
+            home: self.home.root.clone(),
+            settings: settings.clone(),
+            activity: Activity::new(),
+        };
+        let outcome = run_watched(self.runner.as_ref(), &job, &env).await;
+        let report = {
+            let this = Arc::clone(&self);
+            let job = job.clone();
+            let occurrence_key = occurrence.clone();
+            blocking(move || {
+                this.record(
+                    &job,
+                    &occurrence_key,
+                    row_id,
+                    source,
+                    started,
+                    outcome,
+                    &settings,
+                )
+            })
+            .await
+            .unwrap_or_else(|e| RunReport {
+                job_id: String::new(),
+                job_name: String::new(),
+                occurrence: occurrence.clone(),
+                status: RunStatus::Error,
+                error: Some(e.to_string()),
+                output_path: None,
+                response: None,
+            })
+        };
+        lock_poisoned(&self.running).remove(job.id());
+        tracing::info!(
+            job = job.id(),
+            occurrence = %occurrence,
+            outcome = report.status.as_str(),
+            duration_ms = clock.elapsed().as_millis() as u64,
+            error = report.error.as_deref().unwrap_or(""),
+            "run finished"
+        );
+        report
+    }
+
+    /// Save the output document, deliver, and record the run in the store and ledger.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        job: &Job,
+        occurrence: &str,
+        row_id: i64,
+        source: RunSource,
+        started: DateTime<Utc>,
+        outcome: RunOutcome,
+        settings: &CronSettings,
+    ) -> RunReport {
+        let (ctx, _) = load_context(&self.home).unwrap_or_else(|_| {
+            (
+                Context {
+                    now: Utc::now(),
+                    zone: system_zone(),
+                    legacy_zone: system_zone(),
+                },
+                settings.clone(),
+            )
+        });
+        let zone = job.zone(&ctx);
+        let (result_text, error) = match &outcome.result {
+            RunResult::Reply(text) if text.trim().is_empty() => (
+                Err("Agent completed but produced empty response".to_string()),
+                Some("Agent completed but produced empty response".to_string()),
+            ),
+            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), None),
+            RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
+        };
+        let schedule_display = job
+            .schedule(&ctx)
+            .map(|s| s.display().to_string())
+            .unwrap_or_default();
+        let doc = OutputDocument {
+            job_id: job.id(),
+            job_name: job.name(),
+            schedule: &schedule_display,
+            run_time: started,
+            zone,
+            prompt: &outcome.prompt,
+            result: result_text.as_deref().map_err(String::as_str),
+        };
+        let output_path = match save_output(
+            &self.cron_dir().join("output"),
+            &doc,
+            settings.output_retention,
+        ) {
+            Ok(path) => Some(path),
+            Err(e) => {
+                tracing::error!(job = job.id(), "cannot save the output document: {e}");
+                None
+            }
+        };
+        let delivery = deliver(job, &outcome.result);
+        let status = if error.is_some() {
+            RunStatus::Error
+        } else {
+            RunStatus::Ok
+        };
+        let last_status = match (&error, &delivery) {
+            (Some(_), _) => "error",
+            (None, Err(_)) => "delivery_failed",
+            (None, Ok(_)) => "ok",
+        };
+        let delivery_error = delivery.as_ref().err().cloned();
+        let record_result = self.store.update_jobs(&ctx, &mut |jobs| {
+            let Some(stored) = jobs.iter_mut().find(|j| j.id() == job.id()) else {
+                return Ok(()); // removed while it ran: nothing to record in the store
+            };
+            stored.set(
+                "last_run_at",
+                json!(schedules::format_instant(started, zone)),
+            );
+            stored.set("last_status", json!(last_status));
+            stored.set("last_error", json!(error));
+            stored.set("last_delivery_error", json!(delivery_error));
+            let streak = stored
+                .get("failure_streak")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            stored.set(
+                "failure_streak",
+                json!(if error.is_some() { streak + 1 } else { 0 }),
+            );
+            if source == RunSource::Scheduler {
+                let repeat = stored.repeat();
+                let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+                let one_shot = stored.schedule(&ctx).is_ok_and(|s| !s.is_recurring());
+                if (used_up || one_shot) && stored.state() != JobState::Paused {
+                    mark_completed(stored);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = record_result {
+            tracing::error!(job = job.id(), "cannot record the run in jobs.json: {e}");
+        }
+        let end = RunEnd {
+            error: error.clone(),
+            delivery: Some(match &delivery {
+                Ok(text) => text.clone(),
+                Err(e) => format!("failed: {e}"),
+            }),
+            prompt_tokens: outcome.prompt_tokens,
+            completion_tokens: outcome.completion_tokens,
+        };
+        if let Err(e) = lock_poisoned(&self.ledger).finish(row_id, status, Utc::now(), &end) {
+            tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
+        }
+        RunReport {
+            job_id: job.id().to_string(),
+            job_name: job.name().to_string(),
+            occurrence: occurrence.to_string(),
+            status,
+            error,
+            output_path,
+            response: result_text.ok(),
+        }
+    }
+
+    /// Records this process's unfinished runs as interrupted (shutdown after the drain).
+    pub fn mark_own_running_interrupted(&self) -> Result<usize, CliError> {
+        let own = i64::from(std::process::id());
+        let alive = |pid: i64| pid != own && pid_alive(pid);
+        lock_poisoned(&self.ledger)
+            .mark_interrupted(&self.host, Utc::now(), &alive)
+            .map_err(|e| CliError::internal(e.to_string()))
+    }
+}
+
+/// Hands a finished run to delivery. `Ok` describes what was done; `Err` is the
+/// delivery error to record. Only `local` (and an origin-less `origin`) exist in this
+/// build; other targets are recorded as failed, never silently dropped.
+fn deliver(job: &Job, result: &RunResult) -> Result<String, String> {
+    if matches!(result, RunResult::Silent(_)) {
+        return Ok("silent".to_string());
+    }
+    let deliver = job.deliver();
+    let remote: Vec<&str> = deliver
+        .split(',')
+        .map(str::trim)
+        .filter(|t| *t != "local" && !(*t == "origin" && job.origin().is_none()))
+        .collect();
+    if remote.is_empty() {
+        Ok("local".to_string())
+    } else {
+        Err(format!(
+            "delivery to {} is not available in this build yet; the output document holds the result",
+            remote.join(",")
+        ))
+    }
+}
+
+/// Runs the job, stopping it when it shows no activity for the configured time.
+async fn run_watched(runner: &dyn Runner, job: &Job, env: &RunEnv) -> RunOutcome {
+    let Some(limit) = env.settings.inactivity_timeout else {
+        return runner.run(job, env).await;
+    };
+    let run = runner.run(job, env);
+    tokio::pin!(run);
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(500));
+    loop {
+        tokio::select! {
+            outcome = &mut run => return outcome,
+            _ = tick.tick() => {
+                let idle = env.activity.idle_millis();
+                if idle >= limit.as_millis() as i64 {
+                    return RunOutcome::failed(
+                        job.prompt().to_string(),
+                        format!(
+                            "stopped after {}s without activity (HERMES_CRON_TIMEOUT={}); last activity {}s ago",
+                            limit.as_secs(), limit.as_secs(), idle / 1000
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Drops completed one-shots whose last run is older than the retention.
+fn prune_completed_one_shots(jobs: &mut Vec<Job>, ctx: &Context, retention: chrono::Duration) {
+    jobs.retain(|job| {
+        let one_shot = job.schedule(ctx).is_ok_and(|s| !s.is_recurring());
+        let old = job
+            .last_run_at(ctx)
+            .or_else(|| job.instant("created_at", ctx))
+            .is_some_and(|t| t < ctx.now - retention);
+        !(one_shot && job.state() == JobState::Completed && old)
+    });
+}
+
+/// Writes one of the small ticker files (`ticker_heartbeat` etc.) atomically.
+pub fn write_ticker_file(cron_dir: &Path, name: &str, text: &str) {
+    if let Err(e) = jobs::store::write_atomic(&cron_dir.join(name), text.as_bytes()) {
+        tracing::warn!("cannot write {name}: {e}");
+    }
+}

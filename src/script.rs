@@ -1,0 +1,238 @@
+//! Script jobs (SPEC §6.7): a script under `<home>/scripts/`, confined there, run with an
+//! environment stripped of credentials, in its own process group so a timeout kills its
+//! children too. Its stdout is the message (`no_agent`), the agent's context, or the
+//! wake gate that keeps the agent asleep.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+use crate::process::GroupKill;
+use crate::runner::Activity;
+
+/// At most this much of a script's stdout/stderr is kept.
+const OUTPUT_CAP: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ScriptResult {
+    /// Exit 0 with this stdout.
+    Output(String),
+    /// Failed (could not start, non-zero exit, timeout); the text says why.
+    Failed(String),
+}
+
+/// Resolves `script` inside `scripts_dir`, refusing anything that escapes it (`..`,
+/// absolute paths, symlinks pointing out).
+pub fn resolve_script(scripts_dir: &Path, script: &str) -> Result<PathBuf, String> {
+    let root = scripts_dir.canonicalize().map_err(|_| {
+        format!(
+            "scripts folder {} does not exist: create it and put the script there",
+            scripts_dir.display()
+        )
+    })?;
+    let candidate = root.join(script);
+    let resolved = candidate
+        .canonicalize()
+        .map_err(|_| format!("script not found: {}", candidate.display()))?;
+    if !resolved.starts_with(&root) || Path::new(script).is_absolute() {
+        return Err(format!(
+            "script '{script}' resolves outside {}; scripts must live inside it",
+            root.display()
+        ));
+    }
+    if !resolved.is_file() {
+        return Err(format!("script is not a file: {}", resolved.display()));
+    }
+    Ok(resolved)
+}
+
+/// Environment names that look like credentials never reach a script.
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
+}
+
+fn command_for(path: &Path) -> Command {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("sh" | "bash") => {
+            let mut c = Command::new("bash");
+            c.arg(path);
+            c
+        }
+        Some("py") => {
+            let mut c = Command::new("python3");
+            c.arg(path);
+            c
+        }
+        _ => Command::new(path),
+    }
+}
+
+async fn read_capped(mut stream: impl AsyncRead + Unpin, activity: Activity) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                activity.touch();
+                let room = OUTPUT_CAP.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+    kept
+}
+
+/// Runs a resolved script with `workdir` as its working directory.
+pub async fn run_script(
+    path: &Path,
+    workdir: &Path,
+    extra_env: &[(&str, String)],
+    timeout: Duration,
+    activity: &Activity,
+) -> ScriptResult {
+    let mut command = command_for(path);
+    command
+        .current_dir(workdir)
+        .env_clear()
+        .envs(std::env::vars().filter(|(name, _)| !is_secret_name(name)))
+        .envs(extra_env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            return ScriptResult::Failed(format!("cannot start script {}: {e}", path.display()))
+        }
+    };
+    // Dropped on every way out of this function: kills the script and its children.
+    let mut group = GroupKill::new(child.id());
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        return ScriptResult::Failed("cannot capture the script's output".into());
+    };
+    let work = async {
+        let (out, err) = tokio::join!(
+            read_capped(stdout, activity.clone()),
+            read_capped(stderr, activity.clone())
+        );
+        let status = child.wait().await;
+        (out, err, status)
+    };
+    let Ok((out, err, status)) = tokio::time::timeout(timeout, work).await else {
+        group.kill_now();
+        return ScriptResult::Failed(format!(
+            "script timed out after {}s (cron.script_timeout_seconds) and was killed with its child processes",
+            timeout.as_secs()
+        ));
+    };
+    group.kill_now();
+    let stdout = String::from_utf8_lossy(&out).into_owned();
+    match status {
+        Ok(status) if status.success() => ScriptResult::Output(stdout),
+        Ok(status) => {
+            let stderr = String::from_utf8_lossy(&err);
+            let tail: String = stderr
+                .trim()
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n");
+            let code = status
+                .code()
+                .map_or_else(|| "a signal".to_string(), |c| format!("status {c}"));
+            ScriptResult::Failed(format!(
+                "script exited with {code}{}",
+                if tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {tail}")
+                }
+            ))
+        }
+        Err(e) => ScriptResult::Failed(format!("cannot wait for script: {e}")),
+    }
+}
+
+/// True when the script's last non-empty stdout line is `{"wakeAgent": false}`.
+pub fn wake_gate_closed(stdout: &str) -> bool {
+    let Some(last) = stdout.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return false;
+    };
+    serde_json::from_str::<serde_json::Value>(last.trim())
+        .ok()
+        .and_then(|v| v.as_object().and_then(|o| o.get("wakeAgent")).cloned())
+        == Some(serde_json::Value::Bool(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wake_gate_reads_the_last_line_only() {
+        assert!(wake_gate_closed(
+            "checked 3 feeds\n{\"wakeAgent\": false}\n\n"
+        ));
+        assert!(!wake_gate_closed("{\"wakeAgent\": false}\nnew items!"));
+        assert!(!wake_gate_closed("{\"wakeAgent\": true}"));
+        assert!(!wake_gate_closed(""));
+    }
+
+    #[test]
+    fn secret_looking_names_are_stripped() {
+        for name in [
+            "OPENAI_API_KEY",
+            "TELEGRAM_BOT_TOKEN",
+            "DB_PASSWORD",
+            "aws_secret",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "LANG", "HERMES_HOME"] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn scripts_cannot_escape_their_folder() {
+        let home = tempfile::tempdir().unwrap();
+        let scripts = home.path().join("scripts");
+        std::fs::create_dir(&scripts).unwrap();
+        std::fs::write(home.path().join("outside.sh"), "echo hi").unwrap();
+        std::fs::write(scripts.join("ok.sh"), "echo hi").unwrap();
+        std::os::unix::fs::symlink(home.path().join("outside.sh"), scripts.join("link.sh"))
+            .unwrap();
+        assert!(resolve_script(&scripts, "ok.sh").is_ok());
+        assert!(resolve_script(&scripts, "../outside.sh")
+            .unwrap_err()
+            .contains("outside"));
+        assert!(resolve_script(&scripts, "link.sh")
+            .unwrap_err()
+            .contains("outside"));
+        assert!(resolve_script(&scripts, "missing.sh")
+            .unwrap_err()
+            .contains("not found"));
+    }
+}
