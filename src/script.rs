@@ -117,6 +117,14 @@ pub async fn run_script(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the script if
+    // the scheduler itself dies (SIGKILL, crash), so a script never outlives its daemon.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {

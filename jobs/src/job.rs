@@ -221,19 +221,34 @@ impl Job {
 
     pub fn schedule(&self, ctx: &Context) -> Result<Schedule, ScheduleError> {
         let value = self.record.get("schedule").unwrap_or(&Value::Null);
-        Schedule::from_json(value, ctx.now, self.zone(ctx))
+        Schedule::from_json(value, ctx.now, self.zone(ctx), ctx.legacy_zone)
     }
 
+    /// Is this a one-shot, as stored (object or bare-string schedule)?
+    fn is_one_shot(&self) -> bool {
+        match self.record.get("schedule") {
+            Some(Value::Object(o)) => o.get("kind").and_then(Value::as_str) == Some("once"),
+            Some(value @ Value::String(_)) => {
+                Schedule::from_json(value, DateTime::UNIX_EPOCH, Tz::UTC, Tz::UTC)
+                    .is_ok_and(|s| !s.is_recurring())
+            }
+            _ => false,
+        }
+    }
+
+    /// `repeat`, with the SPEC §3.5 defaults: one-shots run once, others forever.
     pub fn repeat(&self) -> Repeat {
+        let default_times = if self.is_one_shot() { Some(1) } else { None };
         let (times, completed) = match self.record.get("repeat") {
             Some(Value::Object(o)) => (
-                o.get("times")
-                    .map(|t| parse_repeat_times(t).unwrap_or(None))
-                    .unwrap_or(None),
+                match o.get("times") {
+                    Some(t) => parse_repeat_times(t).unwrap_or(default_times),
+                    None => default_times,
+                },
                 o.get("completed").and_then(Value::as_u64).unwrap_or(0),
             ),
-            Some(other) => (parse_repeat_times(other).unwrap_or(None), 0),
-            None => (None, 0),
+            Some(Value::Null) | None => (default_times, 0),
+            Some(other) => (parse_repeat_times(other).unwrap_or(default_times), 0),
         };
         Repeat { times, completed }
     }
@@ -355,6 +370,31 @@ impl Job {
             }
             if self.record.get("skill") != Some(&json!(first)) {
                 self.set("skill", json!(first));
+            }
+        }
+        // Every stored instant carries an explicit offset: legacy naive ones are rewritten.
+        for key in ["created_at", "next_run_at", "last_run_at", "paused_at"] {
+            let Some(text) = self.text_field(key) else {
+                continue;
+            };
+            if !schedules::has_explicit_offset(text) {
+                if let Some(instant) = parse_stored_instant(text, ctx.legacy_zone) {
+                    let zone = self.zone(ctx);
+                    self.set(key, json!(format_instant(instant, zone)));
+                }
+            }
+        }
+        // A runnable recurring job without a next run gets one (never fired by this).
+        if self.state() == JobState::Scheduled && self.text_field("next_run_at").is_none() {
+            if let Ok(schedule) = self.schedule(ctx) {
+                let repeat = self.repeat();
+                let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+                if schedule.is_recurring() && !used_up {
+                    let zone = self.zone(ctx);
+                    if let Some(next) = schedule.next_run(ctx.now, self.last_run_at(ctx), zone) {
+                        self.set("next_run_at", json!(format_instant(next, zone)));
+                    }
+                }
             }
         }
         if self.flag("enabled") == Some(true) && self.has_pause_marker() {

@@ -57,6 +57,11 @@ pub fn parse_stored_instant(value: &str, legacy_zone: Tz) -> Option<DateTime<Utc
     }
 }
 
+/// Does a stored timestamp carry its own offset? (Legacy naive ones do not.)
+pub fn has_explicit_offset(value: &str) -> bool {
+    matches!(parse_iso(value.trim()), Some(Parsed::Aware(_)))
+}
+
 /// Reads a timestamp typed by a user. Without an offset it is a wall-clock time in
 /// `zone`. Returns the instant together with the offset to store it with: the user's own
 /// offset when given, else the zone's offset at that instant.

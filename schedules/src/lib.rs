@@ -17,5 +17,7 @@ pub use chrono_tz::Tz;
 pub use cron::CronExpr;
 pub use duration::parse_duration_minutes;
 pub use error::ScheduleError;
-pub use instant::{format_instant, parse_stored_instant, parse_user_timestamp};
+pub use instant::{
+    format_instant, has_explicit_offset, parse_stored_instant, parse_user_timestamp,
+};
 pub use schedule::{grace_period, parse_schedule, Schedule, ONE_SHOT_GRACE};

@@ -71,11 +71,13 @@ impl Schedule {
 
     /// Reads a stored `schedule` value written by any Hermes version: the object form,
     /// a bare schedule string, a missing `display`, or the legacy `value` key. Relative
-    /// forms in a bare string ("30m") are taken from `now`.
+    /// forms in a bare string ("30m") are taken from `now`. A `run_at` without offset is
+    /// a legacy naive timestamp, read in `legacy_zone` (the system's zone).
     pub fn from_json(
         value: &Value,
         now: DateTime<Utc>,
         zone: Tz,
+        legacy_zone: Tz,
     ) -> Result<Schedule, ScheduleError> {
         let bad = |reason: String| ScheduleError::BadStored { reason };
         let object = match value {
@@ -94,10 +96,10 @@ impl Schedule {
         match text("kind") {
             Some("once") => {
                 if let Some(run_at) = text("run_at") {
-                    let instant = parse_stored_instant(run_at, zone)
+                    let instant = parse_stored_instant(run_at, legacy_zone)
                         .ok_or_else(|| bad(format!("run_at '{run_at}' is not a timestamp")))?;
-                    let run_at = parse_user_timestamp(run_at, zone)
-                        .unwrap_or_else(|_| instant.with_timezone(&zone).fixed_offset());
+                    let run_at = parse_user_timestamp(run_at, legacy_zone)
+                        .unwrap_or_else(|_| instant.with_timezone(&legacy_zone).fixed_offset());
                     let display = display.unwrap_or_else(|| once_display(&run_at));
                     return Ok(Schedule::Once { run_at, display });
                 }
@@ -420,29 +422,46 @@ mod tests {
 
     #[test]
     fn reads_legacy_stored_forms() {
-        let s = Schedule::from_json(&json!("every 2h"), now(), New_York).unwrap();
+        let s = Schedule::from_json(&json!("every 2h"), now(), New_York, New_York).unwrap();
         assert_eq!(s.to_json()["minutes"], 120);
-        let s = Schedule::from_json(&json!({"kind":"interval","minutes":"45"}), now(), New_York)
-            .unwrap();
+        let s = Schedule::from_json(
+            &json!({"kind":"interval","minutes":"45"}),
+            now(),
+            New_York,
+            New_York,
+        )
+        .unwrap();
         assert_eq!(s.display(), "every 45m");
-        let s = Schedule::from_json(&json!({"kind":"cron","expr":"0 9 * * *"}), now(), New_York)
-            .unwrap();
+        let s = Schedule::from_json(
+            &json!({"kind":"cron","expr":"0 9 * * *"}),
+            now(),
+            New_York,
+            New_York,
+        )
+        .unwrap();
         assert_eq!(s.display(), "0 9 * * *");
-        let s = Schedule::from_json(&json!({"kind":"cron","value":"0 9 * * *"}), now(), New_York)
-            .unwrap();
+        let s = Schedule::from_json(
+            &json!({"kind":"cron","value":"0 9 * * *"}),
+            now(),
+            New_York,
+            New_York,
+        )
+        .unwrap();
         assert_eq!(s.to_json()["expr"], "0 9 * * *");
-        let s = Schedule::from_json(&json!({"value":"every 5m"}), now(), New_York).unwrap();
+        let s =
+            Schedule::from_json(&json!({"value":"every 5m"}), now(), New_York, New_York).unwrap();
         assert_eq!(s.to_json()["minutes"], 5);
         let s = Schedule::from_json(
             &json!({"kind":"once","run_at":"2026-12-01T09:00:00"}),
             now(),
+            chrono_tz::UTC,
             New_York,
         )
         .unwrap();
         assert_eq!(s.to_json()["run_at"], "2026-12-01T09:00:00-05:00");
         assert_eq!(s.display(), "once at 2026-12-01 09:00");
-        assert!(Schedule::from_json(&json!(42), now(), New_York).is_err());
-        assert!(Schedule::from_json(&json!({"kind":"weekly"}), now(), New_York).is_err());
+        assert!(Schedule::from_json(&json!(42), now(), New_York, New_York).is_err());
+        assert!(Schedule::from_json(&json!({"kind":"weekly"}), now(), New_York, New_York).is_err());
     }
 
     #[test]

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Release build, then both benchmarks; they print their figures and store nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release
+cargo bench -p schedules --bench next_fire
+cargo bench -p hermes --bench cli_list

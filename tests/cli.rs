@@ -1,0 +1,28 @@
+//! Black-box tests of the real `hermes` binary: each test gets its own HERMES_HOME in a
+//! temp dir, an explicit time zone and a pinned clock, and checks what a user sees —
+//! stdout, stderr, the exit code and the files left behind. Named after the behaviour
+//! they pin; fixture stores live in `tests/fixtures/`.
+
+#[path = "cli/support.rs"]
+mod support;
+
+#[path = "cli/add.rs"]
+mod add;
+#[path = "cli/concurrency.rs"]
+mod concurrency;
+#[path = "cli/daemon.rs"]
+mod daemon;
+#[path = "cli/edit.rs"]
+mod edit;
+#[path = "cli/legacy.rs"]
+mod legacy;
+#[path = "cli/list.rs"]
+mod list;
+#[path = "cli/next.rs"]
+mod next;
+#[path = "cli/references.rs"]
+mod references;
+#[path = "cli/safety.rs"]
+mod safety;
+#[path = "cli/unreadable.rs"]
+mod unreadable;

@@ -1,0 +1,238 @@
+//! `hermes cron add`: the record it writes (SPEC §2), the schedule grammar as a user
+//! meets it (§3.1) and what it refuses (§3.5, §7).
+
+use std::fs;
+
+use chrono::Duration;
+use serde_json::{json, Value};
+
+use crate::support::{created_id, instant, is_job_id, Hermes, NOW};
+
+#[test]
+fn add_every_2h_writes_a_python_readable_record() {
+    let hermes = Hermes::new();
+    let run = hermes.cron(&["add", "every 2h", "summarize inbox"]);
+    let stdout = run.ok();
+    let id = created_id(stdout);
+    assert!(is_job_id(&id), "printed id '{id}' is not 12 lowercase hex");
+
+    let store = hermes.store();
+    let jobs = store["jobs"].as_array().expect("\"jobs\" is a list");
+    assert_eq!(jobs.len(), 1, "{store:#}");
+    let job = &jobs[0];
+    assert_eq!(job["id"], json!(id));
+    assert_eq!(
+        job["schedule"],
+        json!({"kind": "interval", "minutes": 120, "display": "every 120m"})
+    );
+    assert_eq!(job["schedule_display"], "every 120m");
+    assert_eq!(job["repeat"], json!({"times": null, "completed": 0}));
+    assert_eq!(job["enabled"], json!(true));
+    assert_eq!(job["state"], "scheduled");
+    assert_eq!(job["deliver"], "local");
+    assert_eq!(job["prompt"], "summarize inbox");
+    assert_eq!(job["name"], "summarize inbox");
+    assert_eq!(job["next_run_at"], "2026-03-01T12:00:00+00:00");
+    assert_eq!(
+        instant(job["next_run_at"].as_str().unwrap()) - instant("2026-03-01T10:00:00+00:00"),
+        Duration::hours(2)
+    );
+    assert_eq!(job["created_at"], "2026-03-01T10:00:00+00:00");
+    for key in ["last_run_at", "last_status", "last_error", "paused_at"] {
+        assert_eq!(job[key], Value::Null, "{key}");
+    }
+    let updated_at = store["updated_at"]
+        .as_str()
+        .expect("top-level updated_at is a string");
+    instant(updated_at);
+
+    assert!(stdout.contains("every 120m"), "{stdout}");
+    assert!(stdout.contains("2026-03-01T12:00:00+00:00"), "{stdout}");
+}
+
+#[test]
+fn add_writes_offsets_of_the_configured_zone() {
+    let hermes = Hermes::in_zone("America/New_York");
+    let id = hermes.add("every 2h", "summarize inbox", &[]);
+    let job = hermes.job(&id);
+    // 10:00Z is 05:00 in New York (EST, -05:00).
+    assert_eq!(job["next_run_at"], "2026-03-01T07:00:00-05:00");
+    assert_eq!(job["created_at"], "2026-03-01T05:00:00-05:00");
+    assert_eq!(
+        instant(job["next_run_at"].as_str().unwrap())
+            - instant(NOW.replace('Z', "+00:00").as_str()),
+        Duration::hours(2)
+    );
+    assert!(hermes.store()["updated_at"]
+        .as_str()
+        .unwrap()
+        .ends_with("-05:00"));
+}
+
+#[cfg(unix)]
+#[test]
+fn add_creates_a_private_cron_dir_and_jobs_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let hermes = Hermes::new();
+    hermes.add("every 2h", "summarize inbox", &[]);
+    let mode = |path: &std::path::Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&hermes.cron_dir()), 0o700, "cron/ must be 0700");
+    assert_eq!(mode(&hermes.jobs_path()), 0o600, "jobs.json must be 0600");
+}
+
+#[test]
+fn add_pretty_prints_the_store_and_writes_cjk_and_emoji_literally() {
+    let hermes = Hermes::new();
+    let prompt = "毎朝のニュースを要約して 🚀 — résumé";
+    let id = hermes.add("every 2h", prompt, &[]);
+    let text = String::from_utf8(hermes.store_bytes().unwrap()).expect("jobs.json is UTF-8");
+    assert!(
+        text.contains(&format!("\"prompt\": \"{prompt}\"")),
+        "prompt not written literally:\n{text}"
+    );
+    assert!(!text.contains("\\u"), "found \\u escapes:\n{text}");
+    assert!(
+        text.starts_with("{\n  \"jobs\": [\n    {\n      \""),
+        "not pretty-printed with a 2-space indent:\n{text}"
+    );
+    // Exactly the layout of a 2-space pretty printer (Python's `indent=2` shape).
+    let parsed: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        text.trim_end_matches('\n'),
+        serde_json::to_string_pretty(&parsed).unwrap()
+    );
+    assert_eq!(hermes.job(&id)["prompt"], prompt);
+}
+
+#[test]
+fn add_bare_30m_is_a_one_shot_in_30_minutes() {
+    let hermes = Hermes::new();
+    let id = hermes.add("30m", "stretch", &[]);
+    let job = hermes.job(&id);
+    assert_eq!(job["schedule"]["kind"], "once");
+    assert_eq!(job["schedule"]["run_at"], "2026-03-01T10:30:00+00:00");
+    assert_eq!(job["repeat"], json!({"times": 1, "completed": 0}));
+    assert_eq!(job["next_run_at"], "2026-03-01T10:30:00+00:00");
+}
+
+#[test]
+fn add_30m_with_repeat_3_is_an_interval_that_runs_three_times() {
+    let hermes = Hermes::new();
+    let id = hermes.add("30m", "stretch", &["--repeat", "3"]);
+    let job = hermes.job(&id);
+    assert_eq!(
+        job["schedule"],
+        json!({"kind": "interval", "minutes": 30, "display": "every 30m"})
+    );
+    assert_eq!(job["repeat"], json!({"times": 3, "completed": 0}));
+    assert_eq!(job["next_run_at"], "2026-03-01T10:30:00+00:00");
+}
+
+#[test]
+fn add_stores_each_accepted_schedule_form() {
+    // A sample through `add` (each add costs a process); the rest of the grammar is
+    // checked through `next --json`, which prints the same stored form.
+    let hermes = Hermes::new();
+    let cases: &[(&str, Value)] = &[
+        (
+            "weekdays at 9am",
+            json!({"kind": "cron", "expr": "0 9 * * 1-5", "display": "weekdays at 9am"}),
+        ),
+        (
+            "every monday 9am",
+            json!({"kind": "cron", "expr": "0 9 * * 1", "display": "every monday 9am"}),
+        ),
+        (
+            "@daily",
+            json!({"kind": "cron", "expr": "0 0 * * *", "display": "@daily"}),
+        ),
+        (
+            "0 9 * * MON-FRI",
+            json!({"kind": "cron", "expr": "0 9 * * MON-FRI", "display": "0 9 * * MON-FRI"}),
+        ),
+        (
+            "every hour",
+            json!({"kind": "interval", "minutes": 60, "display": "every 60m"}),
+        ),
+        (
+            "2026-03-02T14:00",
+            json!({"kind": "once", "run_at": "2026-03-02T14:00:00+00:00", "display": "once at 2026-03-02 14:00"}),
+        ),
+    ];
+    let mut ids = Vec::new();
+    for (input, _) in cases {
+        let name = format!("form {input}");
+        ids.push(hermes.add(input, "do the thing", &["--name", &name]));
+    }
+    for ((input, want), id) in cases.iter().zip(&ids) {
+        let job = hermes.job(id);
+        assert_eq!(&job["schedule"], want, "schedule stored for '{input}'");
+        assert_eq!(job["schedule_display"], want["display"], "'{input}'");
+    }
+}
+
+#[test]
+fn add_refuses_invalid_schedules_and_writes_nothing() {
+    let hermes = Hermes::new();
+    let cases = [
+        ("x", "Use: '30m'"),
+        ("every monday", "every monday"),
+        ("0 9 * * * *", "0 9 * * * *"),
+        ("61 * * * *", "61 * * * *"),
+        ("every 1.5h", "1.5h"),
+    ];
+    for (input, needle) in cases {
+        let run = hermes.cron(&["add", input, "do the thing"]);
+        let message = run.user_error();
+        assert!(message.contains(needle), "'{input}': {message}");
+        assert!(
+            hermes.store_bytes().is_none(),
+            "'{input}' created jobs.json"
+        );
+    }
+    let run = hermes.cron(&["add", "x", "do the thing"]);
+    assert!(
+        run.user_error().contains(
+            "Invalid schedule 'x'. Use: '30m' or 'in 30m' (once), 'every 2h' (recurring)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        hermes
+            .cron(&["add", "0 9 * * * *", "p"])
+            .stderr
+            .contains("5 fields"),
+        "a six-field expression should be told cron has five fields"
+    );
+
+    // With a store in place, a refused add leaves its bytes alone.
+    hermes.add("every 2h", "summarize inbox", &[]);
+    let before = hermes.store_bytes().unwrap();
+    for (input, _) in cases {
+        hermes.cron(&["add", input, "do the thing"]).user_error();
+        assert_eq!(
+            hermes.store_bytes().unwrap(),
+            before,
+            "'{input}' changed jobs.json"
+        );
+    }
+}
+
+#[test]
+fn add_refuses_a_one_shot_in_the_past() {
+    let hermes = Hermes::new();
+    let run = hermes.cron(&["add", "2020-01-01T00:00", "too late"]);
+    let message = run.user_error();
+    assert!(message.to_lowercase().contains("past"), "{message}");
+    assert!(hermes.store_bytes().is_none());
+}
+
+#[test]
+fn add_refuses_an_unknown_delivery_platform() {
+    let hermes = Hermes::new();
+    let run = hermes.cron(&["add", "every 2h", "p", "--deliver", "pigeon"]);
+    let message = run.user_error();
+    assert!(message.contains("pigeon"), "{message}");
+    assert!(hermes.store_bytes().is_none());
+}

@@ -1,0 +1,109 @@
+//! `hermes cron list` (SPEC §4): what a user reads, and what a script parses.
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use crate::support::Hermes;
+
+#[test]
+fn list_shows_the_relative_time_next_to_the_absolute_one() {
+    let hermes = Hermes::new();
+    let id = hermes.add("every 2h", "summarize inbox", &[]);
+    let listing = hermes.cron(&["list"]).ok().to_string();
+    assert!(listing.contains(&id), "{listing}");
+    assert!(listing.contains("summarize inbox"), "{listing}");
+    assert!(listing.contains("every 120m"), "{listing}");
+    assert!(
+        listing.contains("2026-03-01T12:00:00+00:00 (in 2h)"),
+        "{listing}"
+    );
+    assert!(
+        listing.contains("∞"),
+        "repeat forever shown as ∞:\n{listing}"
+    );
+}
+
+#[test]
+fn list_on_an_empty_store_says_how_to_create_a_job() {
+    let hermes = Hermes::new();
+    let listing = hermes.cron(&["list"]).ok().to_string();
+    assert!(listing.contains("hermes cron add"), "{listing}");
+    assert!(
+        hermes.store_bytes().is_none(),
+        "list must not create a store"
+    );
+}
+
+#[test]
+fn list_json_prints_only_the_jobs_object() {
+    let hermes = Hermes::new();
+    let empty = hermes.cron(&["list", "--json"]);
+    let parsed: Value = serde_json::from_str(empty.ok()).expect("stdout is only JSON");
+    assert_eq!(parsed, json!({"jobs": []}));
+
+    let id = hermes.add("every 2h", "summarize inbox", &[]);
+    let run = hermes.cron(&["list", "--json"]);
+    let parsed: Value = serde_json::from_str(run.ok()).expect("stdout is only JSON");
+    assert_eq!(run.stderr, "");
+    let top = parsed.as_object().unwrap();
+    assert_eq!(top.keys().collect::<Vec<_>>(), vec!["jobs"]);
+    let jobs = parsed["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0]["id"], json!(id));
+    assert_eq!(
+        jobs[0]["schedule"],
+        json!({"kind": "interval", "minutes": 120, "display": "every 120m"})
+    );
+    assert_eq!(jobs[0]["next_run_at"], "2026-03-01T12:00:00+00:00");
+    assert_eq!(jobs[0]["state"], "scheduled");
+}
+
+/// A store with enough jobs that `list` output is far bigger than a pipe buffer.
+fn many_jobs(count: usize) -> Vec<u8> {
+    let jobs: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({
+                "id": format!("{i:012x}"),
+                "name": format!("job number {i} with a reasonably long name to fill the pipe"),
+                "prompt": "p",
+                "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+                "repeat": {"times": null, "completed": 0},
+                "enabled": true,
+                "state": "scheduled",
+                "next_run_at": "2026-03-01T11:00:00+00:00",
+                "deliver": "local",
+            })
+        })
+        .collect();
+    serde_json::to_vec_pretty(&json!({"jobs": jobs, "updated_at": "2026-03-01T09:00:00+00:00"}))
+        .unwrap()
+}
+
+#[track_caller]
+fn read_one_line_then_close(hermes: &Hermes, args: &[&str]) {
+    let mut command = hermes.command(args);
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start hermes");
+    let stdout = child.stdout.take().unwrap();
+    let mut first = String::new();
+    BufReader::new(stdout).read_line(&mut first).unwrap();
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    // The reader is dropped here: the pipe is closed with most of the output unread.
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    assert_eq!(stderr, "", "{args:?}: a closed pipe is not worth a message");
+    assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+}
+
+#[test]
+fn list_into_a_closed_pipe_exits_quietly() {
+    let hermes = Hermes::new();
+    // ~1000 jobs print far more than the 64 KiB a pipe buffers.
+    hermes.write_store(&many_jobs(1000));
+    read_one_line_then_close(&hermes, &["cron", "list"]);
+    read_one_line_then_close(&hermes, &["cron", "list", "--json"]);
+    read_one_line_then_close(&hermes, &["cron", "next", "* * * * *", "-n", "10000"]);
+}
