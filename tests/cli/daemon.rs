@@ -334,7 +334,7 @@ fn an_overdue_recurring_job_runs_once_and_a_stale_one_shot_is_missed() {
         == 1));
     std::thread::sleep(Duration::from_secs(2));
     daemon.stop();
-    assert_eq!(home.lines("side.txt"), [recurring.clone()]);
+    assert_eq!(home.lines("side.txt"), std::slice::from_ref(&recurring));
     let next = at(home.job(&recurring)["next_run_at"].as_str().unwrap());
     assert!(next > Utc::now(), "next run {next} is not in the future");
     let missed = home.job(&once);
@@ -395,7 +395,7 @@ fn pause_while_running_is_respected_and_an_add_is_picked_up_within_a_second() {
         == 1));
     std::thread::sleep(Duration::from_secs(3));
     daemon.stop();
-    assert_eq!(home.lines("side.txt"), [fresh.clone()]);
+    assert_eq!(home.lines("side.txt"), std::slice::from_ref(&fresh));
     let started = at(home.runs(Some(&fresh))[0]["started_at"].as_str().unwrap());
     assert!(
         started - due < chrono::Duration::seconds(1),
