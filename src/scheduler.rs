@@ -201,14 +201,22 @@ impl Scheduler {
             catch_up_missed: settings.catch_up_missed,
         };
         let mut planned = Vec::new();
-        let mut next_wake = None;
         let retention = chrono::Duration::days(settings.completed_retention_days.max(0));
-        self.store.update_jobs(&ctx, &mut |jobs| {
-            planned = plan_pass(jobs, &ctx, options);
-            prune_completed_one_shots(jobs, &ctx, retention);
-            next_wake = earliest_next_run(jobs, &ctx);
-            Ok(())
-        })?;
+        // Most passes find nothing to do: decide that on an unlocked snapshot, so an idle
+        // scheduler never takes the store lock nor rewrites jobs.json.
+        let mut probe = self.store.load_jobs(&ctx)?;
+        let before = probe.len();
+        let nothing_due = plan_pass(&mut probe, &ctx, options).is_empty();
+        prune_completed_one_shots(&mut probe, &ctx, retention);
+        let mut next_wake = earliest_next_run(&probe, &ctx);
+        if !nothing_due || probe.len() != before {
+            self.store.update_jobs(&ctx, &mut |jobs| {
+                planned = plan_pass(jobs, &ctx, options);
+                prune_completed_one_shots(jobs, &ctx, retention);
+                next_wake = earliest_next_run(jobs, &ctx);
+                Ok(())
+            })?;
+        }
         let ledger = lock_poisoned(&self.ledger);
         let pid = std::process::id();
         let mut to_run = Vec::new();

@@ -73,8 +73,10 @@ impl Bench {
             op();
             warm_calls += 1;
         }
-        let ns_per_call = self.warm_up.as_nanos() as u64 / warm_calls.max(1);
-        let batch = (1_000_000 / ns_per_call.max(1)).max(1);
+        let batch = match warm_calls {
+            0 => 1, // smoke run: no warm-up, a single call
+            calls => (1_000_000 * calls / self.warm_up.as_nanos().max(1) as u64).max(1),
+        };
         let start = Instant::now();
         let mut iterations = 0;
         let elapsed = loop {
