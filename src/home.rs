@@ -4,8 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use chrono_tz::Tz;
+use jobs::Context;
 use serde_yaml_ng::Value as Yaml;
 
+use crate::clock::{Clock, SystemClock};
 use crate::error::CliError;
 
 pub struct Home {
@@ -57,6 +59,19 @@ impl Home {
             ))),
         }
     }
+}
+
+/// "Now" and the zones for one operation, with the config it was read from. Called per
+/// CLI command and per scheduler pass, so config edits apply without a restart.
+pub fn load_context(home: &Home) -> Result<(Context, Yaml), CliError> {
+    let config = home.config()?;
+    let now = SystemClock::from_env().map_err(CliError::user)?.now();
+    let ctx = Context {
+        now,
+        zone: configured_zone(&config),
+        legacy_zone: system_zone(),
+    };
+    Ok((ctx, config))
 }
 
 fn one_line(text: &str) -> String {

@@ -3,18 +3,35 @@
 
 use std::io::Write;
 
-/// Writes `text` to stdout; a closed pipe ends the process quietly with success.
+/// A failed write to stdout: a closed pipe ends the process quietly with success.
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("error: cannot write to stdout: {e}");
+    std::process::exit(2);
+}
+
+/// Writes `text` to stdout.
 pub fn emit(text: &str) {
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
     {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("error: cannot write to stdout: {e}");
-        std::process::exit(2);
+        stdout_failed(e);
+    }
+}
+
+/// Streams a JSON value and a newline to stdout without building the text in memory.
+pub fn emit_json(value: &serde_json::Value) {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = serde_json::to_writer(&mut out, value)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    if let Err(e) = written {
+        stdout_failed(e);
     }
 }
 

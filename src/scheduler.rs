@@ -18,9 +18,8 @@ use jobs::ledger::{occurrence_key, Claim, Ledger, RunEnd, RunSource, RunStatus};
 use jobs::output::{save_missed_note, save_output, OutputDocument};
 use jobs::{Context, Job, JobState, JobStore, JsonFileStore};
 
-use crate::clock::{Clock, SystemClock};
 use crate::error::CliError;
-use crate::home::{configured_zone, system_zone, Home};
+use crate::home::{system_zone, Home};
 use crate::process::{host_name, pid_alive};
 use crate::runner::{Activity, RunEnv, RunOutcome, RunResult, Runner};
 use crate::settings::CronSettings;
@@ -81,13 +80,7 @@ pub struct Scheduler {
 
 /// A fresh [`Context`] and settings: config.yaml is re-read on every pass and run.
 fn load_context(home: &Home) -> Result<(Context, CronSettings), CliError> {
-    let config = home.config()?;
-    let now = SystemClock::from_env().map_err(CliError::user)?.now();
-    let ctx = Context {
-        now,
-        zone: configured_zone(&config),
-        legacy_zone: system_zone(),
-    };
+    let (ctx, config) = crate::home::load_context(home)?;
     Ok((ctx, CronSettings::from_config(&config)))
 }
 

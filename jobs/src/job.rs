@@ -237,6 +237,21 @@ impl Job {
     }
 
     /// `repeat`, with the SPEC §3.5 defaults: one-shots run once, others forever.
+    /// The schedule as users see it: the stored `display`, else the parsed schedule's.
+    /// (Parsing a cron expression costs microseconds; `list` of 10,000 jobs avoids it.)
+    pub fn schedule_display(&self, ctx: &Context) -> Result<String, ScheduleError> {
+        let stored = self
+            .record
+            .get("schedule")
+            .and_then(|s| s.get("display"))
+            .and_then(Value::as_str)
+            .filter(|d| !d.trim().is_empty());
+        match stored {
+            Some(display) => Ok(display.to_string()),
+            None => self.schedule(ctx).map(|s| s.display().to_string()),
+        }
+    }
+
     pub fn repeat(&self) -> Repeat {
         let default_times = if self.is_one_shot() { Some(1) } else { None };
         let (times, completed) = match self.record.get("repeat") {
@@ -304,9 +319,8 @@ impl Job {
     /// Hermes version: a string schedule becomes its object, `schedule_display` follows
     /// it, `deliver` lists are joined, `repeat` becomes `{times, completed}`, `skill`
     /// mirrors `skills[0]`, a paused marker on an enabled record turns it off. Keys it
-    /// does not own are never touched. Returns whether anything changed.
-    pub fn heal(&mut self, ctx: &Context) -> bool {
-        let before = self.record.clone();
+    /// does not own are never touched.
+    pub fn heal(&mut self, ctx: &Context) {
         if self.text_field("id").is_none() {
             self.set("id", json!(new_id()));
         }
@@ -403,7 +417,6 @@ impl Job {
                 self.set("state", json!("paused"));
             }
         }
-        self.record != before
     }
 
     /// The record as `list --json` shows it: every SPEC field present with its
@@ -428,7 +441,7 @@ impl Job {
         out.insert("schedule".into(), field("schedule"));
         out.insert(
             "schedule_display".into(),
-            json!(job.schedule(ctx).map(|s| s.display().to_string()).ok()),
+            json!(job.schedule_display(ctx).ok()),
         );
         out.insert("repeat".into(), repeat.to_json());
         out.insert("enabled".into(), json!(job.enabled()));

@@ -159,6 +159,30 @@ pub struct JobEdit {
     pub timezone: Option<String>,
 }
 
+impl JobEdit {
+    /// True when the edit would change nothing.
+    pub fn is_empty(&self) -> bool {
+        let strings = [
+            &self.schedule,
+            &self.prompt,
+            &self.name,
+            &self.deliver,
+            &self.repeat,
+            &self.script,
+            &self.workdir,
+            &self.model,
+            &self.provider,
+            &self.timezone,
+        ];
+        strings.iter().all(|field| field.is_none())
+            && self.skills.is_none()
+            && self.add_skills.is_empty()
+            && self.remove_skills.is_empty()
+            && !self.clear_skills
+            && self.no_agent.is_none()
+    }
+}
+
 fn parse_zone(name: &str) -> Result<Tz, JobError> {
     name.trim().parse::<Tz>().map_err(|_| {
         JobError::Invalid(format!(

@@ -171,10 +171,8 @@ impl CronExpr {
         for _ in 0..10_000 {
             let wall = self.cron.find_next_occurrence(&cursor, inclusive).ok()?;
             inclusive = false;
-            if let Some((_, stop)) = best {
-                if wall > stop {
-                    break;
-                }
+            if best.is_some_and(|(_, stop)| wall >= stop) {
+                break;
             }
             for instant in self.fire_instants(wall, zone).into_iter().flatten() {
                 if instant > after && best.is_none_or(|(b, _)| instant < b) {
@@ -185,6 +183,10 @@ impl CronExpr {
                     let wall_b = instant.naive_utc() + off_b;
                     best = Some((instant, wall_b + (max_offset - off_b)));
                 }
+            }
+            // Far from any DST change the stop point is this very reading: done.
+            if best.is_some_and(|(_, stop)| stop <= wall) {
+                break;
             }
             cursor = wall;
         }

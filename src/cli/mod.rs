@@ -79,12 +79,9 @@ pub enum CronVerb {
     Doctor,
 }
 
+/// Fields `add` and `edit` share. With `edit`, `""` clears a field.
 #[derive(Debug, Args)]
-pub struct AddArgs {
-    /// When: "every 2h", "30m", "weekdays at 9am", "0 9 * * *", "2026-02-03T14:00"...
-    pub schedule: String,
-    /// What the agent should do.
-    pub prompt: Option<String>,
+pub struct JobFields {
     #[arg(long)]
     pub name: Option<String>,
     /// local, origin, telegram, telegram:CHAT[:THREAD], all, webhook:URL (comma list).
@@ -93,15 +90,10 @@ pub struct AddArgs {
     /// How many runs: a number, "once" or "forever".
     #[arg(long)]
     pub repeat: Option<String>,
-    /// A skill to load before the prompt (repeatable, kept in order).
-    #[arg(long = "skill")]
-    pub skills: Vec<String>,
     /// A script under <HERMES_HOME>/scripts/ run before the agent.
     #[arg(long)]
     pub script: Option<String>,
-    /// Deliver the script's output; start no agent.
-    #[arg(long)]
-    pub no_agent: bool,
+    /// Absolute path of an existing directory the job works in.
     #[arg(long)]
     pub workdir: Option<String>,
     #[arg(long)]
@@ -111,6 +103,22 @@ pub struct AddArgs {
     /// IANA time zone for this job's cron and day/time schedules.
     #[arg(long = "tz")]
     pub timezone: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// When: "every 2h", "30m", "weekdays at 9am", "0 9 * * *", "2026-02-03T14:00"...
+    pub schedule: String,
+    /// What the agent should do.
+    pub prompt: Option<String>,
+    #[command(flatten)]
+    pub fields: JobFields,
+    /// A skill to load before the prompt (repeatable, kept in order).
+    #[arg(long = "skill")]
+    pub skills: Vec<String>,
+    /// Deliver the script's output; start no agent.
+    #[arg(long)]
+    pub no_agent: bool,
     /// Create the job paused.
     #[arg(long)]
     pub paused: bool,
@@ -126,12 +134,8 @@ pub struct EditArgs {
     pub schedule: Option<String>,
     #[arg(long)]
     pub prompt: Option<String>,
-    #[arg(long)]
-    pub name: Option<String>,
-    #[arg(long)]
-    pub deliver: Option<String>,
-    #[arg(long)]
-    pub repeat: Option<String>,
+    #[command(flatten)]
+    pub fields: JobFields,
     /// Replace the skills with these (repeatable).
     #[arg(long = "skill")]
     pub skills: Vec<String>,
@@ -141,21 +145,11 @@ pub struct EditArgs {
     pub remove_skills: Vec<String>,
     #[arg(long)]
     pub clear_skills: bool,
-    #[arg(long)]
-    pub script: Option<String>,
     #[arg(long, conflicts_with = "agent")]
     pub no_agent: bool,
     /// Start the agent again after --no-agent.
     #[arg(long)]
     pub agent: bool,
-    #[arg(long)]
-    pub workdir: Option<String>,
-    #[arg(long)]
-    pub model: Option<String>,
-    #[arg(long)]
-    pub provider: Option<String>,
-    #[arg(long = "tz")]
-    pub timezone: Option<String>,
 }
 
 #[derive(Debug, Args)]

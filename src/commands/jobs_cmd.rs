@@ -12,8 +12,7 @@ fn print_summary(session: &Session, job: &Job) {
     let ctx = &session.ctx;
     say!("  Name:     {}", job.name());
     let display = job
-        .schedule(ctx)
-        .map(|s| s.display().to_string())
+        .schedule_display(ctx)
         .unwrap_or_else(|e| format!("invalid ({e})"));
     say!("  Schedule: {display}");
     let next = match job.next_run_at(ctx) {
@@ -25,19 +24,20 @@ fn print_summary(session: &Session, job: &Job) {
 }
 
 pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
+    let fields = args.fields;
     let new = NewJob {
         schedule: args.schedule,
         prompt: args.prompt.unwrap_or_default(),
-        name: args.name,
-        deliver: args.deliver,
-        repeat: args.repeat,
+        name: fields.name,
+        deliver: fields.deliver,
+        repeat: fields.repeat,
         skills: args.skills,
-        script: args.script,
+        script: fields.script,
         no_agent: args.no_agent,
-        workdir: args.workdir,
-        model: args.model,
-        provider: args.provider,
-        timezone: args.timezone,
+        workdir: fields.workdir,
+        model: fields.model,
+        provider: fields.provider,
+        timezone: fields.timezone,
         paused: args.paused,
         origin: args.origin,
     };
@@ -48,43 +48,29 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
 }
 
 pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
+    let fields = args.fields;
     let edit = JobEdit {
         schedule: args.schedule,
         prompt: args.prompt,
-        name: args.name,
-        deliver: args.deliver,
-        repeat: args.repeat,
+        name: fields.name,
+        deliver: fields.deliver,
+        repeat: fields.repeat,
         skills: (!args.skills.is_empty()).then_some(args.skills),
         add_skills: args.add_skills,
         remove_skills: args.remove_skills,
         clear_skills: args.clear_skills,
-        script: args.script,
+        script: fields.script,
         no_agent: match (args.no_agent, args.agent) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
         },
-        workdir: args.workdir,
-        model: args.model,
-        provider: args.provider,
-        timezone: args.timezone,
+        workdir: fields.workdir,
+        model: fields.model,
+        provider: fields.provider,
+        timezone: fields.timezone,
     };
-    let nothing = edit.schedule.is_none()
-        && edit.prompt.is_none()
-        && edit.name.is_none()
-        && edit.deliver.is_none()
-        && edit.repeat.is_none()
-        && edit.skills.is_none()
-        && edit.add_skills.is_empty()
-        && edit.remove_skills.is_empty()
-        && !edit.clear_skills
-        && edit.script.is_none()
-        && edit.no_agent.is_none()
-        && edit.workdir.is_none()
-        && edit.model.is_none()
-        && edit.provider.is_none()
-        && edit.timezone.is_none();
-    if nothing {
+    if edit.is_empty() {
         return Err(CliError::user(
             "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
         ));

@@ -19,7 +19,7 @@ pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError>
             .iter()
             .map(|job| Value::Object(job.normalized(ctx)))
             .collect();
-        say!("{}", json!({ "jobs": records }));
+        crate::output::emit_json(&json!({ "jobs": records }));
         return Ok(());
     }
     if shown.is_empty() {
@@ -56,8 +56,7 @@ fn render_job(out: &mut String, session: &Session, job: &Job) {
         None => "∞".to_string(),
     };
     let schedule = job
-        .schedule(ctx)
-        .map(|s| s.display().to_string())
+        .schedule_display(ctx)
         .unwrap_or_else(|e| format!("invalid: {e}"));
     let next = match (job.state(), job.next_run_at(ctx)) {
         (JobState::Paused, _) => "paused".to_string(),

@@ -12,9 +12,8 @@ use chrono_tz::Tz;
 use jobs::{Context, JsonFileStore};
 
 use crate::cli::CronVerb;
-use crate::clock::{Clock, SystemClock};
 use crate::error::CliError;
-use crate::home::{configured_zone, system_zone, Home};
+use crate::home::{load_context, Home};
 
 /// What every verb needs: where the files are and what "now" is.
 pub struct Session {
@@ -26,13 +25,7 @@ pub struct Session {
 impl Session {
     pub fn open() -> Result<Session, CliError> {
         let home = Home::resolve()?;
-        let config = home.config()?;
-        let now = SystemClock::from_env().map_err(CliError::user)?.now();
-        let ctx = Context {
-            now,
-            zone: configured_zone(&config),
-            legacy_zone: system_zone(),
-        };
+        let (ctx, _) = load_context(&home)?;
         let store = JsonFileStore::new(home.cron_dir());
         Ok(Session { home, store, ctx })
     }
