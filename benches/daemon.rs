@@ -1,0 +1,806 @@
+//! The scheduler daemon as a real process, on its own temp HERMES_HOME:
+//!
+//! 1. fire lateness: one-shot `--no-agent` script jobs due 5 per second over ~24 s,
+//!    `hermes cron daemon` running with `max_parallel_jobs: 0`; lateness is the ledger's
+//!    `started_at − scheduled_at` of each fire (p50 / p99 / max);
+//! 2. an idle daemon with 1,000 recurring jobs, none due: RSS and CPU time from /proc over
+//!    `HERMES_BENCH_IDLE_SECS` (default 300 — five idle minutes);
+//! 3. the cost of one pass on 10,000 jobs: `hermes cron tick` with nothing due, and with
+//!    1 % (100 silent script jobs) due, which it waits for.
+//!
+//! It prints figures and a summary block; it asserts only that the setup did what it
+//! meant to (every fire recorded, every due job run). Stores are built from the record
+//! `hermes cron add` writes (taken from the binary itself) with schedules and next runs
+//! from the schedules crate, and written through the store's own locked write path.
+//!
+//! A plain `harness = false` binary. Under `cargo bench` (which passes `--bench`) it
+//! measures; run any other way (`cargo test --benches`) it does a small smoke run.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use chrono::{DateTime, SecondsFormat, TimeDelta, Timelike, Utc};
+use jobs::store::Record;
+use jobs::{JsonFileStore, StoreError};
+use schedules::{format_instant, parse_schedule, Schedule, Tz};
+use serde_json::{json, Value};
+
+/// What one run of the bench does; [`Plan::measure`] under `cargo bench`.
+struct Plan {
+    /// One-shot jobs in the lateness run, and how many share each whole second.
+    fires: usize,
+    per_second: usize,
+    /// Seconds from writing the store to the first fire.
+    lead_secs: i64,
+    /// Jobs in the idle daemon's store, the seconds it settles first, and the window.
+    idle_jobs: u64,
+    settle_secs: u64,
+    idle_secs: u64,
+    /// Jobs in the pass-cost store, how many of them are made due, timed ticks.
+    pass_jobs: u64,
+    due_jobs: u64,
+    runs: usize,
+}
+
+impl Plan {
+    fn measure() -> Plan {
+        let idle_secs = std::env::var("HERMES_BENCH_IDLE_SECS")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(300);
+        Plan {
+            fires: 120,
+            per_second: 5,
+            lead_secs: 5,
+            idle_jobs: 1_000,
+            settle_secs: 5,
+            idle_secs,
+            pass_jobs: 10_000,
+            due_jobs: 100,
+            runs: 10,
+        }
+    }
+
+    fn smoke() -> Plan {
+        Plan {
+            fires: 10,
+            per_second: 5,
+            lead_secs: 3,
+            idle_jobs: 100,
+            settle_secs: 1,
+            idle_secs: 2,
+            pass_jobs: 500,
+            due_jobs: 5,
+            runs: 1,
+        }
+    }
+}
+
+/// The `hermes` binary: the one cargo built for this bench (`CARGO_BIN_EXE_hermes`, the
+/// release profile under `cargo bench`), else `target/release/hermes`, built on demand.
+fn hermes_binary() -> PathBuf {
+    if let Some(path) = option_env!("CARGO_BIN_EXE_hermes").map(PathBuf::from) {
+        if path.is_file() {
+            return path;
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = root.join("target/release/hermes");
+    if !path.is_file() {
+        eprintln!("daemon bench: building the release binary (cargo build --release)");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let status = Command::new(cargo)
+            .args(["build", "--release", "--bin", "hermes"])
+            .current_dir(root)
+            .status();
+        if !status.is_ok_and(|s| s.success()) || !path.is_file() {
+            eprintln!(
+                "daemon bench: no hermes binary at {}; run `cargo build --release` first",
+                path.display()
+            );
+            std::process::exit(2);
+        }
+    }
+    path
+}
+
+/// A HERMES_HOME in a temp dir with `scripts/ok.sh` (prints `ok`) and `scripts/silent.sh`
+/// (prints nothing: a silent run), and the binary pointed at it.
+struct Home {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+}
+
+impl Home {
+    fn new(bin: &Path, config: Option<&str>) -> Home {
+        let dir = tempfile::tempdir().expect("cannot create a temp dir");
+        let scripts = dir.path().join("scripts");
+        std::fs::create_dir_all(&scripts).expect("cannot create scripts/");
+        std::fs::write(scripts.join("ok.sh"), "echo ok\n").expect("cannot write ok.sh");
+        std::fs::write(scripts.join("silent.sh"), ":\n").expect("cannot write silent.sh");
+        if let Some(yaml) = config {
+            std::fs::write(dir.path().join("config.yaml"), yaml).expect("cannot write config");
+        }
+        Home {
+            dir,
+            bin: bin.to_path_buf(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn jobs_path(&self) -> PathBuf {
+        self.path().join("cron/jobs.json")
+    }
+
+    /// `hermes <args>` on this home: real clock, UTC, nothing inherited that changes the
+    /// scheduler (HERMES_NOW, timeouts, parallelism, log level).
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(args)
+            .env("HERMES_HOME", self.path())
+            .env("HERMES_TIMEZONE", "UTC")
+            .env("TZ", "UTC")
+            .env_remove("HERMES_NOW")
+            .env_remove("HERMES_CRON_TIMEOUT")
+            .env_remove("HERMES_CRON_MAX_PARALLEL")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `hermes <args>` to completion and returns its stdout; panics on failure.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self
+            .command(args)
+            .output()
+            .expect("cannot start the hermes binary");
+        assert!(
+            out.status.success(),
+            "hermes {args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Writes `records` as the whole store, through the store's locked write path.
+    fn write_store(&self, records: Vec<Record>) {
+        let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, false);
+        JsonFileStore::new(self.path().join("cron"))
+            .update::<(), StoreError>(&now, |doc| {
+                doc.jobs = records;
+                Ok(())
+            })
+            .expect("cannot write the bench store");
+    }
+
+    /// `hermes cron daemon`, its log in the home.
+    fn daemon(&self) -> Daemon {
+        let log = File::create(self.path().join("daemon.log")).expect("cannot create the log");
+        let child = self
+            .command(&["cron", "daemon"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("cannot start hermes cron daemon");
+        Daemon { child: Some(child) }
+    }
+
+    /// Every ledger row (`hermes cron runs --json --limit 1000`).
+    fn runs(&self) -> Vec<Value> {
+        let out: Value =
+            serde_json::from_str(&self.ok(&["cron", "runs", "--json", "--limit", "1000"]))
+                .expect("runs --json prints JSON");
+        out["runs"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+/// A running daemon; killed if the bench stops early.
+struct Daemon {
+    child: Option<Child>,
+}
+
+impl Daemon {
+    fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// SIGTERM, then waits (the daemon drains running jobs for up to 30 s). Returns
+    /// how long it took to exit, or `None` when it had to be killed.
+    fn stop(mut self) -> Option<Duration> {
+        let mut child = self.child.take()?;
+        let start = Instant::now();
+        // SAFETY: kill(2) on the pid of a child we have not reaped yet.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGTERM);
+        }
+        while start.elapsed() < Duration::from_secs(45) {
+            if let Ok(Some(_)) = child.try_wait() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The record `hermes cron add "every 1d" --script silent.sh --no-agent` writes today, so
+/// generated stores follow `create_job` (jobs/src/lifecycle.rs) as it changes.
+fn template_record(bin: &Path) -> Record {
+    let scratch = Home::new(bin, None);
+    scratch.ok(&[
+        "cron",
+        "add",
+        "every 1d",
+        "--script",
+        "silent.sh",
+        "--no-agent",
+    ]);
+    JsonFileStore::new(scratch.path().join("cron"))
+        .load()
+        .expect("the store hermes just wrote is readable")
+        .jobs
+        .into_iter()
+        .next()
+        .expect("hermes cron add stored one job")
+}
+
+/// Job `i` from the template: its own id and name, `schedule` parsed as `add` would,
+/// and `next_run` (else the schedule's first run after `now`).
+fn job_record(
+    template: &Record,
+    i: u64,
+    script: &str,
+    schedule: &str,
+    next_run: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Record {
+    let zone = Tz::UTC;
+    let schedule = parse_schedule(schedule, now, zone, None).expect("bench schedules are valid");
+    let next_run = next_run
+        .or_else(|| schedule.next_run(now, None, zone))
+        .expect("bench schedules have a next run");
+    let times = match schedule {
+        Schedule::Once { .. } => Some(1),
+        _ => None,
+    };
+    let mut record = template.clone();
+    let mut set = |key: &str, value: Value| {
+        record.insert(key.to_string(), value);
+    };
+    set("id", json!(format!("{:012x}", 0xbe00_0000_0000_u64 + i)));
+    set("name", json!(format!("bench {i}")));
+    set("script", json!(script));
+    set("no_agent", json!(true));
+    set("schedule", schedule.to_json());
+    set("schedule_display", json!(schedule.display()));
+    set("repeat", json!({"times": times, "completed": 0}));
+    set("created_at", json!(format_instant(now, zone)));
+    set("next_run_at", json!(format_instant(next_run, zone)));
+    record
+}
+
+/// `count` recurring silent jobs, none due for hours: a mix of intervals (`every 1d`,
+/// `every 12h`, next run spread over the hour before a full period) and daily / weekday
+/// cron times 6–17 h from now.
+fn recurring_store(template: &Record, count: u64, now: DateTime<Utc>) -> Vec<Record> {
+    (0..count)
+        .map(|i| {
+            let spread = TimeDelta::seconds((i % 3600) as i64);
+            let hour = (now.hour() as u64 + 6 + i % 12) % 24;
+            let minute = i % 60;
+            match i % 4 {
+                0 => job_record(
+                    template,
+                    i,
+                    "silent.sh",
+                    "every 1d",
+                    Some(now + TimeDelta::days(1) - spread),
+                    now,
+                ),
+                1 => job_record(
+                    template,
+                    i,
+                    "silent.sh",
+                    "every 12h",
+                    Some(now + TimeDelta::hours(12) - spread),
+                    now,
+                ),
+                2 => job_record(
+                    template,
+                    i,
+                    "silent.sh",
+                    &format!("{minute} {hour} * * *"),
+                    None,
+                    now,
+                ),
+                _ => job_record(
+                    template,
+                    i,
+                    "silent.sh",
+                    &format!("{minute} {hour} * * 1-5"),
+                    None,
+                    now,
+                ),
+            }
+        })
+        .collect()
+}
+
+fn parse_time(value: &Value) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(value.as_str()?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Nearest-rank percentile of sorted `values`.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn median(sorted: &[Duration]) -> Duration {
+    let mid = sorted.len() / 2;
+    if sorted.len() % 2 == 0 {
+        (sorted[mid - 1] + sorted[mid]) / 2
+    } else {
+        sorted[mid]
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// `10000` → `10,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Fire lateness
+
+struct Lateness {
+    n: usize,
+    expected: usize,
+    p50: f64,
+    p99: f64,
+    max: f64,
+    min: f64,
+    finish_p50: f64,
+    finish_max: f64,
+    statuses: String,
+    stop: Option<Duration>,
+}
+
+fn fire_lateness(bin: &Path, template: &Record, plan: &Plan) -> Lateness {
+    let home = Home::new(bin, Some("cron:\n  max_parallel_jobs: 0\n"));
+    let now = Utc::now();
+    let first =
+        DateTime::from_timestamp(now.timestamp() + plan.lead_secs + 1, 0).expect("a valid instant");
+    let records: Vec<Record> = (0..plan.fires)
+        .map(|k| {
+            let at = first + TimeDelta::seconds((k / plan.per_second) as i64);
+            let iso = at.to_rfc3339_opts(SecondsFormat::Secs, true);
+            job_record(template, k as u64, "ok.sh", &iso, Some(at), now)
+        })
+        .collect();
+    let last = first + TimeDelta::seconds(((plan.fires - 1) / plan.per_second) as i64);
+    home.write_store(records);
+    let mut daemon = home.daemon();
+    println!(
+        "  {} one-shots due {} per second from {} to {} (daemon pid {})",
+        plan.fires,
+        plan.per_second,
+        first.format("%H:%M:%S"),
+        last.format("%H:%M:%S"),
+        daemon.pid()
+    );
+    // No polling while jobs are due: it would compete with the daemon for the CPU.
+    let until_last = (last - Utc::now()).to_std().unwrap_or_default();
+    std::thread::sleep(until_last + Duration::from_secs(2));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = home.runs();
+        let done = runs.iter().filter(|r| r["status"] != "running").count();
+        if done >= plan.fires || Instant::now() > deadline || !daemon.alive() {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let stop = daemon.stop();
+    let runs = home.runs();
+    let mut late: Vec<f64> = Vec::new();
+    let mut finish: Vec<f64> = Vec::new();
+    let mut statuses: std::collections::BTreeMap<String, usize> = Default::default();
+    for run in &runs {
+        *statuses
+            .entry(run["status"].as_str().unwrap_or("?").to_string())
+            .or_default() += 1;
+        let Some(scheduled) = parse_time(&run["scheduled_at"]) else {
+            continue;
+        };
+        if let Some(started) = parse_time(&run["started_at"]) {
+            late.push((started - scheduled).num_microseconds().unwrap_or(0) as f64 / 1000.0);
+        }
+        if let Some(finished) = parse_time(&run["finished_at"]) {
+            finish.push((finished - scheduled).num_microseconds().unwrap_or(0) as f64 / 1000.0);
+        }
+    }
+    late.sort_by(f64::total_cmp);
+    finish.sort_by(f64::total_cmp);
+    let statuses = statuses
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if runs.len() != plan.fires {
+        let log = std::fs::read_to_string(home.path().join("daemon.log")).unwrap_or_default();
+        eprintln!(
+            "  WARNING: {} ledger rows for {} fires; daemon log tail:\n{}",
+            runs.len(),
+            plan.fires,
+            log.lines().rev().take(20).collect::<Vec<_>>().join("\n")
+        );
+    }
+    Lateness {
+        n: late.len(),
+        expected: plan.fires,
+        p50: percentile(&late, 50.0),
+        p99: percentile(&late, 99.0),
+        max: late.last().copied().unwrap_or(f64::NAN),
+        min: late.first().copied().unwrap_or(f64::NAN),
+        finish_p50: percentile(&finish, 50.0),
+        finish_max: finish.last().copied().unwrap_or(f64::NAN),
+        statuses,
+        stop,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. Idle daemon
+
+/// A process's resident set size (VmRSS) and peak (VmHWM), in KiB.
+fn memory_kib(pid: i32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    };
+    Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// A process's CPU time so far (utime + stime, all threads, dead ones included).
+fn cpu_time(pid: i32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the `(comm)`: state is field 3, utime 14, stime 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ticks = if ticks > 0 { ticks as f64 } else { 100.0 };
+    Some(Duration::from_secs_f64((utime + stime) as f64 / ticks))
+}
+
+fn mib(kib: u64) -> f64 {
+    kib as f64 / 1024.0
+}
+
+struct Idle {
+    jobs: u64,
+    window: Duration,
+    store_bytes: u64,
+    rss_start: f64,
+    rss_end: f64,
+    rss_peak: f64,
+    hwm: f64,
+    cpu_startup: Duration,
+    cpu_window: Duration,
+    cpu_percent: f64,
+    store_rewritten: bool,
+    stop: Option<Duration>,
+}
+
+fn idle_daemon(bin: &Path, template: &Record, plan: &Plan) -> Idle {
+    let home = Home::new(bin, None);
+    home.write_store(recurring_store(template, plan.idle_jobs, Utc::now()));
+    let store_bytes = std::fs::metadata(home.jobs_path()).map_or(0, |m| m.len());
+    let mtime = || {
+        std::fs::metadata(home.jobs_path())
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let mut daemon = home.daemon();
+    let pid = daemon.pid();
+    std::thread::sleep(Duration::from_secs(plan.settle_secs));
+    let (rss_start, _) = memory_kib(pid).expect("the daemon is running");
+    let cpu_start = cpu_time(pid).expect("the daemon is running");
+    let window_start = Instant::now();
+    let stored_at: Option<SystemTime> = mtime();
+    println!(
+        "  daemon pid {pid}: {} jobs ({:.2} MB jobs.json); sampling /proc every second for {} s",
+        grouped(plan.idle_jobs),
+        store_bytes as f64 / 1e6,
+        plan.idle_secs
+    );
+    let mut rss_peak = rss_start;
+    let end = window_start + Duration::from_secs(plan.idle_secs);
+    while Instant::now() < end {
+        std::thread::sleep(
+            Duration::from_secs(1).min(end.saturating_duration_since(Instant::now())),
+        );
+        if let Some((rss, _)) = memory_kib(pid) {
+            rss_peak = rss_peak.max(rss);
+        }
+    }
+    assert!(daemon.alive(), "the idle daemon died; see its log");
+    let (rss_end, hwm) = memory_kib(pid).expect("the daemon is running");
+    let cpu_end = cpu_time(pid).expect("the daemon is running");
+    let window = window_start.elapsed();
+    let store_rewritten = mtime() != stored_at;
+    let stop = daemon.stop();
+    let cpu_window = cpu_end.saturating_sub(cpu_start);
+    Idle {
+        jobs: plan.idle_jobs,
+        window,
+        store_bytes,
+        rss_start: mib(rss_start),
+        rss_end: mib(rss_end),
+        rss_peak: mib(rss_peak.max(rss_end)),
+        hwm: mib(hwm),
+        cpu_startup: cpu_start,
+        cpu_window,
+        cpu_percent: cpu_window.as_secs_f64() / window.as_secs_f64() * 100.0,
+        store_rewritten,
+        stop,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Pass cost
+
+struct PassCost {
+    jobs: u64,
+    due: u64,
+    store_bytes: u64,
+    idle: Vec<Duration>,
+    busy: Vec<Duration>,
+}
+
+/// Wall time of one `hermes cron tick`, and its stdout.
+fn timed_tick(home: &Home) -> (Duration, String) {
+    let start = Instant::now();
+    let out = home.ok(&["cron", "tick"]);
+    (start.elapsed(), out)
+}
+
+fn pass_cost(bin: &Path, template: &Record, plan: &Plan) -> PassCost {
+    let home = Home::new(bin, Some("cron:\n  max_parallel_jobs: 0\n"));
+    let baseline = recurring_store(template, plan.pass_jobs, Utc::now());
+    home.write_store(baseline.clone());
+    let store_bytes = std::fs::metadata(home.jobs_path()).map_or(0, |m| m.len());
+
+    // (a) Nothing due: process start, load, scan. One untimed warm-up.
+    let mut idle = Vec::new();
+    for n in 0..=plan.runs {
+        let (took, out) = timed_tick(&home);
+        assert!(out.contains("Nothing due."), "a tick found work: {out}");
+        if n > 0 {
+            idle.push(took);
+        }
+    }
+    idle.sort();
+
+    // (b) 1 % due: `due` jobs spread through the store get a next run a few seconds ago
+    // (a fresh instant each time, so every tick claims new occurrences).
+    let stride = (plan.pass_jobs / plan.due_jobs).max(1);
+    let mut busy = Vec::new();
+    let mut previous = DateTime::<Utc>::MIN_UTC;
+    for n in 0..=plan.runs {
+        let mut due_at = Utc::now() - TimeDelta::seconds(3);
+        while due_at.timestamp() <= previous.timestamp() {
+            std::thread::sleep(Duration::from_millis(200));
+            due_at = Utc::now() - TimeDelta::seconds(3);
+        }
+        let due_at = DateTime::from_timestamp(due_at.timestamp(), 0).expect("a valid instant");
+        previous = due_at;
+        let mut records = baseline.clone();
+        for record in records
+            .iter_mut()
+            .step_by(stride as usize)
+            .take(plan.due_jobs as usize)
+        {
+            record.insert(
+                "next_run_at".to_string(),
+                json!(format_instant(due_at, Tz::UTC)),
+            );
+        }
+        home.write_store(records);
+        let (took, out) = timed_tick(&home);
+        let ran = out.lines().filter(|l| l.ends_with("): ok")).count() as u64;
+        assert_eq!(
+            ran, plan.due_jobs,
+            "expected {} ok runs, got:\n{out}",
+            plan.due_jobs
+        );
+        if n > 0 {
+            busy.push(took);
+        }
+    }
+    busy.sort();
+    PassCost {
+        jobs: plan.pass_jobs,
+        due: plan.due_jobs,
+        store_bytes,
+        idle,
+        busy,
+    }
+}
+
+fn stopped(stop: Option<Duration>) -> String {
+    match stop {
+        Some(d) => format!("exited {:.0} ms after SIGTERM", ms(d)),
+        None => "did NOT exit within 45 s of SIGTERM (killed)".to_string(),
+    }
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let plan = if measuring {
+        Plan::measure()
+    } else {
+        println!(
+            "daemon bench: smoke run (small sizes); use `cargo bench --bench daemon` for figures"
+        );
+        Plan::smoke()
+    };
+    let bin = hermes_binary();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!("binary: {} ({cpus} CPUs)", bin.display());
+    let template = template_record(&bin);
+
+    println!(
+        "\n[1] fire lateness: {} one-shot script jobs, {} per second, max_parallel_jobs 0",
+        plan.fires, plan.per_second
+    );
+    let late = fire_lateness(&bin, &template, &plan);
+    println!(
+        "  ledger rows with a start: {} of {} ({})",
+        late.n, late.expected, late.statuses
+    );
+    println!(
+        "  lateness started_at - scheduled_at: min {:.0} ms, p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        late.min, late.p50, late.p99, late.max
+    );
+    println!(
+        "  finished_at - scheduled_at: p50 {:.0} ms, max {:.0} ms; daemon {}",
+        late.finish_p50,
+        late.finish_max,
+        stopped(late.stop)
+    );
+
+    println!(
+        "\n[2] idle daemon: {} recurring jobs, none due; window {} s after {} s of start-up",
+        grouped(plan.idle_jobs),
+        plan.idle_secs,
+        plan.settle_secs
+    );
+    let idle = idle_daemon(&bin, &template, &plan);
+    println!(
+        "  RSS: {:.1} MiB at start+{} s, {:.1} MiB at the end, peak of samples {:.1} MiB (VmHWM {:.1} MiB)",
+        idle.rss_start, plan.settle_secs, idle.rss_end, idle.rss_peak, idle.hwm
+    );
+    println!(
+        "  CPU: {:.2} s in the first {} s; {:.2} s over the {:.0} s window = {:.3} % of one core (clock-tick resolution)",
+        idle.cpu_startup.as_secs_f64(),
+        plan.settle_secs,
+        idle.cpu_window.as_secs_f64(),
+        idle.window.as_secs_f64(),
+        idle.cpu_percent
+    );
+    println!(
+        "  jobs.json rewritten during the window: {}; daemon {}",
+        if idle.store_rewritten { "YES" } else { "no" },
+        stopped(idle.stop)
+    );
+
+    println!(
+        "\n[3] pass cost: `hermes cron tick` on {} recurring jobs, {} timed runs each",
+        grouped(plan.pass_jobs),
+        plan.runs
+    );
+    let pass = pass_cost(&bin, &template, &plan);
+    let row = |label: &str, times: &[Duration]| {
+        println!(
+            "  {label:<44} min {:>8.1} ms  median {:>8.1} ms  max {:>8.1} ms",
+            ms(times[0]),
+            ms(median(times)),
+            ms(times[times.len() - 1])
+        );
+    };
+    println!(
+        "  jobs.json: {} bytes ({:.2} MB)",
+        pass.store_bytes,
+        pass.store_bytes as f64 / 1e6
+    );
+    row("(a) nothing due (start + load + scan)", &pass.idle);
+    row(
+        &format!("(b) {} due, silent scripts, waits for runs", pass.due),
+        &pass.busy,
+    );
+    let per_run = (median(&pass.busy).saturating_sub(median(&pass.idle))) / pass.due as u32;
+    println!(
+        "  (b − a) / {} = {:.1} ms per due run",
+        pass.due,
+        ms(per_run)
+    );
+
+    println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");
+    println!(
+        "fire lateness ({} one-shots, {}/s, unbounded parallelism): n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",
+        late.expected, plan.per_second, late.n, late.p50, late.p99, late.max
+    );
+    println!(
+        "idle daemon ({} jobs, jobs.json {:.2} MB, {:.0} s window): RSS start {:.1} / end {:.1} / peak {:.1} MiB; CPU {:.2} s = {:.3} % of one core; jobs.json rewritten: {}",
+        grouped(idle.jobs),
+        idle.store_bytes as f64 / 1e6,
+        idle.window.as_secs_f64(),
+        idle.rss_start,
+        idle.rss_end,
+        idle.rss_peak,
+        idle.cpu_window.as_secs_f64(),
+        idle.cpu_percent,
+        if idle.store_rewritten { "yes" } else { "no" }
+    );
+    println!(
+        "pass cost ({} jobs, jobs.json {:.2} MB): tick nothing due min {:.0} / median {:.0} ms; tick with {} due (1 %) min {:.0} / median {:.0} ms",
+        grouped(pass.jobs),
+        pass.store_bytes as f64 / 1e6,
+        ms(pass.idle[0]),
+        ms(median(&pass.idle)),
+        pass.due,
+        ms(pass.busy[0]),
+        ms(median(&pass.busy))
+    );
+    println!("=====");
+}
