@@ -5,3 +5,4 @@ cd "$(dirname "$0")/.."
 cargo build --release
 cargo bench -p schedules --bench next_fire
 cargo bench -p hermes --bench cli_list
+cargo bench -p hermes --bench daemon   # HERMES_BENCH_IDLE_SECS=20 for a quick run (default 300)

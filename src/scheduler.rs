@@ -68,8 +68,45 @@ pub struct PassReport {
     pub ran: bool,
 }
 
+/// What a finished run changes in its job's record (SPEC §5.6).
+struct StoreRecord {
+    job_id: String,
+    last_run_at: String,
+    last_status: &'static str,
+    error: Option<String>,
+    delivery_error: Option<String>,
+    source: RunSource,
+}
+
+impl StoreRecord {
+    fn apply(&self, stored: &mut Job, ctx: &Context) {
+        stored.set("last_run_at", json!(self.last_run_at));
+        stored.set("last_status", json!(self.last_status));
+        stored.set("last_error", json!(self.error));
+        stored.set("last_delivery_error", json!(self.delivery_error));
+        let streak = stored
+            .get("failure_streak")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let streak = if self.error.is_some() { streak + 1 } else { 0 };
+        stored.set("failure_streak", json!(streak));
+        if self.source == RunSource::Scheduler {
+            let repeat = stored.repeat();
+            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+            let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
+            if (used_up || one_shot) && stored.state() != JobState::Paused {
+                mark_completed(stored);
+            }
+        }
+    }
+}
+
 pub struct Scheduler {
     home: Home,
+    /// Finished runs waiting to be written to jobs.json, and the right to write them.
+    /// Runs that end together share one locked rewrite of the store instead of one each.
+    records: Mutex<Vec<StoreRecord>>,
+    flushing: Mutex<()>,
     store: JsonFileStore,
     ledger: Mutex<Ledger>,
     runner: Arc<dyn Runner>,
@@ -109,6 +146,8 @@ impl Scheduler {
         let store = JsonFileStore::new(&cron_dir);
         Ok(Arc::new(Scheduler {
             home,
+            records: Mutex::new(Vec::new()),
+            flushing: Mutex::new(()),
             store,
             ledger: Mutex::new(ledger),
             runner,
@@ -472,38 +511,14 @@ impl Scheduler {
             (None, Ok(_)) => "ok",
         };
         let delivery_error = delivery.as_ref().err().cloned();
-        let record_result = self.store.update_jobs(&ctx, &mut |jobs| {
-            let Some(stored) = jobs.iter_mut().find(|j| j.id() == job.id()) else {
-                return Ok(()); // removed while it ran: nothing to record in the store
-            };
-            stored.set(
-                "last_run_at",
-                json!(schedules::format_instant(started, zone)),
-            );
-            stored.set("last_status", json!(last_status));
-            stored.set("last_error", json!(error));
-            stored.set("last_delivery_error", json!(delivery_error));
-            let streak = stored
-                .get("failure_streak")
-                .and_then(Value::as_u64)
-                .unwrap_or(0);
-            stored.set(
-                "failure_streak",
-                json!(if error.is_some() { streak + 1 } else { 0 }),
-            );
-            if source == RunSource::Scheduler {
-                let repeat = stored.repeat();
-                let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
-                let one_shot = stored.schedule(&ctx).is_ok_and(|s| !s.is_recurring());
-                if (used_up || one_shot) && stored.state() != JobState::Paused {
-                    mark_completed(stored);
-                }
-            }
-            Ok(())
+        self.record_in_store(StoreRecord {
+            job_id: job.id().to_string(),
+            last_run_at: schedules::format_instant(started, zone),
+            last_status,
+            error: error.clone(),
+            delivery_error,
+            source,
         });
-        if let Err(e) = record_result {
-            tracing::error!(job = job.id(), "cannot record the run in jobs.json: {e}");
-        }
         let end = RunEnd {
             error: error.clone(),
             delivery: Some(match &delivery {
@@ -524,6 +539,53 @@ impl Scheduler {
             error,
             output_path,
             response: result_text.ok(),
+        }
+    }
+
+    /// Queues a run's bookkeeping and writes every queued one in a single store update,
+    /// unless another thread is already writing (it picks this one up before it stops).
+    fn record_in_store(&self, record: StoreRecord) {
+        lock_poisoned(&self.records).push(record);
+        loop {
+            {
+                let Ok(_writer) = self.flushing.try_lock() else {
+                    return;
+                };
+                loop {
+                    let batch = std::mem::take(&mut *lock_poisoned(&self.records));
+                    if batch.is_empty() {
+                        break;
+                    }
+                    self.write_records(&batch);
+                }
+            }
+            // A record queued after the last take but before the writer stepped down
+            // would otherwise wait for the next run: look once more.
+            if lock_poisoned(&self.records).is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn write_records(&self, batch: &[StoreRecord]) {
+        let ctx = match load_context(&self.home) {
+            Ok((ctx, _)) => ctx,
+            Err(e) => {
+                tracing::error!("cannot record {} run(s) in jobs.json: {e}", batch.len());
+                return;
+            }
+        };
+        let result = self.store.update_jobs(&ctx, &mut |jobs| {
+            for record in batch {
+                // A job removed while it ran has nothing left to record in the store.
+                if let Some(stored) = jobs.iter_mut().find(|j| j.id() == record.job_id) {
+                    record.apply(stored, &ctx);
+                }
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            tracing::error!("cannot record {} run(s) in jobs.json: {e}", batch.len());
         }
     }
 
