@@ -3,14 +3,17 @@
 
 #[macro_use]
 mod output;
+mod agent;
 mod cli;
 mod clock;
 mod commands;
 mod daemon;
+mod delivery;
 mod error;
 mod hermes_runner;
 mod home;
 mod process;
+mod redact;
 mod runner;
 mod scheduler;
 mod script;

@@ -8,10 +8,14 @@ mod support;
 
 #[path = "cli/add.rs"]
 mod add;
+#[path = "cli/agent.rs"]
+mod agent;
 #[path = "cli/concurrency.rs"]
 mod concurrency;
 #[path = "cli/daemon.rs"]
 mod daemon;
+#[path = "cli/delivery.rs"]
+mod delivery;
 #[path = "cli/edit.rs"]
 mod edit;
 #[path = "cli/legacy.rs"]

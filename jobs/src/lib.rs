@@ -6,6 +6,7 @@ pub mod due;
 pub mod job;
 pub mod ledger;
 pub mod lifecycle;
+pub mod outbox;
 pub mod output;
 pub mod store;
 pub mod threats;

@@ -1,0 +1,1 @@
+//! Delivery outbox in the ledger database. (Being built.)

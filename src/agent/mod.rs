@@ -1,0 +1,1 @@
+//! The built-in agent that runs a job (SPEC §6). (Being built.)

@@ -1,0 +1,1 @@
+//! Delivery of a run's result (SPEC §7). (Being built.)

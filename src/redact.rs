@@ -1,0 +1,1 @@
+//! Secret redaction (SPEC §9). (Being built.)

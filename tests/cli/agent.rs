@@ -1,0 +1,1 @@
+//! Agent runs against local fake model servers. (Being built.)

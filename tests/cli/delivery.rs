@@ -1,0 +1,1 @@
+//! Delivery to local fakes of the chat APIs. (Being built.)
