@@ -97,6 +97,9 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
         (false, Some(age)) => say!(
             "Scheduler: NOT running (last heartbeat {age:.0}s ago). Start it with: hermes cron daemon"
         ),
+        _ if session.home.cron_dir().join("ticker_heartbeat").exists() => {
+            say!("Scheduler: NOT running (it stopped cleanly). Start it with: hermes cron daemon")
+        }
         _ => say!("Scheduler: NOT running (never started here). Start it with: hermes cron daemon"),
     }
     if let Some(error) = &daemon.last_error {

@@ -499,3 +499,24 @@ fn run_now_runs_a_job_without_moving_its_schedule() {
     assert_eq!(refused.status.code(), Some(1));
     let _ = std::io::stderr().flush();
 }
+
+#[test]
+fn sigterm_lets_a_running_job_finish_before_the_daemon_exits() {
+    let home = Home::new();
+    home.script("slow.sh", "sleep 3\necho finished\n");
+    let id = home.add(&[&iso(soon(2)), "--script", "slow.sh", "--no-agent"]);
+    let mut daemon = home.daemon();
+    assert!(wait_for(Duration::from_secs(10), || {
+        home.runs(Some(&id))
+            .first()
+            .is_some_and(|r| r["status"] == "running")
+    }));
+    daemon.signal(libc::SIGTERM);
+    let stopping = Instant::now();
+    let status = daemon.child.wait().unwrap();
+    assert!(status.success(), "daemon exited with {status}");
+    assert!(stopping.elapsed() < Duration::from_secs(30));
+    let run = &home.runs(Some(&id))[0];
+    assert_eq!(run["status"], "ok", "{run}");
+    assert_eq!(home.job(&id)["last_status"], "ok");
+}
