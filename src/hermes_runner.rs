@@ -1,10 +1,12 @@
 //! The runner the scheduler uses: a job's script first (§6.7), then — unless the script
-//! is the whole job or kept the agent asleep — the agent with the script's output.
+//! is the whole job or kept the agent asleep — the agent (§6) with the script's output.
 
 use std::path::PathBuf;
 
 use jobs::Job;
 
+use crate::agent::prompt::ScriptSection;
+use crate::agent::run_agent;
 use crate::runner::{RunEnv, RunFuture, RunOutcome, RunResult, Runner};
 use crate::script::{resolve_script, run_script, wake_gate_closed, ScriptResult};
 
@@ -26,7 +28,8 @@ fn silent(prompt: String, text: String) -> RunOutcome {
 }
 
 async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
-    let mut prompt = job.prompt().to_string();
+    let prompt = job.prompt().to_string();
+    let mut section = ScriptSection::None;
     if let Some(script) = job.script() {
         let scripts_dir = env.home.join("scripts");
         let script_result = match resolve_script(&scripts_dir, script) {
@@ -69,16 +72,9 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
             ScriptResult::Output(out) if out.trim().is_empty() || wake_gate_closed(&out) => {
                 return silent(prompt, out);
             }
-            ScriptResult::Output(out) => {
-                prompt = format!("## Script Output\n\n{}\n\n{prompt}", out.trim_end());
-            }
-            ScriptResult::Failed(error) => {
-                prompt = format!("## Script Error\n\n{error}\n\n{prompt}");
-            }
+            ScriptResult::Output(out) => section = ScriptSection::Output(out),
+            ScriptResult::Failed(error) => section = ScriptSection::Error(error),
         }
     }
-    RunOutcome::failed(
-        prompt,
-        "the built-in agent runtime is not part of this build yet; only script jobs (--script with --no-agent) can run",
-    )
+    run_agent(job, env, section).await
 }

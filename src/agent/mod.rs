@@ -1,1 +1,250 @@
-//! The built-in agent that runs a job (SPEC §6). (Being built.)
+//! The built-in agent that runs a job (SPEC §6): a fresh conversation per run, no
+//! history. It reads its configuration anew each run (`config`), assembles and scans the
+//! prompt (`prompt`, `skills`), then loops: call the model (`provider`, through the
+//! retries and fallback of `retry`), run the tools it asks for (`tools`) in parallel,
+//! put the results back in the order asked, and call again until a text answer.
+//!
+//! Budget (`agent.max_turns`, default 90 model calls): at 70 % a "consolidate your work"
+//! notice is appended to the last tool result, at 90 % a "final answer now" notice, and
+//! when the budget is spent one last call without tools asks for a summary. Token usage
+//! from every call is summed into the run's outcome (the scheduler writes the ledger).
+//! With `agent.backend: command` the prompt goes to another agent program instead
+//! (`command`). This module never touches the store, delivery or the ledger.
+
+pub mod command;
+pub mod config;
+pub mod prompt;
+pub mod provider;
+pub mod retry;
+pub mod skills;
+pub mod tools;
+
+use std::path::PathBuf;
+
+use jobs::Job;
+use serde_json::Value;
+
+use self::config::{AgentConfig, Backend, Vars};
+use self::prompt::{assemble, is_silent, ScriptSection};
+use self::provider::ToolSpec;
+use self::provider::{ChatRequest, Message};
+use self::retry::{Caller, Sleeper, TokioSleeper};
+use self::tools::ToolContext;
+use crate::runner::{RunEnv, RunOutcome, RunResult};
+
+pub const EMPTY_RESPONSE: &str = "Agent completed but produced empty response";
+
+const CONSOLIDATE_NOTICE: &str = "[SYSTEM: You have used 70% of your turn budget for this run. Consolidate your work and start wrapping up.]";
+const FINAL_NOTICE: &str =
+    "[SYSTEM: You have used 90% of your turn budget. Give your final answer now.]";
+const SUMMARY_REQUEST: &str = "[SYSTEM: The turn budget for this run is used up and no more tools can be called. Give your final answer now: summarise what you did and what you found.]";
+
+/// Token counts summed over a run's model calls.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tokens {
+    prompt: i64,
+    completion: i64,
+    reported: bool,
+}
+
+impl Tokens {
+    fn add(&mut self, usage: Option<provider::Usage>) {
+        if let Some(u) = usage {
+            self.prompt += u.prompt_tokens;
+            self.completion += u.completion_tokens;
+            self.reported = true;
+        }
+    }
+}
+
+fn outcome(prompt: String, result: RunResult, tokens: Tokens) -> RunOutcome {
+    RunOutcome {
+        prompt,
+        result,
+        prompt_tokens: tokens.reported.then_some(tokens.prompt),
+        completion_tokens: tokens.reported.then_some(tokens.completion),
+    }
+}
+
+/// A final reply: empty is a failure, a silence marker is silent, else deliver it.
+pub fn reply_result(text: String) -> RunResult {
+    if text.trim().is_empty() {
+        RunResult::Failed(EMPTY_RESPONSE.to_string())
+    } else if is_silent(&text) {
+        RunResult::Silent(text)
+    } else {
+        RunResult::Reply(text.trim().to_string())
+    }
+}
+
+/// The job's workdir, else the Hermes home.
+fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
+    job.text_field("workdir")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(|| env.home.clone())
+}
+
+/// Runs the agent part of a job, after its script (if any) left `script`.
+pub async fn run_agent(job: &Job, env: &RunEnv, script: ScriptSection) -> RunOutcome {
+    run_agent_with(job, env, script, &TokioSleeper).await
+}
+
+pub async fn run_agent_with(
+    job: &Job,
+    env: &RunEnv,
+    script: ScriptSection,
+    sleeper: &dyn Sleeper,
+) -> RunOutcome {
+    let home = crate::home::Home {
+        root: env.home.clone(),
+    };
+    let raw_prompt = job.prompt().to_string();
+    let config = match home.config() {
+        Ok(c) => c,
+        Err(e) => return RunOutcome::failed(raw_prompt, e.message),
+    };
+    let vars = Vars::load(&env.home);
+    let settings = match config::resolve(job, &config, &vars, &env.home) {
+        Ok(s) => s,
+        Err(e) => return RunOutcome::failed(raw_prompt, e),
+    };
+    let prompt = match assemble(job, &env.home, &script) {
+        Ok(p) => p,
+        Err(e) => return RunOutcome::failed(raw_prompt, e),
+    };
+    match &settings.backend {
+        Backend::Command(argv) => {
+            let result = command::run(argv, &prompt, &workdir(job, env), job, env, &vars).await;
+            outcome(prompt, result, Tokens::default())
+        }
+        Backend::BuiltIn => agent_loop(job, env, &settings, prompt, sleeper).await,
+    }
+}
+
+fn enabled_toolsets(job: &Job) -> Option<Vec<String>> {
+    match job.get("enabled_toolsets") {
+        Some(Value::Array(items)) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+        ),
+        Some(Value::String(s)) if !s.trim().is_empty() => {
+            Some(s.split(',').map(|p| p.trim().to_string()).collect())
+        }
+        _ => None,
+    }
+}
+
+async fn agent_loop(
+    job: &Job,
+    env: &RunEnv,
+    settings: &AgentConfig,
+    prompt: String,
+    sleeper: &dyn Sleeper,
+) -> RunOutcome {
+    let offered = tools::available(
+        enabled_toolsets(job).as_deref(),
+        &settings.disabled_toolsets,
+    );
+    let ctx = ToolContext {
+        workdir: workdir(job, env),
+        allow_private_fetch: settings.allow_private_fetch,
+        activity: env.activity.clone(),
+    };
+    let mut caller = Caller::new(
+        &settings.endpoints,
+        settings.api_max_retries,
+        settings.request_timeout,
+        sleeper,
+        &env.activity,
+    );
+    let mut tokens = Tokens::default();
+    let mut messages = vec![Message::user(prompt.clone())];
+    let max = settings.max_turns;
+    let consolidate_at = (max * 7).div_ceil(10).max(1);
+    let final_at = (max * 9).div_ceil(10).max(1);
+    let (mut consolidated, mut finalised) = (false, false);
+    for turn in 1..=max {
+        let reply = match caller
+            .call(&ChatRequest {
+                messages: &messages,
+                tools: &offered,
+            })
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return outcome(prompt, RunResult::Failed(e), tokens),
+        };
+        env.activity.touch();
+        tokens.add(reply.usage);
+        if reply.message.tool_calls.is_empty() {
+            return outcome(prompt, reply_result(reply.message.content), tokens);
+        }
+        let calls = reply.message.tool_calls.clone();
+        messages.push(reply.message);
+        let results = run_tools(&calls, &offered, &ctx).await;
+        for (call, result) in calls.iter().zip(results) {
+            messages.push(Message::tool_result(&call.id, result));
+        }
+        let notice = if turn >= final_at && !finalised {
+            finalised = true;
+            consolidated = true;
+            Some(FINAL_NOTICE)
+        } else if turn >= consolidate_at && !consolidated {
+            consolidated = true;
+            Some(CONSOLIDATE_NOTICE)
+        } else {
+            None
+        };
+        if let (Some(notice), Some(last)) = (notice, messages.last_mut()) {
+            last.content.push_str("\n\n");
+            last.content.push_str(notice);
+        }
+    }
+    messages.push(Message::user(SUMMARY_REQUEST));
+    match caller
+        .call(&ChatRequest {
+            messages: &messages,
+            tools: &[],
+        })
+        .await
+    {
+        Ok(reply) => {
+            env.activity.touch();
+            tokens.add(reply.usage);
+            outcome(prompt, reply_result(reply.message.content), tokens)
+        }
+        Err(e) => outcome(prompt, RunResult::Failed(e), tokens),
+    }
+}
+
+/// Runs the calls concurrently; results come back in the order of `calls`.
+async fn run_tools(
+    calls: &[provider::ToolCall],
+    offered: &[ToolSpec],
+    ctx: &ToolContext,
+) -> Vec<String> {
+    let mut set = tokio::task::JoinSet::new();
+    for (index, call) in calls.iter().enumerate() {
+        let (name, args) = (call.name.clone(), call.arguments.clone());
+        let (offered, ctx) = (offered.to_vec(), ctx.clone());
+        set.spawn(async move {
+            tracing::info!(tool = %name, "tool call");
+            (index, tools::dispatch(&name, &args, &offered, &ctx).await)
+        });
+    }
+    let mut results = vec![String::new(); calls.len()];
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((index, text)) => results[index] = text,
+            Err(e) => tracing::error!("a tool task failed: {e}"),
+        }
+    }
+    for r in results.iter_mut().filter(|r| r.is_empty()) {
+        *r = serde_json::json!({"error": "the tool failed without a result"}).to_string();
+    }
+    results
+}

@@ -1,0 +1,548 @@
+//! One model call over HTTP in either API mode (SPEC §6.1): OpenAI-compatible chat
+//! completions or the native Anthropic Messages API. Both are converted to and from one
+//! internal conversation form, so the loop never knows which it talks to. Every failure
+//! is classified (§6.2); retrying is not done here but in `retry`.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::config::{ApiMode, Endpoint};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call the model asked for; `arguments` is the JSON text it sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One message of the conversation, in the form both API modes convert to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    /// Assistant messages: the tools it asked for.
+    pub tool_calls: Vec<ToolCall>,
+    /// Tool messages: which call this answers.
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: text.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    pub fn tool_result(call_id: &str, content: String) -> Message {
+        Message {
+            role: Role::Tool,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.to_string()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+}
+
+/// The model's answer to one call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+    pub message: Message,
+    pub usage: Option<Usage>,
+}
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+}
+
+/// What is sent on one call. `tools` empty = a call without tools.
+pub struct ChatRequest<'a> {
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+}
+
+/// The failure classes of SPEC §6.2; their names appear in the job's error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    RateLimit,
+    Timeout,
+    Auth,
+    Server,
+    Network,
+    ContextLength,
+    InvalidResponse,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::RateLimit => "rate_limit",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Auth => "auth",
+            ErrorClass::Server => "server",
+            ErrorClass::Network => "network",
+            ErrorClass::ContextLength => "context_length",
+            ErrorClass::InvalidResponse => "invalid_response",
+        }
+    }
+}
+
+/// A failed call: its class, the HTTP status if there was one, the server's
+/// `Retry-After`, and a short description.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallError {
+    pub class: ErrorClass,
+    pub status: Option<u16>,
+    pub retry_after: Option<Duration>,
+    pub message: String,
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.class.as_str(), self.message)
+    }
+}
+
+impl CallError {
+    fn new(class: ErrorClass, status: Option<u16>, message: impl Into<String>) -> CallError {
+        CallError {
+            class,
+            status,
+            retry_after: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// A fresh HTTP client (a fresh connection pool).
+pub fn build_client(timeout: Duration) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(30).min(timeout))
+        .user_agent(concat!("hermes-cron/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+}
+
+fn join_url(base: &str, path: &str) -> String {
+    format!("{}/{}", base.trim_end_matches('/'), path)
+}
+
+fn messages_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        join_url(base, "messages")
+    } else {
+        join_url(base, "v1/messages")
+    }
+}
+
+/// One call to the endpoint, no retries.
+pub async fn call(
+    client: &reqwest::Client,
+    endpoint: &Endpoint,
+    request: &ChatRequest<'_>,
+) -> Result<ModelReply, CallError> {
+    let (url, body) = match endpoint.mode {
+        ApiMode::ChatCompletions => (
+            join_url(&endpoint.base_url, "chat/completions"),
+            openai_body(&endpoint.model, request),
+        ),
+        ApiMode::AnthropicMessages => (
+            messages_url(&endpoint.base_url),
+            anthropic_body(&endpoint.model, request),
+        ),
+    };
+    let mut builder = client.post(&url).json(&body);
+    match (endpoint.mode, &endpoint.api_key) {
+        (ApiMode::ChatCompletions, Some(key)) => builder = builder.bearer_auth(key),
+        (ApiMode::AnthropicMessages, Some(key)) => builder = builder.header("x-api-key", key),
+        (_, None) => {}
+    }
+    if endpoint.mode == ApiMode::AnthropicMessages {
+        builder = builder.header("anthropic-version", "2023-06-01");
+    }
+    let response = builder.send().await.map_err(transport_error)?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(parse_retry_after);
+    let text = response.text().await.map_err(transport_error)?;
+    if !(200..300).contains(&status) {
+        let mut error = http_error(status, &text);
+        error.retry_after = retry_after;
+        return Err(error);
+    }
+    let value: Value = serde_json::from_str(&text).map_err(|_| {
+        CallError::new(
+            ErrorClass::InvalidResponse,
+            Some(status),
+            format!("the server's answer is not JSON: {}", snippet(&text)),
+        )
+    })?;
+    if let Some(error) = value.get("error").filter(|e| !e.is_null()) {
+        return Err(CallError::new(
+            ErrorClass::InvalidResponse,
+            Some(status),
+            format!(
+                "the server answered with an error: {}",
+                snippet(&error.to_string())
+            ),
+        ));
+    }
+    match endpoint.mode {
+        ApiMode::ChatCompletions => parse_openai(&value),
+        ApiMode::AnthropicMessages => parse_anthropic(&value),
+    }
+    .map_err(|m| CallError::new(ErrorClass::InvalidResponse, Some(status), m))
+}
+
+fn transport_error(e: reqwest::Error) -> CallError {
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else {
+        ErrorClass::Network
+    };
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        text.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    CallError::new(class, None, text)
+}
+
+fn snippet(text: &str) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match one_line.char_indices().nth(300) {
+        Some((at, _)) => format!("{}…", &one_line[..at]),
+        None => one_line,
+    }
+}
+
+/// `Retry-After` as seconds (fractions allowed) or an HTTP date.
+pub fn parse_retry_after(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(3600.0)));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(text).ok()?;
+    let wait = when.signed_duration_since(chrono::Utc::now());
+    Some(
+        wait.to_std()
+            .unwrap_or(Duration::ZERO)
+            .min(Duration::from_secs(3600)),
+    )
+}
+
+fn http_error(status: u16, body: &str) -> CallError {
+    let lower = body.to_ascii_lowercase();
+    let context = status == 413
+        || lower.contains("context_length")
+        || lower.contains("context length")
+        || lower.contains("maximum context")
+        || lower.contains("too many tokens")
+        || lower.contains("prompt is too long");
+    let class = match status {
+        429 => ErrorClass::RateLimit,
+        401 | 403 => ErrorClass::Auth,
+        _ if context && (400..500).contains(&status) => ErrorClass::ContextLength,
+        408 => ErrorClass::Timeout,
+        500..=599 => ErrorClass::Server,
+        _ => ErrorClass::InvalidResponse,
+    };
+    CallError::new(
+        class,
+        Some(status),
+        format!("HTTP {status}: {}", snippet(body)),
+    )
+}
+
+fn openai_body(model: &str, request: &ChatRequest<'_>) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|m| match m.role {
+            Role::User => json!({"role": "user", "content": m.content}),
+            Role::Tool => json!({
+                "role": "tool",
+                "tool_call_id": m.tool_call_id.clone().unwrap_or_default(),
+                "content": m.content,
+            }),
+            Role::Assistant if m.tool_calls.is_empty() => {
+                json!({"role": "assistant", "content": m.content})
+            }
+            Role::Assistant => json!({
+                "role": "assistant",
+                "content": if m.content.is_empty() { Value::Null } else { json!(m.content) },
+                "tool_calls": m.tool_calls.iter().map(|c| json!({
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                })).collect::<Vec<_>>(),
+            }),
+        })
+        .collect();
+    let mut body = json!({"model": model, "messages": messages});
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters,
+                }})
+            })
+            .collect();
+    }
+    body
+}
+
+fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
+    let usage = value.get("usage")?;
+    Some(Usage {
+        prompt_tokens: usage.get(prompt).and_then(Value::as_i64).unwrap_or(0),
+        completion_tokens: usage.get(completion).and_then(Value::as_i64).unwrap_or(0),
+    })
+}
+
+fn parse_openai(value: &Value) -> Result<ModelReply, String> {
+    let message = value
+        .get("choices")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .and_then(|c| c.get("message"))
+        .ok_or("the answer has no choices")?;
+    let content = match message.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    let mut tool_calls = Vec::new();
+    for (n, call) in message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let function = call.get("function").ok_or("a tool call has no function")?;
+        let arguments = match function.get("arguments") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => "{}".to_string(),
+            Some(other) => other.to_string(),
+        };
+        tool_calls.push(ToolCall {
+            id: call
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("call_{n}")),
+            name: function
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or("a tool call has no name")?
+                .to_string(),
+            arguments,
+        });
+    }
+    Ok(ModelReply {
+        message: Message {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+        },
+        usage: usage_from(value, "prompt_tokens", "completion_tokens"),
+    })
+}
+
+fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
+    // Anthropic wants alternating user/assistant turns: tool results are user-turn
+    // `tool_result` blocks, and consecutive ones share one user message.
+    let mut messages: Vec<Value> = Vec::new();
+    for m in request.messages {
+        let (role, blocks) = match m.role {
+            Role::User => ("user", vec![json!({"type": "text", "text": m.content})]),
+            Role::Tool => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id.clone().unwrap_or_default(),
+                    "content": m.content,
+                })],
+            ),
+            Role::Assistant => {
+                let mut blocks = Vec::new();
+                if !m.content.is_empty() {
+                    blocks.push(json!({"type": "text", "text": m.content}));
+                }
+                for c in &m.tool_calls {
+                    let input: Value =
+                        serde_json::from_str(&c.arguments).unwrap_or_else(|_| json!({}));
+                    blocks.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+                ("assistant", blocks)
+            }
+        };
+        match messages.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(content) = last["content"].as_array_mut() {
+                    content.extend(blocks);
+                }
+            }
+            _ => messages.push(json!({"role": role, "content": blocks})),
+        }
+    }
+    let mut body = json!({"model": model, "max_tokens": 4096, "messages": messages});
+    let history_has_tools = request.messages.iter().any(|m| !m.tool_calls.is_empty());
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+    } else if history_has_tools {
+        // A history with tool blocks must still declare a tool; `none` forbids using it.
+        body["tools"] = json!([{"name": "unavailable", "description": "No tools are available now.", "input_schema": {"type": "object", "properties": {}}}]);
+        body["tool_choice"] = json!({"type": "none"});
+    }
+    body
+}
+
+fn parse_anthropic(value: &Value) -> Result<ModelReply, String> {
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or("the answer has no content")?;
+    let mut content = String::new();
+    let mut tool_calls = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                content.push_str(block.get("text").and_then(Value::as_str).unwrap_or(""))
+            }
+            Some("tool_use") => tool_calls.push(ToolCall {
+                id: block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("toolu")
+                    .to_string(),
+                name: block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .ok_or("a tool_use block has no name")?
+                    .to_string(),
+                arguments: block
+                    .get("input")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}))
+                    .to_string(),
+            }),
+            _ => {}
+        }
+    }
+    Ok(ModelReply {
+        message: Message {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+        },
+        usage: usage_from(value, "input_tokens", "output_tokens"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified() {
+        assert_eq!(http_error(429, "").class, ErrorClass::RateLimit);
+        assert_eq!(http_error(401, "").class, ErrorClass::Auth);
+        assert_eq!(http_error(413, "").class, ErrorClass::ContextLength);
+        assert_eq!(
+            http_error(400, "{\"error\":{\"code\":\"context_length_exceeded\"}}").class,
+            ErrorClass::ContextLength
+        );
+        assert_eq!(http_error(503, "").class, ErrorClass::Server);
+        assert_eq!(http_error(404, "").class, ErrorClass::InvalidResponse);
+    }
+
+    #[test]
+    fn retry_after_reads_seconds() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn anthropic_tool_results_merge_into_one_user_turn() {
+        let messages = vec![
+            Message::user("hi"),
+            Message {
+                role: Role::Assistant,
+                content: String::new(),
+                tool_calls: vec![
+                    ToolCall {
+                        id: "a".into(),
+                        name: "x".into(),
+                        arguments: "{}".into(),
+                    },
+                    ToolCall {
+                        id: "b".into(),
+                        name: "y".into(),
+                        arguments: "{\"p\":1}".into(),
+                    },
+                ],
+                tool_call_id: None,
+            },
+            Message::tool_result("a", "1".into()),
+            Message::tool_result("b", "2".into()),
+        ];
+        let body = anthropic_body(
+            "m",
+            &ChatRequest {
+                messages: &messages,
+                tools: &[],
+            },
+        );
+        let msgs = body["messages"].as_array().unwrap();
+        assert_eq!(msgs.len(), 3);
+        assert_eq!(msgs[2]["content"].as_array().unwrap().len(), 2);
+        assert_eq!(msgs[1]["content"][1]["input"]["p"], 1);
+        assert_eq!(body["tool_choice"]["type"], "none");
+    }
+}

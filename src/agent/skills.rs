@@ -1,0 +1,120 @@
+//! Skills (SPEC §6.5): a folder with a `SKILL.md` (YAML front matter `name`,
+//! `description`, then the instructions) anywhere under `<home>/skills/`. A job's skills
+//! are found by front-matter name, else folder name, and loaded in the job's order.
+//! Reading only: a missing skill is reported to the caller, never an error here.
+
+use std::path::{Path, PathBuf};
+
+/// A skill found on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    pub name: String,
+    pub body: String,
+}
+
+/// Every `SKILL.md` under `root`, depth-first, in name order (so lookups are stable).
+fn skill_files(root: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+        entries.sort();
+        for path in entries.into_iter().rev() {
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "SKILL.md") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Splits `---\nyaml\n---\nbody` into the front matter's `name` and the body.
+fn split_front_matter(text: &str) -> (Option<String>, String) {
+    let text = text.trim_start_matches('\u{feff}');
+    let Some(rest) = text.strip_prefix("---") else {
+        return (None, text.trim().to_string());
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (None, text.trim().to_string());
+    };
+    let yaml = &rest[..end];
+    let after = &rest[end + 4..];
+    let body = after.split_once('\n').map_or("", |(_, b)| b);
+    let name = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml)
+        .ok()
+        .and_then(|v| {
+            v.get("name")
+                .and_then(|n| n.as_str())
+                .map(|n| n.trim().to_string())
+        })
+        .filter(|n| !n.is_empty());
+    (name, body.trim().to_string())
+}
+
+/// Loads `wanted` in order from `<home>/skills/`. Returns the skills found and the
+/// names that were not.
+pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) {
+    if wanted.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let catalogue: Vec<(Option<String>, String, PathBuf)> = skill_files(&home.join("skills"))
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let (name, _) = split_front_matter(&text);
+            let folder = path.parent()?.file_name()?.to_string_lossy().into_owned();
+            Some((name, folder, path))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut missing = Vec::new();
+    for want in wanted {
+        let by_name = catalogue.iter().find(|(name, _, _)| {
+            name.as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(want))
+        });
+        let hit = by_name.or_else(|| catalogue.iter().find(|(_, folder, _)| folder == want));
+        match hit.and_then(|(_, _, path)| std::fs::read_to_string(path).ok()) {
+            Some(text) => found.push(Skill {
+                name: want.clone(),
+                body: split_front_matter(&text).1,
+            }),
+            None => missing.push(want.clone()),
+        }
+    }
+    (found, missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skills_are_found_by_front_matter_name_or_folder() {
+        let home = tempfile::tempdir().unwrap();
+        let a = home.path().join("skills/research/deep-dive");
+        let b = home.path().join("skills/plain");
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(
+            a.join("SKILL.md"),
+            "---\nname: arxiv\ndescription: papers\n---\nSearch arXiv.\n",
+        )
+        .unwrap();
+        std::fs::write(b.join("SKILL.md"), "Just do it.").unwrap();
+        let (found, missing) = load_skills(
+            home.path(),
+            &["plain".into(), "arxiv".into(), "nope".into()],
+        );
+        assert_eq!(found[0].body, "Just do it.");
+        assert_eq!(found[1].name, "arxiv");
+        assert_eq!(found[1].body, "Search arXiv.");
+        assert_eq!(missing, vec!["nope"]);
+    }
+}
