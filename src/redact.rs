@@ -1,1 +1,189 @@
-//! Secret redaction (SPEC §9). (Being built.)
+//! Secret redaction (SPEC §9) for everything that leaves a run: delivered text, output
+//! documents, recorded errors. Two layers: the exact values of every configured key and
+//! token (environment, `<home>/.env`, config.yaml), then common shapes (`sk-...`,
+//! `Bearer ...`, Telegram bot tokens, Slack `xox?-` tokens). It only ever replaces text
+//! with `[REDACTED]`; it never reads a file other than `.env` and config.yaml.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_yaml_ng::Value as Yaml;
+
+use crate::delivery::env::Environment;
+
+/// What a secret is replaced with.
+pub const MASK: &str = "[REDACTED]";
+
+/// Values shorter than this are not treated as secrets: `MAX_TOKENS=4096` is not one,
+/// and masking every "true" in a report would make it unreadable.
+const MIN_SECRET_LEN: usize = 8;
+
+/// Words that make an environment variable or config key a credential.
+const SECRET_WORDS: &[&str] = &[
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "PRIVATE",
+];
+
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_WORDS.iter().any(|word| upper.contains(word))
+}
+
+fn shapes() -> &'static [(Regex, &'static str)] {
+    static SHAPES: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        [
+            // OpenAI, Anthropic (sk-ant-), OpenRouter (sk-or-v1-) keys.
+            (r"\bsk-[A-Za-z0-9_\-]{16,}", MASK),
+            (
+                r"(?i)\bBearer\s+[A-Za-z0-9._~+/=\-]{8,}",
+                "Bearer [REDACTED]",
+            ),
+            // Telegram bot tokens: `<bot id>:<35 url-safe chars>`, also inside /bot<token>/ URLs.
+            (r"\d{6,12}:[A-Za-z0-9_\-]{30,}", MASK),
+            (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", MASK),
+        ]
+        .into_iter()
+        .map(|(pattern, mask)| (Regex::new(pattern).expect("valid redaction pattern"), mask))
+        .collect()
+    })
+}
+
+/// Masks secrets in text. Build one per run with [`Redactor::for_home`] so a key added
+/// to `.env` is masked from the next run on.
+#[derive(Debug, Clone, Default)]
+pub struct Redactor {
+    /// Exact secret values, longest first (so a key that contains another is masked whole).
+    values: Vec<String>,
+}
+
+impl Redactor {
+    /// The secrets configured for this home: credential-named variables of the
+    /// environment and `<home>/.env`, and credential-named keys of config.yaml (plus the
+    /// variables its `api_key_env` entries name).
+    pub fn for_home(home: &Path) -> Redactor {
+        let env = Environment::load(home);
+        let config = std::fs::read_to_string(home.join("config.yaml"))
+            .ok()
+            .and_then(|text| serde_yaml_ng::from_str::<Yaml>(&text).ok())
+            .unwrap_or(Yaml::Null);
+        Redactor::from_sources(&env, &config)
+    }
+
+    pub fn from_sources(env: &Environment, config: &Yaml) -> Redactor {
+        let mut values: Vec<String> = env
+            .iter()
+            .filter(|(name, _)| is_secret_name(name))
+            .map(|(_, value)| value.trim().to_string())
+            .collect();
+        let mut named_vars = Vec::new();
+        collect_config_secrets(config, false, &mut values, &mut named_vars);
+        values.extend(
+            named_vars
+                .iter()
+                .filter_map(|name| env.get(name).map(str::to_string)),
+        );
+        values.retain(|v| v.chars().count() >= MIN_SECRET_LEN);
+        values.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        values.dedup();
+        Redactor { values }
+    }
+
+    /// The text with every known secret value and secret-shaped token masked.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for value in &self.values {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), MASK);
+            }
+        }
+        for (pattern, mask) in shapes() {
+            if pattern.is_match(&out) {
+                out = pattern.replace_all(&out, *mask).into_owned();
+            }
+        }
+        out
+    }
+}
+
+/// Walks config.yaml: string values under credential-named keys are secrets; values of
+/// `*_env` keys under such names (`api_key_env: MY_KEY`) name variables holding one.
+fn collect_config_secrets(
+    node: &Yaml,
+    secret_key: bool,
+    values: &mut Vec<String>,
+    named_vars: &mut Vec<String>,
+) {
+    match node {
+        Yaml::Mapping(map) => {
+            for (key, value) in map {
+                let name = key.as_str().unwrap_or("");
+                let secret = is_secret_name(name);
+                if secret && name.to_ascii_lowercase().ends_with("_env") {
+                    if let Some(var) = value.as_str() {
+                        named_vars.push(var.trim().to_string());
+                    }
+                    continue;
+                }
+                collect_config_secrets(value, secret, values, named_vars);
+            }
+        }
+        Yaml::Sequence(items) => {
+            for item in items {
+                collect_config_secrets(item, secret_key, values, named_vars);
+            }
+        }
+        Yaml::String(s) if secret_key => values.push(s.trim().to_string()),
+        Yaml::Tagged(tagged) => {
+            collect_config_secrets(&tagged.value, secret_key, values, named_vars)
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn masks_configured_values_and_known_shapes() {
+        let env = Environment::from_pairs(&[
+            ("OPENAI_API_KEY", "plain-looking-secret-value"),
+            ("MAX_TOKENS", "4096"),
+            ("MY_LLM", "custom-provider-key-42"),
+            ("HOME", "/home/someone"),
+        ]);
+        let config: Yaml = serde_yaml_ng::from_str(
+            "model:\n  api_key: cfg-secret-123456\nfallback_providers:\n  - api_key_env: MY_LLM\n",
+        )
+        .unwrap();
+        let r = Redactor::from_sources(&env, &config);
+        let text = "k=plain-looking-secret-value c=cfg-secret-123456 m=custom-provider-key-42 \
+                    n=4096 sk-proj-abcdefghijklmnopqrstuv Authorization: Bearer abc.def.ghijkl \
+                    https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage \
+                    xoxb-1234-5678-abcdefghij /home/someone";
+        let out = r.redact(text);
+        for secret in [
+            "plain-looking",
+            "cfg-secret",
+            "custom-provider",
+            "sk-proj",
+            "abc.def",
+            "AAHdq",
+            "xoxb-",
+        ] {
+            assert!(!out.contains(secret), "{secret} left in {out}");
+        }
+        assert!(out.contains("n=4096"), "{out}");
+        assert!(out.contains("/home/someone"), "{out}");
+        assert!(out.contains("Bearer [REDACTED]"), "{out}");
+    }
+}

@@ -15,12 +15,15 @@ use tokio::sync::Semaphore;
 
 use jobs::due::{earliest_next_run, mark_completed, plan_pass, Decision, ScanOptions};
 use jobs::ledger::{occurrence_key, Claim, Ledger, RunEnd, RunSource, RunStatus};
+use jobs::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use jobs::output::{save_missed_note, save_output, OutputDocument};
 use jobs::{Context, Job, JobState, JobStore, JsonFileStore};
 
+use crate::delivery::{self, Delivered, RunDelivery};
 use crate::error::CliError;
 use crate::home::{system_zone, Home};
 use crate::process::{host_name, pid_alive};
+use crate::redact::Redactor;
 use crate::runner::{Activity, RunEnv, RunOutcome, RunResult, Runner};
 use crate::settings::CronSettings;
 
@@ -36,27 +39,46 @@ pub struct RunReport {
     pub response: Option<String>,
 }
 
-/// A claimed occurrence waiting to be run: [`PendingRun::run`] carries it out.
-pub struct PendingRun {
-    job: Job,
-    scheduled_at: DateTime<Utc>,
-    row_id: i64,
-    settings: CronSettings,
+/// A claimed occurrence waiting to be run, or a claimed outbox delivery waiting to be
+/// retried: [`PendingRun::run`] carries it out.
+pub struct PendingRun(PendingWork);
+
+enum PendingWork {
+    Run {
+        job: Job,
+        scheduled_at: DateTime<Utc>,
+        row_id: i64,
+        settings: CronSettings,
+    },
+    Redeliver(OutboxItem),
 }
 
 impl PendingRun {
     pub async fn run(self, scheduler: Arc<Scheduler>) -> RunReport {
-        scheduler
-            .execute(
-                self.job,
-                Some(self.scheduled_at),
-                self.row_id,
-                RunSource::Scheduler,
-                self.settings,
-            )
-            .await
+        match self.0 {
+            PendingWork::Run {
+                job,
+                scheduled_at,
+                row_id,
+                settings,
+            } => {
+                scheduler
+                    .execute(
+                        job,
+                        Some(scheduled_at),
+                        row_id,
+                        RunSource::Scheduler,
+                        settings,
+                    )
+                    .await
+            }
+            PendingWork::Redeliver(item) => scheduler.redeliver(item).await,
+        }
     }
 }
+
+/// Outbox deliveries retried per pass, at most.
+const OUTBOX_PER_PASS: usize = 50;
 
 /// What one pass did.
 pub struct PassReport {
@@ -109,6 +131,8 @@ pub struct Scheduler {
     flushing: Mutex<()>,
     store: JsonFileStore,
     ledger: Mutex<Ledger>,
+    /// Deliveries that failed and are retried on later passes (same database).
+    outbox: Mutex<Outbox>,
     runner: Arc<dyn Runner>,
     host: String,
     running: Mutex<HashSet<String>>,
@@ -142,6 +166,8 @@ impl Scheduler {
         })?;
         let ledger = Ledger::open(&cron_dir.join("executions.db"))
             .map_err(|e| CliError::internal(e.to_string()))?;
+        let outbox = Outbox::open(&cron_dir.join("executions.db"))
+            .map_err(|e| CliError::internal(e.to_string()))?;
         let (_, settings) = load_context(&home)?;
         let store = JsonFileStore::new(&cron_dir);
         Ok(Arc::new(Scheduler {
@@ -150,6 +176,7 @@ impl Scheduler {
             flushing: Mutex::new(()),
             store,
             ledger: Mutex::new(ledger),
+            outbox: Mutex::new(outbox),
             runner,
             host: host_name(),
             running: Mutex::new(HashSet::new()),
@@ -180,14 +207,22 @@ impl Scheduler {
                 ran: false,
             });
         };
+        let (planned, redeliveries) = planned;
         let pending = planned
             .into_iter()
-            .map(|(job, scheduled_at, row_id)| PendingRun {
-                job,
-                scheduled_at,
-                row_id,
-                settings: settings.clone(),
+            .map(|(job, scheduled_at, row_id)| {
+                PendingRun(PendingWork::Run {
+                    job,
+                    scheduled_at,
+                    row_id,
+                    settings: settings.clone(),
+                })
             })
+            .chain(
+                redeliveries
+                    .into_iter()
+                    .map(|item| PendingRun(PendingWork::Redeliver(item))),
+            )
             .collect();
         drop(tick_lock);
         Ok(PassReport {
@@ -204,7 +239,7 @@ impl Scheduler {
     ) -> Result<
         Option<(
             File,
-            Vec<(Job, DateTime<Utc>, i64)>,
+            (Vec<(Job, DateTime<Utc>, i64)>, Vec<OutboxItem>),
             Option<DateTime<Utc>>,
             CronSettings,
         )>,
@@ -333,7 +368,27 @@ impl Scheduler {
         if let Err(e) = ledger.prune(1000) {
             tracing::warn!("cannot prune the ledger: {e}");
         }
-        Ok(Some((tick_lock, to_run, next_wake, settings)))
+        drop(ledger);
+        // Failed deliveries whose next attempt is due; claiming one marks it `sending`,
+        // so no other scheduler sends it too.
+        let outbox = lock_poisoned(&self.outbox);
+        let redeliveries = outbox
+            .claim_due(ctx.now, OUTBOX_PER_PASS)
+            .unwrap_or_else(|e| {
+                tracing::error!("cannot read the delivery outbox: {e}");
+                Vec::new()
+            });
+        if let Ok(Some(due)) = outbox.earliest_due() {
+            next_wake = Some(next_wake.map_or(due, |wake| wake.min(due)));
+        }
+        let _ = outbox.prune(ctx.now - chrono::Duration::days(30));
+        drop(outbox);
+        Ok(Some((
+            tick_lock,
+            (to_run, redeliveries),
+            next_wake,
+            settings,
+        )))
     }
 
     /// Claims a manual run of a job (`hermes cron run`): its own occurrence key, the
@@ -475,6 +530,13 @@ impl Scheduler {
             RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), None),
             RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
         };
+        // Secrets never reach the output document, the recorded error or a chat (§9).
+        let redactor = Redactor::for_home(&self.home.root);
+        let result_text = result_text
+            .map(|text| redactor.redact(&text))
+            .map_err(|e| redactor.redact(&e));
+        let error = error.map(|e| redactor.redact(&e));
+        let prompt = redactor.redact(&outcome.prompt);
         let schedule_display = job
             .schedule(&ctx)
             .map(|s| s.display().to_string())
@@ -485,7 +547,7 @@ impl Scheduler {
             schedule: &schedule_display,
             run_time: started,
             zone,
-            prompt: &outcome.prompt,
+            prompt: &prompt,
             result: result_text.as_deref().map_err(String::as_str),
         };
         let output_path = match save_output(
@@ -499,21 +561,69 @@ impl Scheduler {
                 None
             }
         };
-        let delivery = deliver(job, &outcome.result);
+        let delivered = match (&result_text, &outcome.result) {
+            (Ok(_), RunResult::Silent(_)) => Delivered::Silent,
+            (Ok(text), _) => Delivered::Reply(text),
+            (Err(e), _) => Delivered::Failed(e),
+        };
+        let streak = job
+            .get("failure_streak")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let last_run_at = schedules::format_instant(started, zone);
+        let delivery = block_on(delivery::deliver_run(RunDelivery {
+            home: &self.home.root,
+            job,
+            scheduled_at: scheduled_instant(occurrence).unwrap_or(started),
+            result: delivered,
+            failure_streak: if error.is_some() { streak + 1 } else { 0 },
+            wrap_response: settings.wrap_response,
+        }));
+        if !delivery.retry_later.is_empty() {
+            // A manual run's occurrence is not unique across runs; its ledger row is.
+            let key = match source {
+                RunSource::Scheduler => occurrence.to_string(),
+                RunSource::Manual => format!("{occurrence}#{row_id}"),
+            };
+            let expires = ctx.now
+                + chrono::Duration::from_std(settings.delivery_retry)
+                    .unwrap_or(chrono::Duration::hours(6));
+            let outbox = lock_poisoned(&self.outbox);
+            for pending in &delivery.retry_later {
+                let item = NewOutboxItem {
+                    occurrence: &key,
+                    target: &pending.target,
+                    job_id: job.id(),
+                    run_at: &last_run_at,
+                    payload: &pending.payload,
+                    sent_parts: pending.sent_parts,
+                    error: &pending.error,
+                    now: ctx.now,
+                    first_retry: ctx.now + jobs::outbox::retry_delay(0),
+                    expires_at: expires,
+                };
+                if let Err(e) = outbox.enqueue(&item) {
+                    tracing::error!(
+                        job = job.id(),
+                        "cannot keep the failed delivery for a retry: {e}"
+                    );
+                }
+            }
+        }
         let status = if error.is_some() {
             RunStatus::Error
         } else {
             RunStatus::Ok
         };
-        let last_status = match (&error, &delivery) {
+        let last_status = match (&error, &delivery.error) {
             (Some(_), _) => "error",
-            (None, Err(_)) => "delivery_failed",
-            (None, Ok(_)) => "ok",
+            (None, Some(_)) => "delivery_failed",
+            (None, None) => "ok",
         };
-        let delivery_error = delivery.as_ref().err().cloned();
+        let delivery_error = delivery.error.clone();
         self.record_in_store(StoreRecord {
             job_id: job.id().to_string(),
-            last_run_at: schedules::format_instant(started, zone),
+            last_run_at,
             last_status,
             error: error.clone(),
             delivery_error,
@@ -521,10 +631,7 @@ impl Scheduler {
         });
         let end = RunEnd {
             error: error.clone(),
-            delivery: Some(match &delivery {
-                Ok(text) => text.clone(),
-                Err(e) => format!("failed: {e}"),
-            }),
+            delivery: Some(delivery.summary),
             prompt_tokens: outcome.prompt_tokens,
             completion_tokens: outcome.completion_tokens,
         };
@@ -539,6 +646,106 @@ impl Scheduler {
             error,
             output_path,
             response: result_text.ok(),
+        }
+    }
+
+    /// Retries one claimed outbox delivery and records the outcome: in the outbox, and —
+    /// when it was the last open delivery of the job's last run — in the job, whose
+    /// `delivery_failed` becomes `ok` with the delivery error cleared.
+    async fn redeliver(self: Arc<Self>, item: OutboxItem) -> RunReport {
+        let skip = usize::try_from(item.sent_parts).unwrap_or(0);
+        let result = delivery::retry(&self.home.root, &item.target, &item.payload, skip).await;
+        let this = Arc::clone(&self);
+        let occurrence = item.occurrence.clone();
+        let job_id = item.job_id.clone();
+        blocking(move || this.finish_redelivery(item, result))
+            .await
+            .unwrap_or_else(|e| RunReport {
+                job_id,
+                job_name: "delivery retry".to_string(),
+                occurrence,
+                status: RunStatus::Error,
+                error: Some(e.to_string()),
+                output_path: None,
+                response: None,
+            })
+    }
+
+    fn finish_redelivery(
+        &self,
+        item: OutboxItem,
+        result: Result<(), (delivery::http::Failure, usize)>,
+    ) -> RunReport {
+        use delivery::http::Failure;
+        let ctx = load_context(&self.home).map(|(ctx, _)| ctx).ok();
+        let now = ctx.as_ref().map_or_else(Utc::now, |c| c.now);
+        let shown = delivery::target::Destination::from_key(&item.target)
+            .map_or_else(|| item.target.clone(), |d| delivery::shown(&d));
+        let (state, parts, error) = match &result {
+            Ok(()) => (OutboxState::Sent, item.sent_parts, None),
+            Err((Failure::Transient(m), n)) if now < item.expires_at => {
+                (OutboxState::Pending, *n as i64, Some(m.clone()))
+            }
+            Err((Failure::Transient(m), n)) => (OutboxState::Expired, *n as i64, Some(m.clone())),
+            Err((Failure::Final(m) | Failure::Unknown(m), n)) => {
+                (OutboxState::Failed, *n as i64, Some(m.clone()))
+            }
+        };
+        let outbox = lock_poisoned(&self.outbox);
+        if let Err(e) = outbox.finish(item.id, state, now, parts, error.as_deref()) {
+            tracing::error!(job = %item.job_id, "cannot record the delivery retry: {e}");
+        }
+        let settled = state == OutboxState::Sent
+            && outbox.open_for_occurrence(&item.occurrence).unwrap_or(1) == 0;
+        drop(outbox);
+        tracing::info!(
+            job = %item.job_id, occurrence = %item.occurrence, target = %shown,
+            outcome = state.as_str(), error = error.as_deref().unwrap_or(""),
+            "delivery retried from the outbox"
+        );
+        if let (true, Some(ctx)) = (settled, &ctx) {
+            self.clear_delivery_failure(&item, ctx);
+        }
+        RunReport {
+            job_id: item.job_id.clone(),
+            job_name: format!("delivery retry to {shown}"),
+            occurrence: item.occurrence.clone(),
+            status: if state == OutboxState::Sent {
+                RunStatus::Ok
+            } else {
+                RunStatus::Error
+            },
+            error,
+            output_path: None,
+            response: None,
+        }
+    }
+
+    /// `delivery_failed` → `ok` for the job whose last run this delivery belonged to.
+    fn clear_delivery_failure(&self, item: &OutboxItem, ctx: &Context) {
+        let instant = |text: &str| DateTime::parse_from_rfc3339(text).ok();
+        let applies = |job: &Job| {
+            job.id() == item.job_id
+                && job.text_field("last_status") == Some("delivery_failed")
+                && job.text_field("last_run_at").and_then(instant)
+                    == item.run_at.as_deref().and_then(instant)
+        };
+        // Decide on an unlocked read first: most retries have nothing to change.
+        let Ok(jobs) = self.store.load_jobs(ctx) else {
+            return;
+        };
+        if !jobs.iter().any(&applies) {
+            return;
+        }
+        let result = self.store.update_jobs(ctx, &mut |jobs| {
+            if let Some(job) = jobs.iter_mut().find(|j| applies(j)) {
+                job.set("last_status", json!("ok"));
+                job.set("last_delivery_error", Value::Null);
+            }
+            Ok(())
+        });
+        if let Err(e) = result {
+            tracing::error!(job = %item.job_id, "cannot record the delivered retry in jobs.json: {e}");
         }
     }
 
@@ -599,26 +806,24 @@ impl Scheduler {
     }
 }
 
-/// Hands a finished run to delivery. `Ok` describes what was done; `Err` is the
-/// delivery error to record. Only `local` (and an origin-less `origin`) exist in this
-/// build; other targets are recorded as failed, never silently dropped.
-fn deliver(job: &Job, result: &RunResult) -> Result<String, String> {
-    if matches!(result, RunResult::Silent(_)) {
-        return Ok("silent".to_string());
-    }
-    let deliver = job.deliver();
-    let remote: Vec<&str> = deliver
-        .split(',')
-        .map(str::trim)
-        .filter(|t| *t != "local" && !(*t == "origin" && job.origin().is_none()))
-        .collect();
-    if remote.is_empty() {
-        Ok("local".to_string())
-    } else {
-        Err(format!(
-            "delivery to {} is not available in this build yet; the output document holds the result",
-            remote.join(",")
-        ))
+/// The scheduled instant of an occurrence key `<job_id>@<instant>` (none for manual runs).
+fn scheduled_instant(occurrence: &str) -> Option<DateTime<Utc>> {
+    let (_, at) = occurrence.split_once('@')?;
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// Drives a future to completion from the blocking half of a run (`record` runs under
+/// `spawn_blocking`, where the runtime's handle may block).
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => handle.block_on(future),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("start a runtime for delivery")
+            .block_on(future),
     }
 }
 

@@ -15,6 +15,11 @@ pub struct CronSettings {
     pub script_timeout: Duration,
     /// `HERMES_CRON_TIMEOUT`: a run with no activity this long is stopped; `None` = never.
     pub inactivity_timeout: Option<Duration>,
+    /// `cron.wrap_response` (default true): deliver replies inside the §7 wrapper.
+    pub wrap_response: bool,
+    /// `cron.delivery_retry_hours` (default 6): how long failed deliveries are retried
+    /// from the outbox.
+    pub delivery_retry: Duration,
 }
 
 fn env_number(name: &str) -> Option<u64> {
@@ -65,6 +70,10 @@ impl CronSettings {
                 yaml_number(&cron, "script_timeout_seconds").unwrap_or(300),
             ),
             inactivity_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
+            wrap_response: yaml_bool(&cron, "wrap_response").unwrap_or(true),
+            delivery_retry: Duration::from_secs(
+                yaml_number(&cron, "delivery_retry_hours").unwrap_or(6) * 3600,
+            ),
         }
     }
 }

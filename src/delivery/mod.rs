@@ -1,1 +1,307 @@
-//! Delivery of a run's result (SPEC §7). (Being built.)
+//! Delivery of a run's result (SPEC §7): where it goes, what it says, and sending it
+//! over the real Telegram, Discord and Slack APIs or to a webhook.
+//!
+//! * Targets are resolved when the run ends, from the real environment over
+//!   `<home>/.env` (read afresh each run): see [`target`] for the grammar. A target
+//!   that resolves to nothing is the delivery error
+//!   `no delivery target resolved for deliver=<target>`; `local`, and `origin` with no
+//!   origin and no home channel anywhere, send nothing and are not errors.
+//! * The text is the reply inside the §7 wrapper (`cron.wrap_response: false` sends the
+//!   bare reply); a failed run sends a one-line notice naming the error class, with a
+//!   nudge from the third failure in a row; a silent run sends nothing. Everything sent
+//!   is secret-redacted ([`crate::redact`]). `MEDIA:/path` lines become attachments.
+//! * Webhooks get `{job_id, name, scheduled_at, status, text}` with the unwrapped text.
+//! * Transient failures (connection refused, 429, 5xx) are retried within the run;
+//!   what still failed is returned as [`PendingDelivery`] for the outbox, retried on
+//!   later passes for `cron.delivery_retry_hours`. Failures that retrying cannot fix
+//!   (403, unknown chat, missing token) and sends whose outcome is unknown (a timeout
+//!   after the request went out) are recorded and never repeated.
+//!
+//! This module never touches jobs.json or the ledger: the scheduler records what it
+//! returns.
+
+pub mod discord;
+pub mod env;
+pub mod format;
+pub mod http;
+pub mod slack;
+pub mod target;
+pub mod telegram;
+pub mod webhook;
+
+use std::path::Path;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use jobs::Job;
+
+use crate::redact::Redactor;
+use env::Environment;
+use http::Failure;
+use target::Destination;
+
+/// What a finished run hands to delivery.
+#[derive(Debug, Clone, Copy)]
+pub enum Delivered<'a> {
+    /// A reply to send.
+    Reply(&'a str),
+    /// The run failed with this error: a notice is sent.
+    Failed(&'a str),
+    /// Nothing to send (`[SILENT]`, empty script output, wake gate closed).
+    Silent,
+}
+
+/// A delivery to retry on a later pass.
+#[derive(Debug, Clone)]
+pub struct PendingDelivery {
+    /// [`Destination::key`].
+    pub target: String,
+    /// The [`Message`] as JSON.
+    pub payload: String,
+    /// Parts (then attachments) already delivered.
+    pub sent_parts: i64,
+    pub error: String,
+}
+
+/// What delivery did, for the scheduler to record.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryReport {
+    /// For the ledger's `delivery` column: `local`, `silent`, `sent: telegram:1 (3 parts)`…
+    pub summary: String,
+    /// The job's `last_delivery_error` when something did not arrive.
+    pub error: Option<String>,
+    pub retry_later: Vec<PendingDelivery>,
+}
+
+/// One message as sent to every destination (and kept in the outbox).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Message {
+    pub job_id: String,
+    pub name: String,
+    pub scheduled_at: String,
+    /// `ok` or `error`.
+    pub status: String,
+    /// The redacted reply or notice, unwrapped, as a webhook gets it.
+    pub content: String,
+    /// What a chat gets: wrapped, redacted, without `MEDIA:` lines.
+    pub text: String,
+    /// `MEDIA:` files to attach after the text.
+    pub media: Vec<String>,
+}
+
+/// Everything delivery needs about one finished run.
+pub struct RunDelivery<'a> {
+    pub home: &'a Path,
+    pub job: &'a Job,
+    pub scheduled_at: DateTime<Utc>,
+    pub result: Delivered<'a>,
+    /// Failures in a row including this run (for the nudge).
+    pub failure_streak: u64,
+    pub wrap_response: bool,
+}
+
+/// Builds the message of a run (redacted) — `None` for a silent run.
+pub fn build_message(run: &RunDelivery<'_>, redactor: &Redactor) -> Option<Message> {
+    let (status, content) = match run.result {
+        Delivered::Silent => return None,
+        Delivered::Reply(text) => ("ok", text.trim().to_string()),
+        Delivered::Failed(error) => (
+            "error",
+            format::failure_notice(run.job.id(), error, run.failure_streak),
+        ),
+    };
+    let content = redactor.redact(&content);
+    let (body, media) = format::extract_media(&content);
+    let text = if run.wrap_response {
+        format::wrap(run.job.name(), run.job.id(), &body)
+    } else {
+        body
+    };
+    Some(Message {
+        job_id: run.job.id().to_string(),
+        name: run.job.name().to_string(),
+        scheduled_at: run.scheduled_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+        status: status.to_string(),
+        content,
+        text: redactor.redact(&text),
+        media,
+    })
+}
+
+/// A destination as shown in errors and logs: a webhook URL shows only its host, since
+/// webhook paths often carry a token.
+pub fn shown(destination: &Destination) -> String {
+    match destination {
+        Destination::Webhook { url } => {
+            let host = url
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or("");
+            format!("webhook:{}", host)
+        }
+        chat => chat.key(),
+    }
+}
+
+/// Sends a message to one destination, skipping the `skip` items already delivered.
+/// Returns how many items (parts, attachments) the message has in all.
+pub async fn send_to(
+    destination: &Destination,
+    env: &Environment,
+    message: &Message,
+    skip: usize,
+) -> Result<usize, (Failure, usize)> {
+    match destination {
+        Destination::Webhook { url } => {
+            let payload = json!({
+                "job_id": message.job_id,
+                "name": message.name,
+                "scheduled_at": message.scheduled_at,
+                "status": message.status,
+                "text": message.content,
+            });
+            webhook::send(env, url, &payload)
+                .await
+                .map(|()| 1)
+                .map_err(|f| (f, 0))
+        }
+        Destination::Chat {
+            platform,
+            chat,
+            thread,
+        } => {
+            let thread = thread.as_deref();
+            let (text, media) = (&message.text, &message.media);
+            match platform.as_str() {
+                "telegram" => telegram::send(env, chat, thread, text, media, skip).await,
+                "discord" => discord::send(env, chat, thread, text, media, skip).await,
+                "slack" => slack::send(env, chat, thread, text, media, skip).await,
+                other => Err((
+                    Failure::Final(format!(
+                        "this build cannot send to {other} (it sends to telegram, discord, slack and webhooks)"
+                    )),
+                    skip,
+                )),
+            }
+        }
+    }
+}
+
+/// Resolves the job's targets and sends the run's message to each, in order.
+pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
+    let redactor = Redactor::for_home(run.home);
+    let Some(message) = build_message(&run, &redactor) else {
+        return DeliveryReport {
+            summary: "silent".to_string(),
+            ..DeliveryReport::default()
+        };
+    };
+    let env = Environment::load(run.home);
+    let deliver = run.job.deliver();
+    let resolution = target::resolve(run.job, &deliver, &env);
+    let mut errors = resolution.errors;
+    let mut sent = Vec::new();
+    let mut retry_later = Vec::new();
+    let payload = serde_json::to_string(&message).expect("message serializes");
+    // Destinations are independent chats: send to all at once (pacing is per chat), and
+    // report in the order the job lists them.
+    let env = std::sync::Arc::new(env);
+    let shared = std::sync::Arc::new(message);
+    let mut sends = tokio::task::JoinSet::new();
+    for (index, destination) in resolution.destinations.iter().enumerate() {
+        let (destination, env, message) = (
+            destination.clone(),
+            std::sync::Arc::clone(&env),
+            std::sync::Arc::clone(&shared),
+        );
+        sends.spawn(async move { (index, send_to(&destination, &env, &message, 0).await) });
+    }
+    let mut results = Vec::new();
+    while let Some(joined) = sends.join_next().await {
+        match joined {
+            Ok(result) => results.push(result),
+            Err(e) => tracing::error!("a delivery task failed: {e}"),
+        }
+    }
+    results.sort_by_key(|(index, _)| *index);
+    for (index, result) in results {
+        let destination = &resolution.destinations[index];
+        let name = shown(destination);
+        match result {
+            Ok(items) if items > 1 => sent.push(format!("{name} ({items} parts)")),
+            Ok(_) => sent.push(name),
+            Err((failure, delivered)) => {
+                let text = redactor.redact(failure.message());
+                tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
+                match failure {
+                    Failure::Transient(_) => {
+                        errors.push(format!("{name}: {text} (will retry)"));
+                        retry_later.push(PendingDelivery {
+                            target: destination.key(),
+                            payload: payload.clone(),
+                            sent_parts: delivered as i64,
+                            error: text,
+                        });
+                    }
+                    Failure::Final(_) | Failure::Unknown(_) => {
+                        errors.push(format!("{name}: {text}"))
+                    }
+                }
+            }
+        }
+    }
+    let summary = match (sent.is_empty(), errors.is_empty()) {
+        (true, true) => "local".to_string(),
+        (false, true) => format!("sent: {}", sent.join(", ")),
+        (true, false) => format!("failed: {}", errors.join("; ")),
+        (false, false) => format!("sent: {}; failed: {}", sent.join(", "), errors.join("; ")),
+    };
+    DeliveryReport {
+        summary,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        retry_later,
+    }
+}
+
+/// Retries one outbox delivery. `Ok` when it arrived; else the failure (redacted) and
+/// how many items have now been delivered.
+pub async fn retry(
+    home: &Path,
+    target_key: &str,
+    payload: &str,
+    sent_parts: usize,
+) -> Result<(), (Failure, usize)> {
+    let destination = Destination::from_key(target_key).ok_or_else(|| {
+        (
+            Failure::Final(format!("unreadable outbox target '{target_key}'")),
+            sent_parts,
+        )
+    })?;
+    let message: Message = serde_json::from_str(payload).map_err(|e| {
+        (
+            Failure::Final(format!("unreadable outbox message: {e}")),
+            sent_parts,
+        )
+    })?;
+    let env = Environment::load(home);
+    let redactor = Redactor::for_home(home);
+    send_to(&destination, &env, &message, sent_parts)
+        .await
+        .map(|_| ())
+        .map_err(|(failure, n)| {
+            let text = format!(
+                "{}: {}",
+                shown(&destination),
+                redactor.redact(failure.message())
+            );
+            let failure = match failure {
+                Failure::Transient(_) => Failure::Transient(text),
+                Failure::Final(_) => Failure::Final(text),
+                Failure::Unknown(_) => Failure::Unknown(text),
+            };
+            (failure, n)
+        })
+}

@@ -1,0 +1,96 @@
+//! The environment delivery reads at send time: the real environment over
+//! `<home>/.env` (real variables win), read afresh for every run so that a new token or
+//! home channel applies on the next run without a restart. Read-only: nothing here ever
+//! writes `.env`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A snapshot of the variables delivery may use.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    vars: HashMap<String, String>,
+}
+
+impl Environment {
+    /// `<home>/.env` overlaid with the process environment.
+    pub fn load(home: &Path) -> Environment {
+        let mut vars = match std::fs::read_to_string(home.join(".env")) {
+            Ok(text) => parse_dotenv(&text),
+            Err(_) => HashMap::new(),
+        };
+        vars.extend(std::env::vars());
+        Environment { vars }
+    }
+
+    /// A fixed set of variables (tests).
+    #[cfg(test)]
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Environment {
+        Environment {
+            vars: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The value of `name`, when set and not blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+/// `KEY=VALUE` lines; `export ` prefixes, blank lines and `#` comments are skipped; single
+/// or double quotes around a value are removed; an unquoted value ends at ` #`.
+pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
+    let mut vars = HashMap::new();
+    for line in text.trim_start_matches('\u{feff}').lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let value = value.trim();
+        let value = match value.chars().next() {
+            Some(q @ ('"' | '\'')) if value.len() >= 2 && value.ends_with(q) => {
+                value[1..value.len() - 1].to_string()
+            }
+            _ => match value.find(" #") {
+                Some(i) => value[..i].trim_end().to_string(),
+                None => value.to_string(),
+            },
+        };
+        vars.insert(key.to_string(), value);
+    }
+    vars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_usual_dotenv_shapes() {
+        let vars = parse_dotenv(
+            "# comment\nexport TELEGRAM_BOT_TOKEN=\"123:abc\"\nA='x y'\nB=plain # note\nbad line\n",
+        );
+        assert_eq!(vars["TELEGRAM_BOT_TOKEN"], "123:abc");
+        assert_eq!(vars["A"], "x y");
+        assert_eq!(vars["B"], "plain");
+        assert_eq!(vars.len(), 3);
+    }
+}

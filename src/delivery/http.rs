@@ -1,0 +1,305 @@
+//! What every sender shares: the HTTP client, how a failed request is classified
+//! (retry, give up, or unknown outcome), backoff, and per-chat pacing so that a burst of
+//! parts or jobs stays under the platforms' limits instead of provoking 429s.
+//! A request that may have reached the platform (timeout after sending) is never
+//! repeated: [`Failure::Unknown`].
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Attempts per request within a run for transient failures (connection refused, 5xx).
+pub const MAX_ATTEMPTS: u32 = 3;
+/// The longest 429 wait honoured within a run; longer waits go to the outbox.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+/// How many 429s one request may meet within a run before it goes to the outbox.
+pub const MAX_RATE_LIMITED: u32 = 5;
+
+/// Why a send did not go through.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// May pass (connection refused, 429, 5xx): worth another try later (outbox).
+    Transient(String),
+    /// Will not pass by retrying (403 blocked, 400 bad chat, bad token).
+    Final(String),
+    /// The request may have reached the platform; repeating it could post twice.
+    Unknown(String),
+}
+
+impl Failure {
+    pub fn message(&self) -> &str {
+        match self {
+            Failure::Transient(m) | Failure::Final(m) | Failure::Unknown(m) => m,
+        }
+    }
+}
+
+/// A platform's answer: status, `Retry-After` header, body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<Duration>,
+    pub body: String,
+}
+
+/// One shared client per process: connection reuse across parts and jobs.
+pub fn client() -> &'static reqwest::Client {
+    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(60))
+            // A redirect could carry a bot token in the URL elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("hermes-cron/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .expect("build the HTTP client")
+    })
+}
+
+/// Sends a request once. Transport errors are classified: a failure to connect never
+/// reached the platform (transient); anything after that (timeout, reset) is unknown.
+pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failure> {
+    let response = request.send().await.map_err(|e| {
+        let e = e.without_url();
+        if e.is_connect() || e.is_builder() {
+            Failure::Transient(format!("cannot connect ({})", innermost(&e)))
+        } else if e.is_timeout() {
+            Failure::Unknown(format!(
+                "no answer in time after the request was sent ({}); not resent, to never post twice",
+                error_chain(&e)
+            ))
+        } else {
+            Failure::Unknown(format!(
+                "the connection failed after the request was sent ({}); not resent, to never post twice",
+                error_chain(&e)
+            ))
+        }
+    })?;
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(seconds);
+    let body = response.text().await.unwrap_or_default();
+    Ok(Answer {
+        status,
+        retry_after,
+        body,
+    })
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let msg = s.to_string();
+        if !text.contains(&msg) {
+            text.push_str(": ");
+            text.push_str(&msg);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The root cause alone ("Connection refused (os error 111)").
+fn innermost(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+pub fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(s.clamp(0.0, 24.0 * 3600.0))
+}
+
+/// `0.5 s · 2^(attempt−1)` plus up to half of that again at random.
+pub fn backoff(attempt: u32) -> Duration {
+    let base = 0.5 * f64::from(1u32 << attempt.saturating_sub(1).min(6));
+    let jitter = rand::random::<f64>() * base * 0.5;
+    seconds(base + jitter)
+}
+
+/// Per-chat spacing: at least [`Pacing::spacing`] between two messages to one chat, at
+/// most `window_max` per `window` for group chats, and at most `global_per_sec` overall.
+#[derive(Debug, Clone, Copy)]
+pub struct Pacing {
+    pub spacing: Duration,
+    pub window: Duration,
+    pub window_max: usize,
+    pub global_per_sec: u32,
+}
+
+/// Telegram: about one message per second per chat, 20 per minute per group, 30 per
+/// second per bot. A little margin on each so clock jitter does not cross the line.
+pub const TELEGRAM_PRIVATE: Pacing = Pacing {
+    spacing: Duration::from_millis(1050),
+    window: Duration::from_secs(60),
+    window_max: usize::MAX,
+    global_per_sec: 28,
+};
+pub const TELEGRAM_GROUP: Pacing = Pacing {
+    window_max: 20,
+    window: Duration::from_millis(60_500),
+    ..TELEGRAM_PRIVATE
+};
+/// Slack's chat.postMessage: one message per second per channel.
+pub const SLACK: Pacing = Pacing {
+    spacing: Duration::from_millis(1050),
+    window: Duration::from_secs(60),
+    window_max: usize::MAX,
+    global_per_sec: 50,
+};
+
+#[derive(Default)]
+struct ChatSlots {
+    sent: VecDeque<Instant>,
+    blocked_until: Option<Instant>,
+}
+
+#[derive(Default)]
+struct PacerState {
+    chats: HashMap<String, ChatSlots>,
+    global: HashMap<String, Instant>,
+}
+
+fn pacer() -> &'static Mutex<PacerState> {
+    static PACER: OnceLock<Mutex<PacerState>> = OnceLock::new();
+    PACER.get_or_init(Default::default)
+}
+
+/// Waits for this chat's next free slot and takes it. Slots are reserved under a lock,
+/// so concurrent runs sending to one chat queue up instead of racing into a 429.
+pub async fn pace(platform: &str, chat: &str, pacing: Pacing) {
+    let slot = {
+        let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
+        reserve(&mut state, platform, chat, pacing, Instant::now())
+    };
+    tokio::time::sleep_until(slot).await;
+}
+
+/// Takes the earliest slot at or after `now` that keeps every pacing rule.
+fn reserve(
+    state: &mut PacerState,
+    platform: &str,
+    chat: &str,
+    pacing: Pacing,
+    now: Instant,
+) -> Instant {
+    let key = format!("{platform}:{chat}");
+    let global_next = state.global.get(platform).copied().unwrap_or(now);
+    let slots = state.chats.entry(key).or_default();
+    while slots.sent.front().is_some_and(|t| *t + pacing.window < now) {
+        slots.sent.pop_front();
+    }
+    let mut slot = now.max(global_next);
+    if let Some(last) = slots.sent.back() {
+        slot = slot.max(*last + pacing.spacing);
+    }
+    if slots.sent.len() >= pacing.window_max {
+        let oldest = slots.sent[slots.sent.len() - pacing.window_max];
+        slot = slot.max(oldest + pacing.window);
+    }
+    if let Some(until) = slots.blocked_until {
+        slot = slot.max(until);
+    }
+    slots.sent.push_back(slot);
+    let step = Duration::from_secs(1) / pacing.global_per_sec.max(1);
+    state.global.insert(platform.to_string(), slot + step);
+    slot
+}
+
+/// A 429 told us to wait: every send to this chat waits at least that long.
+pub fn hold_chat(platform: &str, chat: &str, wait: Duration) {
+    let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
+    let slots = state.chats.entry(format!("{platform}:{chat}")).or_default();
+    let until = Instant::now() + wait;
+    slots.blocked_until = Some(slots.blocked_until.map_or(until, |t| t.max(until)));
+}
+
+/// The retry budget of one request within a run.
+#[derive(Debug, Default)]
+pub struct Retrier {
+    attempts: u32,
+    rate_limited: u32,
+}
+
+impl Retrier {
+    /// A transient failure: wait and try again, or give up with it once the budget is spent.
+    pub async fn transient(&mut self, message: String) -> Result<(), Failure> {
+        self.attempts += 1;
+        if self.attempts >= MAX_ATTEMPTS {
+            return Err(Failure::Transient(format!(
+                "{message} (after {} attempts)",
+                self.attempts
+            )));
+        }
+        tokio::time::sleep(backoff(self.attempts)).await;
+        Ok(())
+    }
+
+    /// A 429: hold the chat for `wait` and try again, unless the wait is too long for a
+    /// run or the platform keeps refusing (the outbox takes it from there).
+    pub async fn rate_limited(
+        &mut self,
+        platform: &str,
+        chat: &str,
+        wait: Duration,
+        message: String,
+    ) -> Result<(), Failure> {
+        self.rate_limited += 1;
+        if wait > MAX_RETRY_AFTER || self.rate_limited > MAX_RATE_LIMITED {
+            return Err(Failure::Transient(message));
+        }
+        tracing::info!(
+            platform,
+            chat,
+            wait_s = wait.as_secs_f64(),
+            "rate limited; waiting"
+        );
+        hold_chat(platform, chat, wait);
+        tokio::time::sleep(wait).await;
+        Ok(())
+    }
+}
+
+/// The first 300 characters of a body, on one line, for error messages.
+pub fn snippet(body: &str) -> String {
+    let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() > 300 {
+        one_line.chars().take(300).chain(['…']).collect()
+    } else {
+        one_line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pacing_spaces_one_chat_and_caps_groups() {
+        let mut state = PacerState::default();
+        let start = Instant::now();
+        let mut now = start;
+        for _ in 0..3 {
+            now = reserve(&mut state, "telegram", "42", TELEGRAM_PRIVATE, now);
+        }
+        assert!(now - start >= Duration::from_millis(2100));
+        let start = now;
+        for _ in 0..21 {
+            now = reserve(&mut state, "telegram", "-100", TELEGRAM_GROUP, now);
+        }
+        assert!(now - start >= Duration::from_millis(60_500));
+        // Another chat is not held back by the first one beyond the global rate.
+        let other = reserve(&mut state, "telegram", "7", TELEGRAM_PRIVATE, now);
+        assert!(other - now <= Duration::from_millis(100));
+    }
+}
