@@ -9,6 +9,7 @@ mod clock;
 mod commands;
 mod daemon;
 mod delivery;
+mod environment;
 mod error;
 mod hermes_runner;
 mod home;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_yaml_ng::Value as Yaml;
 
-use crate::delivery::env::Environment;
+use crate::environment::Environment;
 
 /// What a secret is replaced with.
 pub const MASK: &str = "[REDACTED]";
@@ -32,7 +32,9 @@ const SECRET_WORDS: &[&str] = &[
     "PRIVATE",
 ];
 
-fn is_secret_name(name: &str) -> bool {
+/// Does this variable or key name look like a credential? One rule for redaction, for
+/// the environment scripts and tools get, and for the agent.
+pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_WORDS.iter().any(|word| upper.contains(word))
 }

@@ -49,23 +49,6 @@ pub fn resolve_script(scripts_dir: &Path, script: &str) -> Result<PathBuf, Strin
     Ok(resolved)
 }
 
-/// Environment names that look like credentials never reach a script.
-fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "COOKIE",
-    ]
-    .iter()
-    .any(|word| upper.contains(word))
-}
-
 fn command_for(path: &Path) -> Command {
     match path.extension().and_then(|e| e.to_str()) {
         Some("sh" | "bash") => {
@@ -110,7 +93,7 @@ pub async fn run_script(
     command
         .current_dir(workdir)
         .env_clear()
-        .envs(std::env::vars().filter(|(name, _)| !is_secret_name(name)))
+        .envs(std::env::vars().filter(|(name, _)| !crate::redact::is_secret_name(name)))
         .envs(extra_env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -216,10 +199,10 @@ mod tests {
             "DB_PASSWORD",
             "aws_secret",
         ] {
-            assert!(is_secret_name(name), "{name}");
+            assert!(crate::redact::is_secret_name(name), "{name}");
         }
         for name in ["PATH", "HOME", "LANG", "HERMES_HOME"] {
-            assert!(!is_secret_name(name), "{name}");
+            assert!(!crate::redact::is_secret_name(name), "{name}");
         }
     }
 

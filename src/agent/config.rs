@@ -26,6 +26,8 @@ use std::time::Duration;
 use jobs::Job;
 use serde_yaml_ng::Value as Yaml;
 
+use crate::environment::parse_dotenv;
+
 /// How a provider is spoken to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiMode {
@@ -101,32 +103,6 @@ impl Vars {
             .map(|v| v.trim().to_string())
             .filter(|v| !v.is_empty())
     }
-}
-
-/// `KEY=VALUE` lines; `export ` prefixes, `#` comments and surrounding quotes allowed.
-pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
-    let mut vars = HashMap::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let mut value = value.trim();
-        if value.len() >= 2
-            && ((value.starts_with('"') && value.ends_with('"'))
-                || (value.starts_with('\'') && value.ends_with('\'')))
-        {
-            value = &value[1..value.len() - 1];
-        } else if let Some((before, _)) = value.split_once(" #") {
-            value = before.trim_end();
-        }
-        vars.insert(key.trim().to_string(), value.to_string());
-    }
-    vars
 }
 
 fn yaml_str(v: Option<&Yaml>) -> Option<String> {

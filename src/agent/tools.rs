@@ -238,22 +238,6 @@ pub fn dangerous(command: &str) -> Option<&'static str> {
         .map(|(_, why)| *why)
 }
 
-fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    [
-        "KEY",
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "AUTH",
-        "COOKIE",
-    ]
-    .iter()
-    .any(|w| upper.contains(w))
-}
-
 async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String {
     if let Some(why) = dangerous(command) {
         return refused(format!(
@@ -265,7 +249,7 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
         .arg(command)
         .current_dir(&ctx.workdir)
         .env_clear()
-        .envs(std::env::vars().filter(|(n, _)| !is_secret_name(n)))
+        .envs(std::env::vars().filter(|(n, _)| !crate::redact::is_secret_name(n)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::env::Environment;
 use super::format::split;
 use super::http::{client, send_once, snippet, Answer, Failure, Retrier};
 use super::telegram::read_media;
+use crate::environment::Environment;
 
 pub const MAX_CHARS: usize = 2000;
 

@@ -21,7 +21,6 @@
 //! returns.
 
 pub mod discord;
-pub mod env;
 pub mod format;
 pub mod http;
 pub mod slack;
@@ -37,8 +36,8 @@ use serde_json::json;
 
 use jobs::Job;
 
+use crate::environment::Environment;
 use crate::redact::Redactor;
-use env::Environment;
 use http::Failure;
 use target::Destination;
 

@@ -5,9 +5,9 @@
 
 use serde_json::{json, Value};
 
-use super::env::Environment;
 use super::format::split;
 use super::http::{client, pace, send_once, snippet, Failure, Retrier, SLACK};
+use crate::environment::Environment;
 
 /// Slack truncates very long messages; parts stay well under its guidance.
 pub const MAX_CHARS: usize = 3900;

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use jobs::Job;
 
-use super::env::Environment;
+use crate::environment::Environment;
 
 /// Platforms this build can send to, in the order `origin` falls back through.
 pub const SENDABLE: &[&str] = &["telegram", "discord", "slack"];

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::env::Environment;
 use super::format::{markdown_to_telegram_html, split, utf16_len};
 use super::http::{
     client, pace, send_once, snippet, Answer, Failure, Pacing, Retrier, TELEGRAM_GROUP,
     TELEGRAM_PRIVATE,
 };
+use crate::environment::Environment;
 
 /// Telegram's limit on a message's text.
 pub const MAX_CHARS: usize = 4096;

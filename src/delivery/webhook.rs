@@ -5,8 +5,8 @@
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use super::env::Environment;
 use super::http::{client, send_once, snippet, Failure, Retrier};
+use crate::environment::Environment;
 
 /// The signature header value for a body.
 pub fn signature(secret: &str, body: &[u8]) -> String {

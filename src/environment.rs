@@ -1,6 +1,6 @@
-//! The environment delivery reads at send time: the real environment over
-//! `<home>/.env` (real variables win), read afresh for every run so that a new token or
-//! home channel applies on the next run without a restart. Read-only: nothing here ever
+//! The environment a run sees: the real environment over `<home>/.env` (real variables
+//! win), read afresh for every run so that a new key, token or home channel applies on
+//! the next run without a restart. The one `.env` parser. Read-only: nothing here ever
 //! writes `.env`.
 
 use std::collections::HashMap;
