@@ -37,6 +37,8 @@ pub struct RunReport {
     pub error: Option<String>,
     pub output_path: Option<PathBuf>,
     pub response: Option<String>,
+    /// What delivery did ("local", "silent", "sent to telegram:…", or the failure).
+    pub delivery: Option<String>,
 }
 
 /// A claimed occurrence waiting to be run, or a claimed outbox delivery waiting to be
@@ -485,6 +487,7 @@ impl Scheduler {
                 error: Some(e.to_string()),
                 output_path: None,
                 response: None,
+                delivery: None,
             })
         };
         lock_poisoned(&self.running).remove(job.id());
@@ -631,7 +634,7 @@ impl Scheduler {
         });
         let end = RunEnd {
             error: error.clone(),
-            delivery: Some(delivery.summary),
+            delivery: Some(delivery.summary.clone()),
             prompt_tokens: outcome.prompt_tokens,
             completion_tokens: outcome.completion_tokens,
         };
@@ -646,6 +649,7 @@ impl Scheduler {
             error,
             output_path,
             response: result_text.ok(),
+            delivery: Some(delivery.summary),
         }
     }
 
@@ -668,6 +672,7 @@ impl Scheduler {
                 error: Some(e.to_string()),
                 output_path: None,
                 response: None,
+                delivery: None,
             })
     }
 
@@ -718,6 +723,7 @@ impl Scheduler {
             error,
             output_path: None,
             response: None,
+            delivery: None,
         }
     }
 

@@ -45,6 +45,9 @@ fn print_report(report: &RunReport) {
     if let Some(path) = &report.output_path {
         say!("  output: {}", path.display());
     }
+    if let Some(delivery) = &report.delivery {
+        say!("  delivery: {delivery}");
+    }
 }
 
 pub fn tick(session: Session) -> Result<(), CliError> {

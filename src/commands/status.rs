@@ -204,8 +204,46 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
         }
     };
     let scripts_dir = session.home.root.join("scripts");
+    let root = &session.home.root;
+    let env = crate::environment::Environment::load(root);
+    let vars = crate::agent::config::Vars::load(root);
+    let config = session.home.config();
+    if let Err(e) = &config {
+        problems.push(e.to_string());
+    }
     for job in &jobs {
         let label = format!("job {} ({})", job.id(), job.name());
+        if matches!(job.state(), JobState::Scheduled | JobState::Paused) {
+            if !job.no_agent() {
+                if let Ok(config) = &config {
+                    if let Err(e) = crate::agent::config::resolve(job, config, &vars, root) {
+                        problems.push(format!("{label} cannot start its agent: {e}"));
+                    }
+                }
+                let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
+                if !missing.is_empty() {
+                    problems.push(format!(
+                        "{label} uses missing skill(s): {}",
+                        missing.join(", ")
+                    ));
+                }
+            }
+            let resolution = crate::delivery::target::resolve(job, &job.deliver(), &env);
+            for error in &resolution.errors {
+                problems.push(format!("{label}: {error}"));
+            }
+            for destination in &resolution.destinations {
+                if let crate::delivery::target::Destination::Chat { platform, .. } = destination {
+                    let var = format!("{}_BOT_TOKEN", platform.to_ascii_uppercase());
+                    if env.get(&var).is_none() {
+                        problems.push(format!(
+                            "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
+                            root.join(".env").display()
+                        ));
+                    }
+                }
+            }
+        }
         if job.state() == JobState::Scheduled {
             if let Some(next) = job.next_run_at(ctx) {
                 if next < ctx.now - chrono::Duration::minutes(15) {

@@ -520,3 +520,38 @@ fn sigterm_lets_a_running_job_finish_before_the_daemon_exits() {
     assert_eq!(run["status"], "ok", "{run}");
     assert_eq!(home.job(&id)["last_status"], "ok");
 }
+
+#[test]
+fn doctor_names_a_missing_bot_token_and_a_missing_model() {
+    let home = Home::new();
+    home.script("say.sh", "echo hi\n");
+    let chat = home.add(&[
+        "every 1h",
+        "--script",
+        "say.sh",
+        "--no-agent",
+        "--deliver",
+        "telegram:12345",
+    ]);
+    let agent = home.add(&["every 1h", "write a haiku"]);
+    let out = home
+        .command(&["cron", "doctor"])
+        .env_remove("TELEGRAM_BOT_TOKEN")
+        .env_remove("HERMES_MODEL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.contains(id))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&chat) && l.contains("TELEGRAM_BOT_TOKEN is not set")),
+        "{text}"
+    );
+    assert!(line(&agent).contains("cannot start its agent"), "{text}");
+}
