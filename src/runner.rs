@@ -32,6 +32,27 @@ impl Activity {
     }
 }
 
+/// Reads a child's stdout or stderr to its end, keeping at most `cap` bytes and touching
+/// `activity` on every chunk (output is life: it keeps the inactivity timeout away).
+pub async fn read_output(
+    mut stream: impl tokio::io::AsyncRead + Unpin,
+    activity: Activity,
+    cap: usize,
+) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+    let mut kept = Vec::new();
+    let mut buf = [0u8; 8192];
+    while let Ok(n) = stream.read(&mut buf).await {
+        if n == 0 {
+            break;
+        }
+        activity.touch();
+        let room = cap.saturating_sub(kept.len());
+        kept.extend_from_slice(&buf[..n.min(room)]);
+    }
+    kept
+}
+
 /// Everything a runner may use besides the job itself.
 pub struct RunEnv {
     pub home: PathBuf,

@@ -7,11 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 use crate::process::GroupKill;
-use crate::runner::Activity;
+use crate::runner::{read_output, Activity};
 
 /// At most this much of a script's stdout/stderr is kept.
 const OUTPUT_CAP: usize = 1 << 20;
@@ -65,22 +64,6 @@ fn command_for(path: &Path) -> Command {
     }
 }
 
-async fn read_capped(mut stream: impl AsyncRead + Unpin, activity: Activity) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                activity.touch();
-                let room = OUTPUT_CAP.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
-    kept
-}
-
 /// Runs a resolved script with `workdir` as its working directory.
 pub async fn run_script(
     path: &Path,
@@ -121,8 +104,8 @@ pub async fn run_script(
     };
     let work = async {
         let (out, err) = tokio::join!(
-            read_capped(stdout, activity.clone()),
-            read_capped(stderr, activity.clone())
+            read_output(stdout, activity.clone(), OUTPUT_CAP),
+            read_output(stderr, activity.clone(), OUTPUT_CAP)
         );
         let status = child.wait().await;
         (out, err, status)

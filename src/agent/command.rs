@@ -8,27 +8,12 @@ use std::path::Path;
 use std::process::Stdio;
 
 use jobs::Job;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 use super::config::Vars;
 use super::reply_result;
 use crate::process::GroupKill;
-use crate::runner::{Activity, RunEnv, RunResult};
-
-async fn read_all(mut stream: impl tokio::io::AsyncRead + Unpin, activity: Activity) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        activity.touch();
-        if kept.len() < 4 << 20 {
-            kept.extend_from_slice(&buf[..n]);
-        }
-    }
-    kept
-}
+use crate::runner::{read_output, RunEnv, RunResult};
 
 pub async fn run(
     argv: &[String],
@@ -71,8 +56,8 @@ pub async fn run(
         let _ = stdin.shutdown().await;
     });
     let (out, err) = tokio::join!(
-        read_all(out, env.activity.clone()),
-        read_all(err, env.activity.clone())
+        read_output(out, env.activity.clone(), 4 << 20),
+        read_output(err, env.activity.clone(), 4 << 20)
     );
     let _ = writer.await;
     let status = child.wait().await;

@@ -18,11 +18,10 @@ use std::time::Duration;
 
 use regex::Regex;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 
 use super::provider::ToolSpec;
 use crate::process::GroupKill;
-use crate::runner::Activity;
+use crate::runner::{read_output, Activity};
 
 /// At most this much of a tool's output goes back to the model.
 const RESULT_CAP: usize = 50_000;
@@ -271,8 +270,8 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
     let activity = ctx.activity.clone();
     let work = async {
         let (o, e) = tokio::join!(
-            read_all(&mut out, activity.clone()),
-            read_all(&mut err, activity.clone())
+            read_output(&mut out, activity.clone(), RESULT_CAP * 4),
+            read_output(&mut err, activity.clone(), RESULT_CAP * 4)
         );
         (o, e, child.wait().await)
     };
@@ -298,21 +297,6 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
         "exit_code": status.ok().and_then(|s| s.code()),
     })
     .to_string()
-}
-
-async fn read_all(mut stream: impl tokio::io::AsyncRead + Unpin, activity: Activity) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    while let Ok(n) = stream.read(&mut buf).await {
-        if n == 0 {
-            break;
-        }
-        activity.touch();
-        if kept.len() < RESULT_CAP * 4 {
-            kept.extend_from_slice(&buf[..n]);
-        }
-    }
-    kept
 }
 
 fn read_file(path: &Path) -> String {

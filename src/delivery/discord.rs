@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::format::split;
-use super::http::{client, send_once, snippet, Answer, Failure, Retrier};
+use super::http::{client, credentials, send_once, snippet, Answer, Failure, Retrier};
 use super::telegram::read_media;
 use crate::environment::Environment;
 
@@ -30,16 +30,8 @@ pub async fn send(
     media: &[String],
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
-    let token = env.get("DISCORD_BOT_TOKEN").ok_or_else(|| {
-        (
-            Failure::Final("DISCORD_BOT_TOKEN is not set (add it to ~/.hermes/.env)".into()),
-            skip,
-        )
-    })?;
-    let base = env
-        .get("DISCORD_API_BASE")
-        .unwrap_or("https://discord.com/api/v10")
-        .trim_end_matches('/');
+    let (token, base) =
+        credentials(env, "DISCORD", "https://discord.com/api/v10").map_err(|f| (f, skip))?;
     let channel = thread.unwrap_or(channel);
     let url = format!("{base}/channels/{channel}/messages");
     let parts = parts(text);

@@ -116,6 +116,25 @@ fn innermost(e: &dyn std::error::Error) -> String {
     cause.to_string()
 }
 
+/// A platform's bot token (`<PLATFORM>_BOT_TOKEN`) and API base (`<PLATFORM>_API_BASE`,
+/// else `default_base`, without a trailing slash); a missing token is a final failure that
+/// says what to set.
+pub fn credentials<'a>(
+    env: &'a crate::environment::Environment,
+    platform: &str,
+    default_base: &'a str,
+) -> Result<(&'a str, &'a str), Failure> {
+    let token_var = format!("{platform}_BOT_TOKEN");
+    let token = env.get(&token_var).ok_or_else(|| {
+        Failure::Final(format!("{token_var} is not set (add it to ~/.hermes/.env)"))
+    })?;
+    let base = env
+        .get(&format!("{platform}_API_BASE"))
+        .unwrap_or(default_base)
+        .trim_end_matches('/');
+    Ok((token, base))
+}
+
 pub fn seconds(s: f64) -> Duration {
     Duration::from_secs_f64(s.clamp(0.0, 24.0 * 3600.0))
 }

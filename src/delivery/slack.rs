@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::format::split;
-use super::http::{client, pace, send_once, snippet, Failure, Retrier, SLACK};
+use super::http::{client, credentials, pace, send_once, snippet, Failure, Retrier, SLACK};
 use crate::environment::Environment;
 
 /// Slack truncates very long messages; parts stay well under its guidance.
@@ -43,16 +43,8 @@ pub async fn send(
     media: &[String],
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
-    let token = env.get("SLACK_BOT_TOKEN").ok_or_else(|| {
-        (
-            Failure::Final("SLACK_BOT_TOKEN is not set (add it to ~/.hermes/.env)".into()),
-            skip,
-        )
-    })?;
-    let base = env
-        .get("SLACK_API_BASE")
-        .unwrap_or("https://slack.com/api")
-        .trim_end_matches('/');
+    let (token, base) =
+        credentials(env, "SLACK", "https://slack.com/api").map_err(|f| (f, skip))?;
     let mut text = text.to_string();
     for path in media {
         text.push_str(&format!("\n(attachment not uploaded to Slack: {path})"));

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::format::{markdown_to_telegram_html, split, utf16_len};
 use super::http::{
-    client, pace, send_once, snippet, Answer, Failure, Pacing, Retrier, TELEGRAM_GROUP,
-    TELEGRAM_PRIVATE,
+    client, credentials, pace, send_once, snippet, Answer, Failure, Pacing, Retrier,
+    TELEGRAM_GROUP, TELEGRAM_PRIVATE,
 };
 use crate::environment::Environment;
 
@@ -103,18 +103,10 @@ pub async fn send(
     media: &[String],
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
-    let token = env.get("TELEGRAM_BOT_TOKEN").ok_or_else(|| {
-        (
-            Failure::Final("TELEGRAM_BOT_TOKEN is not set (add it to ~/.hermes/.env)".to_string()),
-            skip,
-        )
-    })?;
+    let (token, base) =
+        credentials(env, "TELEGRAM", "https://api.telegram.org").map_err(|f| (f, skip))?;
     let mut target = Chat {
-        base: env
-            .get("TELEGRAM_API_BASE")
-            .unwrap_or("https://api.telegram.org")
-            .trim_end_matches('/')
-            .to_string(),
+        base: base.to_string(),
         token: token.to_string(),
         id: chat.to_string(),
         // The General topic of a forum is thread 1, and Telegram refuses it by id.
