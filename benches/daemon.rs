@@ -38,10 +38,11 @@ struct Plan {
     idle_jobs: u64,
     settle_secs: u64,
     idle_secs: u64,
-    /// Jobs in the pass-cost store, how many of them are made due, timed ticks.
-    pass_jobs: u64,
-    due_jobs: u64,
-    runs: usize,
+    /// Pass-cost stores: (jobs, timed ticks); 1 % of each is made due.
+    pass_sizes: Vec<(u64, usize)>,
+    /// Agent jobs due at once against a fake model answering in 1 s, and the parallelism.
+    burst_jobs: usize,
+    burst_parallel: usize,
 }
 
 impl Plan {
@@ -51,15 +52,15 @@ impl Plan {
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(300);
         Plan {
-            fires: 120,
-            per_second: 5,
+            fires: 240,
+            per_second: 8,
             lead_secs: 5,
             idle_jobs: 1_000,
             settle_secs: 5,
             idle_secs,
-            pass_jobs: 10_000,
-            due_jobs: 100,
-            runs: 10,
+            pass_sizes: vec![(100, 10), (1_000, 10), (10_000, 5), (100_000, 2)],
+            burst_jobs: 1_000,
+            burst_parallel: 64,
         }
     }
 
@@ -71,9 +72,9 @@ impl Plan {
             idle_jobs: 100,
             settle_secs: 1,
             idle_secs: 2,
-            pass_jobs: 500,
-            due_jobs: 5,
-            runs: 1,
+            pass_sizes: vec![(500, 1)],
+            burst_jobs: 20,
+            burst_parallel: 8,
         }
     }
 }
@@ -614,15 +615,16 @@ fn timed_tick(home: &Home) -> (Duration, String) {
     (start.elapsed(), out)
 }
 
-fn pass_cost(bin: &Path, template: &Record, plan: &Plan) -> PassCost {
+fn pass_cost(bin: &Path, template: &Record, jobs: u64, runs: usize) -> PassCost {
+    let due_jobs = (jobs / 100).max(1);
     let home = Home::new(bin, Some("cron:\n  max_parallel_jobs: 0\n"));
-    let baseline = recurring_store(template, plan.pass_jobs, Utc::now());
+    let baseline = recurring_store(template, jobs, Utc::now());
     home.write_store(baseline.clone());
     let store_bytes = std::fs::metadata(home.jobs_path()).map_or(0, |m| m.len());
 
     // (a) Nothing due: process start, load, scan. One untimed warm-up.
     let mut idle = Vec::new();
-    for n in 0..=plan.runs {
+    for n in 0..=runs {
         let (took, out) = timed_tick(&home);
         assert!(out.contains("Nothing due."), "a tick found work: {out}");
         if n > 0 {
@@ -634,10 +636,10 @@ fn pass_cost(bin: &Path, template: &Record, plan: &Plan) -> PassCost {
     // (b) 1 % due: `due` jobs spread through the store get a next run a few seconds ago
     // (a fresh instant each time, so every tick claims new occurrences). No warm-up: the
     // runs of (a) warmed the caches, and each of these takes seconds.
-    let stride = (plan.pass_jobs / plan.due_jobs).max(1);
+    let stride = (jobs / due_jobs).max(1);
     let mut busy = Vec::new();
     let mut previous = DateTime::<Utc>::MIN_UTC;
-    for _ in 0..plan.runs {
+    for _ in 0..runs {
         let mut due_at = Utc::now() - TimeDelta::seconds(3);
         while due_at.timestamp() <= previous.timestamp() {
             std::thread::sleep(Duration::from_millis(200));
@@ -649,7 +651,7 @@ fn pass_cost(bin: &Path, template: &Record, plan: &Plan) -> PassCost {
         for record in records
             .iter_mut()
             .step_by(stride as usize)
-            .take(plan.due_jobs as usize)
+            .take(due_jobs as usize)
         {
             record.insert(
                 "next_run_at".to_string(),
@@ -659,20 +661,98 @@ fn pass_cost(bin: &Path, template: &Record, plan: &Plan) -> PassCost {
         home.write_store(records);
         let (took, out) = timed_tick(&home);
         let ran = out.lines().filter(|l| l.ends_with("): ok")).count() as u64;
-        assert_eq!(
-            ran, plan.due_jobs,
-            "expected {} ok runs, got:\n{out}",
-            plan.due_jobs
-        );
+        assert_eq!(ran, due_jobs, "expected {due_jobs} ok runs, got:\n{out}");
         busy.push(took);
     }
     busy.sort();
     PassCost {
-        jobs: plan.pass_jobs,
-        due: plan.due_jobs,
+        jobs,
+        due: due_jobs,
         store_bytes,
         idle,
         busy,
+    }
+}
+
+// 4. Agent burst
+
+struct Burst {
+    jobs: usize,
+    wall: Duration,
+    cpu: Duration,
+    ok: usize,
+}
+
+/// CPU time (user + system) of this process's waited-for children so far.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage only fills the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// A fake OpenAI-compatible server: every chat completion is answered after 1 s.
+fn slow_model_server(workers: usize) -> String {
+    let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").expect("bind"));
+    let addr = server.server_addr().to_ip().expect("an IP address");
+    for _ in 0..workers {
+        let server = std::sync::Arc::clone(&server);
+        std::thread::spawn(move || {
+            while let Ok(mut request) = server.recv() {
+                let mut body = String::new();
+                let _ = request.as_reader().read_to_string(&mut body);
+                std::thread::sleep(Duration::from_secs(1));
+                let reply = json!({
+                    "id": "bench", "object": "chat.completion", "model": "bench-model",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "done"}}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
+                });
+                let header = tiny_http::Header::from_bytes("Content-Type", "application/json")
+                    .expect("a valid header");
+                let _ = request.respond(
+                    tiny_http::Response::from_string(reply.to_string()).with_header(header),
+                );
+            }
+        });
+    }
+    format!("http://{addr}/v1")
+}
+
+fn agent_burst(bin: &Path, template: &Record, jobs: usize, parallel: usize) -> Burst {
+    let base_url = slow_model_server(parallel + 8);
+    let config = format!(
+        "model:\n  default: bench-model\n  provider: custom\n  base_url: {base_url}\ncron:\n  max_parallel_jobs: {parallel}\n"
+    );
+    let home = Home::new(bin, Some(&config));
+    let now = Utc::now();
+    let due = DateTime::from_timestamp(now.timestamp() - 2, 0).expect("a valid instant");
+    let records: Vec<Record> = (0..jobs as u64)
+        .map(|i| {
+            let mut record = job_record(template, i, "", "every 1d", Some(due), now);
+            record.insert("script".into(), Value::Null);
+            record.insert("no_agent".into(), json!(false));
+            record.insert("prompt".into(), json!("Say done."));
+            record
+        })
+        .collect();
+    home.write_store(records);
+    let cpu_before = children_cpu();
+    let (wall, out) = timed_tick(&home);
+    let cpu = children_cpu().saturating_sub(cpu_before);
+    let ok = out.lines().filter(|l| l.ends_with("): ok")).count();
+    assert_eq!(
+        ok,
+        jobs,
+        "not every agent job ran ok:\n{}",
+        out.lines().take(20).collect::<Vec<_>>().join("\n")
+    );
+    Burst {
+        jobs,
+        wall,
+        cpu,
+        ok,
     }
 }
 
@@ -743,12 +823,7 @@ fn main() {
         stopped(idle.stop)
     );
 
-    println!(
-        "\n[3] pass cost: `hermes cron tick` on {} recurring jobs, {} timed runs each",
-        grouped(plan.pass_jobs),
-        plan.runs
-    );
-    let pass = pass_cost(&bin, &template, &plan);
+    println!("\n[3] pass cost: `hermes cron tick`, nothing due and 1 % due (silent scripts)");
     let row = |label: &str, times: &[Duration]| {
         println!(
             "  {label:<44} min {:>8.1} ms  median {:>8.1} ms  max {:>8.1} ms",
@@ -757,21 +832,35 @@ fn main() {
             ms(times[times.len() - 1])
         );
     };
+    let mut passes = Vec::new();
+    for &(jobs, runs) in &plan.pass_sizes {
+        let pass = pass_cost(&bin, &template, jobs, runs);
+        println!(
+            "  {} jobs, jobs.json {:.2} MB, {runs} timed runs:",
+            grouped(pass.jobs),
+            pass.store_bytes as f64 / 1e6
+        );
+        row("(a) nothing due (start + load + scan)", &pass.idle);
+        row(
+            &format!("(b) {} due, waits for the runs", pass.due),
+            &pass.busy,
+        );
+        passes.push(pass);
+    }
+
     println!(
-        "  jobs.json: {} bytes ({:.2} MB)",
-        pass.store_bytes,
-        pass.store_bytes as f64 / 1e6
+        "\n[4] burst: {} agent jobs due at once, fake model answering in 1 s, max_parallel_jobs {}",
+        plan.burst_jobs, plan.burst_parallel
     );
-    row("(a) nothing due (start + load + scan)", &pass.idle);
-    row(
-        &format!("(b) {} due, silent scripts, waits for runs", pass.due),
-        &pass.busy,
-    );
-    let per_run = (median(&pass.busy).saturating_sub(median(&pass.idle))) / pass.due as u32;
+    let burst = agent_burst(&bin, &template, plan.burst_jobs, plan.burst_parallel);
     println!(
-        "  (b − a) / {} = {:.1} ms per due run",
-        pass.due,
-        ms(per_run)
+        "  all {} finished in {:.1} s (ideal {:.1} s); CPU {:.2} s = {:.1} ms per job; {} ok",
+        burst.jobs,
+        burst.wall.as_secs_f64(),
+        (burst.jobs as f64 / plan.burst_parallel as f64).ceil(),
+        burst.cpu.as_secs_f64(),
+        burst.cpu.as_secs_f64() * 1000.0 / burst.jobs as f64,
+        burst.ok
     );
 
     println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");
@@ -791,15 +880,22 @@ fn main() {
         idle.cpu_percent,
         if idle.store_rewritten { "yes" } else { "no" }
     );
+    for pass in &passes {
+        println!(
+            "pass cost ({} jobs, jobs.json {:.2} MB): tick nothing due median {:.0} ms; with {} due (1 %) median {:.0} ms",
+            grouped(pass.jobs),
+            pass.store_bytes as f64 / 1e6,
+            ms(median(&pass.idle)),
+            pass.due,
+            ms(median(&pass.busy))
+        );
+    }
     println!(
-        "pass cost ({} jobs, jobs.json {:.2} MB): tick nothing due min {:.0} / median {:.0} ms; tick with {} due (1 %) min {:.0} / median {:.0} ms",
-        grouped(pass.jobs),
-        pass.store_bytes as f64 / 1e6,
-        ms(pass.idle[0]),
-        ms(median(&pass.idle)),
-        pass.due,
-        ms(pass.busy[0]),
-        ms(median(&pass.busy))
+        "burst ({} agent jobs due at once, model answers in 1 s, max_parallel_jobs {}): {:.1} s wall, {:.1} ms CPU per job",
+        burst.jobs,
+        plan.burst_parallel,
+        burst.wall.as_secs_f64(),
+        burst.cpu.as_secs_f64() * 1000.0 / burst.jobs as f64
     );
     println!("=====");
 }
