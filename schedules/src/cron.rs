@@ -78,6 +78,22 @@ pub(crate) fn looks_like_cron(fields: &[&str]) -> bool {
             .is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit() || c == '*'))
 }
 
+/// Does this day-of-week field match every day of the week?
+fn every_weekday(parser: &CronParser, field: &str) -> bool {
+    if field == "*" {
+        return true;
+    }
+    let Ok(days) = parser.parse(&format!("0 0 * * {field}")) else {
+        return false;
+    };
+    // 2026-01-04 is a Sunday: seven consecutive days cover the week.
+    (4..=10).all(|day| {
+        chrono::NaiveDate::from_ymd_opt(2026, 1, day)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .is_some_and(|t| days.is_time_matching(&t).unwrap_or(false))
+    })
+}
+
 impl CronExpr {
     /// Parses a 5-field expression or an `@` macro (stored as its 5-field equivalent).
     pub fn parse(input: &str) -> Result<CronExpr, ScheduleError> {
@@ -116,6 +132,16 @@ impl CronExpr {
             .sloppy_ranges(true)
             .build();
         let cron = parser.parse(&source).map_err(|e| bad(e.to_string()))?;
+        // A day-of-week that names all seven days restricts nothing. Next to a stepped
+        // day-of-month (`*/4 * 1-7`) croniter and Vixie then match the day-of-month alone,
+        // where croner would OR the two fields and fire every day.
+        let cron =
+            if fields[2] != "*" && fields[2].contains('*') && every_weekday(&parser, fields[4]) {
+                let relaxed = format!("{} {} {} {} *", fields[0], fields[1], fields[2], fields[3]);
+                parser.parse(&relaxed).map_err(|e| bad(e.to_string()))?
+            } else {
+                cron
+            };
         let names_a_time = |field: &str| !field.starts_with('*') && !field.contains('/');
         let rule = if names_a_time(fields[0]) && names_a_time(fields[1]) {
             DstRule::FixedTime
@@ -379,6 +405,29 @@ mod tests {
         assert_eq!(
             fires("0 0 * * 1", chrono_tz::UTC, "2026-11-25T00:00:00Z", 1),
             ["2026-11-30T00:00:00+00:00"]
+        );
+    }
+
+    #[test]
+    fn a_weekday_field_naming_every_day_leaves_a_stepped_day_of_month_alone() {
+        // croniter and Vixie: only the day-of-month counts (found by the croniter diff).
+        assert_eq!(
+            fires(
+                "25 0 */4 * 1-7",
+                chrono_tz::Australia::Sydney,
+                "2027-06-06T00:01:48+10:00",
+                1
+            ),
+            ["2027-06-09T00:25:00+10:00"]
+        );
+        assert_eq!(
+            fires("0 0 */13 * 0-7", New_York, "2025-11-02T01:04:33-04:00", 1),
+            ["2025-11-14T00:00:00-05:00"]
+        );
+        // A real weekday restriction still ORs with the day-of-month.
+        assert_eq!(
+            fires("0 0 */10 * 1", chrono_tz::UTC, "2026-11-22T12:00:00Z", 1),
+            ["2026-11-23T00:00:00+00:00"]
         );
     }
 
