@@ -291,12 +291,14 @@ def _value(x, names, lo):
 
 class Model:
     """SPEC §3.3 with the DstRule of schedules/src/cron.rs, written independently:
-    day matching per Vixie (both DOM and DOW restricted, i.e. not `*` → either), and
+    day matching per Vixie (both DOM and DOW restricted, i.e. not `*` → either; a DOW
+    naming all 7 days next to a `*` step in DOM counts as `*`, as croniter and our
+    engine do), and
     per matching wall-clock reading: one instant if it happens once; if repeated, the
     first pass only (fixed time) or both passes (elapsed); if skipped, the end of the
     gap (fixed time) or nothing (elapsed)."""
 
-    def __init__(self, expr, croniter_days=False):
+    def __init__(self, expr, croniter_days=True):
         f = expr.split()
         self.minutes = sorted(_parse_field(f[0], 0, 59))
         self.hours = sorted(_parse_field(f[1], 0, 23))
