@@ -121,6 +121,11 @@ impl CronExpr {
             }
             n => return Err(bad(format!("it has {n} fields"))),
         }
+        // An empty list item (`9,` or `1,,5`) names nothing; croner would search its whole
+        // calendar for a match that cannot come.
+        if fields.iter().any(|f| f.split(',').any(str::is_empty)) {
+            return Err(bad("a field has an empty list item (a stray comma)".into()));
+        }
         if !looks_like_cron(&fields) {
             return Err(bad(
                 "fields may only hold digits, month/weekday names and * , - /".into(),
@@ -478,6 +483,9 @@ mod tests {
             ("*/0 * * * *", "Invalid cron expression"),
             ("* * * * ?", "fields may only hold"),
             ("5-1 * * * *", "Invalid cron expression"),
+            ("0 9, * * *", "stray comma"),
+            ("*/55 , * * *", "stray comma"),
+            ("0 1,,5 * * *", "stray comma"),
         ] {
             let err = CronExpr::parse(input).unwrap_err().to_string();
             assert!(err.contains(needle), "{input}: {err}");
