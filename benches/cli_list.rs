@@ -7,7 +7,7 @@
 //! after a warm-up; run any other way (`cargo test --benches`) it runs once on a small
 //! store, as a smoke test.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,27 +18,13 @@ use jobs::{Context, JobStore, JsonFileStore, StoreError};
 use schedules::{format_instant, parse_schedule, Schedule};
 use serde_json::{json, Value};
 
+mod common;
+use common::{grouped, hermes_binary, median, ms};
+
 /// "Now" for creating and listing, so relative times and next runs are the same each run.
 const NOW: &str = "2026-11-22T12:00:00Z";
 /// The configured zone (HERMES_TIMEZONE); a quarter of the jobs carry their own.
 const CONFIG_ZONE: &str = "Europe/Berlin";
-
-/// The `hermes` binary this bench was built with. Cargo sets `CARGO_BIN_EXE_<name>` when
-/// it compiles a bench, and builds that binary with the bench profile (release) first.
-fn hermes_binary() -> PathBuf {
-    let path = match option_env!("CARGO_BIN_EXE_hermes") {
-        Some(path) => PathBuf::from(path),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/hermes"),
-    };
-    if !path.is_file() {
-        eprintln!(
-            "cli_list: no hermes binary at {}; run `cargo build --release` first",
-            path.display()
-        );
-        std::process::exit(2);
-    }
-    path
-}
 
 /// `hermes <args>` with its own home, a pinned clock and zone, and no output kept.
 fn hermes(bin: &Path, home: &Path, args: &[&str]) -> Command {
@@ -281,33 +267,6 @@ fn time_runs(bin: &Path, home: &Path, args: &[&str], warm_up: usize, runs: usize
         .collect();
     times.sort();
     times
-}
-
-/// `10000` → `10,000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// The middle of sorted `times` (the mean of the two middle ones for an even count).
-fn median(times: &[Duration]) -> Duration {
-    let mid = times.len() / 2;
-    if times.len() % 2 == 0 {
-        (times[mid - 1] + times[mid]) / 2
-    } else {
-        times[mid]
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
 
 fn main() {

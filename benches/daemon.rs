@@ -27,6 +27,9 @@ use jobs::{JsonFileStore, StoreError};
 use schedules::{format_instant, parse_schedule, Schedule, Tz};
 use serde_json::{json, Value};
 
+mod common;
+use common::{grouped, hermes_binary, median, ms};
+
 /// What one run of the bench does; [`Plan::measure`] under `cargo bench`.
 struct Plan {
     /// One-shot jobs in the lateness run, and how many share each whole second.
@@ -77,34 +80,6 @@ impl Plan {
             burst_parallel: 8,
         }
     }
-}
-
-/// The `hermes` binary: the one cargo built for this bench (`CARGO_BIN_EXE_hermes`, the
-/// release profile under `cargo bench`), else `target/release/hermes`, built on demand.
-fn hermes_binary() -> PathBuf {
-    if let Some(path) = option_env!("CARGO_BIN_EXE_hermes").map(PathBuf::from) {
-        if path.is_file() {
-            return path;
-        }
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let path = root.join("target/release/hermes");
-    if !path.is_file() {
-        eprintln!("daemon bench: building the release binary (cargo build --release)");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-        let status = Command::new(cargo)
-            .args(["build", "--release", "--bin", "hermes"])
-            .current_dir(root)
-            .status();
-        if !status.is_ok_and(|s| s.success()) || !path.is_file() {
-            eprintln!(
-                "daemon bench: no hermes binary at {}; run `cargo build --release` first",
-                path.display()
-            );
-            std::process::exit(2);
-        }
-    }
-    path
 }
 
 /// A HERMES_HOME in a temp dir with `scripts/ok.sh` (prints `ok`) and `scripts/silent.sh`
@@ -363,32 +338,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     }
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn median(sorted: &[Duration]) -> Duration {
-    let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
-        (sorted[mid - 1] + sorted[mid]) / 2
-    } else {
-        sorted[mid]
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// `10000` → `10,000`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------
