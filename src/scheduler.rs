@@ -273,18 +273,40 @@ impl Scheduler {
         let retention = chrono::Duration::days(settings.completed_retention_days.max(0));
         // Most passes find nothing to do: decide that on an unlocked snapshot, so an idle
         // scheduler never takes the store lock nor rewrites jobs.json.
-        let mut probe = self.store.load_jobs(&ctx)?;
+        let mut probe = self.store.load_scheduling_view(&ctx)?;
         let before = probe.len();
-        let nothing_due = plan_pass(&mut probe, &ctx, options).is_empty();
+        let candidates: HashSet<String> = plan_pass(&mut probe, &ctx, options)
+            .into_iter()
+            .map(|p| p.job.id().to_string())
+            .collect();
         prune_completed_one_shots(&mut probe, &ctx, retention);
         let mut next_wake = earliest_next_run(&probe, &ctx);
-        if !nothing_due || probe.len() != before {
+        if probe.len() != before {
+            // Pruning removes records: the whole store is rewritten.
             self.store.update_jobs(&ctx, &mut |jobs| {
                 planned = plan_pass(jobs, &ctx, options);
                 prune_completed_one_shots(jobs, &ctx, retention);
                 next_wake = earliest_next_run(jobs, &ctx);
                 Ok(())
             })?;
+        } else if !candidates.is_empty() {
+            // The jobs the snapshot found due are decided again on fresh records under
+            // the lock; every other record is left as it is. A job that became due in
+            // between is the next pass's, which the wake-up below brings at once.
+            let others: Vec<Job> = std::mem::take(&mut probe)
+                .into_iter()
+                .filter(|job| !candidates.contains(job.id()))
+                .collect();
+            let others_wake = earliest_next_run(&others, &ctx);
+            drop(others);
+            let ids: HashSet<&str> = candidates.iter().map(String::as_str).collect();
+            let mut fresh_wake = None;
+            self.store.update_jobs_by_id(&ctx, &ids, &mut |jobs| {
+                planned = plan_pass(jobs, &ctx, options);
+                fresh_wake = earliest_next_run(jobs, &ctx);
+                Ok(())
+            })?;
+            next_wake = [others_wake, fresh_wake].into_iter().flatten().min();
         }
         let ledger = lock_poisoned(&self.ledger);
         let pid = std::process::id();
@@ -788,7 +810,9 @@ impl Scheduler {
                 return;
             }
         };
-        let result = self.store.update_jobs(&ctx, &mut |jobs| {
+        let started = std::time::Instant::now();
+        let ids: HashSet<&str> = batch.iter().map(|r| r.job_id.as_str()).collect();
+        let result = self.store.update_jobs_by_id(&ctx, &ids, &mut |jobs| {
             for record in batch {
                 // A job removed while it ran has nothing left to record in the store.
                 if let Some(stored) = jobs.iter_mut().find(|j| j.id() == record.job_id) {
@@ -797,8 +821,13 @@ impl Scheduler {
             }
             Ok(())
         });
-        if let Err(e) = result {
-            tracing::error!("cannot record {} run(s) in jobs.json: {e}", batch.len());
+        match result {
+            Ok(()) => tracing::debug!(
+                runs = batch.len(),
+                ms = started.elapsed().as_millis() as u64,
+                "recorded runs in jobs.json"
+            ),
+            Err(e) => tracing::error!("cannot record {} run(s) in jobs.json: {e}", batch.len()),
         }
     }
 

@@ -353,4 +353,69 @@ mod tests {
         assert_eq!(jobs[0].state(), JobState::Error);
         assert!(jobs[0].enabled());
     }
+
+    /// The scheduler decides on jobs reduced to `SCHEDULING_KEYS`: on every fixture
+    /// store, at instants before, among and after their runs, that view must plan the
+    /// same decisions with the same store changes and the same wake-up as whole records.
+    #[test]
+    fn the_scheduling_view_decides_like_whole_records_on_every_fixture_store() {
+        use crate::job::SCHEDULING_KEYS;
+        use crate::store::parse_document_keeping;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        let (mut stores, mut decided) = (0, 0);
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let Ok(full) = parse_document_keeping(&bytes, &path, None) else {
+                continue;
+            };
+            let view = parse_document_keeping(&bytes, &path, Some(SCHEDULING_KEYS)).unwrap();
+            stores += 1;
+            for now in [
+                "2020-01-01T00:00:00Z",
+                "2026-03-08T07:30:00Z",
+                "2026-06-01T12:00:00Z",
+                "2026-12-25T13:01:00Z",
+                "2031-01-01T00:00:00Z",
+            ] {
+                let ctx = ctx(now);
+                for catch_up_missed in [true, false] {
+                    let options = ScanOptions { catch_up_missed };
+                    let mut whole: Vec<Job> =
+                        full.jobs.iter().cloned().map(Job::from_record).collect();
+                    let mut slim: Vec<Job> =
+                        view.jobs.iter().cloned().map(Job::from_record).collect();
+                    let a = plan_pass(&mut whole, &ctx, options);
+                    let b = plan_pass(&mut slim, &ctx, options);
+                    let decisions = |p: &[Planned]| -> Vec<(String, Decision)> {
+                        p.iter()
+                            .map(|p| (p.job.id().to_string(), p.decision.clone()))
+                            .collect()
+                    };
+                    assert_eq!(decisions(&a), decisions(&b), "{} at {now}", path.display());
+                    decided += a.len();
+                    for (w, s) in whole.iter().zip(&slim) {
+                        for key in SCHEDULING_KEYS {
+                            assert_eq!(
+                                w.get(key),
+                                s.get(key),
+                                "{key} of {} in {}",
+                                w.id(),
+                                path.display()
+                            );
+                        }
+                    }
+                    assert_eq!(
+                        earliest_next_run(&whole, &ctx),
+                        earliest_next_run(&slim, &ctx)
+                    );
+                }
+            }
+        }
+        assert!(stores >= 6, "fixture stores read: {stores}");
+        assert!(decided >= 20, "decisions compared: {decided}");
+    }
 }

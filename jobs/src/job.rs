@@ -103,6 +103,26 @@ pub fn new_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Every key the due scan ([`crate::due::plan_pass`]), [`crate::due::earliest_next_run`]
+/// and completed-job pruning read. A job reduced to these decides exactly as the whole
+/// record does (tested against the fixture stores); add a key here when one of them
+/// starts reading it.
+pub const SCHEDULING_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "enabled",
+    "state",
+    "paused_at",
+    "schedule",
+    "schedule_display",
+    "timezone",
+    "repeat",
+    "next_run_at",
+    "last_run_at",
+    "created_at",
+    "catch_up",
+];
+
 /// One record of jobs.json.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {

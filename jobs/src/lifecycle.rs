@@ -4,6 +4,7 @@
 //! Validation (schedule, repeat, prompt scan, deliver, paths) happens before the store
 //! is touched: a refused command leaves jobs.json exactly as it was.
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -13,7 +14,7 @@ use serde_json::{json, Value};
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
 use crate::deliver::validate_deliver;
-use crate::job::{is_safe_id, new_id, parse_repeat_times, Context, Job, JobState};
+use crate::job::{is_safe_id, new_id, parse_repeat_times, Context, Job, JobState, SCHEDULING_KEYS};
 use crate::store::{JsonFileStore, StoreError};
 use crate::threats::{scan_prompt, PromptBlocked};
 
@@ -46,6 +47,11 @@ impl JobError {
 pub trait JobStore {
     /// Every job, read without taking the lock.
     fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
+    /// Every job reduced to [`SCHEDULING_KEYS`], read without the lock: enough for the
+    /// due scan, the next wake-up and pruning, at a fraction of the memory of whole jobs.
+    fn load_scheduling_view(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        self.load_jobs(ctx)
+    }
     /// One locked read-modify-write. `change` sees every (healed) job; when it returns
     /// an error nothing is written.
     fn update_jobs(
@@ -53,6 +59,31 @@ pub trait JobStore {
         ctx: &Context,
         change: &mut dyn FnMut(&mut Vec<Job>) -> Result<(), JobError>,
     ) -> Result<(), JobError>;
+    /// A locked change of the jobs whose id is in `ids` (healed, in store order); every
+    /// other job is left exactly as it is. When `change` returns an error nothing is
+    /// written.
+    fn update_jobs_by_id(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut [Job]) -> Result<(), JobError>,
+    ) -> Result<(), JobError> {
+        self.update_jobs(ctx, &mut |jobs| {
+            let mut chosen: Vec<Job> = Vec::new();
+            let mut at = Vec::new();
+            for (i, job) in jobs.iter().enumerate() {
+                if ids.contains(job.id()) {
+                    chosen.push(job.clone());
+                    at.push(i);
+                }
+            }
+            change(&mut chosen)?;
+            for (i, job) in at.into_iter().zip(chosen) {
+                jobs[i] = job;
+            }
+            Ok(())
+        })
+    }
     /// Where this job's output documents go.
     fn output_dir(&self, job_id: &str) -> PathBuf;
 }
@@ -61,6 +92,15 @@ impl JobStore for JsonFileStore {
     fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
         Ok(self
             .load()?
+            .jobs
+            .into_iter()
+            .map(Job::from_record)
+            .collect())
+    }
+
+    fn load_scheduling_view(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        Ok(self
+            .load_keeping(SCHEDULING_KEYS)?
             .jobs
             .into_iter()
             .map(Job::from_record)
@@ -83,6 +123,29 @@ impl JobStore for JsonFileStore {
             change(&mut jobs)?;
             doc.jobs = jobs.into_iter().map(Job::into_record).collect();
             Ok(())
+        })
+    }
+
+    fn update_jobs_by_id(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut [Job]) -> Result<(), JobError>,
+    ) -> Result<(), JobError> {
+        self.update_records(&ctx.now_text(), ids, |records| {
+            let mut jobs: Vec<Job> = records
+                .iter_mut()
+                .map(|record| {
+                    let mut job = Job::from_record(std::mem::take(record));
+                    job.heal(ctx);
+                    job
+                })
+                .collect();
+            let result = change(&mut jobs);
+            for (record, job) in records.iter_mut().zip(jobs) {
+                *record = job.into_record();
+            }
+            result
         })
     }
 

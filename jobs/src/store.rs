@@ -103,6 +103,17 @@ impl JsonFileStore {
         }
     }
 
+    /// [`JsonFileStore::load`] keeping only `keep` of each job's keys (see
+    /// [`parse_document_keeping`]).
+    pub fn load_keeping(&self, keep: &[&str]) -> Result<StoreDocument, StoreError> {
+        let path = self.jobs_path();
+        match fs::read(&path) {
+            Ok(bytes) => parse_document_keeping(&bytes, &path, Some(keep)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(StoreDocument::default()),
+            Err(e) => Err(io_error(&path, e)),
+        }
+    }
+
     /// Take the exclusive `.jobs.lock` (blocking), load, call `f`; if `f` returns Ok, save
     /// the document atomically (with `updated_at` set to the given string) and return f's
     /// value; if `f` returns Err, write nothing. The lock is released on return (also on
@@ -126,6 +137,199 @@ impl JsonFileStore {
         write_atomic(&self.jobs_path(), &render_document(&doc))?;
         drop(lock);
         Ok(value)
+    }
+
+    /// [`JsonFileStore::update`] of the records whose `id` is in `ids` only: `f` gets
+    /// them in file order (duplicates included) and may change them in place. On a store
+    /// in the canonical shape every other record is written back as the very text it
+    /// was, so a change to a few jobs of 100,000 costs a copy of the file rather than a
+    /// parse and render of every job. A store that needs repairs (BOM, bare list, id
+    /// map, raw control characters) goes through [`JsonFileStore::update`] and is
+    /// rewritten whole; the chosen records are the same either way.
+    pub fn update_records<T, E: From<StoreError>>(
+        &self,
+        updated_at: &str,
+        ids: &std::collections::HashSet<&str>,
+        f: impl FnOnce(&mut [Record]) -> Result<T, E>,
+    ) -> Result<T, E> {
+        ensure_private_dir(&self.cron_dir)?;
+        let lock = open_lock_file(&self.lock_path())?;
+        fs4::FileExt::lock(&lock).map_err(|e| io_error(&self.lock_path(), e))?;
+
+        let path = self.jobs_path();
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io_error(&path, e).into()),
+        };
+        let Some(raw) = RawDocument::parse(&bytes) else {
+            drop(lock);
+            return self.update(updated_at, |doc| {
+                let chosen: Vec<usize> = (0..doc.jobs.len())
+                    .filter(|&i| record_id(&doc.jobs[i]).is_some_and(|id| ids.contains(id)))
+                    .collect();
+                let mut records: Vec<Record> = chosen
+                    .iter()
+                    .map(|&i| std::mem::take(&mut doc.jobs[i]))
+                    .collect();
+                let value = f(&mut records);
+                for (i, record) in chosen.into_iter().zip(records) {
+                    doc.jobs[i] = record;
+                }
+                value
+            });
+        };
+        let mut records = Vec::new();
+        for job in &raw.jobs {
+            if job.id.as_deref().is_some_and(|id| ids.contains(id)) {
+                let record: Record = serde_json::from_str(job.text.get())
+                    .map_err(|e| io_error(&path, io::Error::new(io::ErrorKind::InvalidData, e)))?;
+                records.push(record);
+            }
+        }
+        let value = f(&mut records)?;
+        let mut changed = records.iter();
+        let jobs: Vec<Slot> = raw
+            .jobs
+            .iter()
+            .map(
+                |job| match job.id.as_deref().is_some_and(|id| ids.contains(id)) {
+                    true => changed.next().map_or(Slot::Raw(job.text), Slot::Record),
+                    false => Slot::Raw(job.text),
+                },
+            )
+            .collect();
+        let mut out = Vec::with_capacity(bytes.len() + 4096);
+        let view = RawDocumentView {
+            jobs,
+            updated_at,
+            extra: &raw.extra,
+        };
+        serde_json::to_writer_pretty(&mut out, &view)
+            .map_err(|e| io_error(&path, io::Error::other(e)))?;
+        out.push(b'\n');
+        write_atomic(&path, &out)?;
+        drop(lock);
+        Ok(value)
+    }
+}
+
+fn record_id(record: &Record) -> Option<&str> {
+    record.get("id").and_then(Value::as_str)
+}
+
+/// One job of a store being written: its untouched text, or the changed record.
+enum Slot<'a> {
+    Raw(&'a serde_json::value::RawValue),
+    Record(&'a Record),
+}
+
+impl serde::Serialize for Slot<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Slot::Raw(text) => text.serialize(serializer),
+            Slot::Record(record) => record.serialize(serializer),
+        }
+    }
+}
+
+/// The canonical top level written by [`JsonFileStore::update_records`].
+struct RawDocumentView<'a> {
+    jobs: Vec<Slot<'a>>,
+    updated_at: &'a str,
+    extra: &'a [(String, &'a serde_json::value::RawValue)],
+}
+
+impl serde::Serialize for RawDocumentView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jobs", &self.jobs)?;
+        map.serialize_entry("updated_at", self.updated_at)?;
+        for (key, value) in self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+/// A job store read for an update of a few records: every job stays its own JSON text
+/// unless it was chosen.
+struct RawDocument<'a> {
+    jobs: Vec<RawJob<'a>>,
+    /// Top-level keys other than "jobs" and "updated_at", as text, in order.
+    extra: Vec<(String, &'a serde_json::value::RawValue)>,
+}
+
+struct RawJob<'a> {
+    text: &'a serde_json::value::RawValue,
+    id: Option<String>,
+}
+
+impl<'a> RawDocument<'a> {
+    /// The canonical shape only (an object with a `jobs` list of objects, no BOM, valid
+    /// JSON); `None` sends the caller to the whole-document path, which repairs the rest.
+    fn parse(bytes: &'a [u8]) -> Option<RawDocument<'a>> {
+        #[derive(serde::Deserialize)]
+        struct IdOnly {
+            id: Option<Value>,
+        }
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let top = serde::Deserializer::deserialize_map(&mut deserializer, raw_view::Top).ok()?;
+        deserializer.end().ok()?;
+        let mut jobs = Vec::with_capacity(top.jobs.len());
+        for job in top.jobs {
+            if !job.get().starts_with('{') {
+                return None;
+            }
+            let id = serde_json::from_str::<IdOnly>(job.get()).ok()?.id;
+            jobs.push(RawJob {
+                text: job,
+                id: id.and_then(|v| v.as_str().map(str::to_string)),
+            });
+        }
+        Some(RawDocument {
+            jobs,
+            extra: top.extra,
+        })
+    }
+}
+
+/// The top level of a canonical store as text slices: the `jobs` entries and the other keys.
+mod raw_view {
+    use std::fmt;
+
+    use serde::de::{IgnoredAny, MapAccess, Visitor};
+    use serde_json::value::RawValue;
+
+    pub struct Top;
+
+    pub struct Parts<'a> {
+        pub jobs: Vec<&'a RawValue>,
+        pub extra: Vec<(String, &'a RawValue)>,
+    }
+
+    impl<'de> Visitor<'de> for Top {
+        type Value = Parts<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object with a \"jobs\" list")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parts<'de>, A::Error> {
+            let mut jobs = None;
+            let mut extra = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "jobs" => jobs = Some(map.next_value::<Vec<&'de RawValue>>()?),
+                    "updated_at" => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                    _ => extra.push((key, map.next_value::<&'de RawValue>()?)),
+                }
+            }
+            let jobs = jobs.ok_or_else(|| serde::de::Error::missing_field("jobs"))?;
+            Ok(Parts { jobs, extra })
+        }
     }
 }
 
@@ -187,6 +391,19 @@ fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
 /// on save). In an id-keyed `"jobs"` map an inline `id` that is missing, null or `""`
 /// is replaced by the key.
 pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreError> {
+    parse_document_keeping(bytes, path, None)
+}
+
+/// [`parse_document`] that keeps only `keep` of each job's keys (all of them for `None`)
+/// and drops the other top-level keys: a cheap read-only view. Every other key is still
+/// checked as JSON, so a file this reads is one [`parse_document`] reads, with the same
+/// shape repairs and errors; on 100,000 jobs the view of the keys a due scan reads takes
+/// about a tenth of the memory of the whole records.
+pub fn parse_document_keeping(
+    bytes: &[u8],
+    path: &Path,
+    keep: Option<&[&str]>,
+) -> Result<StoreDocument, StoreError> {
     let mut repaired = false;
     let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => {
@@ -205,7 +422,7 @@ pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreE
         });
     }
 
-    let top: Value = match serde_json::from_slice(bytes) {
+    let top: Value = match parse_top(bytes, keep) {
         Ok(value) => value,
         Err(first_err) => {
             let (fixed, origin) = escape_control_chars_in_strings(bytes);
@@ -213,7 +430,7 @@ pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreE
                 // Nothing to repair: the original error is the real one.
                 return Err(unreadable_from_json(&first_err, bytes, bytes, None, path));
             }
-            match serde_json::from_slice(&fixed) {
+            match parse_top(&fixed, keep) {
                 Ok(value) => {
                     repaired = true;
                     value
@@ -281,6 +498,146 @@ pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreE
         }
     }
     Ok(doc)
+}
+
+fn parse_top(bytes: &[u8], keep: Option<&[&str]>) -> serde_json::Result<Value> {
+    let Some(keys) = keep else {
+        return serde_json::from_slice(bytes);
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let top = serde::de::DeserializeSeed::deserialize(view::Top(keys), &mut deserializer)?;
+    deserializer.end()?;
+    Ok(top)
+}
+
+/// Deserializers for [`parse_document_keeping`]: the top level, the `jobs` list or id map,
+/// and each job with only the kept keys. A value that is not the expected container is
+/// kept as a value of the same kind, so the shape errors read as in the full parse.
+mod view {
+    use std::fmt;
+
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    /// The whole document: only `jobs` is kept (a bare list is the jobs list).
+    pub struct Top<'k>(pub &'k [&'k str]);
+    /// The `jobs` value: a list or an id-keyed map of jobs.
+    struct Jobs<'k>(&'k [&'k str]);
+    /// One job: an object reduced to the kept keys.
+    struct Job<'k>(&'k [&'k str]);
+
+    impl<'de> DeserializeSeed<'de> for Top<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Top<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a job store")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+            Jobs(self.0).visit_seq(seq)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut top = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "jobs" {
+                    top.insert(key, map.next_value_seed(Jobs(self.0))?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Value::Object(top))
+        }
+        forward_scalars!();
+    }
+
+    impl<'de> DeserializeSeed<'de> for Jobs<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Jobs<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of jobs")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut jobs = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(job) = seq.next_element_seed(Job(self.0))? {
+                jobs.push(job);
+            }
+            Ok(Value::Array(jobs))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut by_id = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                by_id.insert(key, map.next_value_seed(Job(self.0))?);
+            }
+            Ok(Value::Object(by_id))
+        }
+        forward_scalars!();
+    }
+
+    impl<'de> DeserializeSeed<'de> for Job<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Job<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a job object")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Value::Array(Vec::new()))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut job = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if self.0.contains(&key.as_str()) {
+                    job.insert(key, map.next_value()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(Value::Object(job))
+        }
+        forward_scalars!();
+    }
+
+    /// Scalars where a container was expected keep their kind (for the shape errors).
+    macro_rules! forward_scalars {
+        () => {
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Value, E> {
+                Ok(Value::Bool(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+        };
+    }
+    use forward_scalars;
 }
 
 fn records_from_list(entries: Vec<Value>) -> Result<Vec<Record>, String> {
@@ -443,25 +800,36 @@ fn line_and_column(bytes: &[u8], index: usize) -> (usize, usize) {
 ///
 /// `updated_at` is omitted when it is `None`; [`JsonFileStore::update`] always sets it.
 pub fn render_document(doc: &StoreDocument) -> Vec<u8> {
-    let mut top = Record::new();
-    top.insert(
-        "jobs".to_string(),
-        Value::Array(doc.jobs.iter().cloned().map(Value::Object).collect()),
-    );
-    if let Some(updated_at) = &doc.updated_at {
-        top.insert("updated_at".to_string(), Value::String(updated_at.clone()));
-    }
-    for (key, value) in &doc.extra {
-        if key != "jobs" && key != "updated_at" {
-            top.insert(key.clone(), value.clone());
-        }
-    }
-    // A `Value` has string keys and finite numbers only, so serializing it into memory
-    // cannot fail; an empty fallback would risk writing an empty store, so fail loudly.
-    let mut out = serde_json::to_vec_pretty(&Value::Object(top))
-        .expect("serializing a serde_json::Value into memory cannot fail");
+    // Serialized straight from the borrowed records: a store of 100,000 jobs is ~100 MB
+    // of JSON and about ten times that as maps, so a cloned copy would double the peak.
+    let mut out = Vec::with_capacity(doc.jobs.len() * 1024 + 64);
+    // Maps with string keys, finite numbers and a Vec writer: serializing cannot fail; an
+    // empty fallback would risk writing an empty store, so fail loudly.
+    serde_json::to_writer_pretty(&mut out, &DocumentView(doc))
+        .expect("serializing JSON maps into memory cannot fail");
     out.push(b'\n');
     out
+}
+
+/// The canonical top-level shape of a [`StoreDocument`], borrowed for serializing.
+struct DocumentView<'a>(&'a StoreDocument);
+
+impl serde::Serialize for DocumentView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let doc = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("jobs", &doc.jobs)?;
+        if let Some(updated_at) = &doc.updated_at {
+            map.serialize_entry("updated_at", updated_at)?;
+        }
+        for (key, value) in &doc.extra {
+            if key != "jobs" && key != "updated_at" {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// Write bytes atomically: temp file in the same directory, write, flush, fsync, chmod 0600, rename over target, fsync the directory. Creates the parent dir with mode 0700 if missing. Used also for output documents later.
@@ -951,5 +1319,113 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 400);
+    }
+
+    fn ids<'a>(list: &[&'a str]) -> std::collections::HashSet<&'a str> {
+        list.iter().copied().collect()
+    }
+
+    fn mark(records: &mut [Record]) -> Result<usize, StoreError> {
+        for record in records.iter_mut() {
+            record.insert("touched".into(), json!(true));
+        }
+        Ok(records.len())
+    }
+
+    #[test]
+    fn update_records_changes_the_chosen_and_keeps_the_others_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(&dir);
+        let original = "{\"jobs\": [{\"id\": \"a\", \"n\": 2.50, \"s\": \"caf\\u00e9\"},\n {\"id\": \"b\"}, {\"id\": \"a\"}, {\"x\": 1}],\n \"updated_at\": \"old\", \"z_extra\": [1, 2.0]}";
+        write_raw(&store, original.as_bytes());
+        let changed = store
+            .update_records("new", &ids(&["a", "zzz"]), mark)
+            .unwrap();
+        assert_eq!(changed, 2, "both records with id a, in file order");
+        let text = fs::read_to_string(store.jobs_path()).unwrap();
+        // Untouched records keep their exact text (number spelling, escapes, spacing).
+        assert!(text.contains("{\"id\": \"b\"}"), "{text}");
+        assert!(text.contains("{\"x\": 1}"), "{text}");
+        assert!(text.contains("[1, 2.0]"), "{text}");
+        let doc = parse(&text).unwrap();
+        let touched: Vec<bool> = doc.jobs.iter().map(|j| j.contains_key("touched")).collect();
+        assert_eq!(touched, [true, false, true, false]);
+        assert_eq!(doc.jobs[0]["s"], json!("café"));
+        assert_eq!(doc.updated_at.as_deref(), Some("new"));
+        assert_eq!(doc.extra.keys().collect::<Vec<_>>(), ["z_extra"]);
+        assert!(text.ends_with("}\n"));
+    }
+
+    #[test]
+    fn update_records_repairs_other_shapes_through_the_whole_document() {
+        for original in [
+            "[{\"id\": \"a\"}, {\"id\": \"b\"}]",
+            "\u{feff}{\"jobs\": [{\"id\": \"a\"}, {\"id\": \"b\"}]}",
+            "{\"jobs\": {\"a\": {}, \"b\": {\"id\": \"b\"}}}",
+            "{\"jobs\": [{\"id\": \"a\", \"p\": \"line\nbreak\"}, {\"id\": \"b\"}]}",
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = store_in(&dir);
+            write_raw(&store, original.as_bytes());
+            let changed = store.update_records("now", &ids(&["a"]), mark).unwrap();
+            assert_eq!(changed, 1, "{original:?}");
+            let bytes = fs::read(store.jobs_path()).unwrap();
+            let doc = parse_document(&bytes, &store.jobs_path()).unwrap();
+            assert!(!doc.repaired, "rewritten canonical: {original:?}");
+            assert_eq!(doc.jobs.len(), 2);
+            assert_eq!(doc.jobs[0]["id"], json!("a"));
+            assert_eq!(doc.jobs[0]["touched"], json!(true), "{original:?}");
+            assert!(!doc.jobs[1].contains_key("touched"));
+        }
+    }
+
+    #[test]
+    fn update_records_leaves_an_unreadable_store_and_an_erring_change_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store_in(&dir);
+        let broken = b"{\"jobs\": [{\"id\": \"a\"} {\"id\": \"b\"}]}";
+        write_raw(&store, broken);
+        let err = store.update_records("now", &ids(&["a"]), mark).unwrap_err();
+        assert!(matches!(err, StoreError::Unreadable { .. }), "{err}");
+        assert_eq!(fs::read(store.jobs_path()).unwrap(), broken);
+
+        let fine = b"{\"jobs\": [{\"id\": \"a\"}]}";
+        write_raw(&store, fine);
+        let result: Result<(), StoreError> = store.update_records("now", &ids(&["a"]), |_| {
+            Err(StoreError::Unreadable {
+                path: PathBuf::new(),
+                line: None,
+                column: None,
+                reason: "no".into(),
+            })
+        });
+        assert!(result.is_err());
+        assert_eq!(fs::read(store.jobs_path()).unwrap(), fine);
+    }
+
+    #[test]
+    fn the_kept_keys_view_reads_what_the_full_parse_reads() {
+        let text = "{\"jobs\": [{\"id\": \"a\", \"prompt\": \"long\", \"next_run_at\": \"t\", \"x\": {\"y\": [1]}}], \"updated_at\": \"u\", \"k\": 1}";
+        let path = Path::new("/h/cron/jobs.json");
+        let view =
+            parse_document_keeping(text.as_bytes(), path, Some(&["id", "next_run_at"])).unwrap();
+        assert_eq!(view.jobs, [rec(json!({"id": "a", "next_run_at": "t"}))]);
+        for bad in [
+            "{\"jobs\": [1]}",
+            "{\"jobs\": \"x\"}",
+            "\"x\"",
+            "{\"jobs\": [{\"id\": \"a\"} {}]}",
+        ] {
+            let full = parse(bad).unwrap_err().to_string();
+            let kept = parse_document_keeping(bad.as_bytes(), path, Some(&["id"]))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(full, kept, "{bad}");
+        }
+        let repaired =
+            parse_document_keeping(b"[{\"id\": \"a\", \"p\": \"a\nb\"}]", path, Some(&["id"]))
+                .unwrap();
+        assert!(repaired.repaired);
+        assert_eq!(repaired.jobs, [rec(json!({"id": "a"}))]);
     }
 }

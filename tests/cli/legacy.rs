@@ -452,3 +452,106 @@ fn legacy_naive_run_at_is_read_in_the_system_zone() {
     let run_at = job["schedule"]["run_at"].as_str().unwrap();
     assert_eq!(instant(run_at), want, "healed run_at {run_at}");
 }
+
+/// A job record's text exactly as it sits in a store, by id (the store must be a
+/// `{"jobs": [...]}` document).
+fn record_texts(bytes: &[u8]) -> Vec<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Top<'a> {
+        #[serde(borrow)]
+        jobs: Vec<&'a serde_json::value::RawValue>,
+    }
+    let top: Top = serde_json::from_slice(bytes).expect("a {\"jobs\": [...]} store");
+    top.jobs
+        .into_iter()
+        .map(|raw| {
+            let record: Value = serde_json::from_str(raw.get()).unwrap();
+            (
+                record["id"].as_str().unwrap().to_string(),
+                raw.get().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_pass_rewrites_only_the_jobs_it_ran_leaving_every_other_record_as_python_wrote_it() {
+    let hermes = Hermes::new();
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(scripts.join("hello.sh"), "echo hello\n").unwrap();
+    // As Python's `json.dump(indent=2)` writes it: ASCII escapes, its own key order,
+    // keys this project does not know, and a job that is not due.
+    let store = r#"{
+  "jobs": [
+    {
+      "id": "aaaaaaaaaaaa",
+      "name": "Caf\u00e9 digest \ud83d\udcf0",
+      "prompt": "Summarize caf\u00e9 news",
+      "x_python_only": {"nested": [1, 2.50, "\u00e9"]},
+      "schedule": {"kind": "interval", "minutes": 120, "display": "every 120m"},
+      "enabled": true,
+      "state": "scheduled",
+      "next_run_at": "2026-06-01T14:00:00+00:00",
+      "deliver": "local"
+    },
+    {
+      "id": "bbbbbbbbbbbb",
+      "name": "hello",
+      "prompt": "",
+      "script": "hello.sh",
+      "no_agent": true,
+      "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+      "repeat": {"times": null, "completed": 4},
+      "enabled": true,
+      "state": "scheduled",
+      "next_run_at": "2026-06-01T11:00:00+00:00",
+      "x_python_only": "kept",
+      "deliver": "local"
+    },
+    {
+      "id": "cccccccccccc",
+      "name": "paused one",
+      "prompt": "p",
+      "schedule": {"kind": "cron", "expr": "0 9 * * *", "display": "0 9 * * *"},
+      "enabled": false,
+      "state": "paused",
+      "paused_at": "2026-05-30T08:00:00+00:00",
+      "next_run_at": "2026-05-31T09:00:00+00:00"
+    }
+  ],
+  "updated_at": "2026-06-01T10:00:00+00:00",
+  "x_top_level": {"kept": true}
+}
+"#;
+    hermes.write_store(store.as_bytes());
+    let before = record_texts(store.as_bytes());
+
+    let run = hermes.cron_at("2026-06-01T11:00:20+00:00", &["tick"]);
+    assert!(
+        run.ok().contains("hello"),
+        "the due job ran: {}",
+        run.stdout
+    );
+
+    let bytes = hermes.store_bytes().unwrap();
+    let after = record_texts(&bytes);
+    assert_eq!(after.len(), 3);
+    for ((id, old), (new_id, new)) in before.iter().zip(&after) {
+        assert_eq!(id, new_id, "the order of the jobs is kept");
+        if id != "bbbbbbbbbbbb" {
+            assert_eq!(old, new, "job {id} was not run and keeps its exact text");
+        }
+    }
+    let ran = hermes.job("bbbbbbbbbbbb");
+    assert_eq!(ran["last_status"], "ok");
+    assert_eq!(ran["next_run_at"], "2026-06-01T12:00:00+00:00");
+    assert_eq!(ran["repeat"]["completed"], 5);
+    assert_eq!(ran["x_python_only"], "kept");
+    let doc = hermes.store();
+    assert_eq!(doc["x_top_level"], json!({"kept": true}));
+    assert_ne!(doc["updated_at"], "2026-06-01T10:00:00+00:00");
+    // The result is still a store every reader accepts.
+    let listed = hermes.cron_at("2026-06-01T11:01:00+00:00", &["list", "--all"]);
+    assert!(listed.ok().contains("Café digest"), "{}", listed.stdout);
+}
