@@ -446,3 +446,41 @@ fn the_command_backend_gets_the_prompt_on_stdin() {
     let run = hermes.cron(&["run", &id]);
     assert!(run.ok().contains("external saw: 1"), "{}", run.stdout);
 }
+
+#[test]
+fn the_turn_budget_warns_at_70_and_90_percent_then_asks_for_a_summary_without_tools() {
+    // max_turns 10: notices after the 7th and 9th tool turns, then one call without tools.
+    let mut replies: Vec<Reply> = (0..10)
+        .map(|_| tools(&[("list_directory", json!({"path": "."}))]))
+        .collect();
+    replies.push(text("Summary: listed the directory ten times."));
+    let fake = Fake::start(replies);
+    let hermes = home_with(&format!(
+        "{}  max_turns: 10\n",
+        openai_config(&fake.base)
+    ));
+    let id = hermes.add("every 1h", "Keep looking around", &[]);
+    hermes.cron(&["run", &id]).ok();
+
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 11, "10 turns and the summary call");
+    let last_text = |r: &Value| contents(r).last().cloned().unwrap_or_default();
+    let consolidate = "You have used 70% of your turn budget";
+    let finish = "You have used 90% of your turn budget";
+    for (i, request) in requests.iter().enumerate().take(7) {
+        let all = contents(request).join("\n");
+        assert!(!all.contains(consolidate), "request {} warns too early", i + 1);
+    }
+    assert!(last_text(&requests[7]).contains(consolidate), "8th request");
+    assert!(!last_text(&requests[8]).contains(consolidate), "the notice is given once");
+    assert!(last_text(&requests[9]).contains(finish), "10th request");
+    let summary = &requests[10];
+    assert!(
+        summary.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        "the summary call offers no tools: {}",
+        summary["tools"]
+    );
+    assert!(last_text(summary).contains("no more tools can be called"));
+    assert!(output(&hermes, &id).contains("Summary: listed the directory ten times."));
+    assert_eq!(runs(&hermes, &id)[0]["status"], "ok");
+}
