@@ -19,6 +19,8 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Timelike, Utc};
@@ -555,13 +557,47 @@ struct PassCost {
     store_bytes: u64,
     idle: Vec<Duration>,
     busy: Vec<Duration>,
+    /// Peak RSS (KiB) of the largest tick, nothing due and 1 % due.
+    idle_peak: u64,
+    busy_peak: u64,
 }
 
-/// Wall time of one `hermes cron tick`, and its stdout.
-fn timed_tick(home: &Home) -> (Duration, String) {
+/// One `hermes cron tick`: wall time, stdout and its peak RSS in KiB. The peak is VmHWM
+/// polled every 2 ms until the process ends: rusage's maxrss would also count the memory
+/// of this bench process, which the child shares between spawn and exec.
+fn timed_tick(home: &Home) -> (Duration, String, u64) {
     let start = Instant::now();
-    let out = home.ok(&["cron", "tick"]);
-    (start.elapsed(), out)
+    let mut child = home
+        .command(&["cron", "tick"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("cannot start the hermes binary");
+    let pid = child.id() as i32;
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !done.load(Ordering::Relaxed) {
+                if let Some((_, hwm)) = memory_kib(pid) {
+                    peak = peak.max(hwm);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        std::io::Read::read_to_string(&mut stdout, &mut out).expect("read the tick's stdout");
+    }
+    let status = child.wait().expect("wait for the tick");
+    let took = start.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let peak = watcher.join().unwrap_or(0);
+    assert!(status.success(), "hermes cron tick failed ({status})");
+    (took, out, peak)
 }
 
 fn pass_cost(bin: &Path, template: &Record, jobs: u64, runs: usize) -> PassCost {
@@ -573,11 +609,13 @@ fn pass_cost(bin: &Path, template: &Record, jobs: u64, runs: usize) -> PassCost 
 
     // (a) Nothing due: process start, load, scan. One untimed warm-up.
     let mut idle = Vec::new();
+    let (mut idle_peak, mut busy_peak) = (0, 0);
     for n in 0..=runs {
-        let (took, out) = timed_tick(&home);
+        let (took, out, peak) = timed_tick(&home);
         assert!(out.contains("Nothing due."), "a tick found work: {out}");
         if n > 0 {
             idle.push(took);
+            idle_peak = idle_peak.max(peak);
         }
     }
     idle.sort();
@@ -608,10 +646,11 @@ fn pass_cost(bin: &Path, template: &Record, jobs: u64, runs: usize) -> PassCost 
             );
         }
         home.write_store(records);
-        let (took, out) = timed_tick(&home);
+        let (took, out, peak) = timed_tick(&home);
         let ran = out.lines().filter(|l| l.ends_with("): ok")).count() as u64;
         assert_eq!(ran, due_jobs, "expected {due_jobs} ok runs, got:\n{out}");
         busy.push(took);
+        busy_peak = busy_peak.max(peak);
     }
     busy.sort();
     PassCost {
@@ -620,6 +659,8 @@ fn pass_cost(bin: &Path, template: &Record, jobs: u64, runs: usize) -> PassCost 
         store_bytes,
         idle,
         busy,
+        idle_peak,
+        busy_peak,
     }
 }
 
@@ -688,7 +729,7 @@ fn agent_burst(bin: &Path, template: &Record, jobs: usize, parallel: usize) -> B
         .collect();
     home.write_store(records);
     let cpu_before = children_cpu();
-    let (wall, out) = timed_tick(&home);
+    let (wall, out, _) = timed_tick(&home);
     let cpu = children_cpu().saturating_sub(cpu_before);
     let ok = out.lines().filter(|l| l.ends_with("): ok")).count();
     assert_eq!(
@@ -726,39 +767,49 @@ fn main() {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!("binary: {} ({cpus} CPUs)", bin.display());
     let template = template_record(&bin);
+    let sections = sections();
+    let wanted = |n: u32| sections.contains(&n);
+    let mut summary = Vec::new();
 
-    println!(
-        "\n[1] fire lateness: {} one-shot script jobs, {} per second, max_parallel_jobs 0",
-        plan.fires, plan.per_second
-    );
-    let late = fire_lateness(&bin, &template, &plan);
-    println!(
-        "  ledger rows with a start: {} of {} ({})",
-        late.n, late.expected, late.statuses
-    );
-    println!(
+    if wanted(1) {
+        println!(
+            "\n[1] fire lateness: {} one-shot script jobs, {} per second, max_parallel_jobs 0",
+            plan.fires, plan.per_second
+        );
+        let late = fire_lateness(&bin, &template, &plan);
+        println!(
+            "  ledger rows with a start: {} of {} ({})",
+            late.n, late.expected, late.statuses
+        );
+        println!(
         "  lateness started_at - scheduled_at: min {:.0} ms, p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
         late.min, late.p50, late.p99, late.max
     );
-    println!(
-        "  finished_at - scheduled_at: p50 {:.0} ms, max {:.0} ms; daemon {}",
-        late.finish_p50,
-        late.finish_max,
-        stopped(late.stop)
-    );
+        println!(
+            "  finished_at - scheduled_at: p50 {:.0} ms, max {:.0} ms; daemon {}",
+            late.finish_p50,
+            late.finish_max,
+            stopped(late.stop)
+        );
+        summary.push(format!(
+        "fire lateness ({} one-shots, {}/s, unbounded parallelism): n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",
+        late.expected, plan.per_second, late.n, late.p50, late.p99, late.max
+    ));
+    }
 
-    println!(
-        "\n[2] idle daemon: {} recurring jobs, none due; window {} s after {} s of start-up",
-        grouped(plan.idle_jobs),
-        plan.idle_secs,
-        plan.settle_secs
-    );
-    let idle = idle_daemon(&bin, &template, &plan);
-    println!(
+    if wanted(2) {
+        println!(
+            "\n[2] idle daemon: {} recurring jobs, none due; window {} s after {} s of start-up",
+            grouped(plan.idle_jobs),
+            plan.idle_secs,
+            plan.settle_secs
+        );
+        let idle = idle_daemon(&bin, &template, &plan);
+        println!(
         "  RSS: {:.1} MiB at start+{} s, {:.1} MiB at the end, peak of samples {:.1} MiB (VmHWM {:.1} MiB)",
         idle.rss_start, plan.settle_secs, idle.rss_end, idle.rss_peak, idle.hwm
     );
-    println!(
+        println!(
         "  CPU: {:.2} s in the first {} s; {:.2} s over the {:.0} s window = {:.3} % of one core (clock-tick resolution)",
         idle.cpu_startup.as_secs_f64(),
         plan.settle_secs,
@@ -766,58 +817,12 @@ fn main() {
         idle.window.as_secs_f64(),
         idle.cpu_percent
     );
-    println!(
-        "  jobs.json rewritten during the window: {}; daemon {}",
-        if idle.store_rewritten { "YES" } else { "no" },
-        stopped(idle.stop)
-    );
-
-    println!("\n[3] pass cost: `hermes cron tick`, nothing due and 1 % due (silent scripts)");
-    let row = |label: &str, times: &[Duration]| {
         println!(
-            "  {label:<44} min {:>8.1} ms  median {:>8.1} ms  max {:>8.1} ms",
-            ms(times[0]),
-            ms(median(times)),
-            ms(times[times.len() - 1])
+            "  jobs.json rewritten during the window: {}; daemon {}",
+            if idle.store_rewritten { "YES" } else { "no" },
+            stopped(idle.stop)
         );
-    };
-    let mut passes = Vec::new();
-    for &(jobs, runs) in &plan.pass_sizes {
-        let pass = pass_cost(&bin, &template, jobs, runs);
-        println!(
-            "  {} jobs, jobs.json {:.2} MB, {runs} timed runs:",
-            grouped(pass.jobs),
-            pass.store_bytes as f64 / 1e6
-        );
-        row("(a) nothing due (start + load + scan)", &pass.idle);
-        row(
-            &format!("(b) {} due, waits for the runs", pass.due),
-            &pass.busy,
-        );
-        passes.push(pass);
-    }
-
-    println!(
-        "\n[4] burst: {} agent jobs due at once, fake model answering in 1 s, max_parallel_jobs {}",
-        plan.burst_jobs, plan.burst_parallel
-    );
-    let burst = agent_burst(&bin, &template, plan.burst_jobs, plan.burst_parallel);
-    println!(
-        "  all {} finished in {:.1} s (ideal {:.1} s); CPU {:.2} s = {:.1} ms per job; {} ok",
-        burst.jobs,
-        burst.wall.as_secs_f64(),
-        (burst.jobs as f64 / plan.burst_parallel as f64).ceil(),
-        burst.cpu.as_secs_f64(),
-        burst.cpu.as_secs_f64() * 1000.0 / burst.jobs as f64,
-        burst.ok
-    );
-
-    println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");
-    println!(
-        "fire lateness ({} one-shots, {}/s, unbounded parallelism): n={} p50={:.0} ms p99={:.0} ms max={:.0} ms",
-        late.expected, plan.per_second, late.n, late.p50, late.p99, late.max
-    );
-    println!(
+        summary.push(format!(
         "idle daemon ({} jobs, jobs.json {:.2} MB, {:.0} s window): RSS start {:.1} / end {:.1} / peak {:.1} MiB; CPU {:.2} s = {:.3} % of one core; jobs.json rewritten: {}",
         grouped(idle.jobs),
         idle.store_bytes as f64 / 1e6,
@@ -828,23 +833,112 @@ fn main() {
         idle.cpu_window.as_secs_f64(),
         idle.cpu_percent,
         if idle.store_rewritten { "yes" } else { "no" }
-    );
-    for pass in &passes {
-        println!(
-            "pass cost ({} jobs, jobs.json {:.2} MB): tick nothing due median {:.0} ms; with {} due (1 %) median {:.0} ms",
+    ));
+    }
+
+    if wanted(3) {
+        println!("\n[3] pass cost: `hermes cron tick`, nothing due and 1 % due (silent scripts)");
+        let row = |label: &str, times: &[Duration]| {
+            println!(
+                "  {label:<44} min {:>8.1} ms  median {:>8.1} ms  max {:>8.1} ms",
+                ms(times[0]),
+                ms(median(times)),
+                ms(times[times.len() - 1])
+            );
+        };
+        for &(jobs, runs) in &pass_sizes(&plan) {
+            let pass = pass_cost(&bin, &template, jobs, runs);
+            println!(
+                "  {} jobs, jobs.json {:.2} MB, {runs} timed runs:",
+                grouped(pass.jobs),
+                pass.store_bytes as f64 / 1e6
+            );
+            row("(a) nothing due (start + load + scan)", &pass.idle);
+            row(
+                &format!("(b) {} due, waits for the runs", pass.due),
+                &pass.busy,
+            );
+            println!(
+                "  peak RSS of one tick: {:.1} MiB nothing due, {:.1} MiB with {} due",
+                mib(pass.idle_peak),
+                mib(pass.busy_peak),
+                pass.due
+            );
+            summary.push(format!(
+            "pass cost ({} jobs, jobs.json {:.2} MB): tick nothing due median {:.0} ms (peak {:.0} MiB); with {} due (1 %) median {:.0} ms (peak {:.0} MiB)",
             grouped(pass.jobs),
             pass.store_bytes as f64 / 1e6,
             ms(median(&pass.idle)),
+            mib(pass.idle_peak),
             pass.due,
-            ms(median(&pass.busy))
-        );
+            ms(median(&pass.busy)),
+            mib(pass.busy_peak)
+        ));
+        }
     }
-    println!(
+
+    if wanted(4) {
+        println!(
+        "\n[4] burst: {} agent jobs due at once, fake model answering in 1 s, max_parallel_jobs {}",
+        plan.burst_jobs, plan.burst_parallel
+    );
+        let burst = agent_burst(&bin, &template, plan.burst_jobs, plan.burst_parallel);
+        println!(
+            "  all {} finished in {:.1} s (ideal {:.1} s); CPU {:.2} s = {:.1} ms per job; {} ok",
+            burst.jobs,
+            burst.wall.as_secs_f64(),
+            (burst.jobs as f64 / plan.burst_parallel as f64).ceil(),
+            burst.cpu.as_secs_f64(),
+            burst.cpu.as_secs_f64() * 1000.0 / burst.jobs as f64,
+            burst.ok
+        );
+
+        summary.push(format!(
         "burst ({} agent jobs due at once, model answers in 1 s, max_parallel_jobs {}): {:.1} s wall, {:.1} ms CPU per job",
         burst.jobs,
         plan.burst_parallel,
         burst.wall.as_secs_f64(),
         burst.cpu.as_secs_f64() * 1000.0 / burst.jobs as f64
-    );
+    ));
+    }
+
+    println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");
+    for line in summary {
+        println!("{line}");
+    }
     println!("=====");
+}
+
+/// `HERMES_BENCH_SECTIONS=1,3` runs only those sections (default: all four).
+fn sections() -> Vec<u32> {
+    match std::env::var("HERMES_BENCH_SECTIONS") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("HERMES_BENCH_SECTIONS: numbers 1-4, comma-separated")
+            })
+            .collect(),
+        _ => vec![1, 2, 3, 4],
+    }
+}
+
+/// `HERMES_BENCH_PASS_SIZES=100000:2,10000:5` (jobs:timed runs) replaces the plan's sizes.
+fn pass_sizes(plan: &Plan) -> Vec<(u64, usize)> {
+    match std::env::var("HERMES_BENCH_PASS_SIZES") {
+        Ok(list) if !list.trim().is_empty() => list
+            .split(',')
+            .map(|item| {
+                let (jobs, runs) = item
+                    .split_once(':')
+                    .expect("HERMES_BENCH_PASS_SIZES: jobs:runs, comma-separated");
+                (
+                    jobs.trim().parse().expect("a number of jobs"),
+                    runs.trim().parse().expect("a number of runs"),
+                )
+            })
+            .collect(),
+        _ => plan.pass_sizes.clone(),
+    }
 }
