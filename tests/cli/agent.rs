@@ -455,10 +455,7 @@ fn the_turn_budget_warns_at_70_and_90_percent_then_asks_for_a_summary_without_to
         .collect();
     replies.push(text("Summary: listed the directory ten times."));
     let fake = Fake::start(replies);
-    let hermes = home_with(&format!(
-        "{}  max_turns: 10\n",
-        openai_config(&fake.base)
-    ));
+    let hermes = home_with(&format!("{}  max_turns: 10\n", openai_config(&fake.base)));
     let id = hermes.add("every 1h", "Keep looking around", &[]);
     hermes.cron(&["run", &id]).ok();
 
@@ -469,14 +466,23 @@ fn the_turn_budget_warns_at_70_and_90_percent_then_asks_for_a_summary_without_to
     let finish = "You have used 90% of your turn budget";
     for (i, request) in requests.iter().enumerate().take(7) {
         let all = contents(request).join("\n");
-        assert!(!all.contains(consolidate), "request {} warns too early", i + 1);
+        assert!(
+            !all.contains(consolidate),
+            "request {} warns too early",
+            i + 1
+        );
     }
     assert!(last_text(&requests[7]).contains(consolidate), "8th request");
-    assert!(!last_text(&requests[8]).contains(consolidate), "the notice is given once");
+    assert!(
+        !last_text(&requests[8]).contains(consolidate),
+        "the notice is given once"
+    );
     assert!(last_text(&requests[9]).contains(finish), "10th request");
     let summary = &requests[10];
     assert!(
-        summary.get("tools").is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
+        summary
+            .get("tools")
+            .is_none_or(|t| t.as_array().is_some_and(Vec::is_empty)),
         "the summary call offers no tools: {}",
         summary["tools"]
     );
