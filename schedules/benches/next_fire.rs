@@ -1,103 +1,24 @@
-//! How many next-fire computations (`CronExpr::next_after`) and schedule parses
-//! (`parse_schedule`) one core does per second. It prints a table and stores nothing.
+//! How long one next-fire computation (`CronExpr::next_after`, `Schedule::next_run`) and
+//! one schedule parse (`parse_schedule`, `CronExpr::parse`) take, measured by criterion.
 //!
-//! A plain `harness = false` binary timed with `Instant`: criterion would double the
-//! build time on a 2-core machine for figures we only read by eye. Under `cargo bench`
-//! (which passes `--bench`) each case runs for 1.5 s after a 0.2 s warm-up; run any
-//! other way (`cargo test --benches`) each case runs once, as a smoke test. Words after
-//! `--` pick cases by name: `cargo bench -p schedules --bench next_fire -- '*/5' parse`.
+//! `cargo bench -p schedules --bench next_fire` prints each case's time per call and its
+//! calls per second (`thrpt`, one element = one call) and keeps criterion's history under
+//! `target/criterion/` so the next run reports the change. Run any other way (`cargo test
+//! --benches`) each case runs once, as a smoke test. A regex after `--` picks cases by
+//! id: `cargo bench -p schedules --bench next_fire -- 'New_York|parse'`.
+//!
+//! Case ids are `next_fire/<starts>/<expression> <zone>` and `parse/<function>/<input>`;
+//! `<starts>` is `chained` (each fire feeds the next call, as a scheduler walking forward
+//! does), `spread_2026` (1,024 starts spread over 2026, as `list`, `add` and a restarting
+//! scheduler do) or `ny_dst_days` (starts on New York's two 2026 change days ±1 day).
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::{America::New_York, Tz, UTC};
-use schedules::{parse_schedule, CronExpr};
-
-/// How long each case warms up and is measured, and which cases run.
-struct Bench {
-    warm_up: Duration,
-    measure: Duration,
-    /// Words from the command line: only cases whose name contains one of them run.
-    filters: Vec<String>,
-    rows: Vec<Row>,
-}
-
-/// One line of the table.
-struct Row {
-    case: String,
-    zone: &'static str,
-    starts: &'static str,
-    iterations: u64,
-    elapsed: Duration,
-}
-
-impl Bench {
-    fn from_args() -> Bench {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let measuring = args.iter().any(|a| a == "--bench");
-        let (warm_up, measure) = if measuring {
-            (Duration::from_millis(200), Duration::from_millis(1500))
-        } else {
-            (Duration::ZERO, Duration::ZERO)
-        };
-        Bench {
-            warm_up,
-            measure,
-            filters: args.into_iter().filter(|a| !a.starts_with("--")).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    fn wanted(&self, case: &str) -> bool {
-        self.filters.is_empty() || self.filters.iter().any(|f| case.contains(f.as_str()))
-    }
-
-    /// Runs `op` for the measuring time after the warm-up and adds a row, if wanted.
-    ///
-    /// Calls are timed in batches of about a millisecond so that reading the clock stays
-    /// out of the figure even for operations of a few tens of nanoseconds.
-    fn run(
-        &mut self,
-        case: String,
-        zone: &'static str,
-        starts: &'static str,
-        mut op: impl FnMut(),
-    ) {
-        if !self.wanted(&case) {
-            return;
-        }
-        let warm_start = Instant::now();
-        let mut warm_calls: u64 = 0;
-        while warm_start.elapsed() < self.warm_up {
-            op();
-            warm_calls += 1;
-        }
-        let batch = match warm_calls {
-            0 => 1, // smoke run: no warm-up, a single call
-            calls => (1_000_000 * calls / self.warm_up.as_nanos().max(1) as u64).max(1),
-        };
-        let start = Instant::now();
-        let mut iterations = 0;
-        let elapsed = loop {
-            for _ in 0..batch {
-                op();
-            }
-            iterations += batch;
-            let elapsed = start.elapsed();
-            if elapsed >= self.measure {
-                break elapsed;
-            }
-        };
-        self.rows.push(Row {
-            case,
-            zone,
-            starts,
-            iterations,
-            elapsed,
-        });
-    }
-}
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use schedules::{parse_schedule, CronExpr, Schedule};
 
 fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339)
@@ -123,30 +44,37 @@ fn spread(from: DateTime<Utc>, span: TimeDelta, count: usize) -> Vec<DateTime<Ut
         .collect()
 }
 
-/// Each fire feeds the next call, as a scheduler walking forward does. The walk restarts
-/// from `from` after 40 years so rare expressions (Feb 29) stay in realistic years.
-fn chained<'a>(expr: &'a CronExpr, zone: Tz, from: DateTime<Utc>) -> impl FnMut() + 'a {
+/// Each call starts from the previous fire. The walk restarts from `from` after 40 years
+/// so rare expressions (Feb 29) stay in realistic years.
+fn chained(
+    next: impl Fn(DateTime<Utc>) -> Option<DateTime<Utc>>,
+    from: DateTime<Utc>,
+) -> impl FnMut() -> DateTime<Utc> {
     let horizon = from + TimeDelta::days(366 * 40);
     let mut t = from;
     move || {
-        t = match expr.next_after(black_box(t), black_box(zone)) {
-            Some(next) if next < horizon => next,
+        t = match next(black_box(t)) {
+            Some(fire) if fire < horizon => fire,
             _ => from,
         };
+        t
     }
 }
 
-/// Every call starts from a different instant (cycling through `starts`), as `list`,
-/// `add` and a restarting scheduler do.
-fn from_each<'a>(expr: &'a CronExpr, zone: Tz, starts: &'a [DateTime<Utc>]) -> impl FnMut() + 'a {
+/// Every call starts from the next instant of `starts`, cycling.
+fn from_each<'a>(
+    next: impl Fn(DateTime<Utc>) -> Option<DateTime<Utc>> + 'a,
+    starts: &'a [DateTime<Utc>],
+) -> impl FnMut() -> Option<DateTime<Utc>> + 'a {
     let mut i = 0;
     move || {
-        black_box(expr.next_after(black_box(starts[i % starts.len()]), black_box(zone)));
+        let fire = next(black_box(starts[i % starts.len()]));
         i += 1;
+        fire
     }
 }
 
-fn bench_next_after(bench: &mut Bench) {
+fn next_fire(c: &mut Criterion) {
     let from = at("2026-01-01T00:00:00Z");
     let year = spread(from, TimeDelta::days(365), 1024);
     // The two New York change days of 2026 (Mar 8 spring gap, Nov 1 repeated hour),
@@ -154,106 +82,80 @@ fn bench_next_after(bench: &mut Bench) {
     let mut dst_days = spread(at("2026-03-07T05:00:00Z"), TimeDelta::days(2), 512);
     dst_days.extend(spread(at("2026-10-31T04:00:00Z"), TimeDelta::days(2), 512));
 
-    let cases: [(&str, Tz, &'static str); 4] = [
-        ("*/5 * * * *", UTC, "UTC"),
-        ("0 9 * * 1-5", UTC, "UTC"),
-        ("30 2 * * *", New_York, "America/New_York"),
-        ("0 0 29 2 *", UTC, "UTC"),
+    let mut group = c.benchmark_group("next_fire");
+    group.throughput(Throughput::Elements(1));
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+
+    let cases: [(&str, Tz); 4] = [
+        ("*/5 * * * *", UTC),
+        ("0 9 * * 1-5", UTC),
+        ("30 2 * * *", New_York),
+        ("0 0 29 2 *", UTC),
     ];
-    for (source, zone, zone_name) in cases {
+    for (source, zone) in cases {
         let expr = CronExpr::parse(source).expect("bench expressions are valid");
         assert!(
             expr.next_after(from, zone).is_some(),
             "{source} must fire after {from}"
         );
-        let case = || format!("next_after  {source}");
-        bench.run(case(), zone_name, "chained", chained(&expr, zone, from));
-        bench.run(
-            case(),
-            zone_name,
-            "spread over 2026",
-            from_each(&expr, zone, &year),
-        );
+        let case = format!("{source} {}", zone.name());
+        let next = |t| expr.next_after(t, black_box(zone));
+        group.bench_function(BenchmarkId::new("chained", &case), |b| {
+            b.iter(chained(next, from))
+        });
+        group.bench_function(BenchmarkId::new("spread_2026", &case), |b| {
+            b.iter(from_each(next, &year))
+        });
         if zone == New_York {
-            bench.run(
-                case(),
-                zone_name,
-                "NY DST change days",
-                from_each(&expr, zone, &dst_days),
-            );
+            group.bench_function(BenchmarkId::new("ny_dst_days", &case), |b| {
+                b.iter(from_each(next, &dst_days))
+            });
         }
     }
+
+    // An interval adds elapsed minutes to the last run: the floor under every cron figure.
+    let every_2h = parse_schedule("every 2h", from, UTC, None).expect("a valid interval");
+    assert!(matches!(every_2h, Schedule::Interval { minutes: 120, .. }));
+    let next = |t| every_2h.next_run(t, Some(t), black_box(UTC));
+    group.bench_function(BenchmarkId::new("chained", "every 2h UTC"), |b| {
+        b.iter(chained(next, from))
+    });
+    group.bench_function(BenchmarkId::new("spread_2026", "every 2h UTC"), |b| {
+        b.iter(from_each(next, &year))
+    });
+    group.finish();
 }
 
-fn bench_parse(bench: &mut Bench) {
+fn parse(c: &mut Criterion) {
     let now = at("2026-11-22T12:00:00Z");
-    for input in ["every 2h", "weekdays at 9am", "0 9 * * *"] {
+    let mut group = c.benchmark_group("parse");
+    group.throughput(Throughput::Elements(1));
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(3));
+    // One input per grammar form: interval, phrase, cron, one-shot delay, timestamp.
+    for input in [
+        "every 2h",
+        "weekdays at 9am",
+        "0 9 * * *",
+        "30m",
+        "2026-12-03T14:00",
+    ] {
         parse_schedule(input, now, New_York, None).expect("bench schedules are valid");
-        bench.run(
-            format!("parse_schedule  \"{input}\""),
-            "America/New_York",
-            "-",
-            || {
-                black_box(parse_schedule(
-                    black_box(input),
-                    black_box(now),
-                    black_box(New_York),
-                    None,
-                ))
-                .ok();
-            },
+        group.bench_with_input(
+            BenchmarkId::new("parse_schedule", input),
+            input,
+            |b, input| b.iter(|| parse_schedule(black_box(input), now, black_box(New_York), None)),
         );
     }
     // What `hermes cron list` pays per cron job when it reads a stored expression.
-    bench.run(
-        "CronExpr::parse  \"0 9 * * *\"".to_string(),
-        "-",
-        "-",
-        || {
-            black_box(CronExpr::parse(black_box("0 9 * * *"))).ok();
-        },
+    group.bench_with_input(
+        BenchmarkId::new("CronExpr::parse", "0 9 * * *"),
+        "0 9 * * *",
+        |b, input| b.iter(|| CronExpr::parse(black_box(input))),
     );
+    group.finish();
 }
 
-/// `1234567` → `1,234,567`.
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn print_table(rows: &[Row]) {
-    println!(
-        "{:<36} {:<17} {:<19} {:>12} {:>10} {:>13}",
-        "case", "zone", "starts", "iterations", "ns/op", "ops/s"
-    );
-    for row in rows {
-        let ns_per_op = row.elapsed.as_nanos() as f64 / row.iterations as f64;
-        let ops_per_s = row.iterations as f64 / row.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
-        println!(
-            "{:<36} {:<17} {:<19} {:>12} {:>10.1} {:>13}",
-            row.case,
-            row.zone,
-            row.starts,
-            grouped(row.iterations),
-            ns_per_op,
-            grouped(ops_per_s as u64)
-        );
-    }
-}
-
-fn main() {
-    let mut bench = Bench::from_args();
-    if bench.measure.is_zero() {
-        println!("next_fire: smoke run (one call per case); use `cargo bench` for figures");
-    }
-    bench_next_after(&mut bench);
-    bench_parse(&mut bench);
-    print_table(&bench.rows);
-}
+criterion_group!(benches, next_fire, parse);
+criterion_main!(benches);
