@@ -566,9 +566,14 @@ struct PassCost {
 /// polled every 2 ms until the process ends: rusage's maxrss would also count the memory
 /// of this bench process, which the child shares between spawn and exec.
 fn timed_tick(home: &Home) -> (Duration, String, u64) {
+    measured(home, &["cron", "tick"])
+}
+
+/// `hermes <args>` to completion: wall time, stdout, peak RSS in KiB (see [`timed_tick`]).
+fn measured(home: &Home, args: &[&str]) -> (Duration, String, u64) {
     let start = Instant::now();
     let mut child = home
-        .command(&["cron", "tick"])
+        .command(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -596,7 +601,7 @@ fn timed_tick(home: &Home) -> (Duration, String, u64) {
     let took = start.elapsed();
     done.store(true, Ordering::Relaxed);
     let peak = watcher.join().unwrap_or(0);
-    assert!(status.success(), "hermes cron tick failed ({status})");
+    assert!(status.success(), "hermes {args:?} failed ({status})");
     (took, out, peak)
 }
 
@@ -753,6 +758,101 @@ fn stopped(stop: Option<Duration>) -> String {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// 5. Agent start-up and memory
+
+/// A fake OpenAI-compatible model answering at once: tool calls (`terminal`) until the
+/// conversation holds `tool_turns` tool results, then a final text. Sends the arrival
+/// instant of every request on the channel.
+fn scripted_model_server(tool_turns: usize, arrivals: std::sync::mpsc::Sender<Instant>) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").expect("bind");
+    let addr = server.server_addr().to_ip().expect("an IP address");
+    std::thread::spawn(move || {
+        while let Ok(mut request) = server.recv() {
+            let _ = arrivals.send(Instant::now());
+            let mut body = String::new();
+            let _ = request.as_reader().read_to_string(&mut body);
+            let asked: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let results = asked["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+            let message = if results < tool_turns {
+                json!({"role": "assistant", "content": null, "tool_calls": [{
+                    "id": format!("call_{results}"), "type": "function",
+                    "function": {"name": "terminal",
+                                 "arguments": json!({"command": "ls -la /usr/bin | head -200"}).to_string()}}]})
+            } else {
+                json!({"role": "assistant", "content": "done"})
+            };
+            let reply = json!({
+                "id": "bench", "object": "chat.completion", "model": "bench-model",
+                "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 1, "total_tokens": 51},
+            });
+            let header = tiny_http::Header::from_bytes("Content-Type", "application/json")
+                .expect("a valid header");
+            let _ = request
+                .respond(tiny_http::Response::from_string(reply.to_string()).with_header(header));
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+struct AgentFigures {
+    first_byte: Vec<Duration>,
+    conversation_peaks: Vec<u64>,
+    conversation_wall: Vec<Duration>,
+}
+
+/// (a) `hermes cron run` of a one-answer job, `starts` times: process start to the first
+/// request at the model. (b) a 10-turn `terminal` conversation, `conversations` times:
+/// peak RSS and wall time.
+fn agent_figures(bin: &Path, starts: usize, conversations: usize) -> AgentFigures {
+    let config = |base: &str| {
+        format!("model:\n  default: bench-model\n  provider: custom\n  base_url: {base}\n")
+    };
+    let created = |out: &str| -> String {
+        out.lines()
+            .find_map(|l| l.strip_prefix("Created job: "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .expect("add prints the job id")
+            .to_string()
+    };
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let home = Home::new(bin, Some(&config(&scripted_model_server(0, tx))));
+    let id = created(&home.ok(&["cron", "add", "every 1d", "Say done."]));
+    home.ok(&["cron", "run", &id]); // warm-up
+    let _ = rx.try_iter().count();
+    let mut first_byte = Vec::new();
+    for _ in 0..starts {
+        let start = Instant::now();
+        home.ok(&["cron", "run", &id]);
+        let arrived = rx.try_iter().next().expect("the run asked the model");
+        first_byte.push(arrived.duration_since(start));
+    }
+    first_byte.sort();
+
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let home = Home::new(bin, Some(&config(&scripted_model_server(10, tx))));
+    let id = created(&home.ok(&["cron", "add", "every 1d", "Look around the system."]));
+    let mut conversation_peaks = Vec::new();
+    let mut conversation_wall = Vec::new();
+    for _ in 0..conversations {
+        let (took, out, peak) = measured(&home, &["cron", "run", &id]);
+        assert!(out.contains(": ok"), "the conversation ended ok: {out}");
+        conversation_peaks.push(peak);
+        conversation_wall.push(took);
+    }
+    conversation_peaks.sort();
+    conversation_wall.sort();
+    AgentFigures {
+        first_byte,
+        conversation_peaks,
+        conversation_wall,
+    }
+}
+
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     let plan = if measuring {
@@ -902,6 +1002,36 @@ fn main() {
     ));
     }
 
+    if wanted(5) {
+        let (starts, conversations) = if measuring { (30, 5) } else { (3, 1) };
+        println!(
+            "\n[5] agent: `hermes cron run` start to the first request at a fake model ({starts} runs); a 10-turn terminal conversation ({conversations} runs)"
+        );
+        let agent = agent_figures(&bin, starts, conversations);
+        let p = |sorted: &[Duration], q: f64| {
+            let ms: Vec<f64> = sorted.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+            percentile(&ms, q)
+        };
+        println!(
+            "  first request: min {:.1} ms, median {:.1} ms, p99 {:.1} ms",
+            p(&agent.first_byte, 0.0),
+            p(&agent.first_byte, 50.0),
+            p(&agent.first_byte, 99.0)
+        );
+        println!(
+            "  10-turn conversation: median {:.0} ms; peak RSS median {:.1} MiB, max {:.1} MiB",
+            ms(median(&agent.conversation_wall)),
+            mib(agent.conversation_peaks[agent.conversation_peaks.len() / 2]),
+            mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
+        );
+        summary.push(format!(
+            "agent: first request {:.1} ms median / {:.1} ms p99 after process start; 10-turn terminal conversation peak RSS {:.1} MiB",
+            p(&agent.first_byte, 50.0),
+            p(&agent.first_byte, 99.0),
+            mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
+        ));
+    }
+
     println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");
     for line in summary {
         println!("{line}");
@@ -909,7 +1039,7 @@ fn main() {
     println!("=====");
 }
 
-/// `HERMES_BENCH_SECTIONS=1,3` runs only those sections (default: all four).
+/// `HERMES_BENCH_SECTIONS=1,3` runs only those sections (default: all five).
 fn sections() -> Vec<u32> {
     match std::env::var("HERMES_BENCH_SECTIONS") {
         Ok(list) if !list.trim().is_empty() => list
@@ -917,10 +1047,10 @@ fn sections() -> Vec<u32> {
             .map(|n| {
                 n.trim()
                     .parse()
-                    .expect("HERMES_BENCH_SECTIONS: numbers 1-4, comma-separated")
+                    .expect("HERMES_BENCH_SECTIONS: numbers 1-5, comma-separated")
             })
             .collect(),
-        _ => vec![1, 2, 3, 4],
+        _ => vec![1, 2, 3, 4, 5],
     }
 }
 
