@@ -13,7 +13,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
 
-use jobs::due::{earliest_next_run, mark_completed, plan_pass, Decision, ScanOptions};
+use jobs::due::{
+    earliest_next_run, mark_completed, plan_pass, run_claim_owner, run_claim_ttl, Decision,
+    ScanOptions,
+};
 use jobs::ledger::{occurrence_key, Claim, Ledger, RunEnd, RunSource, RunStatus};
 use jobs::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use jobs::output::{save_missed_note, save_output, OutputDocument};
@@ -104,6 +107,13 @@ struct StoreRecord {
 
 impl StoreRecord {
     fn apply(&self, stored: &mut Job, ctx: &Context) {
+        // The run is over: no scheduler needs to keep off the job any more.
+        if stored
+            .get("run_claim")
+            .is_some_and(|claim| !claim.is_null())
+        {
+            stored.set("run_claim", Value::Null);
+        }
         stored.set("last_run_at", json!(self.last_run_at));
         stored.set("last_status", json!(self.last_status));
         stored.set("last_error", json!(self.error));
@@ -125,6 +135,9 @@ impl StoreRecord {
     }
 }
 
+/// How often a running one-shot's `run_claim` is refreshed (Python Hermes: every minute).
+const RUN_CLAIM_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(60);
+
 pub struct Scheduler {
     home: Home,
     /// Finished runs waiting to be written to jobs.json, and the right to write them.
@@ -137,6 +150,8 @@ pub struct Scheduler {
     outbox: Mutex<Outbox>,
     runner: Arc<dyn Runner>,
     host: String,
+    /// The `run_claim.by` this process stamps on the one-shots it dispatches.
+    claim_owner: String,
     running: Mutex<HashSet<String>>,
     permits: Option<Arc<Semaphore>>,
 }
@@ -181,6 +196,11 @@ impl Scheduler {
             outbox: Mutex::new(outbox),
             runner,
             host: host_name(),
+            claim_owner: run_claim_owner(
+                std::env::var("HERMES_MACHINE_ID").ok().as_deref(),
+                &host_name(),
+                std::process::id(),
+            ),
             running: Mutex::new(HashSet::new()),
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
         }))
@@ -268,6 +288,8 @@ impl Scheduler {
         let (ctx, settings) = load_context(&self.home)?;
         let options = ScanOptions {
             catch_up_missed: settings.catch_up_missed,
+            claim_owner: &self.claim_owner,
+            run_claim_ttl: run_claim_ttl(settings.inactivity_timeout.map(|t| t.as_secs())),
         };
         let mut planned = Vec::new();
         let retention = chrono::Duration::days(settings.completed_retention_days.max(0));
@@ -280,13 +302,13 @@ impl Scheduler {
             .map(|p| p.job.id().to_string())
             .collect();
         prune_completed_one_shots(&mut probe, &ctx, retention);
-        let mut next_wake = earliest_next_run(&probe, &ctx);
+        let mut next_wake = earliest_next_run(&probe, &ctx, options.run_claim_ttl);
         if probe.len() != before {
             // Pruning removes records: the whole store is rewritten.
             self.store.update_jobs(&ctx, &mut |jobs| {
                 planned = plan_pass(jobs, &ctx, options);
                 prune_completed_one_shots(jobs, &ctx, retention);
-                next_wake = earliest_next_run(jobs, &ctx);
+                next_wake = earliest_next_run(jobs, &ctx, options.run_claim_ttl);
                 Ok(())
             })?;
         } else if !candidates.is_empty() {
@@ -297,13 +319,13 @@ impl Scheduler {
                 .into_iter()
                 .filter(|job| !candidates.contains(job.id()))
                 .collect();
-            let others_wake = earliest_next_run(&others, &ctx);
+            let others_wake = earliest_next_run(&others, &ctx, options.run_claim_ttl);
             drop(others);
             let ids: HashSet<&str> = candidates.iter().map(String::as_str).collect();
             let mut fresh_wake = None;
             self.store.update_jobs_by_id(&ctx, &ids, &mut |jobs| {
                 planned = plan_pass(jobs, &ctx, options);
-                fresh_wake = earliest_next_run(jobs, &ctx);
+                fresh_wake = earliest_next_run(jobs, &ctx, options.run_claim_ttl);
                 Ok(())
             })?;
             next_wake = [others_wake, fresh_wake].into_iter().flatten().min();
@@ -356,6 +378,14 @@ impl Scheduler {
                     RunStatus::Skipped,
                     Some("skipped: late and catch-up is off".to_string()),
                 ),
+                Decision::Completed { scheduled_at } => {
+                    tracing::info!(
+                        job = job.id(),
+                        scheduled = %scheduled_at,
+                        "one-shot dispatched before by a run that never recorded its end; marked completed, not run again"
+                    );
+                    continue;
+                }
                 Decision::Broken { reason } => {
                     tracing::error!(job = job.id(), "cannot schedule job: {reason}");
                     continue;
@@ -484,7 +514,15 @@ impl Scheduler {
             settings: settings.clone(),
             activity: Activity::new(),
         };
+        let heartbeat = (source == RunSource::Scheduler && job.is_one_shot()).then(|| {
+            let this = Arc::clone(&self);
+            let id = job.id().to_string();
+            tokio::spawn(async move { this.keep_run_claim_fresh(id).await })
+        });
         let outcome = run_watched(self.runner.as_ref(), &job, &env).await;
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.abort();
+        }
         let report = {
             let this = Arc::clone(&self);
             let job = job.clone();
@@ -775,6 +813,43 @@ impl Scheduler {
         if let Err(e) = result {
             tracing::error!(job = %item.job_id, "cannot record the delivered retry in jobs.json: {e}");
         }
+    }
+
+    /// Refreshes the `run_claim` of a running one-shot every minute, as Python Hermes
+    /// does, so a run longer than the claim's lifetime is not taken for a dead one by
+    /// another scheduler on the store. Only a claim this process stamped is refreshed.
+    async fn keep_run_claim_fresh(self: Arc<Self>, job_id: String) {
+        let mut every = tokio::time::interval(RUN_CLAIM_HEARTBEAT);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            let this = Arc::clone(&self);
+            let id = job_id.clone();
+            let refreshed = blocking(move || this.refresh_run_claim(&id)).await;
+            if let Ok(Err(e)) = refreshed {
+                tracing::warn!(job = %job_id, "cannot refresh the run claim: {e}");
+            }
+        }
+    }
+
+    fn refresh_run_claim(&self, job_id: &str) -> Result<(), CliError> {
+        let (ctx, _) = load_context(&self.home)?;
+        let ids = HashSet::from([job_id]);
+        self.store.update_jobs_by_id(&ctx, &ids, &mut |jobs| {
+            for job in jobs.iter_mut() {
+                let ours = job
+                    .get("run_claim")
+                    .and_then(|claim| claim.get("by"))
+                    .and_then(Value::as_str)
+                    == Some(self.claim_owner.as_str());
+                if ours {
+                    let at = schedules::format_instant(ctx.now, job.zone(&ctx));
+                    job.set("run_claim", json!({"at": at, "by": self.claim_owner}));
+                }
+            }
+            Ok(())
+        })?;
+        Ok(())
     }
 
     /// Queues a run's bookkeeping and writes every queued one in a single store update,

@@ -214,6 +214,8 @@ fn due(c: &mut Criterion) {
     const JOBS: u64 = 10_000;
     const ON: ScanOptions = ScanOptions {
         catch_up_missed: true,
+        claim_owner: "testhost:1",
+        run_claim_ttl: chrono::Duration::seconds(1800),
     };
     let ctx = ctx();
     let mut idle: Vec<Job> = document(JOBS, &ctx)

@@ -25,6 +25,9 @@ pub enum Decision {
     SkippedLate { scheduled_at: DateTime<Utc> },
     /// The job's next run cannot be computed: it stays enabled in `state: error`.
     Broken { reason: String },
+    /// A one-shot dispatched before (by a scheduler whose run ended without recording
+    /// it, its claim expired) that has used up its runs: marked completed, not run.
+    Completed { scheduled_at: DateTime<Utc> },
 }
 
 /// One job's decision, with a snapshot of the job as the pass left it.
@@ -36,16 +39,67 @@ pub struct Planned {
 
 /// Options of the scan that come from configuration.
 #[derive(Debug, Clone, Copy)]
-pub struct ScanOptions {
+pub struct ScanOptions<'a> {
     /// `cron.catch_up_missed` (default true).
     pub catch_up_missed: bool,
+    /// Who stamps the `run_claim` of a one-shot this pass dispatches: Python Hermes'
+    /// `HERMES_MACHINE_ID`, else `<host>:<pid>` (see [`run_claim_owner`]).
+    pub claim_owner: &'a str,
+    /// How long a one-shot's `run_claim` keeps other schedulers off it (see
+    /// [`run_claim_ttl`]).
+    pub run_claim_ttl: chrono::Duration,
 }
 
-/// The earliest `next_run_at` among runnable jobs — how long the daemon may sleep.
-pub fn earliest_next_run(jobs: &[Job], ctx: &Context) -> Option<DateTime<Utc>> {
+/// The `run_claim` lifetime Python Hermes uses: three times `HERMES_CRON_TIMEOUT`
+/// (seconds; none = unlimited), at least 30 minutes.
+pub fn run_claim_ttl(inactivity_timeout_secs: Option<u64>) -> chrono::Duration {
+    let floor = 1800;
+    let secs = inactivity_timeout_secs.map_or(floor, |t| t.saturating_mul(3).max(floor));
+    chrono::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 1000))
+}
+
+/// The `run_claim.by` of this process, as Python Hermes writes its own.
+pub fn run_claim_owner(machine_id: Option<&str>, host: &str, pid: u32) -> String {
+    match machine_id.map(str::trim) {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("{host}:{pid}"),
+    }
+}
+
+/// A one-shot that another scheduler is running carries a `run_claim` younger than the
+/// claim lifetime (Python Hermes stamps it at dispatch, refreshes it every minute and
+/// clears it when the run is recorded). A claim dated in the future or unreadable does
+/// not count, as in Python Hermes.
+fn fresh_run_claim(job: &Job, ctx: &Context, ttl: chrono::Duration) -> Option<DateTime<Utc>> {
+    let at = job
+        .get("run_claim")
+        .and_then(|claim| claim.get("at"))
+        .and_then(Value::as_str)?;
+    schedules::parse_stored_instant(at, ctx.legacy_zone).filter(|&at| {
+        let age = ctx.now - at;
+        age >= chrono::Duration::zero() && age < ttl
+    })
+}
+
+/// The earliest `next_run_at` among runnable jobs — how long the daemon may sleep. A
+/// one-shot another scheduler holds counts from when its claim runs out, so the daemon
+/// sleeps through someone else's run instead of waking for it again and again.
+pub fn earliest_next_run(
+    jobs: &[Job],
+    ctx: &Context,
+    run_claim_ttl: chrono::Duration,
+) -> Option<DateTime<Utc>> {
     jobs.iter()
         .filter(|j| j.state() == JobState::Scheduled)
-        .filter_map(|j| j.next_run_at(ctx))
+        .filter_map(|j| {
+            let next = j.next_run_at(ctx)?;
+            if next <= ctx.now && j.is_one_shot() {
+                if let Some(held_from) = fresh_run_claim(j, ctx, run_claim_ttl) {
+                    return Some(held_from + run_claim_ttl);
+                }
+            }
+            Some(next)
+        })
         .min()
 }
 
@@ -102,6 +156,10 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
     if job.next_run_at(ctx).is_some_and(|due_at| due_at > now) {
         return None;
     }
+    // Another scheduler (Python Hermes on the same store) is running this one-shot.
+    if job.is_one_shot() && fresh_run_claim(job, ctx, options.run_claim_ttl).is_some() {
+        return None;
+    }
     let zone = job.zone(ctx);
     let schedule = match job.schedule(ctx) {
         Ok(schedule) => schedule,
@@ -137,6 +195,16 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
     let lateness = now - due_at;
     match &schedule {
         Schedule::Once { .. } => {
+            let repeat = job.repeat();
+            if repeat.times.is_some_and(|t| repeat.completed >= t) {
+                // Dispatched already (Python Hermes counts the dispatch and keeps
+                // `next_run_at` while it runs) and its claim has expired: the run that
+                // claimed it died. A one-shot fires at most `times` times: done.
+                mark_completed(job);
+                return Some(Decision::Completed {
+                    scheduled_at: due_at,
+                });
+            }
             set_time(job, "next_run_at", None, ctx);
             if lateness > ONE_SHOT_GRACE {
                 mark_completed(job);
@@ -153,6 +221,13 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
                 });
             }
             count_dispatch(job);
+            // Keeps other schedulers on this store off the job while it runs (Python
+            // Hermes would otherwise take the counted dispatch for a dead one and
+            // remove the job); the runner refreshes it and the result clears it.
+            job.set(
+                "run_claim",
+                json!({"at": format_instant(now, zone), "by": options.claim_owner}),
+            );
             Some(Decision::Fire {
                 scheduled_at: due_at,
                 late: false,
@@ -227,6 +302,8 @@ mod tests {
 
     const ON: ScanOptions = ScanOptions {
         catch_up_missed: true,
+        claim_owner: "testhost:1",
+        run_claim_ttl: chrono::Duration::seconds(1800),
     };
 
     #[test]
@@ -286,6 +363,7 @@ mod tests {
             &ctx("2026-11-22T09:01:00Z"),
             ScanOptions {
                 catch_up_missed: false,
+                ..ON
             },
         );
         assert_eq!(
@@ -383,7 +461,10 @@ mod tests {
             ] {
                 let ctx = ctx(now);
                 for catch_up_missed in [true, false] {
-                    let options = ScanOptions { catch_up_missed };
+                    let options = ScanOptions {
+                        catch_up_missed,
+                        ..ON
+                    };
                     let mut whole: Vec<Job> =
                         full.jobs.iter().cloned().map(Job::from_record).collect();
                     let mut slim: Vec<Job> =
@@ -409,13 +490,83 @@ mod tests {
                         }
                     }
                     assert_eq!(
-                        earliest_next_run(&whole, &ctx),
-                        earliest_next_run(&slim, &ctx)
+                        earliest_next_run(&whole, &ctx, ON.run_claim_ttl),
+                        earliest_next_run(&slim, &ctx, ON.run_claim_ttl)
                     );
                 }
             }
         }
         assert!(stores >= 6, "fixture stores read: {stores}");
         assert!(decided >= 20, "decisions compared: {decided}");
+    }
+
+    fn one_shot(completed: u64, claim_at: Option<&str>) -> Job {
+        let mut job = job(
+            json!({"kind": "once", "run_at": "2026-11-22T09:00:00+00:00", "display": "once"}),
+            "2026-11-22T09:00:00+00:00",
+            json!(1),
+        );
+        job.set("repeat", json!({"times": 1, "completed": completed}));
+        if let Some(at) = claim_at {
+            job.set("run_claim", json!({"at": at, "by": "otherhost:42"}));
+        }
+        job
+    }
+
+    #[test]
+    fn a_one_shot_another_scheduler_is_running_is_left_alone() {
+        // As Python Hermes leaves it while it runs: dispatch counted, next_run_at kept,
+        // a claim stamped ten minutes ago (its lifetime is 30 minutes).
+        let mut jobs = vec![one_shot(1, Some("2026-11-22T10:00:00+01:00"))];
+        let before = jobs.clone();
+        assert!(plan_pass(&mut jobs, &ctx("2026-11-22T09:10:00Z"), ON).is_empty());
+        assert_eq!(jobs, before, "nothing is changed");
+        // A daemon sleeps until the claim runs out rather than waking for the job.
+        assert_eq!(
+            earliest_next_run(&jobs, &ctx("2026-11-22T09:10:00Z"), ON.run_claim_ttl),
+            Some(at("2026-11-22T09:30:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_dispatched_one_shot_whose_claim_expired_is_completed_not_fired_again() {
+        let mut jobs = vec![one_shot(1, Some("2026-11-22T09:00:05+00:00"))];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:40:00Z"), ON);
+        assert_eq!(
+            planned[0].decision,
+            Decision::Completed {
+                scheduled_at: at("2026-11-22T09:00:00Z")
+            }
+        );
+        assert_eq!(jobs[0].state(), JobState::Completed);
+        assert_eq!(jobs[0].get("next_run_at"), Some(&Value::Null));
+    }
+
+    #[test]
+    fn firing_a_one_shot_stamps_a_claim_and_a_future_dated_claim_does_not_hold_it() {
+        let mut jobs = vec![one_shot(0, Some("2026-11-22T12:00:00+00:00"))];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:30Z"), ON);
+        assert_eq!(
+            planned[0].decision,
+            Decision::Fire {
+                scheduled_at: at("2026-11-22T09:00:00Z"),
+                late: false
+            }
+        );
+        assert_eq!(
+            jobs[0].get("run_claim"),
+            Some(&json!({"at": "2026-11-22T09:00:30+00:00", "by": "testhost:1"}))
+        );
+        assert_eq!(jobs[0].repeat().completed, 1);
+    }
+
+    #[test]
+    fn the_claim_lifetime_and_owner_follow_python_hermes() {
+        assert_eq!(run_claim_ttl(None).num_seconds(), 1800);
+        assert_eq!(run_claim_ttl(Some(600)).num_seconds(), 1800);
+        assert_eq!(run_claim_ttl(Some(1000)).num_seconds(), 3000);
+        assert_eq!(run_claim_owner(None, "vm", 7), "vm:7");
+        assert_eq!(run_claim_owner(Some(" "), "vm", 7), "vm:7");
+        assert_eq!(run_claim_owner(Some("box-1"), "vm", 7), "box-1");
     }
 }

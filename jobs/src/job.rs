@@ -121,6 +121,7 @@ pub const SCHEDULING_KEYS: &[&str] = &[
     "last_run_at",
     "created_at",
     "catch_up",
+    "run_claim",
 ];
 
 /// One record of jobs.json.
@@ -245,7 +246,7 @@ impl Job {
     }
 
     /// Is this a one-shot, as stored (object or bare-string schedule)?
-    fn is_one_shot(&self) -> bool {
+    pub fn is_one_shot(&self) -> bool {
         match self.record.get("schedule") {
             Some(Value::Object(o)) => o.get("kind").and_then(Value::as_str) == Some("once"),
             Some(value @ Value::String(_)) => {

@@ -70,6 +70,14 @@ fn daemon_state(cron_dir: &Path) -> DaemonState {
     }
 }
 
+/// `HERMES_CRON_TIMEOUT` as the scheduler reads it (seconds; `None` = unlimited).
+fn inactivity_timeout_secs(session: &Session) -> Result<Option<u64>, CliError> {
+    let (_, config) = crate::home::load_context(&session.home)?;
+    Ok(crate::settings::CronSettings::from_config(&config)
+        .inactivity_timeout
+        .map(|t| t.as_secs()))
+}
+
 pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx)?;
@@ -78,7 +86,11 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
         .count();
-    let next = earliest_next_run(&jobs, ctx);
+    let next = earliest_next_run(
+        &jobs,
+        ctx,
+        jobs::due::run_claim_ttl(inactivity_timeout_secs(session)?),
+    );
     if as_json {
         let out = json!({
             "daemon": {"running": daemon.running, "pid": daemon.pid, "heartbeat_age_s": daemon.heartbeat_age_s},

@@ -555,3 +555,111 @@ fn a_pass_rewrites_only_the_jobs_it_ran_leaving_every_other_record_as_python_wro
     let listed = hermes.cron_at("2026-06-01T11:01:00+00:00", &["list", "--all"]);
     assert!(listed.ok().contains("Café digest"), "{}", listed.stdout);
 }
+
+/// A one-shot as Python Hermes leaves it while its gateway runs it: dispatch counted,
+/// `next_run_at` kept, a `run_claim` stamped at `claim_at`.
+fn python_one_shot_in_flight(claim_at: &str) -> String {
+    format!(
+        r#"{{"jobs": [{{"id": "0a0a0a0a0a0a", "name": "remind", "prompt": "",
+  "script": "mark.sh", "no_agent": true,
+  "schedule": {{"kind": "once", "run_at": "2026-06-01T11:00:00+00:00", "display": "once at 2026-06-01 11:00"}},
+  "repeat": {{"times": 1, "completed": 1}}, "enabled": true, "state": "scheduled",
+  "next_run_at": "2026-06-01T11:00:00+00:00", "last_run_at": null,
+  "run_claim": {{"at": "{claim_at}", "by": "laptop:5358"}}, "deliver": "local"}}]}}"#
+    )
+}
+
+#[test]
+fn a_one_shot_python_hermes_is_running_is_not_fired_again_and_a_dead_claim_completes_it() {
+    let hermes = Hermes::new();
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let marks = hermes.home().join("marks.txt");
+    std::fs::write(
+        scripts.join("mark.sh"),
+        format!("echo ran >> '{}'\n", marks.display()),
+    )
+    .unwrap();
+
+    // Claimed 50 s ago (its lifetime is 30 minutes): Python's run is in flight.
+    let store = python_one_shot_in_flight("2026-06-01T13:00:10+02:00");
+    hermes.write_store(store.as_bytes());
+    let run = hermes.cron_at("2026-06-01T11:01:00+00:00", &["tick"]);
+    assert!(run.ok().contains("Nothing due"), "{}", run.stdout);
+    assert!(!marks.exists(), "the job was not run a second time");
+    assert_eq!(
+        hermes.store_bytes().unwrap(),
+        store.as_bytes(),
+        "store untouched"
+    );
+
+    // Claimed 40 minutes ago and never cleared: the run that claimed it died. It was
+    // dispatched once already, so it is done, not fired again.
+    hermes.write_store(python_one_shot_in_flight("2026-06-01T11:00:05+00:00").as_bytes());
+    hermes.cron_at("2026-06-01T11:40:05+00:00", &["tick"]).ok();
+    assert!(!marks.exists(), "the job was not run a second time");
+    let job = hermes.job("0a0a0a0a0a0a");
+    assert_eq!(job["state"], "completed");
+    assert_eq!(job["enabled"], false);
+}
+
+#[test]
+fn our_one_shot_carries_a_run_claim_while_it_runs_so_python_hermes_keeps_off_it() {
+    let mut hermes = Hermes::new();
+    hermes.now = None;
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let go = hermes.home().join("go");
+    std::fs::write(
+        scripts.join("wait.sh"),
+        format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; echo finished\n",
+            go.display()
+        ),
+    )
+    .unwrap();
+    // A one-shot due a second ago (added with the clock a minute back).
+    let minute_ago = chrono::Utc::now() - chrono::Duration::seconds(61);
+    let added = hermes.cron_at(
+        &minute_ago.to_rfc3339(),
+        &["add", "1m", "", "--script", "wait.sh", "--no-agent"],
+    );
+    let id = crate::support::created_id(added.ok());
+    let mut tick = hermes
+        .command(&["cron", "tick"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let claim = loop {
+        let job = hermes.job(&id);
+        if job["run_claim"].is_object() {
+            break job["run_claim"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no run_claim: {job}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Python Hermes' shape: when, and `<host>:<pid>` of the scheduler running it.
+    let by = claim["by"].as_str().unwrap();
+    assert!(by.ends_with(&format!(":{}", tick.id())), "{claim}");
+    let at = instant(claim["at"].as_str().unwrap());
+    assert!(
+        (chrono::Utc::now() - at.with_timezone(&chrono::Utc))
+            .num_seconds()
+            .abs()
+            < 30
+    );
+    let running = hermes.job(&id);
+    assert_eq!(running["repeat"]["completed"], 1);
+
+    std::fs::write(&go, "").unwrap();
+    assert!(tick.wait().unwrap().success());
+    let done = hermes.job(&id);
+    assert_eq!(
+        done["run_claim"],
+        Value::Null,
+        "the result clears the claim"
+    );
+    assert_eq!(done["last_status"], "ok");
+    assert_eq!(done["state"], "completed");
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Creates (or reuses) a Python virtualenv holding the real Python Hermes agent
+# (hermes-agent from PyPI, pinned) for the side-by-side bench and the store
+# compatibility check. The venv lives outside the clone so `git status` stays clean;
+# it is rebuilt when the pinned version changes. Prints the venv's python path on stdout.
+# Needs python3 >= 3.11 (hermes-agent requires <3.14,>=3.11) and PyPI access.
+set -euo pipefail
+HERMES_AGENT_VERSION="${HERMES_AGENT_VERSION:-0.19.0}"
+VENV="${PYTHON_HERMES_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-cron/python-hermes-venv}"
+PY="${PYTHON:-python3}"
+STAMP="$VENV/.hermes-agent-version"
+
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$HERMES_AGENT_VERSION" ] \
+    && "$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' 2>/dev/null; then
+    echo "$VENV/bin/python"
+    exit 0
+fi
+
+if ! "$PY" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)'; then
+    echo "setup.sh: hermes-agent $HERMES_AGENT_VERSION needs Python 3.11-3.13; set PYTHON=" >&2
+    exit 1
+fi
+echo "setup.sh: building $VENV with hermes-agent==$HERMES_AGENT_VERSION (a few minutes)" >&2
+rm -rf "$VENV"
+mkdir -p "$(dirname "$VENV")"
+"$PY" -m venv "$VENV" >&2
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2
+# tzdata: zoneinfo needs an IANA database; on a minimal machine without /usr/share/zoneinfo
+# the venv brings its own (the wheel only pins it on Windows).
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+    "hermes-agent==$HERMES_AGENT_VERSION" tzdata >&2
+"$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' >&2
+echo "$HERMES_AGENT_VERSION" > "$STAMP"
+"$VENV/bin/python" - >&2 <<'PY'
+import importlib.metadata as m
+print("hermes-agent", m.version("hermes-agent"), "| croniter", m.version("croniter"))
+PY
+echo "$VENV/bin/python"
