@@ -20,6 +20,11 @@ Telegram (/bot<TOKEN>/sendMessage): every *accepted* message is logged with chat
 reading, accepted-then-reset (the message is accepted and logged, the answer is lost —
 the ambiguous case a correct client must not resend), slow (1-3 s), timeout (hang 62 s,
 longer than the client's 60 s, then accept and drop: again accepted but unanswered).
+Outage: while LOGDIR/outage_on exists (the driver creates it for bounded windows during the
+chaos phase), every request is read and answered 502 (nginx's HTML "Bad Gateway" page, as
+api.telegram.org answers when its backend is down) or 503 (JSON "Service Unavailable"),
+overriding the random faults: a run's 3 in-run attempts fail within ~2 s and the
+delivery goes to the outbox. Requests whose body was read are logged with chat and text.
 """
 import json
 import os
@@ -38,6 +43,7 @@ LOCK = threading.Lock()
 LOG = open(os.path.join(LOGDIR, f"{KIND}.log"), "a", buffering=1)
 COUNTER = [0]
 FAULTS_FILE = os.path.join(LOGDIR, "faults_on")
+OUTAGE_FILE = os.path.join(LOGDIR, "outage_on")
 rng = random.Random()
 
 LLM_FAULTS = [("429", 0.08), ("5xx", 0.06), ("reset", 0.04), ("slow", 0.08), ("timeout", 0.03)]
@@ -87,10 +93,10 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def answer(self, code, body, headers=()):
-        data = json.dumps(body).encode()
+    def answer(self, code, body, headers=(), content_type="application/json"):
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers:
             self.send_header(k, v)
@@ -151,7 +157,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- Telegram Bot API ---------------------------------------------------------
     def telegram(self):
-        fault = pick(TG_FAULTS)
+        fault = "outage" if os.path.exists(OUTAGE_FILE) else pick(TG_FAULTS)
         if fault == "reset":
             log({"fault": "reset"})
             return self.reset()
@@ -163,14 +169,22 @@ class Handler(BaseHTTPRequestHandler):
         if method != "sendMessage":
             log({"fault": "unsupported", "method": method})
             return self.answer(400, {"ok": False, "error_code": 400, "description": f"Bad Request: {method} not faked"})
+        if fault == "outage":
+            code = rng.choice([502, 503])
+            log({"fault": "outage", "code": code, "chat": chat, "text": text})
+            if code == 502:
+                return self.answer(502, "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+                                        "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.18.0</center>\r\n"
+                                        "</body>\r\n</html>\r\n", content_type="text/html")
+            return self.answer(503, {"ok": False, "error_code": 503, "description": "Service Unavailable"})
         if fault == "429":
             ra = rng.choice([1, 2])
-            log({"fault": "429", "chat": chat})
+            log({"fault": "429", "chat": chat, "text": text})
             return self.answer(429, {"ok": False, "error_code": 429, "description": f"Too Many Requests: retry after {ra}",
                                      "parameters": {"retry_after": ra}})
         if fault == "5xx":
             code = rng.choice([500, 502])
-            log({"fault": "5xx", "code": code, "chat": chat})
+            log({"fault": "5xx", "code": code, "chat": chat, "text": text})
             return self.answer(code, {"ok": False, "error_code": code, "description": "Internal Server Error"})
         if fault == "slow":
             time.sleep(rng.uniform(1, 3))

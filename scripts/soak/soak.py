@@ -3,13 +3,15 @@
 
 One HERMES_HOME, 3 daemons randomly SIGKILLed / SIGTERMed and restarted, 4 CLI workers
 adding / editing / pausing / resuming / removing jobs, a fake model server and a fake
-Telegram Bot API that inject 429s, 5xx, resets and timeouts. After the chaos phase: a
-quiet phase (no faults, no kills) so retries and the outbox can settle, a graceful stop,
-then the checks. Usage: see scripts/soak/run.sh and docs/RELIABILITY.md.
+Telegram Bot API that inject 429s, 5xx, resets and timeouts, plus bounded Telegram outage
+windows (every sendMessage answered 502/503) that push deliveries into the outbox. After
+the chaos phase: a quiet phase (no faults, no kills) so retries and the outbox can settle,
+a graceful stop, then the checks. Usage: see scripts/soak/run.sh and docs/RELIABILITY.md.
 """
 import argparse
 import collections
 import datetime as dt
+import html
 import json
 import os
 import random
@@ -27,6 +29,29 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOKEN = "123456789:AAsoaktokensoaktokensoaktokensoak12"
 CHATS = ["telegram", "telegram:1002", "telegram:1003"]  # home channel is 1001
 CLI_TIMEOUT = 60  # seconds; every CLI call is bounded
+# The key a soak message carries: a script run's occurrence, or an agent reply's tag and n.
+KEY_RE = re.compile(r"soak-run occ=\S+|soak-reply tag=\S+ n=\d+")
+PART_RE = re.compile(r"\((\d+)/(\d+)\)")  # a split message's part marker
+OUTBOX_FIRST_RETRY = 30  # jobs/src/outbox.rs retry_delay(0): a row is never claimed sooner
+
+
+def ts(text):
+    """A ledger time (RFC 3339, `Z`) as epoch seconds; None when empty."""
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def ident(text, chat):
+    """What identifies one message across the daemon's payload (Markdown) and what the fake
+    accepted (Telegram HTML): its soak key (+ part marker), else, for a failure notice
+    without one, the chat and the text's letters and digits."""
+    m = KEY_RE.search(text)
+    if m:
+        part = PART_RE.search(text)
+        return ("key", m.group(0), part.group(0) if part else "")
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return ("notice", chat, re.sub(r"[^0-9A-Za-z]", "", plain))
 
 
 def now_iso(delta=0.0):
@@ -55,6 +80,9 @@ class Soak:
         self.restart_at = [0.0] * 3
         self.draining = []  # (Popen, deadline) after SIGTERM
         self.daemon_seq = 0
+        self.events = []  # (time, what, pid, slot): daemon starts, kills, terms, exits
+        self.outage_log = []  # [start, end] epoch seconds of each Telegram outage window
+        self.t0 = time.time()
 
     # ------------------------------------------------------------------ setup
     def env(self, daemon=False):
@@ -289,6 +317,7 @@ class Soak:
         self.slots[slot] = p
         with self.lock:
             self.stats["daemon_starts"] += 1
+            self.events.append((time.time(), "start", p.pid, slot))
 
     def reap_draining(self, final=False):
         keep = []
@@ -299,6 +328,7 @@ class Soak:
                 self.note(f"daemon {p.pid} still alive 45 s after SIGTERM; SIGKILLed")
                 with self.lock:
                     self.stats["sigterm_overdue"] += 1
+                    self.events.append((time.time(), "SIGKILL (overdue)", p.pid, None))
                 p.kill()
                 p.wait()
                 continue
@@ -320,6 +350,7 @@ class Soak:
                     self.note(f"daemon {p.pid} (slot {s}) exited by itself with {p.returncode}")
                     with self.lock:
                         self.stats["daemon_unexpected_exits"] += 1
+                        self.events.append((now, f"exited by itself ({p.returncode})", p.pid, s))
                     self.slots[s] = None
                     self.restart_at[s] = now + 1
                 if self.slots[s] is None and now >= self.restart_at[s]:
@@ -336,11 +367,13 @@ class Soak:
                 p.wait()
                 with self.lock:
                     self.stats["sigkills"] += 1
+                    self.events.append((now, "SIGKILL", p.pid, s))
             else:
                 os.kill(p.pid, signal.SIGTERM)
                 self.draining.append((p, now + 45))
                 with self.lock:
                     self.stats["sigterms"] += 1
+                    self.events.append((now, "SIGTERM", p.pid, s))
             self.slots[s] = None
             self.restart_at[s] = now + rng.uniform(0, 8)
 
@@ -349,6 +382,7 @@ class Soak:
         for p in procs:
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGTERM)
+                self.events.append((time.time(), "SIGTERM (final stop)", p.pid, None))
         deadline = time.time() + 45
         for p in procs:
             try:
@@ -357,23 +391,57 @@ class Soak:
                 self.note(f"daemon {p.pid} still alive 45 s after the final SIGTERM; SIGKILLed")
                 with self.lock:
                     self.stats["sigterm_overdue"] += 1
+                    self.events.append((time.time(), "SIGKILL (overdue)", p.pid, None))
                 p.kill()
                 p.wait()
         self.slots = [None] * 3
         self.draining = []
 
+    # ------------------------------------------------------------------ Telegram outages
+    def outage_windows(self):
+        """(start, end) in seconds after the chaos start: `--outages` windows of
+        `--outage-seconds`, centred at k/(n+1) of the chaos phase, inside it."""
+        chaos = self.args.minutes * 60
+        n, w = self.args.outages, min(self.args.outage_seconds, self.args.minutes * 60)
+        out = []
+        for k in range(1, n + 1):
+            start = max(0.0, min(chaos * k / (n + 1) - w / 2, chaos - w))
+            out.append((start, start + w))
+        return out
+
+    def outages(self):
+        flag = os.path.join(self.logs, "outage_on")
+        for start, end in self.outage_windows():
+            if self.stop_chaos.wait(max(0.0, self.t0 + start - time.time())):
+                break
+            open(flag, "w").close()
+            began = time.time()
+            print(f"soak: t+{int(began - self.t0)}s Telegram outage on (every sendMessage 502/503) "
+                  f"for {int(end - start)} s", flush=True)
+            self.stop_chaos.wait(max(0.0, self.t0 + end - time.time()))
+            os.remove(flag)
+            with self.lock:
+                self.outage_log.append([began, time.time()])
+            print(f"soak: t+{int(time.time() - self.t0)}s Telegram outage off", flush=True)
+            if self.stop_chaos.is_set():
+                break
+
     # ------------------------------------------------------------------ run
     def run(self):
         self.setup()
-        t0 = time.time()
-        print(f"soak: work dir {self.work}; chaos {self.args.minutes} min, quiet {self.args.quiet} s", flush=True)
+        t0 = self.t0 = time.time()
+        windows = ", ".join(f"{int(a)}-{int(b)} s" for a, b in self.outage_windows()) or "none"
+        print(f"soak: work dir {self.work}; chaos {self.args.minutes} min (Telegram outages at {windows}), "
+              f"quiet {self.args.quiet} s", flush=True)
         workers = [threading.Thread(target=self.worker, args=(w,), daemon=True) for w in range(4)]
         reader = threading.Thread(target=self.reader, daemon=True)
         chaos = threading.Thread(target=self.chaos, daemon=True)
+        outage = threading.Thread(target=self.outages, daemon=True)
         reader.start()
         for w in workers:
             w.start()
         chaos.start()
+        outage.start()
         end = t0 + self.args.minutes * 60
         while time.time() < end:
             time.sleep(min(30, max(0.1, end - time.time())))
@@ -386,6 +454,9 @@ class Soak:
         for w in workers:
             w.join(CLI_TIMEOUT + 5)
         chaos.join(10)
+        outage.join(10)
+        if os.path.exists(os.path.join(self.logs, "outage_on")):
+            os.remove(os.path.join(self.logs, "outage_on"))
         # Quiet phase: all daemons up, no faults, no kills: retries and the outbox settle.
         os.remove(os.path.join(self.logs, "faults_on"))
         for s in range(3):
@@ -498,22 +569,24 @@ class Soak:
         # --- the fake Telegram: every accepted message
         tg = [json.loads(l) for l in open(os.path.join(self.logs, "telegram.log")) if l.strip()]
         accepted = [e for e in tg if e.get("kind") == "accepted"]
-        faults_tg = collections.Counter(e["fault"] for e in tg if e["fault"] != "ok" and e.get("kind") != "accepted")
+        faults_tg = collections.Counter(e["fault"] for e in tg
+                                        if e["fault"] not in ("ok", "outage") and e.get("kind") != "accepted")
         faults_tg.update(e["fault"] for e in accepted if e["fault"] in ("accepted_reset", "timeout"))
         keyed = collections.Counter()
         notices = collections.Counter()
         for e in accepted:
             text = e["text"]
-            part = re.search(r"\((\d+)/(\d+)\)", text)  # a split message's part marker
-            m = re.search(r"soak-run occ=\S+|soak-reply tag=\S+ n=\d+", text)
-            if m:
-                keyed[(m.group(0), part.group(0) if part else "")] += 1
+            k = ident(text, e["chat"])
+            if k[0] == "key":
+                keyed[k] += 1
             else:
                 jm = re.search(r"job_id: ([0-9a-f]{12})", text)
                 notices[jm.group(1) if jm else "?"] += 1
         tg_dups = {k: n for k, n in keyed.items() if n > 1}
         for k, n in tg_dups.items():
-            problems["messages delivered twice"].append(f"{k[0]} {k[1]} accepted {n} times")
+            times = ", ".join(f"t+{e['t'] - self.t0:.1f}s chat {e['chat']} ({e['fault']})" for e in accepted
+                              if ident(e["text"], e["chat"]) == k)
+            problems["messages delivered twice"].append(f"{k[1]} {k[2]} accepted {n} times: {times}")
         errors_by_job = collections.Counter(r["job_id"] for r in runs if r["status"] == "error")
         notice_excess = 0
         for jid, n in notices.items():
@@ -525,14 +598,10 @@ class Soak:
         llm = [json.loads(l) for l in open(os.path.join(self.logs, "llm.log")) if l.strip()]
         faults_llm = collections.Counter(e["fault"] for e in llm if e["fault"] not in ("ok", "slow"))
         slow_llm = sum(1 for e in llm if e["fault"] == "slow")
-        # --- outbox, read-only
-        outbox = {}
-        try:
-            con = sqlite3.connect(f"file:{self.home}/cron/executions.db?mode=ro", uri=True, timeout=10)
-            outbox = dict(con.execute("SELECT state, count(*) FROM outbox GROUP BY state").fetchall())
-            con.close()
-        except sqlite3.Error as e:
-            outbox = {"error": str(e)}
+        # --- the outbox and the deliveries that failed (ledger, read-only) vs the fake
+        D = self.deliveries(tg, accepted, problems)
+        outbox = D["outbox_states"]
+        outbox_dups = [k for k in D["dup_idents"] if k not in tg_dups]
         # --- self-overlap of ok/error runs of one job
         overlaps = 0
         per_job = collections.defaultdict(list)
@@ -549,7 +618,8 @@ class Soak:
 
         R["jobs lost"] = lost
         R["occurrences run twice"] = len(occ_dups) + sum(1 for v in inst.values() if v > 1) + len(side_dups)
-        R["messages delivered twice"] = len(tg_dups) + notice_excess
+        R["messages delivered twice"] = len(tg_dups) + len(outbox_dups) + notice_excess
+        R["messages lost"] = len(D["lost"])
         R["unreadable stores"] = unreadable
         R["edits lost"] = edits_lost
         R["removed jobs back"] = resurrected
@@ -574,16 +644,36 @@ class Soak:
         T["deliveries sent (runs with delivery 'sent…')"] = delivered_sent
         T["messages accepted by fake Telegram (replies / failure notices)"] = (
             f"{len(accepted)} ({sum(keyed.values())} / {sum(notices.values())})")
+        T["telegram outage windows (s after start: 502/503 answers)"] = D["outages"]
         T["outbox rows by state"] = json.dumps(outbox, sort_keys=True)
+        T["transient delivery failures (runs 'will retry' / outbox rows)"] = (
+            f"{D['transient_runs']} / {D['outbox_rows']}")
+        T["  delivered via the outbox (accepted >= first retry)"] = D["via_outbox"]
+        T["  outbox attempts of the delivered rows"] = D["attempts_sent"]
+        T["  still pending in the outbox at the end"] = D["pending_end"]
+        T["  given up as ambiguous on a retry (arrived / not)"] = (
+            f"{D['amb_retry_arrived']} / {D['amb_retry_lost']}")
+        T["  given up as final on a retry / expired"] = f"{D['final_retry']} / {D['expired']}"
+        T["  rows left 'sending' (arrived / not: counted lost)"] = (
+            f"{D['sending_arrived']} / {D['sending_lost']}")
+        T["  lost (must be 0; by cause)"] = json.dumps(dict(sorted(D["lost_causes"].items())))
+        T["ambiguous in-run failures, not resent (info)"] = (
+            f"{D['amb_runs']} runs; the fake accepted {D['amb_accepted']} unanswered messages "
+            f"(accepted-then-reset + 62 s hangs, in-run and on retries)")
+        T["final in-run failures (4xx, no target; info)"] = D["final_runs"]
+        T["messages accepted = in-run + via the outbox"] = (
+            f"{len(accepted)} = {len(accepted) - D['accepted_via_outbox']} + {D['accepted_via_outbox']}")
         T["faults injected: telegram"] = json.dumps(dict(sorted(faults_tg.items())))
         T["faults injected: llm (+ slow answers)"] = json.dumps(dict(sorted(faults_llm.items()))) + f" +{slow_llm} slow"
-        T["faults injected: total"] = sum(faults_tg.values()) + sum(faults_llm.values())
+        T["faults injected: total (without outage answers)"] = sum(faults_tg.values()) + sum(faults_llm.values())
         T["model requests"] = len(llm)
         T["daemon kills: SIGKILL / SIGTERM / starts"] = (
             f"{self.stats['sigkills']} / {self.stats['sigterms']} / {self.stats['daemon_starts']}")
         T["daemons overdue after SIGTERM / exited by themselves"] = (
             f"{self.stats['sigterm_overdue']} / {self.stats['daemon_unexpected_exits']}")
         T["overlapping ok/error runs of one job (info)"] = overlaps
+        T["daemon log: outbox retries logged / drains cut after 30 s"] = (
+            f"{D['log_retries']} / {D['log_aborted_drains']}")
         print("\n=== hermes-cron soak: results ===")
         for k, v in R.items():
             print(f"{k:<46} {v}{'' if v == 0 else '   <-- MUST BE 0'}")
@@ -610,6 +700,159 @@ class Soak:
         print("RESULT:", "FAIL " + ", ".join(failed) if failed else "PASS")
         return 1 if failed else 0
 
+    def deliveries(self, tg, accepted, problems):
+        """Every delivery that failed for a transient reason — a finished run whose ledger
+        `delivery` says "(will retry)", and every outbox row (an interrupted run may have
+        queued one) — against what the fake Telegram accepted.
+
+        In the ledger (cron/executions.db) a run's `delivery` column ends each failed
+        target with "(will retry)" for a transient failure (kept in the outbox), with
+        "not resent, to never post twice" for an ambiguous one (never retried), and with
+        neither for a final one (4xx, no target). An outbox row (one per occurrence and
+        target) ends `sent`, `failed` (its `last_error` says which kind), `expired`, or
+        stays `pending` / `sending`. A copy the fake accepted before the row's
+        `created_at` + 30 s came from the run itself (no row is claimed sooner); after, from
+        the outbox."""
+        out = {"lost": [], "lost_causes": collections.Counter(), "dup_idents": set()}
+        rows, ob = [], []
+        try:
+            con = sqlite3.connect(f"file:{self.home}/cron/executions.db?mode=ro", uri=True, timeout=10)
+            con.row_factory = sqlite3.Row
+            rows = [dict(r) for r in con.execute("SELECT * FROM runs")]
+            ob = [dict(r) for r in con.execute("SELECT * FROM outbox ORDER BY id")]
+            con.close()
+        except sqlite3.Error as e:
+            problems["unreadable stores"].append(f"executions.db: {e}")
+        out["outbox_states"] = dict(collections.Counter(r["state"] for r in ob))
+        out["outbox_rows"] = len(ob)
+        run_by_occ = {r["occurrence"]: r for r in rows}
+        ob_by_occ = collections.defaultdict(list)
+        for r in ob:
+            ob_by_occ[r["occurrence"]].append(r)
+        copies_of = collections.defaultdict(list)
+        for e in accepted:
+            copies_of[ident(e["text"], e["chat"])].append(e)
+        seen_of = collections.defaultdict(list)  # every request whose text the fake read
+        for e in tg:
+            if "text" in e:
+                seen_of[ident(e["text"], e.get("chat", ""))].append(e)
+        finished = [r for r in rows if r["status"] in ("ok", "error")]
+        transient = [r for r in finished if "(will retry)" in (r["delivery"] or "")]
+        out["transient_runs"] = len(transient)
+        out["amb_runs"] = sum(1 for r in finished if "not resent, to never post twice" in (r["delivery"] or ""))
+        out["final_runs"] = sum(1 for r in finished if "failed:" in (r["delivery"] or "")
+                                and "(will retry)" not in r["delivery"]
+                                and "not resent, to never post twice" not in r["delivery"])
+        out["amb_accepted"] = sum(1 for e in accepted if e["fault"] in ("accepted_reset", "timeout"))
+        items = [(r["occurrence"], r, row) for r in transient for row in (ob_by_occ.get(r["occurrence"]) or [None])]
+        items += [(row["occurrence"], run_by_occ.get(row["occurrence"]), row) for row in ob
+                  if row["occurrence"] not in {r["occurrence"] for r in transient}]
+        c = collections.Counter()
+        attempts_sent = []
+        via_outbox_ids = set()
+
+        def when(t):
+            return f"t+{t - self.t0:.1f}s" if t is not None else "?"
+
+        def lose(cause, text):
+            out["lost_causes"][cause] += 1
+            out["lost"].append(text)
+            problems["messages lost"].append(f"[{cause}] {text}")
+
+        for occ, run, row in items:
+            if row is not None:
+                payload = json.loads(row["payload"])
+                chat = row["target"].split(":")[1]
+                key = ident(payload.get("text", ""), chat)
+            else:
+                m = re.search(r"failed: telegram:(-?\w+)", run["delivery"] or "")
+                chat = m.group(1) if m else "?"
+                # A script run's message carries its occurrence; an agent reply's n is unknown.
+                key = ("key", f"soak-run occ={occ}", "")
+            start = ts(run["started_at"]) if run else ts(row["created_at"]) - 600
+            boundary = ts(row["created_at"]) + OUTBOX_FIRST_RETRY if row else float("inf")
+            copies = [e for e in copies_of.get(key, []) if key[0] == "key" or e["t"] >= start - 1]
+            in_run = [e for e in copies if e["t"] < boundary]
+            later = [e for e in copies if e["t"] >= boundary]
+            state = row["state"] if row else None
+            err = (row["last_error"] or "") if row else ""
+            desc = (f"{occ} -> {row['target'] if row else 'telegram:' + chat}: run "
+                    f"{run['status'] if run else 'not in the ledger'}"
+                    + (f", outbox row {row['id']} {state} attempts={row['attempts']} created "
+                       f"{when(ts(row['created_at']))} next {when(ts(row['next_attempt_at']))} "
+                       f"finished {when(ts(row['finished_at']))} last_error={err[:160]!r}" if row else
+                       ", no outbox row")
+                    + f"; fake: {len(seen_of.get(key, []))} requests read, {len(copies)} accepted "
+                    + ", ".join(f"{when(e['t'])} ({e['fault']})" for e in copies))
+            if len(copies) > 1:
+                out["dup_idents"].add(key)
+                problems["messages delivered twice"].append(
+                    f"{desc} (in-run copies {len(in_run)}, via the outbox {len(later)})")
+            if in_run:
+                # A transient failure means the platform did not take the message.
+                problems["transient failure but accepted in-run (info)"].append(desc)
+            if later:
+                via_outbox_ids.update(id(e) for e in later)
+            if copies:
+                if state == "sent":
+                    c["via_outbox"] += 1
+                    attempts_sent.append(row["attempts"])
+                elif state == "sending":
+                    c["sending_arrived"] += 1
+                    problems["outbox rows left 'sending' (info)"].append(desc)
+                elif state == "failed" and "not resent" in err:
+                    c["amb_retry_arrived"] += 1
+                elif state == "pending":
+                    problems["accepted but still pending: a retry would post it twice"].append(desc)
+                else:
+                    problems["outbox state disagrees with the fake (info)"].append(desc)
+                continue
+            if state == "pending":
+                c["pending_end"] += 1
+                problems["still pending in the outbox at the end (info)"].append(desc)
+            elif state == "sending":
+                c["sending_lost"] += 1
+                lose("left sending", desc + self.kills_near(ts(row["next_attempt_at"])))
+            elif state == "failed" and "not resent" in err:
+                c["amb_retry_lost"] += 1
+            elif state == "failed":
+                c["final_retry"] += 1
+            elif state == "expired":
+                c["expired"] += 1
+                lose("expired", desc)
+            elif state == "sent":
+                lose("outbox says sent, the fake never accepted it", desc)
+            else:
+                lose("not in the outbox", desc)
+        for k in ("via_outbox", "pending_end", "sending_arrived", "sending_lost", "amb_retry_arrived",
+                  "amb_retry_lost", "final_retry", "expired"):
+            out[k] = c[k]
+        attempts_sent.sort()
+        out["attempts_sent"] = (f"min {attempts_sent[0]}, median {attempts_sent[len(attempts_sent) // 2]}, "
+                                f"max {attempts_sent[-1]}" if attempts_sent else "-")
+        out["accepted_via_outbox"] = sum(1 for e in accepted if id(e) in via_outbox_ids)
+        wins = []
+        for a, b in self.outage_log:
+            n = sum(1 for e in tg if e["fault"] == "outage" and a - 0.5 <= e["t"] <= b + 0.5)
+            wins.append(f"{a - self.t0:.0f}-{b - self.t0:.0f} ({n})")
+        out["outages"] = ", ".join(wins) or "none"
+        retries = aborted = 0
+        for name in os.listdir(self.logs):
+            if name.startswith("daemon-"):
+                text = open(os.path.join(self.logs, name), errors="replace").read()
+                retries += text.count("delivery retried from the outbox")
+                aborted += text.count("still going after 30 s; stopping them")
+        out["log_retries"], out["log_aborted_drains"] = retries, aborted
+        return out
+
+    def kills_near(self, t):
+        """Daemon stops in the minute after a row became due: who may have claimed it."""
+        if t is None:
+            return ""
+        near = [f"{what} pid {pid} at t+{at - self.t0:.1f}s" for at, what, pid, _ in self.events
+                if t - 1 <= at <= t + 60 and what != "start"]
+        return "; daemon stops in the minute after it was due: " + (", ".join(near) or "none")
+
     def cleanup(self):
         self.stop_chaos.set()
         self.stop_readers.set()
@@ -630,7 +873,12 @@ class Soak:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=10)
-    ap.add_argument("--quiet", type=int, default=75, help="seconds without faults or kills at the end")
+    # 150 s: a row still pending when the quiet phase starts has failed at most 3 times, so
+    # its next attempt is at most 120 s away (outbox retry_delay: 30 s, 60 s, 120 s ...);
+    # 150 s gives every such row at least one fault-free retry.
+    ap.add_argument("--quiet", type=int, default=150, help="seconds without faults or kills at the end")
+    ap.add_argument("--outages", type=int, default=2, help="Telegram outage windows during the chaos phase")
+    ap.add_argument("--outage-seconds", type=float, default=40, help="length of each outage window")
     ap.add_argument("--bin", required=True)
     ap.add_argument("--workdir")
     ap.add_argument("--seed", type=int)
