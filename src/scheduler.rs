@@ -426,8 +426,17 @@ impl Scheduler {
         // Failed deliveries whose next attempt is due; claiming one marks it `sending`,
         // so no other scheduler sends it too.
         let outbox = lock_poisoned(&self.outbox);
+        match outbox.release_orphans(&self.host, &pid_alive, ctx.now) {
+            Ok((0, 0)) => {}
+            Ok((released, closed)) => tracing::warn!(
+                released,
+                closed,
+                "outbox rows left by a dead process: given back when nothing was in flight, closed as unknown when a request was"
+            ),
+            Err(e) => tracing::error!("cannot check the outbox for rows of dead processes: {e}"),
+        }
         let redeliveries = outbox
-            .claim_due(ctx.now, OUTBOX_PER_PASS)
+            .claim_due(ctx.now, OUTBOX_PER_PASS, &self.host, pid)
             .unwrap_or_else(|e| {
                 tracing::error!("cannot read the delivery outbox: {e}");
                 Vec::new()
@@ -718,7 +727,29 @@ impl Scheduler {
     /// `delivery_failed` becomes `ok` with the delivery error cleared.
     async fn redeliver(self: Arc<Self>, item: OutboxItem) -> RunReport {
         let skip = usize::try_from(item.sent_parts).unwrap_or(0);
-        let result = delivery::retry(&self.home.root, &item.target, &item.payload, skip).await;
+        // Every request is marked in the row while it is out, so a crash mid-retry
+        // leaves a row another pass can tell apart: given back, or unknown.
+        let recorder: delivery::http::FlightRecorder = {
+            let this = Arc::clone(&self);
+            let id = item.id;
+            Arc::new(move |flight| {
+                let outbox = lock_poisoned(&this.outbox);
+                let recorded = match flight {
+                    delivery::http::Flight::Out => outbox.request_going_out(id),
+                    delivery::http::Flight::Back { delivered } => {
+                        outbox.answer_came_back(id, delivered)
+                    }
+                };
+                if let Err(e) = recorded {
+                    tracing::warn!(row = id, "cannot mark the outbox row: {e}");
+                }
+            })
+        };
+        let result = delivery::http::recording_flights(
+            recorder,
+            delivery::retry(&self.home.root, &item.target, &item.payload, skip),
+        )
+        .await;
         let this = Arc::clone(&self);
         let occurrence = item.occurrence.clone();
         let job_id = item.job_id.clone();

@@ -2,8 +2,12 @@
 //! for a reason that may pass (connection refused, 429, 5xx), retried on later scheduler
 //! passes until `cron.delivery_retry_hours` after the run. One row per occurrence and
 //! target (a unique key), and a row is claimed (`pending` → `sending`) in one statement
-//! before it is sent, so no two processes ever send the same row. A row left `sending` by
-//! a crash is never sent again: at most once beats at least once for chat messages.
+//! before it is sent, so no two processes ever send the same row. The claimer (host and
+//! pid) is recorded, and every request of a retry marks the row in flight until its
+//! answer comes back. A row left `sending` by a process that died is given back to
+//! `pending` when nothing was in flight (it died between attempts: nothing can have
+//! arrived), and closed as `failed` when a request was out (it may have arrived: at most
+//! once beats at least once for chat messages).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,6 +35,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     last_error      TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS outbox_occurrence_target ON outbox(occurrence, target);
+CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(state, next_attempt_at);
 ";
 
@@ -125,6 +130,26 @@ impl Outbox {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
+        // Columns added after the first release: a database of an older build gets them.
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('outbox')")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(wrap)?;
+        for (name, definition) in [
+            ("claimed_host", "TEXT"),
+            ("claimed_pid", "INTEGER"),
+            ("in_flight", "INTEGER NOT NULL DEFAULT 0"),
+        ] {
+            if !columns.iter().any(|c| c == name) {
+                conn.execute_batch(&format!(
+                    "ALTER TABLE outbox ADD COLUMN {name} {definition}"
+                ))
+                .map_err(wrap)?;
+            }
+        }
         Ok(Outbox {
             conn,
             path: path.to_path_buf(),
@@ -170,6 +195,8 @@ impl Outbox {
         &self,
         now: DateTime<Utc>,
         limit: usize,
+        host: &str,
+        pid: u32,
     ) -> Result<Vec<OutboxItem>, LedgerError> {
         let now_text = ledger_time(now);
         self.conn
@@ -213,9 +240,10 @@ impl Outbox {
             let won = self
                 .conn
                 .execute(
-                    "UPDATE outbox SET state = 'sending', attempts = attempts + 1
+                    "UPDATE outbox SET state = 'sending', attempts = attempts + 1,
+                         claimed_host = ?2, claimed_pid = ?3, in_flight = 0
                      WHERE id = ?1 AND state = 'pending'",
-                    params![item.id],
+                    params![item.id, host, pid],
                 )
                 .map_err(|e| self.wrap(e))?;
             if won == 1 {
@@ -223,6 +251,80 @@ impl Outbox {
             }
         }
         Ok(claimed)
+    }
+
+    /// A request of this claimed row is going out: until its answer is recorded, a crash
+    /// leaves the row's outcome unknown.
+    pub fn request_going_out(&self, id: i64) -> Result<(), LedgerError> {
+        self.conn
+            .execute("UPDATE outbox SET in_flight = 1 WHERE id = ?1", params![id])
+            .map(drop)
+            .map_err(|e| self.wrap(e))
+    }
+
+    /// The answer to the row's request came back (or it never left); `delivered` counts
+    /// one more item as arrived, so a retry after a crash resumes after it.
+    pub fn answer_came_back(&self, id: i64, delivered: bool) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE outbox SET in_flight = 0, sent_parts = sent_parts + ?2 WHERE id = ?1",
+                params![id, i64::from(delivered)],
+            )
+            .map(drop)
+            .map_err(|e| self.wrap(e))
+    }
+
+    /// Rows left `sending` by dead processes of this host: back to `pending` (due now)
+    /// when no request was out, `failed` with outcome unknown when one was. Returns
+    /// (given back, closed).
+    pub fn release_orphans(
+        &self,
+        host: &str,
+        alive: &dyn Fn(i64) -> bool,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, claimed_pid, in_flight FROM outbox
+                 WHERE state = 'sending' AND claimed_host = ?1 AND claimed_pid IS NOT NULL",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let rows: Vec<(i64, i64, i64)> = stmt
+            .query_map(params![host], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.wrap(e))?;
+        let now_text = ledger_time(now);
+        let (mut released, mut closed) = (0, 0);
+        for (id, pid, in_flight) in rows {
+            if alive(pid) {
+                continue;
+            }
+            let changed = if in_flight == 0 {
+                self.conn.execute(
+                    "UPDATE outbox SET state = 'pending', next_attempt_at = ?2
+                     WHERE id = ?1 AND state = 'sending'",
+                    params![id, now_text],
+                )
+            } else {
+                self.conn.execute(
+                    "UPDATE outbox SET state = 'failed', finished_at = ?2, last_error =
+                         'outcome unknown: the process sending it died while a request was out; not resent, to never post twice'
+                     WHERE id = ?1 AND state = 'sending'",
+                    params![id, now_text],
+                )
+            }
+            .map_err(|e| self.wrap(e))?;
+            if changed == 1 {
+                if in_flight == 0 {
+                    released += 1;
+                } else {
+                    closed += 1;
+                }
+            }
+        }
+        Ok((released, closed))
     }
 
     /// Ends a claimed row: sent, failed for good, or back to pending for another try.
@@ -340,14 +442,16 @@ mod tests {
         assert!(!b.enqueue(&item("abc@1", "telegram:1")).unwrap());
         assert!(a.enqueue(&item("abc@1", "discord:2")).unwrap());
         assert!(a
-            .claim_due(at("2026-03-01T10:00:10Z"), 10)
+            .claim_due(at("2026-03-01T10:00:10Z"), 10, "host", 1)
             .unwrap()
             .is_empty());
         assert_eq!(a.earliest_due().unwrap(), Some(at("2026-03-01T10:00:30Z")));
-        let claimed = a.claim_due(at("2026-03-01T10:01:00Z"), 10).unwrap();
+        let claimed = a
+            .claim_due(at("2026-03-01T10:01:00Z"), 10, "host", 1)
+            .unwrap();
         assert_eq!(claimed.len(), 2);
         assert!(b
-            .claim_due(at("2026-03-01T10:01:00Z"), 10)
+            .claim_due(at("2026-03-01T10:01:00Z"), 10, "host", 1)
             .unwrap()
             .is_empty());
         a.finish(
@@ -373,7 +477,7 @@ mod tests {
         );
         // The window closes: the pending row expires instead of being sent.
         assert!(a
-            .claim_due(at("2026-03-01T17:00:00Z"), 10)
+            .claim_due(at("2026-03-01T17:00:00Z"), 10, "host", 1)
             .unwrap()
             .is_empty());
         assert_eq!(
@@ -387,5 +491,74 @@ mod tests {
         assert_eq!(retry_delay(0).num_seconds(), 30);
         assert_eq!(retry_delay(1).num_seconds(), 60);
         assert_eq!(retry_delay(20).num_seconds(), 1800);
+    }
+
+    #[test]
+    fn rows_of_a_dead_claimer_go_back_unless_a_request_was_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = Outbox::open(&dir.path().join("executions.db")).unwrap();
+        for target in ["telegram:1", "telegram:2", "telegram:3", "telegram:4"] {
+            outbox.enqueue(&item("abc@1", target)).unwrap();
+        }
+        let mut claimed = outbox
+            .claim_due(at("2026-03-01T10:01:00Z"), 2, "host", 41)
+            .unwrap();
+        claimed.extend(
+            outbox
+                .claim_due(at("2026-03-01T10:01:00Z"), 2, "host", 42)
+                .unwrap(),
+        );
+        // Row 1: between attempts, one part already delivered. Row 2: a request out.
+        outbox.request_going_out(claimed[0].id).unwrap();
+        outbox.answer_came_back(claimed[0].id, true).unwrap();
+        outbox.request_going_out(claimed[1].id).unwrap();
+        // pid 41 died; pid 42 (rows 3 and 4) is alive.
+        let alive = |pid: i64| pid == 42;
+        let now = at("2026-03-01T10:02:00Z");
+        assert_eq!(outbox.release_orphans("host", &alive, now).unwrap(), (1, 1));
+        assert_eq!(
+            outbox.release_orphans("other", &|_| false, now).unwrap(),
+            (0, 0)
+        );
+        let state = |target| outbox.state_of("abc@1", target).unwrap().unwrap();
+        assert_eq!(state("telegram:1"), "pending");
+        assert_eq!(state("telegram:2"), "failed");
+        assert_eq!(state("telegram:3"), "sending");
+        let again = outbox.claim_due(now, 10, "host", 43).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].target, "telegram:1");
+        assert_eq!(again[0].sent_parts, 1, "resumes after the delivered part");
+    }
+
+    #[test]
+    fn a_database_of_an_older_build_gets_the_claim_columns() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("executions.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, occurrence TEXT NOT NULL,
+                target TEXT NOT NULL, job_id TEXT NOT NULL, run_at TEXT, payload TEXT NOT NULL,
+                state TEXT NOT NULL, sent_parts INTEGER NOT NULL DEFAULT 0,
+                attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL,
+                next_attempt_at TEXT NOT NULL, expires_at TEXT NOT NULL, finished_at TEXT,
+                last_error TEXT);
+             INSERT INTO outbox (occurrence, target, job_id, payload, state, created_at,
+                next_attempt_at, expires_at)
+             VALUES ('abc@1', 'telegram:1', 'abc', '{}', 'pending', '2026-03-01T10:00:00Z',
+                '2026-03-01T10:00:30Z', '2026-03-01T16:00:00Z');",
+        )
+        .unwrap();
+        drop(conn);
+        let outbox = Outbox::open(&path).unwrap();
+        let claimed = outbox
+            .claim_due(at("2026-03-01T10:01:00Z"), 10, "host", 7)
+            .unwrap();
+        assert_eq!(claimed.len(), 1);
+        assert_eq!(
+            outbox
+                .release_orphans("host", &|_| false, at("2026-03-01T10:02:00Z"))
+                .unwrap(),
+            (1, 0)
+        );
     }
 }

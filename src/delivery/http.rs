@@ -59,12 +59,43 @@ pub fn client() -> &'static reqwest::Client {
     })
 }
 
+/// What a sender tells whoever keeps track of its requests (the outbox, for a retry).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flight {
+    /// A request is about to go out.
+    Out,
+    /// Its answer came back (2xx: the platform took the item) or it never left.
+    Back { delivered: bool },
+}
+
+/// Receives the [`Flight`] events of the requests sent inside [`recording_flights`].
+pub type FlightRecorder = std::sync::Arc<dyn Fn(Flight) + Send + Sync>;
+
+tokio::task_local! {
+    static FLIGHTS: FlightRecorder;
+}
+
+/// Runs `sending` with every request it makes reported to `recorder`. A request whose
+/// outcome is unknown (timeout, reset after sending) reports no `Back`: it stays out.
+pub async fn recording_flights<F: std::future::Future>(
+    recorder: FlightRecorder,
+    sending: F,
+) -> F::Output {
+    FLIGHTS.scope(recorder, sending).await
+}
+
+fn report(flight: Flight) {
+    let _ = FLIGHTS.try_with(|recorder| recorder(flight));
+}
+
 /// Sends a request once. Transport errors are classified: a failure to connect never
 /// reached the platform (transient); anything after that (timeout, reset) is unknown.
 pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failure> {
+    report(Flight::Out);
     let response = request.send().await.map_err(|e| {
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
+            report(Flight::Back { delivered: false });
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
         } else if e.is_timeout() {
             Failure::Unknown(format!(
@@ -86,6 +117,9 @@ pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failu
         .and_then(|v| v.trim().parse::<f64>().ok())
         .map(seconds);
     let body = response.text().await.unwrap_or_default();
+    report(Flight::Back {
+        delivered: (200..300).contains(&status),
+    });
     Ok(Answer {
         status,
         retry_after,

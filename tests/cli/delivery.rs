@@ -811,3 +811,88 @@ fn slack_refusals_and_discord_parts_are_handled_like_the_real_apis() {
         "slack:CNOPE: 200 channel_not_found"
     );
 }
+
+/// Runs a job whose three in-run attempts meet 503s (the delivery goes to the outbox),
+/// then starts the pass that retries it (due 30 s later) and SIGKILLs that pass once the
+/// fake has seen the retry's first request and `settle` has passed.
+fn kill_a_retry_after_its_first_request(fake: &Fake, hermes: &Hermes, settle: Duration) {
+    let id = add_job(hermes, "telegram", &[]);
+    run(hermes, &id);
+    assert_eq!(hermes.job(&id)["last_status"], "delivery_failed");
+    assert_eq!(fake.seen().len(), 3);
+    let mut pass = hermes.command(&["cron", "tick"]);
+    pass.env("HERMES_NOW", "2026-03-01T10:05:00Z")
+        .stdout(std::process::Stdio::null());
+    let mut pass = pass.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while fake.seen().len() < 4 {
+        assert!(Instant::now() < deadline, "the retry never came");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(settle);
+    pass.kill().unwrap();
+    pass.wait().unwrap();
+}
+
+#[test]
+fn a_retry_killed_between_attempts_is_given_back_and_delivered_once_later() {
+    // 503 for the run's three attempts; the retry's first request gets a 429 asking for
+    // 5 s, and the pass is killed while it waits: nothing is out, nothing arrived.
+    let fake = Fake::start(|_, i| match i {
+        0..=2 => telegram_error(503, "Service Unavailable", Value::Null),
+        3 => telegram_error(
+            429,
+            "Too Many Requests: retry after 5",
+            json!({"retry_after": 5}),
+        ),
+        _ => telegram_ok(i),
+    });
+    let mut env = telegram_env(&fake);
+    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
+    let hermes = home("report\n", &env);
+    kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(1000));
+    assert_eq!(fake.seen().len(), 4);
+
+    // The next pass finds the row of the dead pass and sends it, once.
+    let out = hermes.cron_at("2026-03-01T10:06:00Z", &["tick"]);
+    assert!(
+        out.ok().contains("delivery retry to telegram:5550001"),
+        "{}",
+        out.stdout
+    );
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 5, "one more request, accepted");
+    let id = hermes.jobs()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        seen[4].json()["text"],
+        json!(wrapped("report").replace("{id}", &id))
+    );
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "ok");
+    assert_eq!(job["last_delivery_error"], Value::Null);
+}
+
+#[test]
+fn a_retry_killed_with_its_request_out_is_closed_as_unknown_and_never_resent() {
+    // The retry's request is read and left unanswered for 3 s: it may have arrived.
+    let fake = Fake::start(|_, i| match i {
+        0..=2 => telegram_error(503, "Service Unavailable", Value::Null),
+        3 => {
+            std::thread::sleep(Duration::from_secs(3));
+            telegram_ok(i)
+        }
+        _ => telegram_ok(i),
+    });
+    let mut env = telegram_env(&fake);
+    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
+    let hermes = home("report\n", &env);
+    kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(200));
+
+    hermes.cron_at("2026-03-01T10:06:00Z", &["tick"]).ok();
+    hermes.cron_at("2026-03-01T12:00:00Z", &["tick"]).ok();
+    std::thread::sleep(Duration::from_millis(3200));
+    assert_eq!(fake.seen().len(), 4, "never sent again");
+    let id = hermes.jobs()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(hermes.job(&id)["last_status"], "delivery_failed");
+}
