@@ -8,9 +8,36 @@ use super::timefmt::absolute_and_relative;
 use super::Session;
 use crate::error::CliError;
 
+/// Every key the text listing reads ([`render_job`] and the shown/hidden split): a store
+/// of 10,000 jobs is read without their prompts, skills and other keys.
+const LISTING_KEYS: &[&str] = &[
+    "id",
+    "name",
+    "enabled",
+    "state",
+    "paused_at",
+    "paused_reason",
+    "schedule",
+    "schedule_display",
+    "timezone",
+    "repeat",
+    "next_run_at",
+    "last_run_at",
+    "last_status",
+    "last_error",
+    "last_delivery_error",
+    "deliver",
+    "origin",
+];
+
 pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
-    let jobs = session.store.load_jobs(ctx)?;
+    let jobs: Vec<Job> = if as_json {
+        session.store.load_jobs(ctx)?
+    } else {
+        let doc = session.store.load_keeping(LISTING_KEYS)?;
+        doc.jobs.into_iter().map(Job::from_record).collect()
+    };
     let (shown, hidden): (Vec<&Job>, Vec<&Job>) = jobs
         .iter()
         .partition(|job| all || matches!(job.state(), JobState::Scheduled | JobState::Error));
