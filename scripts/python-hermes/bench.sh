@@ -5,13 +5,20 @@
 #   2. one scheduler pass (`hermes cron tick`) at 100/1,000/10,000/100,000 jobs, nothing
 #      due and 1 % due (silent `--no-agent` script jobs: no LLM on either side), checked to
 #      have advanced exactly the due jobs on both sides;
-#   3. fire lateness of the daemons (ours: `hermes cron daemon`; Python: `hermes gateway run`).
-# Prints Markdown tables on stdout, progress on stderr. About 15 minutes with the defaults
+#   3. fire lateness of the daemons (ours: `hermes cron daemon`; Python: `hermes gateway run`);
+#   4. idle daemons on 1,000 recurring jobs none due: RSS and CPU of the process tree over
+#      --idle-secs after a settle period, and whether jobs.json was rewritten;
+#   5. burst: --burst-jobs agent jobs due at once, one `hermes cron tick` each against a
+#      local fake OpenAI-compatible model answering in 1 s, 64 in parallel on both sides:
+#      wall, CPU per job, every job checked ok, one model request per job checked.
+# Prints Markdown tables on stdout, progress on stderr. About 25 minutes with the defaults
 # on 2 cores (Python's 1 %-due pass at 100,000 jobs runs into --timeout).
 #
-# Usage: scripts/python-hermes/bench.sh [--only list,tick,lateness] [--list-sizes 1000,10000]
-#          [--tick-sizes 100,1000,10000,100000] [--runs 5] [--tick-runs 3] [--due-runs 3]
-#          [--timeout 300] [--lateness-jobs 200] [--lateness-rate 2]
+# Usage: scripts/python-hermes/bench.sh [--only list,tick,lateness,idle,burst]
+#          [--list-sizes 1000,10000] [--tick-sizes 100,1000,10000,100000] [--runs 5]
+#          [--tick-runs 3] [--due-runs 3] [--timeout S (default 300; 900 for burst)]
+#          [--lateness-jobs 200] [--lateness-rate 2] [--idle-jobs 1000] [--idle-settle 10]
+#          [--idle-secs 120] [--burst-jobs 1000] [--burst-parallel 64] [--burst-delay 1]
 # HERMES_BIN=path uses that binary instead of building target/release/hermes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
