@@ -147,7 +147,7 @@ pub struct Scheduler {
     store: JsonFileStore,
     ledger: Mutex<Ledger>,
     /// Deliveries that failed and are retried on later passes (same database).
-    outbox: Mutex<Outbox>,
+    outbox: Arc<Mutex<Outbox>>,
     runner: Arc<dyn Runner>,
     host: String,
     /// The `run_claim.by` this process stamps on the one-shots it dispatches.
@@ -193,7 +193,7 @@ impl Scheduler {
             flushing: Mutex::new(()),
             store,
             ledger: Mutex::new(ledger),
-            outbox: Mutex::new(outbox),
+            outbox: Arc::new(Mutex::new(outbox)),
             runner,
             host: host_name(),
             claim_owner: run_claim_owner(
@@ -444,7 +444,7 @@ impl Scheduler {
         if let Ok(Some(due)) = outbox.earliest_due() {
             next_wake = Some(next_wake.map_or(due, |wake| wake.min(due)));
         }
-        let _ = outbox.prune(ctx.now - chrono::Duration::days(30));
+        let _ = outbox.prune(ctx.now - chrono::Duration::days(7));
         drop(outbox);
         Ok(Some((
             tick_lock,
@@ -643,6 +643,43 @@ impl Scheduler {
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let last_run_at = schedules::format_instant(started, zone);
+        // A manual run's occurrence is not unique across runs; its ledger row is.
+        let key = match source {
+            RunSource::Scheduler => occurrence.to_string(),
+            RunSource::Manual => format!("{occurrence}#{row_id}"),
+        };
+        let expires = ctx.now
+            + chrono::Duration::from_std(settings.delivery_retry)
+                .unwrap_or(chrono::Duration::hours(6));
+        // Each destination gets its outbox row before its first request (write-ahead):
+        // if this process dies while delivering, a later pass sends what did not go
+        // out, and never resends what may have.
+        let track =
+            |target: &str, payload: &str| -> Option<(i64, delivery::http::FlightRecorder)> {
+                let item = NewOutboxItem {
+                    occurrence: &key,
+                    target,
+                    job_id: job.id(),
+                    run_at: &last_run_at,
+                    payload,
+                    sent_parts: 0,
+                    error: "",
+                    now: ctx.now,
+                    first_retry: ctx.now + jobs::outbox::retry_delay(0),
+                    expires_at: expires,
+                };
+                let row = lock_poisoned(&self.outbox)
+                    .enqueue_claimed(&item, &self.host, std::process::id())
+                    .map_err(|e| {
+                        tracing::error!(
+                            job = job.id(),
+                            "cannot keep the delivery in the outbox: {e}"
+                        )
+                    })
+                    .ok()
+                    .flatten()?;
+                Some((row, self.flight_recorder(row)))
+            };
         let delivery = block_on(delivery::deliver_run(RunDelivery {
             home: &self.home.root,
             job,
@@ -650,16 +687,32 @@ impl Scheduler {
             result: delivered,
             failure_streak: if error.is_some() { streak + 1 } else { 0 },
             wrap_response: settings.wrap_response,
+            track: Some(&track),
         }));
+        if !delivery.settled.is_empty() {
+            let outbox = lock_poisoned(&self.outbox);
+            for settled in &delivery.settled {
+                let state = match settled.outcome {
+                    delivery::SettledAs::Sent => OutboxState::Sent,
+                    delivery::SettledAs::Retry => OutboxState::Pending,
+                    delivery::SettledAs::Failed => OutboxState::Failed,
+                };
+                let finished = outbox.finish(
+                    settled.row,
+                    state,
+                    ctx.now,
+                    settled.sent_parts,
+                    settled.error.as_deref(),
+                );
+                if let Err(e) = finished {
+                    tracing::error!(
+                        job = job.id(),
+                        "cannot record the delivery in the outbox: {e}"
+                    );
+                }
+            }
+        }
         if !delivery.retry_later.is_empty() {
-            // A manual run's occurrence is not unique across runs; its ledger row is.
-            let key = match source {
-                RunSource::Scheduler => occurrence.to_string(),
-                RunSource::Manual => format!("{occurrence}#{row_id}"),
-            };
-            let expires = ctx.now
-                + chrono::Duration::from_std(settings.delivery_retry)
-                    .unwrap_or(chrono::Duration::hours(6));
             let outbox = lock_poisoned(&self.outbox);
             for pending in &delivery.retry_later {
                 let item = NewOutboxItem {
@@ -729,24 +782,8 @@ impl Scheduler {
         let skip = usize::try_from(item.sent_parts).unwrap_or(0);
         // Every request is marked in the row while it is out, so a crash mid-retry
         // leaves a row another pass can tell apart: given back, or unknown.
-        let recorder: delivery::http::FlightRecorder = {
-            let this = Arc::clone(&self);
-            let id = item.id;
-            Arc::new(move |flight| {
-                let outbox = lock_poisoned(&this.outbox);
-                let recorded = match flight {
-                    delivery::http::Flight::Out => outbox.request_going_out(id),
-                    delivery::http::Flight::Back { delivered } => {
-                        outbox.answer_came_back(id, delivered)
-                    }
-                };
-                if let Err(e) = recorded {
-                    tracing::warn!(row = id, "cannot mark the outbox row: {e}");
-                }
-            })
-        };
         let result = delivery::http::recording_flights(
-            recorder,
+            self.flight_recorder(item.id),
             delivery::retry(&self.home.root, &item.target, &item.payload, skip),
         )
         .await;
@@ -765,6 +802,24 @@ impl Scheduler {
                 response: None,
                 delivery: None,
             })
+    }
+
+    /// Marks outbox row `id` in flight while each of its requests is out, and counts the
+    /// parts that arrived.
+    fn flight_recorder(&self, id: i64) -> delivery::http::FlightRecorder {
+        let outbox = Arc::clone(&self.outbox);
+        Arc::new(move |flight| {
+            let outbox = lock_poisoned(&outbox);
+            let recorded = match flight {
+                delivery::http::Flight::Out => outbox.request_going_out(id),
+                delivery::http::Flight::Back { delivered } => {
+                    outbox.answer_came_back(id, delivered)
+                }
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(row = id, "cannot mark the outbox row: {e}");
+            }
+        })
     }
 
     fn finish_redelivery(

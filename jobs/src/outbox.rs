@@ -189,6 +189,41 @@ impl Outbox {
         Ok(inserted == 1)
     }
 
+    /// Keeps a delivery *before* its first request, claimed by this process (`sending`,
+    /// one attempt, retried from `first_retry` if it fails): a crash in the middle of
+    /// it leaves a row for [`Outbox::release_orphans`]. Returns the row, or `None` when
+    /// this occurrence and target are already in the outbox (nothing is inserted).
+    pub fn enqueue_claimed(
+        &self,
+        item: &NewOutboxItem<'_>,
+        host: &str,
+        pid: u32,
+    ) -> Result<Option<i64>, LedgerError> {
+        let inserted = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO outbox (occurrence, target, job_id, run_at, payload, state,
+                     sent_parts, attempts, created_at, next_attempt_at, expires_at, last_error,
+                     claimed_host, claimed_pid, in_flight)
+                 VALUES (?1, ?2, ?3, ?4, ?5, 'sending', ?6, 1, ?7, ?8, ?9, NULL, ?10, ?11, 0)",
+                params![
+                    item.occurrence,
+                    item.target,
+                    item.job_id,
+                    item.run_at,
+                    item.payload,
+                    item.sent_parts,
+                    ledger_time(item.now),
+                    ledger_time(item.first_retry),
+                    ledger_time(item.expires_at),
+                    host,
+                    pid,
+                ],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok((inserted == 1).then(|| self.conn.last_insert_rowid()))
+    }
+
     /// Claims every row due at `now` (at most `limit`), moving it to `sending`. Rows
     /// whose window has closed are marked expired instead and not returned.
     pub fn claim_due(

@@ -719,7 +719,13 @@ class Soak:
             con = sqlite3.connect(f"file:{self.home}/cron/executions.db?mode=ro", uri=True, timeout=10)
             con.row_factory = sqlite3.Row
             rows = [dict(r) for r in con.execute("SELECT * FROM runs")]
-            ob = [dict(r) for r in con.execute("SELECT * FROM outbox ORDER BY id")]
+            # Every delivery gets its outbox row before its first request (write-ahead);
+            # a row the run itself settled (one attempt, sent or given up) is the run's
+            # own delivery, counted from `runs.delivery`. The rest went through retries
+            # or were left by a process that died while delivering.
+            ob = [dict(r) for r in con.execute(
+                "SELECT * FROM outbox WHERE NOT (attempts = 1 AND state IN ('sent', 'failed')) "
+                "ORDER BY id")]
             con.close()
         except sqlite3.Error as e:
             problems["unreadable stores"].append(f"executions.db: {e}")

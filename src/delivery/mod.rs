@@ -71,8 +71,35 @@ pub struct DeliveryReport {
     pub summary: String,
     /// The job's `last_delivery_error` when something did not arrive.
     pub error: Option<String>,
+    /// Transient failures of untracked destinations, to keep for a later retry.
     pub retry_later: Vec<PendingDelivery>,
+    /// How each tracked destination ended (see [`RunDelivery::track`]).
+    pub settled: Vec<Settled>,
 }
+
+/// How the send to a tracked destination ended: its row, what became of it, and the
+/// parts (then attachments) delivered.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    pub row: i64,
+    pub outcome: SettledAs,
+    pub sent_parts: i64,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettledAs {
+    Sent,
+    /// Transient: retried later from the row.
+    Retry,
+    /// Final, or outcome unknown: never resent.
+    Failed,
+}
+
+/// Called for each destination before its first request, with the target key and the
+/// message as JSON: returns the row that tracks the send and the recorder of its
+/// requests, or `None` to send it untracked.
+pub type Track<'a> = &'a (dyn Fn(&str, &str) -> Option<(i64, http::FlightRecorder)> + Sync);
 
 /// One message as sent to every destination (and kept in the outbox).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -99,6 +126,10 @@ pub struct RunDelivery<'a> {
     /// Failures in a row including this run (for the nudge).
     pub failure_streak: u64,
     pub wrap_response: bool,
+    /// Write-ahead tracking of each send (the scheduler keeps a `sending` outbox row per
+    /// destination before its first request, so a crash mid-delivery leaves a row the
+    /// next pass can resolve). `None`: untracked.
+    pub track: Option<Track<'a>>,
 }
 
 /// Builds the message of a run (redacted) — `None` for a silent run.
@@ -210,14 +241,28 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
     let env = std::sync::Arc::new(env);
     let shared = std::sync::Arc::new(message);
     let mut sends = tokio::task::JoinSet::new();
+    let mut rows = vec![None; resolution.destinations.len()];
     for (index, destination) in resolution.destinations.iter().enumerate() {
+        let tracked = run
+            .track
+            .and_then(|track| track(&destination.key(), &payload));
+        let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
+        rows[index] = tracked.map(|(row, _)| row);
         let (destination, env, message) = (
             destination.clone(),
             std::sync::Arc::clone(&env),
             std::sync::Arc::clone(&shared),
         );
-        sends.spawn(async move { (index, send_to(&destination, &env, &message, 0).await) });
+        sends.spawn(async move {
+            let sending = send_to(&destination, &env, &message, 0);
+            let result = match recorder {
+                Some(recorder) => http::recording_flights(recorder, sending).await,
+                None => sending.await,
+            };
+            (index, result)
+        });
     }
+    let mut settled = Vec::new();
     let mut results = Vec::new();
     while let Some(joined) = sends.join_next().await {
         match joined {
@@ -229,23 +274,44 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
     for (index, result) in results {
         let destination = &resolution.destinations[index];
         let name = shown(destination);
+        let row = rows[index];
+        let mut settle = |outcome, sent_parts: usize, error: Option<&str>| {
+            if let Some(row) = row {
+                settled.push(Settled {
+                    row,
+                    outcome,
+                    sent_parts: sent_parts as i64,
+                    error: error.map(str::to_string),
+                });
+            }
+        };
         match result {
-            Ok(items) if items > 1 => sent.push(format!("{name} ({items} parts)")),
-            Ok(_) => sent.push(name),
+            Ok(items) => {
+                settle(SettledAs::Sent, items, None);
+                if items > 1 {
+                    sent.push(format!("{name} ({items} parts)"))
+                } else {
+                    sent.push(name)
+                }
+            }
             Err((failure, delivered)) => {
                 let text = redactor.redact(failure.message());
                 tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
                 match failure {
                     Failure::Transient(_) => {
                         errors.push(format!("{name}: {text} (will retry)"));
-                        retry_later.push(PendingDelivery {
-                            target: destination.key(),
-                            payload: payload.clone(),
-                            sent_parts: delivered as i64,
-                            error: text,
-                        });
+                        settle(SettledAs::Retry, delivered, Some(&text));
+                        if row.is_none() {
+                            retry_later.push(PendingDelivery {
+                                target: destination.key(),
+                                payload: payload.clone(),
+                                sent_parts: delivered as i64,
+                                error: text,
+                            });
+                        }
                     }
                     Failure::Final(_) | Failure::Unknown(_) => {
+                        settle(SettledAs::Failed, delivered, Some(&text));
                         errors.push(format!("{name}: {text}"))
                     }
                 }
@@ -262,6 +328,7 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
         summary,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         retry_later,
+        settled,
     }
 }
 

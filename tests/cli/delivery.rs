@@ -820,18 +820,98 @@ fn kill_a_retry_after_its_first_request(fake: &Fake, hermes: &Hermes, settle: Du
     run(hermes, &id);
     assert_eq!(hermes.job(&id)["last_status"], "delivery_failed");
     assert_eq!(fake.seen().len(), 3);
+    kill_a_pass_at_request(fake, hermes, "2026-03-01T10:05:00Z", 4, settle);
+}
+
+/// Starts `hermes cron tick` at `now` and SIGKILLs it once the fake has seen `requests`
+/// requests and `settle` has passed.
+fn kill_a_pass_at_request(
+    fake: &Fake,
+    hermes: &Hermes,
+    now: &str,
+    requests: usize,
+    settle: Duration,
+) {
     let mut pass = hermes.command(&["cron", "tick"]);
-    pass.env("HERMES_NOW", "2026-03-01T10:05:00Z")
+    pass.env("HERMES_NOW", now)
         .stdout(std::process::Stdio::null());
     let mut pass = pass.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while fake.seen().len() < 4 {
-        assert!(Instant::now() < deadline, "the retry never came");
+    while fake.seen().len() < requests {
+        assert!(Instant::now() < deadline, "request {requests} never came");
         std::thread::sleep(Duration::from_millis(10));
     }
     std::thread::sleep(settle);
     pass.kill().unwrap();
     pass.wait().unwrap();
+}
+
+#[test]
+fn a_pass_killed_between_attempts_of_its_run_s_delivery_leaves_it_to_the_next_pass() {
+    // The job's daily run (due 2026-03-02T10:00Z) meets a 429 asking for 5 s on its
+    // first request, and the pass is killed while it waits: nothing is out.
+    let fake = Fake::start(|_, i| match i {
+        0 => telegram_error(
+            429,
+            "Too Many Requests: retry after 5",
+            json!({"retry_after": 5}),
+        ),
+        _ => telegram_ok(i),
+    });
+    let mut env = telegram_env(&fake);
+    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
+    let hermes = home("report\n", &env);
+    let id = add_job(&hermes, "telegram", &[]);
+    kill_a_pass_at_request(
+        &fake,
+        &hermes,
+        "2026-03-02T10:00:05Z",
+        1,
+        Duration::from_millis(1000),
+    );
+    assert_eq!(fake.seen().len(), 1);
+
+    // The run is not repeated; its message is sent by a later pass, once.
+    hermes.cron_at("2026-03-02T10:01:00Z", &["tick"]).ok();
+    hermes.cron_at("2026-03-02T10:30:00Z", &["tick"]).ok();
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "one more request, accepted");
+    assert_eq!(
+        seen[1].json()["text"],
+        json!(wrapped("report").replace("{id}", &id))
+    );
+    let runs: Value = serde_json::from_str(hermes.cron(&["runs", &id, "--json"]).ok()).unwrap();
+    assert_eq!(
+        runs["runs"].as_array().unwrap().len(),
+        1,
+        "the run itself is not repeated"
+    );
+}
+
+#[test]
+fn a_pass_killed_with_its_run_s_message_out_never_sends_it_again() {
+    let fake = Fake::start(|_, i| {
+        if i == 0 {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+        telegram_ok(i)
+    });
+    let mut env = telegram_env(&fake);
+    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
+    let hermes = home("report\n", &env);
+    add_job(&hermes, "telegram", &[]);
+    kill_a_pass_at_request(
+        &fake,
+        &hermes,
+        "2026-03-02T10:00:05Z",
+        1,
+        Duration::from_millis(200),
+    );
+
+    hermes.cron_at("2026-03-02T10:01:00Z", &["tick"]).ok();
+    hermes.cron_at("2026-03-02T12:00:00Z", &["tick"]).ok();
+    std::thread::sleep(Duration::from_millis(3200));
+    assert_eq!(fake.seen().len(), 1, "may have arrived: never sent again");
 }
 
 #[test]
