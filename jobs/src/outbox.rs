@@ -166,27 +166,7 @@ impl Outbox {
     /// Keeps a failed delivery for later. Returns false when this occurrence and target
     /// are already in the outbox (it is then left as it is).
     pub fn enqueue(&self, item: &NewOutboxItem<'_>) -> Result<bool, LedgerError> {
-        let inserted = self
-            .conn
-            .execute(
-                "INSERT OR IGNORE INTO outbox (occurrence, target, job_id, run_at, payload, state,
-                     sent_parts, attempts, created_at, next_attempt_at, expires_at, last_error)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'pending', ?6, 1, ?7, ?8, ?9, ?10)",
-                params![
-                    item.occurrence,
-                    item.target,
-                    item.job_id,
-                    item.run_at,
-                    item.payload,
-                    item.sent_parts,
-                    ledger_time(item.now),
-                    ledger_time(item.first_retry),
-                    ledger_time(item.expires_at),
-                    item.error,
-                ],
-            )
-            .map_err(|e| self.wrap(e))?;
-        Ok(inserted == 1)
+        Ok(self.insert(item, None)?.is_some())
     }
 
     /// Keeps a delivery *before* its first request, claimed by this process (`sending`,
@@ -199,25 +179,42 @@ impl Outbox {
         host: &str,
         pid: u32,
     ) -> Result<Option<i64>, LedgerError> {
+        self.insert(item, Some((host, pid)))
+    }
+
+    /// One new row, `pending` or (with a claimer) `sending`; `None` when the occurrence
+    /// and target are already there.
+    fn insert(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimer: Option<(&str, u32)>,
+    ) -> Result<Option<i64>, LedgerError> {
+        let state = if claimer.is_some() {
+            OutboxState::Sending
+        } else {
+            OutboxState::Pending
+        };
         let inserted = self
             .conn
             .execute(
                 "INSERT OR IGNORE INTO outbox (occurrence, target, job_id, run_at, payload, state,
                      sent_parts, attempts, created_at, next_attempt_at, expires_at, last_error,
                      claimed_host, claimed_pid, in_flight)
-                 VALUES (?1, ?2, ?3, ?4, ?5, 'sending', ?6, 1, ?7, ?8, ?9, NULL, ?10, ?11, 0)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, ?10, ?11, ?12, ?13, 0)",
                 params![
                     item.occurrence,
                     item.target,
                     item.job_id,
                     item.run_at,
                     item.payload,
+                    state.as_str(),
                     item.sent_parts,
                     ledger_time(item.now),
                     ledger_time(item.first_retry),
                     ledger_time(item.expires_at),
-                    host,
-                    pid,
+                    Some(item.error).filter(|e| !e.is_empty()),
+                    claimer.map(|(host, _)| host),
+                    claimer.map(|(_, pid)| pid),
                 ],
             )
             .map_err(|e| self.wrap(e))?;

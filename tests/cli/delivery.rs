@@ -169,6 +169,14 @@ fn telegram_env(fake: &Fake) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A home whose script replies "report", with the fake as Telegram and chat 5550001 as
+/// its home channel.
+fn report_home(fake: &Fake) -> Hermes {
+    let mut env = telegram_env(fake);
+    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
+    home("report\n", &env)
+}
+
 /// Adds the "daily report" script job delivering to `deliver`; returns its id.
 fn add_job(hermes: &Hermes, deliver: &str, extra: &[&str]) -> String {
     let mut args = vec![
@@ -224,9 +232,7 @@ fn home_channel_gets_the_reply_in_the_exact_wrapper() {
 #[test]
 fn origin_and_a_bare_platform_reach_the_origin_chat_and_thread() {
     let fake = Fake::start(|_, i| telegram_ok(i));
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     let id = add_job(
         &hermes,
         "origin,telegram",
@@ -456,9 +462,7 @@ fn a_429_waits_its_retry_after_and_then_succeeds() {
             telegram_ok(i)
         }
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     let id = add_job(&hermes, "telegram", &[]);
     run(&hermes, &id);
 
@@ -475,9 +479,7 @@ fn a_403_is_final_recorded_and_never_retried() {
     let fake = Fake::start(|_, _| {
         telegram_error(403, "Forbidden: bot was blocked by the user", Value::Null)
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     let id = add_job(&hermes, "telegram", &[]);
     run(&hermes, &id);
 
@@ -858,9 +860,7 @@ fn a_pass_killed_between_attempts_of_its_run_s_delivery_leaves_it_to_the_next_pa
         ),
         _ => telegram_ok(i),
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     let id = add_job(&hermes, "telegram", &[]);
     kill_a_pass_at_request(
         &fake,
@@ -896,9 +896,7 @@ fn a_pass_killed_with_its_run_s_message_out_never_sends_it_again() {
         }
         telegram_ok(i)
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     add_job(&hermes, "telegram", &[]);
     kill_a_pass_at_request(
         &fake,
@@ -927,9 +925,7 @@ fn a_retry_killed_between_attempts_is_given_back_and_delivered_once_later() {
         ),
         _ => telegram_ok(i),
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(1000));
     assert_eq!(fake.seen().len(), 4);
 
@@ -964,9 +960,7 @@ fn a_retry_killed_with_its_request_out_is_closed_as_unknown_and_never_resent() {
         }
         _ => telegram_ok(i),
     });
-    let mut env = telegram_env(&fake);
-    env.push(("TELEGRAM_HOME_CHANNEL", "5550001".to_string()));
-    let hermes = home("report\n", &env);
+    let hermes = report_home(&fake);
     kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(200));
 
     hermes.cron_at("2026-03-01T10:06:00Z", &["tick"]).ok();
