@@ -7,7 +7,6 @@ mod agent;
 mod cli;
 mod clock;
 mod commands;
-mod daemon;
 mod delivery;
 mod environment;
 mod error;

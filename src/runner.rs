@@ -1,34 +1,51 @@
-//! The runner interface: what the scheduler calls to carry out one due job. Scripts
-//! (§6.7) plug in here now; the LLM agent plugs into the same interface. A runner
-//! reports activity as it works so the scheduler can stop a run that went silent.
+//! The runner interface: what the scheduler calls to carry out one due job. Scripts and
+//! the LLM agent plug in here. A runner reports activity as it works so the scheduler can
+//! stop a run that went silent.
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
-use chrono::Utc;
-use jobs::Job;
+use jobs::store::Store;
+use jobs::{Context, Job};
 
 use crate::settings::CronSettings;
 
-/// The last moment a run showed life (a model response, tool or script output).
+/// The last moment a run showed life (a model response, tool or script output), on the
+/// monotonic timer: wall-clock jumps never make a run look idle or busy.
 #[derive(Debug, Clone)]
-pub struct Activity(Arc<AtomicI64>);
+pub struct Activity(Arc<ActivityMark>);
+
+#[derive(Debug)]
+struct ActivityMark {
+    start: tokio::time::Instant,
+    /// Milliseconds after `start` of the last sign of life.
+    last: AtomicU64,
+}
 
 impl Activity {
     pub fn new() -> Activity {
-        Activity(Arc::new(AtomicI64::new(Utc::now().timestamp_millis())))
+        Activity(Arc::new(ActivityMark {
+            start: tokio::time::Instant::now(),
+            last: AtomicU64::new(0),
+        }))
+    }
+
+    fn elapsed_millis(&self) -> u64 {
+        u64::try_from(self.0.start.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
     pub fn touch(&self) {
-        self.0
-            .store(Utc::now().timestamp_millis(), Ordering::Relaxed);
+        self.0.last.store(self.elapsed_millis(), Ordering::Relaxed);
     }
 
-    pub fn idle_millis(&self) -> i64 {
-        Utc::now().timestamp_millis() - self.0.load(Ordering::Relaxed)
+    /// How long the run has shown no life.
+    pub fn idle(&self) -> Duration {
+        let last = self.0.last.load(Ordering::Relaxed);
+        Duration::from_millis(self.elapsed_millis().saturating_sub(last))
     }
 }
 
@@ -58,6 +75,10 @@ pub struct RunEnv {
     pub home: PathBuf,
     pub settings: CronSettings,
     pub activity: Activity,
+    /// The store, for what a prompt draws from other jobs (their names and outputs).
+    pub store: Arc<dyn Store>,
+    /// "Now" and the zones as the run started.
+    pub ctx: Context,
 }
 
 /// How a run ended.

@@ -5,7 +5,7 @@
 //! occurrence twice. Pure: "now" comes in through the [`Context`].
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+
 
 use schedules::{format_instant, grace_period, Schedule, ONE_SHOT_GRACE};
 
@@ -71,11 +71,7 @@ pub fn run_claim_owner(machine_id: Option<&str>, host: &str, pid: u32) -> String
 /// clears it when the run is recorded). A claim dated in the future or unreadable does
 /// not count, as in Python Hermes.
 fn fresh_run_claim(job: &Job, ctx: &Context, ttl: chrono::Duration) -> Option<DateTime<Utc>> {
-    let at = job
-        .get("run_claim")
-        .and_then(|claim| claim.get("at"))
-        .and_then(Value::as_str)?;
-    schedules::parse_stored_instant(at, ctx.legacy_zone).filter(|&at| {
+    job.run_claim_at(ctx).filter(|&at| {
         let age = ctx.now - at;
         age >= chrono::Duration::zero() && age < ttl
     })
@@ -103,33 +99,26 @@ pub fn earliest_next_run(
         .min()
 }
 
-fn set_time(job: &mut Job, key: &str, at: Option<DateTime<Utc>>, ctx: &Context) {
-    let zone = job.zone(ctx);
-    job.set(
-        key,
-        at.map_or(Value::Null, |t| json!(format_instant(t, zone))),
-    );
-}
-
 /// Counts a dispatch in `repeat.completed`; returns whether the job has now used up its runs.
 fn count_dispatch(job: &mut Job) -> bool {
     let mut repeat = job.repeat();
     repeat.completed += 1;
-    let mut object = match job.get("repeat") {
-        Some(Value::Object(o)) => o.clone(),
-        _ => Default::default(),
-    };
-    object.insert("times".into(), json!(repeat.times));
-    object.insert("completed".into(), json!(repeat.completed));
-    job.set("repeat", Value::Object(object));
+    job.set_repeat(repeat);
     repeat.times.is_some_and(|times| repeat.completed >= times)
 }
 
-/// Marks a job finished for good: kept, disabled, no next run (SPEC §3.5).
-pub fn mark_completed(job: &mut Job) {
-    job.set("enabled", json!(false));
-    job.set("state", json!("completed"));
-    job.set("next_run_at", Value::Null);
+/// Drops completed one-shots whose last run (else creation) is older than `retention`.
+/// Decided on the stored state and schedule kind, without parsing any schedule.
+pub fn prune_completed_one_shots(jobs: &mut Vec<Job>, ctx: &Context, retention: chrono::Duration) {
+    jobs.retain(|job| {
+        let prunable = job.state() == JobState::Completed
+            && job.is_one_shot()
+            && job
+                .last_run_at(ctx)
+                .or_else(|| job.instant("created_at", ctx))
+                .is_some_and(|t| t < ctx.now - retention);
+        !prunable
+    });
 }
 
 /// Scans `jobs` at `ctx.now`, applies each decision's store change, and returns them.
@@ -172,19 +161,19 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
         if repeat.times.is_some_and(|t| repeat.completed >= t)
             || !schedule.is_recurring() && job.last_run_at(ctx).is_some()
         {
-            mark_completed(job);
+            job.complete();
             return None;
         }
         return match schedule.next_run(now, job.last_run_at(ctx), zone) {
             Some(next) => {
-                set_time(job, "next_run_at", Some(next), ctx);
+                job.set_next_run_at(Some(next), zone);
                 None
             }
             None if schedule.is_recurring() => {
                 Some(broken(job, "no future run can be computed".into()))
             }
             None => {
-                mark_completed(job);
+                job.complete();
                 None
             }
         };
@@ -200,22 +189,17 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
                 // Dispatched already (Python Hermes counts the dispatch and keeps
                 // `next_run_at` while it runs) and its claim has expired: the run that
                 // claimed it died. A one-shot fires at most `times` times: done.
-                mark_completed(job);
+                job.complete();
                 return Some(Decision::Completed {
                     scheduled_at: due_at,
                 });
             }
-            set_time(job, "next_run_at", None, ctx);
+            job.set_next_run_at(None, zone);
             if lateness > ONE_SHOT_GRACE {
-                mark_completed(job);
-                job.set("last_status", json!("missed"));
-                job.set(
-                    "last_error",
-                    json!(format!(
-                        "missed: the scheduler was not running at {} (more than 120 s late)",
-                        format_instant(due_at, zone)
-                    )),
-                );
+                job.mark_missed(&format!(
+                    "missed: the scheduler was not running at {} (more than 120 s late)",
+                    format_instant(due_at, zone)
+                ));
                 return Some(Decision::Missed {
                     scheduled_at: due_at,
                 });
@@ -224,10 +208,7 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
             // Keeps other schedulers on this store off the job while it runs (Python
             // Hermes would otherwise take the counted dispatch for a dead one and
             // remove the job); the runner refreshes it and the result clears it.
-            job.set(
-                "run_claim",
-                json!({"at": format_instant(now, zone), "by": options.claim_owner}),
-            );
+            job.set_run_claim(Some((now, options.claim_owner)), zone);
             Some(Decision::Fire {
                 scheduled_at: due_at,
                 late: false,
@@ -249,7 +230,7 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
             let Some(next) = next else {
                 return Some(broken(job, "no future run can be computed".into()));
             };
-            set_time(job, "next_run_at", Some(next), ctx);
+            job.set_next_run_at(Some(next), zone);
             let catch_up = options.catch_up_missed && job.text_field("catch_up") != Some("skip");
             if late && !catch_up {
                 return Some(Decision::SkippedLate {
@@ -257,7 +238,7 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
                 });
             }
             if count_dispatch(job) {
-                set_time(job, "next_run_at", None, ctx);
+                job.set_next_run_at(None, zone);
             }
             Some(Decision::Fire {
                 scheduled_at: due_at,
@@ -268,15 +249,15 @@ fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decisi
 }
 
 fn broken(job: &mut Job, reason: String) -> Decision {
-    job.set("state", json!("error"));
-    job.set("last_error", json!(reason.clone()));
+    job.set_broken(&reason);
     Decision::Broken { reason }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Record;
+    use serde_json::{json, Value};
+    use crate::jsonfile::Record;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -438,7 +419,7 @@ mod tests {
     #[test]
     fn the_scheduling_view_decides_like_whole_records_on_every_fixture_store() {
         use crate::job::SCHEDULING_KEYS;
-        use crate::store::parse_document_keeping;
+        use crate::jsonfile::parse_document_keeping;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
         let (mut stores, mut decided) = (0, 0);
         for entry in std::fs::read_dir(&dir).unwrap() {

@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 
-use crate::store::Record;
+use crate::jsonfile::Record;
 
 /// What "now" and "where" mean for an operation: the caller's clock reading, the
 /// configured zone (§3.2) and the system zone that legacy naive timestamps are read in.
@@ -124,6 +124,52 @@ pub const SCHEDULING_KEYS: &[&str] = &[
     "run_claim",
 ];
 
+/// The optional text fields a user sets and clears.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TextField {
+    Script,
+    Workdir,
+    Model,
+    Provider,
+    Timezone,
+}
+
+impl TextField {
+    pub fn key(self) -> &'static str {
+        match self {
+            TextField::Script => "script",
+            TextField::Workdir => "workdir",
+            TextField::Model => "model",
+            TextField::Provider => "provider",
+            TextField::Timezone => "timezone",
+        }
+    }
+}
+
+/// Everything a new job is made of (validated by the caller).
+#[derive(Debug)]
+pub struct JobSpec<'a> {
+    pub id: String,
+    pub name: String,
+    pub prompt: &'a str,
+    pub skills: &'a [String],
+    pub model: Option<&'a str>,
+    pub provider: Option<&'a str>,
+    pub script: Option<&'a str>,
+    pub no_agent: bool,
+    pub schedule: &'a Schedule,
+    pub times: Option<u64>,
+    /// Created paused at this instant (written in the configured zone).
+    pub paused_at: Option<String>,
+    pub created_at: String,
+    pub next_run_at: String,
+    pub deliver: String,
+    pub origin: Option<Value>,
+    pub workdir: Option<&'a str>,
+    /// A per-job zone; the key is written only when given (Python Hermes has none).
+    pub timezone: Option<&'a str>,
+}
+
 /// One record of jobs.json.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -132,6 +178,52 @@ pub struct Job {
 
 impl Job {
     pub fn from_record(record: Record) -> Job {
+        Job { record }
+    }
+
+    /// A new job's record, every field in the order Hermes writes them.
+    pub fn create(spec: &JobSpec<'_>) -> Job {
+        let record: Record = [
+            ("id", json!(spec.id)),
+            ("name", json!(spec.name)),
+            ("prompt", json!(spec.prompt)),
+            ("skills", json!(spec.skills)),
+            ("skill", json!(spec.skills.first())),
+            ("model", json!(spec.model)),
+            ("provider", json!(spec.provider)),
+            ("base_url", Value::Null),
+            ("script", json!(spec.script)),
+            ("no_agent", json!(spec.no_agent)),
+            ("context_from", Value::Null),
+            ("schedule", spec.schedule.to_json()),
+            ("schedule_display", json!(spec.schedule.display())),
+            ("repeat", json!({"times": spec.times, "completed": 0})),
+            ("enabled", json!(spec.paused_at.is_none())),
+            (
+                "state",
+                json!(match spec.paused_at {
+                    Some(_) => "paused",
+                    None => "scheduled",
+                }),
+            ),
+            ("paused_at", json!(spec.paused_at)),
+            ("paused_reason", Value::Null),
+            ("created_at", json!(spec.created_at)),
+            ("next_run_at", json!(spec.next_run_at)),
+            ("last_run_at", Value::Null),
+            ("last_status", Value::Null),
+            ("last_error", Value::Null),
+            ("last_delivery_error", Value::Null),
+            ("failure_streak", json!(0)),
+            ("deliver", json!(spec.deliver)),
+            ("origin", spec.origin.clone().unwrap_or(Value::Null)),
+            ("enabled_toolsets", Value::Null),
+            ("workdir", json!(spec.workdir)),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value))
+        .chain(spec.timezone.map(|zone| ("timezone".to_string(), json!(zone))))
+        .collect();
         Job { record }
     }
 
@@ -147,7 +239,9 @@ impl Job {
         self.record.get(key)
     }
 
-    pub fn set(&mut self, key: &str, value: Value) {
+    /// Writes a field by name: only this module and the crate's tests do; everyone else
+    /// uses the typed setters below.
+    pub(crate) fn set(&mut self, key: &str, value: Value) {
         self.record.insert(key.to_string(), value);
     }
 
@@ -334,6 +428,186 @@ impl Job {
     /// The chat the job came from; a non-object origin is ignored.
     pub fn origin(&self) -> Option<&Map<String, Value>> {
         self.record.get("origin").and_then(Value::as_object)
+    }
+
+    // --- typed setters: the only ways a job's fields change outside this module ---
+
+    fn set_instant(&mut self, key: &str, at: Option<DateTime<Utc>>, zone: Tz) {
+        self.set(
+            key,
+            at.map_or(Value::Null, |t| json!(format_instant(t, zone))),
+        );
+    }
+
+    fn set_optional_text(&mut self, key: &str, value: Option<&str>) {
+        self.set(key, value.map_or(Value::Null, |v| json!(v)));
+    }
+
+    /// The next fire, written in `zone` (null: none).
+    pub fn set_next_run_at(&mut self, at: Option<DateTime<Utc>>, zone: Tz) {
+        self.set_instant("next_run_at", at, zone);
+    }
+
+    pub fn set_last_run_at(&mut self, at: Option<DateTime<Utc>>, zone: Tz) {
+        self.set_instant("last_run_at", at, zone);
+    }
+
+    /// `repeat`, keeping any other key the stored object carries.
+    pub fn set_repeat(&mut self, repeat: Repeat) {
+        let mut object = match self.record.get("repeat") {
+            Some(Value::Object(o)) => o.clone(),
+            _ => Map::new(),
+        };
+        object.insert("times".into(), json!(repeat.times));
+        object.insert("completed".into(), json!(repeat.completed));
+        self.set("repeat", Value::Object(object));
+    }
+
+    /// `repeat` replaced whole (an edit sets a new count; a new schedule starts afresh).
+    pub fn replace_repeat(&mut self, repeat: Repeat) {
+        self.set("repeat", repeat.to_json());
+    }
+
+    /// Marks the job finished for good: kept, disabled, no next run.
+    pub fn complete(&mut self) {
+        self.set("enabled", json!(false));
+        self.set("state", json!("completed"));
+        self.set("next_run_at", Value::Null);
+    }
+
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.set("enabled", json!(enabled));
+    }
+
+    /// The stored `state` (the effective state also looks at `enabled` and the pause
+    /// marker, see [`Job::state`]).
+    pub fn set_state(&mut self, state: JobState) {
+        self.set("state", json!(state.as_str()));
+    }
+
+    /// Enabled but unschedulable: kept enabled in `state: error` with the reason.
+    pub fn set_broken(&mut self, reason: &str) {
+        self.set("state", json!("error"));
+        self.set("last_error", json!(reason));
+    }
+
+    /// Paused at `at` (written in the configured zone) with an optional reason.
+    pub fn pause(&mut self, at: &str, reason: Option<&str>) {
+        self.set_enabled(false);
+        self.set_state(JobState::Paused);
+        self.set("paused_at", json!(at));
+        self.set_optional_text("paused_reason", reason);
+    }
+
+    /// Clears the pause marker and makes the job runnable.
+    pub fn unpause(&mut self) {
+        self.set_enabled(true);
+        self.set_state(JobState::Scheduled);
+        self.set("paused_at", Value::Null);
+        self.set("paused_reason", Value::Null);
+    }
+
+    /// The outcome fields of a run: status, error, delivery error and the failure
+    /// streak (one more on error, else back to zero).
+    pub fn record_outcome(
+        &mut self,
+        status: &str,
+        error: Option<&str>,
+        delivery_error: Option<&str>,
+    ) {
+        self.set("last_status", json!(status));
+        self.set_optional_text("last_error", error);
+        self.set_optional_text("last_delivery_error", delivery_error);
+        let streak = if error.is_some() {
+            self.failure_streak() + 1
+        } else {
+            0
+        };
+        self.set("failure_streak", json!(streak));
+    }
+
+    /// A one-shot that was never run: completed with `last_status: missed`.
+    pub fn mark_missed(&mut self, why: &str) {
+        self.complete();
+        self.set("last_status", json!("missed"));
+        self.set("last_error", json!(why));
+    }
+
+    /// A delivery retried later arrived: the last run is `ok` after all.
+    pub fn clear_delivery_failure(&mut self) {
+        self.set("last_status", json!("ok"));
+        self.set("last_delivery_error", Value::Null);
+    }
+
+    pub fn failure_streak(&self) -> u64 {
+        self.record
+            .get("failure_streak")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    }
+
+    /// The `run_claim` stamp (`{at, by}`) that keeps other schedulers on a shared store
+    /// off a running one-shot; `None` clears it.
+    pub fn set_run_claim(&mut self, claim: Option<(DateTime<Utc>, &str)>, zone: Tz) {
+        let value = claim.map_or(Value::Null, |(at, by)| {
+            json!({"at": format_instant(at, zone), "by": by})
+        });
+        self.set("run_claim", value);
+    }
+
+    /// Who stamped the job's `run_claim`, when it has one.
+    pub fn run_claim_by(&self) -> Option<&str> {
+        self.record
+            .get("run_claim")
+            .and_then(|claim| claim.get("by"))
+            .and_then(Value::as_str)
+    }
+
+    /// When the job's `run_claim` was stamped (unreadable: none).
+    pub fn run_claim_at(&self, ctx: &Context) -> Option<DateTime<Utc>> {
+        let at = self
+            .record
+            .get("run_claim")
+            .and_then(|claim| claim.get("at"))
+            .and_then(Value::as_str)?;
+        parse_stored_instant(at, ctx.legacy_zone)
+    }
+
+    pub fn has_run_claim(&self) -> bool {
+        self.record.get("run_claim").is_some_and(|c| !c.is_null())
+    }
+
+    /// A new schedule and its display.
+    pub fn set_schedule(&mut self, schedule: &Schedule) {
+        self.set("schedule", schedule.to_json());
+        self.set("schedule_display", json!(schedule.display()));
+    }
+
+    pub fn set_name(&mut self, name: &str) {
+        self.set("name", json!(name));
+    }
+
+    pub fn set_prompt(&mut self, prompt: &str) {
+        self.set("prompt", json!(prompt));
+    }
+
+    pub fn set_deliver(&mut self, deliver: &str) {
+        self.set("deliver", json!(deliver));
+    }
+
+    pub fn set_no_agent(&mut self, no_agent: bool) {
+        self.set("no_agent", json!(no_agent));
+    }
+
+    /// `skills` and its legacy mirror `skill` (= the first), kept aligned.
+    pub fn set_skills(&mut self, skills: &[String]) {
+        self.set("skill", json!(skills.first()));
+        self.set("skills", json!(skills));
+    }
+
+    /// An optional text field (`None` stores null).
+    pub fn set_text(&mut self, field: TextField, value: Option<&str>) {
+        self.set_optional_text(field.key(), value);
     }
 
     /// Rewrites wrongly shaped fields in place so the record reads the same in any

@@ -1,9 +1,11 @@
-//! The job model, the `jobs.json` store, job lifecycle and the prompt safety scan.
+//! The job model, the store behind one interface ([`Store`]) with its jobs.json
+//! implementation shared with Python Hermes, job lifecycle and the prompt safety scan.
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
 pub mod deliver;
 pub mod due;
 pub mod job;
+pub mod jsonfile;
 pub mod ledger;
 pub mod lifecycle;
 pub mod outbox;
@@ -13,7 +15,6 @@ pub mod threats;
 
 pub use job::{Context, Job, JobState, Repeat};
 pub use lifecycle::{
-    create_job, edit_job, find_job, pause_job, remove_job, resume_job, JobEdit, JobError, JobStore,
-    NewJob,
+    create_job, edit_job, find_job, pause_job, remove_job, resume_job, JobEdit, JobError, NewJob,
 };
-pub use store::{JsonFileStore, StoreError};
+pub use store::{FileStore, MemoryStore, Store, StoreError};

@@ -1,11 +1,10 @@
-//! Job lifecycle: create, find, edit, pause, resume, remove — every change to the set of
-//! jobs goes through [`JobStore::update`], so each is one locked read-modify-write.
+//! Job lifecycle: create, find, edit, pause, resume, remove — every change goes through
+//! one row operation of the [`Store`], so each is one locked read-modify-write.
 //!
 //! Validation (schedule, repeat, prompt scan, deliver, paths) happens before the store
 //! is touched: a refused command leaves jobs.json exactly as it was.
 
-use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -14,8 +13,9 @@ use serde_json::{json, Value};
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
 use crate::deliver::validate_deliver;
-use crate::job::{is_safe_id, new_id, parse_repeat_times, Context, Job, JobState, SCHEDULING_KEYS};
-use crate::store::{JsonFileStore, StoreError};
+use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
+use crate::job::TextField;
+use crate::store::{Store, StoreError};
 use crate::threats::{scan_prompt, PromptBlocked};
 
 /// Why a job operation was refused or failed. Every message reads as an instruction.
@@ -38,119 +38,7 @@ pub enum JobError {
 impl JobError {
     /// True for failures of the machine (I/O), false for what the user can fix.
     pub fn is_internal(&self) -> bool {
-        matches!(self, JobError::Store(StoreError::Io { .. }))
-    }
-}
-
-/// Where jobs live. The JSON file shared with Python Hermes is the default backend;
-/// others (PostgreSQL for several hosts) implement the same two calls.
-pub trait JobStore {
-    /// Every job, read without taking the lock.
-    fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
-    /// Every job reduced to [`SCHEDULING_KEYS`], read without the lock: enough for the
-    /// due scan, the next wake-up and pruning, at a fraction of the memory of whole jobs.
-    fn load_scheduling_view(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
-        self.load_jobs(ctx)
-    }
-    /// One locked read-modify-write. `change` sees every (healed) job; when it returns
-    /// an error nothing is written.
-    fn update_jobs(
-        &self,
-        ctx: &Context,
-        change: &mut dyn FnMut(&mut Vec<Job>) -> Result<(), JobError>,
-    ) -> Result<(), JobError>;
-    /// A locked change of the jobs whose id is in `ids` (healed, in store order); every
-    /// other job is left exactly as it is. When `change` returns an error nothing is
-    /// written.
-    fn update_jobs_by_id(
-        &self,
-        ctx: &Context,
-        ids: &HashSet<&str>,
-        change: &mut dyn FnMut(&mut [Job]) -> Result<(), JobError>,
-    ) -> Result<(), JobError> {
-        self.update_jobs(ctx, &mut |jobs| {
-            let mut chosen: Vec<Job> = Vec::new();
-            let mut at = Vec::new();
-            for (i, job) in jobs.iter().enumerate() {
-                if ids.contains(job.id()) {
-                    chosen.push(job.clone());
-                    at.push(i);
-                }
-            }
-            change(&mut chosen)?;
-            for (i, job) in at.into_iter().zip(chosen) {
-                jobs[i] = job;
-            }
-            Ok(())
-        })
-    }
-    /// Where this job's output documents go.
-    fn output_dir(&self, job_id: &str) -> PathBuf;
-}
-
-impl JobStore for JsonFileStore {
-    fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .load()?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
-    }
-
-    fn load_scheduling_view(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .load_keeping(SCHEDULING_KEYS)?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
-    }
-
-    fn update_jobs(
-        &self,
-        ctx: &Context,
-        change: &mut dyn FnMut(&mut Vec<Job>) -> Result<(), JobError>,
-    ) -> Result<(), JobError> {
-        self.update(&ctx.now_text(), |doc| {
-            let mut jobs: Vec<Job> = std::mem::take(&mut doc.jobs)
-                .into_iter()
-                .map(Job::from_record)
-                .collect();
-            for job in &mut jobs {
-                job.heal(ctx);
-            }
-            change(&mut jobs)?;
-            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
-            Ok(())
-        })
-    }
-
-    fn update_jobs_by_id(
-        &self,
-        ctx: &Context,
-        ids: &HashSet<&str>,
-        change: &mut dyn FnMut(&mut [Job]) -> Result<(), JobError>,
-    ) -> Result<(), JobError> {
-        self.update_records(&ctx.now_text(), ids, |records| {
-            let mut jobs: Vec<Job> = records
-                .iter_mut()
-                .map(|record| {
-                    let mut job = Job::from_record(std::mem::take(record));
-                    job.heal(ctx);
-                    job
-                })
-                .collect();
-            let result = change(&mut jobs);
-            for (record, job) in records.iter_mut().zip(jobs) {
-                *record = job.into_record();
-            }
-            result
-        })
-    }
-
-    fn output_dir(&self, job_id: &str) -> PathBuf {
-        self.cron_dir().join("output").join(job_id)
+        matches!(self, JobError::Store(StoreError::Unavailable(_)))
     }
 }
 
@@ -175,11 +63,27 @@ pub fn find_job<'a>(jobs: &'a [Job], reference: &str) -> Result<&'a Job, JobErro
     }
 }
 
-fn find_index(jobs: &[Job], reference: &str) -> Result<usize, JobError> {
-    let id = find_job(jobs, reference)?.id().to_string();
-    jobs.iter()
-        .position(|j| j.id() == id)
-        .ok_or(JobError::NotFound(reference.to_string()))
+/// The id of the job `reference` names, resolved on a snapshot of the store.
+fn resolve(store: &dyn Store, reference: &str, ctx: &Context) -> Result<String, JobError> {
+    let jobs = store.load_view(ctx, &["id", "name"])?;
+    Ok(find_job(&jobs, reference)?.id().to_string())
+}
+
+/// Changes the job `reference` names under the store's lock; a job removed meanwhile is
+/// reported as not found under the name the user gave.
+fn change_job(
+    store: &dyn Store,
+    reference: &str,
+    ctx: &Context,
+    change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+) -> Result<Job, JobError> {
+    let id = resolve(store, reference, ctx)?;
+    store
+        .update_job(ctx, &id, change)
+        .map_err(|e| match e {
+            JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
+            other => other,
+        })
 }
 
 /// What `hermes cron add` asks for. `None` means "not given" (defaults apply).
@@ -346,7 +250,7 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
 }
 
 /// Creates a job and stores it. Everything is validated before the store is locked.
-pub fn create_job(store: &dyn JobStore, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
+pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
         None => ctx.zone,
@@ -391,63 +295,27 @@ pub fn create_job(store: &dyn JobStore, new: &NewJob, ctx: &Context) -> Result<J
         .map(str::to_string)
         .unwrap_or_else(|| default_name(&new.prompt, &skills, script));
 
-    let mut job = Job::from_record(Default::default());
-    let fields: Vec<(&str, Value)> = vec![
-        ("id", json!(new_id())),
-        ("name", json!(name)),
-        ("prompt", json!(new.prompt)),
-        ("skills", json!(skills)),
-        ("skill", json!(skills.first())),
-        ("model", json!(non_empty(&new.model))),
-        ("provider", json!(non_empty(&new.provider))),
-        ("base_url", Value::Null),
-        ("script", json!(script)),
-        ("no_agent", json!(new.no_agent)),
-        ("context_from", Value::Null),
-        ("schedule", schedule.to_json()),
-        ("schedule_display", json!(schedule.display())),
-        ("repeat", json!({"times": times, "completed": 0})),
-        ("enabled", json!(!new.paused)),
-        (
-            "state",
-            json!(if new.paused { "paused" } else { "scheduled" }),
-        ),
-        (
-            "paused_at",
-            if new.paused {
-                json!(ctx.now_text())
-            } else {
-                Value::Null
-            },
-        ),
-        ("paused_reason", Value::Null),
-        ("created_at", json!(ctx.now_text())),
-        ("next_run_at", json!(format_instant(next_run, zone))),
-        ("last_run_at", Value::Null),
-        ("last_status", Value::Null),
-        ("last_error", Value::Null),
-        ("last_delivery_error", Value::Null),
-        ("failure_streak", json!(0)),
-        ("deliver", json!(deliver)),
-        ("origin", origin.unwrap_or(Value::Null)),
-        ("enabled_toolsets", Value::Null),
-        ("workdir", json!(non_empty(&new.workdir))),
-    ];
-    for (key, value) in fields {
-        job.set(key, value);
-    }
-    if let Some(name) = non_empty(&new.timezone) {
-        job.set("timezone", json!(name));
-    }
-    let created = job.clone();
-    let mut pending = Some(job);
-    store.update_jobs(ctx, &mut |jobs| {
-        if let Some(job) = pending.take() {
-            jobs.push(job);
-        }
-        Ok(())
-    })?;
-    Ok(created)
+    let job = Job::create(&JobSpec {
+        id: new_id(),
+        name,
+        prompt: &new.prompt,
+        skills: &skills,
+        model: non_empty(&new.model),
+        provider: non_empty(&new.provider),
+        script,
+        no_agent: new.no_agent,
+        schedule: &schedule,
+        times,
+        paused_at: new.paused.then(|| ctx.now_text()),
+        created_at: ctx.now_text(),
+        next_run_at: format_instant(next_run, zone),
+        deliver,
+        origin,
+        workdir: non_empty(&new.workdir),
+        timezone: non_empty(&new.timezone),
+    });
+    store.insert_job(ctx, job.clone())?;
+    Ok(job)
 }
 
 /// Recomputes `next_run_at` (and the error state) after a schedule-affecting change.
@@ -455,33 +323,27 @@ fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
     let zone = job.zone(ctx);
     let schedule = job.schedule(ctx)?;
     let next = first_run(&schedule, zone, ctx)?;
-    job.set("next_run_at", json!(format_instant(next, zone)));
+    job.set_next_run_at(Some(next), zone);
     if job.state() == JobState::Error {
-        job.set(
-            "state",
-            json!(if job.enabled() { "scheduled" } else { "paused" }),
-        );
+        job.set_state(if job.enabled() {
+            JobState::Scheduled
+        } else {
+            JobState::Paused
+        });
     }
     Ok(())
 }
 
 /// Sets an optional string field: `""` clears it to null.
-fn set_optional(job: &mut Job, key: &str, value: &str) {
+fn set_optional(job: &mut Job, field: TextField, value: &str) {
     let trimmed = value.trim();
-    job.set(
-        key,
-        if trimmed.is_empty() {
-            Value::Null
-        } else {
-            json!(trimmed)
-        },
-    );
+    job.set_text(field, Some(trimmed).filter(|t| !t.is_empty()));
 }
 
 /// Applies an edit to the job `reference` names. Validates before locking; the
 /// change itself happens under the lock on the freshest copy of the job.
 pub fn edit_job(
-    store: &dyn JobStore,
+    store: &dyn Store,
     reference: &str,
     edit: &JobEdit,
     ctx: &Context,
@@ -509,27 +371,26 @@ pub fn edit_job(
         Some(text) => Some(repeat_times(text)?),
         None => None,
     };
-    let mut edited = None;
-    store.update_jobs(ctx, &mut |jobs| {
-        let index = find_index(jobs, reference)?;
-        let job = &mut jobs[index];
+    change_job(store, reference, ctx, &mut |job| {
         let mut schedule_changed = false;
         if let Some(text) = &edit.timezone {
-            set_optional(job, "timezone", text);
+            set_optional(job, TextField::Timezone, text);
             schedule_changed = true;
         }
         if let Some(text) = &edit.schedule {
             let times = repeat.unwrap_or(job.repeat().times);
             let schedule = parse_schedule(text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
-            job.set("schedule", schedule.to_json());
-            job.set("schedule_display", json!(schedule.display()));
+            job.set_schedule(&schedule);
             if !schedule.is_recurring() {
-                job.set("last_run_at", Value::Null);
-                job.set("repeat", json!({"times": 1, "completed": 0}));
+                job.set_last_run_at(None, ctx.zone);
+                job.replace_repeat(Repeat {
+                    times: Some(1),
+                    completed: 0,
+                });
             }
             if job.state() == JobState::Completed {
-                job.set("state", json!("scheduled"));
-                job.set("enabled", json!(true));
+                job.set_state(JobState::Scheduled);
+                job.set_enabled(true);
             }
             schedule_changed = true;
         }
@@ -537,14 +398,14 @@ pub fn edit_job(
             reschedule(job, ctx)?;
         }
         if let Some(prompt) = &edit.prompt {
-            job.set("prompt", json!(prompt));
+            job.set_prompt(prompt);
         }
         if let Some(name) = &edit.name {
             let name = match name.trim() {
                 "" => default_name(job.prompt(), &job.skills(), job.script()),
                 given => given.to_string(),
             };
-            job.set("name", json!(name));
+            job.set_name(&name);
         }
         if let Some(deliver) = &deliver {
             let value = if deliver.is_empty() {
@@ -557,11 +418,11 @@ pub fn edit_job(
             } else {
                 deliver.clone()
             };
-            job.set("deliver", json!(value));
+            job.set_deliver(&value);
         }
         if let Some(times) = repeat {
             let completed = job.repeat().completed;
-            job.set("repeat", json!({"times": times, "completed": completed}));
+            job.replace_repeat(Repeat { times, completed });
         }
         if edit.skills.is_some()
             || edit.clear_skills
@@ -578,73 +439,58 @@ pub fn edit_job(
             }
             skills.extend(edit.add_skills.iter().cloned());
             skills.retain(|s| !edit.remove_skills.iter().any(|r| r.trim() == s));
-            let skills = dedup(skills);
-            job.set("skill", json!(skills.first()));
-            job.set("skills", json!(skills));
+            job.set_skills(&dedup(skills));
         }
         if let Some(script) = &edit.script {
-            set_optional(job, "script", script);
+            set_optional(job, TextField::Script, script);
         }
         if let Some(no_agent) = edit.no_agent {
-            job.set("no_agent", json!(no_agent));
+            job.set_no_agent(no_agent);
         }
         if job.no_agent() && job.script().is_none() {
             return Err(JobError::Invalid(
                 "--no-agent needs a script: set --script too".into(),
             ));
         }
-        for (key, value) in [
-            ("workdir", &edit.workdir),
-            ("model", &edit.model),
-            ("provider", &edit.provider),
+        for (field, value) in [
+            (TextField::Workdir, &edit.workdir),
+            (TextField::Model, &edit.model),
+            (TextField::Provider, &edit.provider),
         ] {
             if let Some(value) = value {
-                set_optional(job, key, value);
+                set_optional(job, field, value);
             }
         }
-        edited = Some(job.clone());
         Ok(())
-    })?;
-    edited.ok_or_else(|| JobError::NotFound(reference.to_string()))
+    })
 }
 
 /// Pauses a job: it keeps its schedule but never fires (nor catches up) until resumed.
 pub fn pause_job(
-    store: &dyn JobStore,
+    store: &dyn Store,
     reference: &str,
     reason: Option<&str>,
     ctx: &Context,
 ) -> Result<Job, JobError> {
-    let mut paused = None;
-    store.update_jobs(ctx, &mut |jobs| {
-        let index = find_index(jobs, reference)?;
-        let job = &mut jobs[index];
+    change_job(store, reference, ctx, &mut |job| {
         if job.state() == JobState::Completed {
             return Err(JobError::Invalid(format!(
                 "Job {} has completed; there is nothing to pause",
                 job.id()
             )));
         }
-        job.set("enabled", json!(false));
-        job.set("state", json!("paused"));
-        job.set("paused_at", json!(ctx.now_text()));
-        job.set(
-            "paused_reason",
-            json!(reason.map(str::trim).filter(|r| !r.is_empty())),
+        job.pause(
+            &ctx.now_text(),
+            reason.map(str::trim).filter(|r| !r.is_empty()),
         );
-        paused = Some(job.clone());
         Ok(())
-    })?;
-    paused.ok_or_else(|| JobError::NotFound(reference.to_string()))
+    })
 }
 
 /// Resumes a paused job; its next run is recomputed from now (missed runs are not
 /// caught up). A one-shot whose time has passed is refused.
-pub fn resume_job(store: &dyn JobStore, reference: &str, ctx: &Context) -> Result<Job, JobError> {
-    let mut resumed = None;
-    store.update_jobs(ctx, &mut |jobs| {
-        let index = find_index(jobs, reference)?;
-        let job = &mut jobs[index];
+pub fn resume_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<Job, JobError> {
+    change_job(store, reference, ctx, &mut |job| {
         if job.state() == JobState::Completed {
             return Err(JobError::Invalid(format!(
                 "Job {} has completed; give it a new schedule with 'hermes cron edit {} --schedule ...'",
@@ -660,39 +506,17 @@ pub fn resume_job(store: &dyn JobStore, reference: &str, ctx: &Context) -> Resul
                 JobError::Invalid(format!("Schedule '{}' has no future run", recurring.display()))
             })?,
         };
-        job.set("enabled", json!(true));
-        job.set("state", json!("scheduled"));
-        job.set("paused_at", Value::Null);
-        job.set("paused_reason", Value::Null);
-        job.set("next_run_at", json!(format_instant(next, zone)));
-        resumed = Some(job.clone());
+        job.unpause();
+        job.set_next_run_at(Some(next), zone);
         Ok(())
-    })?;
-    resumed.ok_or_else(|| JobError::NotFound(reference.to_string()))
+    })
 }
 
-/// Removes a job and its output directory.
-pub fn remove_job(store: &dyn JobStore, reference: &str, ctx: &Context) -> Result<Job, JobError> {
-    let mut removed = None;
-    store.update_jobs(ctx, &mut |jobs| {
-        let index = find_index(jobs, reference)?;
-        if !is_safe_id(jobs[index].id()) {
-            return Err(JobError::Invalid(format!(
-                "Job id '{}' is not a safe file name; fix or remove it in jobs.json by hand",
-                jobs[index].id()
-            )));
-        }
-        removed = Some(jobs.remove(index));
-        Ok(())
-    })?;
-    let job = removed.ok_or_else(|| JobError::NotFound(reference.to_string()))?;
-    let output = store.output_dir(job.id());
-    match std::fs::remove_dir_all(&output) {
-        Ok(()) => Ok(job),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(job),
-        Err(source) => Err(JobError::Store(StoreError::Io {
-            path: output,
-            source,
-        })),
-    }
+/// Removes a job and its output documents.
+pub fn remove_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<Job, JobError> {
+    let id = resolve(store, reference, ctx)?;
+    store.remove_job(ctx, &id).map_err(|e| match e {
+        JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
+        other => other,
+    })
 }

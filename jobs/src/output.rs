@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::job::is_safe_id;
-use crate::store::{write_atomic, StoreError};
+use crate::jsonfile::{write_atomic, DocumentError};
 
 /// What one run produced, in the words of the document.
 #[derive(Debug, Clone)]
@@ -24,6 +24,15 @@ pub struct OutputDocument<'a> {
 }
 
 impl OutputDocument<'_> {
+    /// The document's name without extension: the run's local time,
+    /// `YYYY-MM-DD_HH-MM-SS`, so names sort by time.
+    pub fn file_stem(&self) -> String {
+        self.run_time
+            .with_timezone(&self.zone)
+            .format("%Y-%m-%d_%H-%M-%S")
+            .to_string()
+    }
+
     pub fn render(&self) -> String {
         let failed = if self.result.is_err() {
             " (FAILED)"
@@ -45,8 +54,8 @@ impl OutputDocument<'_> {
     }
 }
 
-fn unsafe_id(dir: &Path, id: &str) -> StoreError {
-    StoreError::Io {
+fn unsafe_id(dir: &Path, id: &str) -> DocumentError {
+    DocumentError::Io {
         path: dir.to_path_buf(),
         source: std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -61,16 +70,12 @@ pub fn save_output(
     output_root: &Path,
     doc: &OutputDocument<'_>,
     keep: usize,
-) -> Result<PathBuf, StoreError> {
+) -> Result<PathBuf, DocumentError> {
     if !is_safe_id(doc.job_id) {
         return Err(unsafe_id(output_root, doc.job_id));
     }
     let dir = output_root.join(doc.job_id);
-    let stamp = doc
-        .run_time
-        .with_timezone(&doc.zone)
-        .format("%Y-%m-%d_%H-%M-%S")
-        .to_string();
+    let stamp = doc.file_stem();
     let mut path = dir.join(format!("{stamp}.md"));
     let mut n = 1;
     while path.exists() {
@@ -97,13 +102,13 @@ pub fn list_outputs(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-fn prune_outputs(dir: &Path, keep: usize) -> Result<(), StoreError> {
+fn prune_outputs(dir: &Path, keep: usize) -> Result<(), DocumentError> {
     let files = list_outputs(dir);
     let excess = files.len().saturating_sub(keep.max(1));
     for old in &files[..excess] {
         if let Err(source) = std::fs::remove_file(old) {
             if source.kind() != std::io::ErrorKind::NotFound {
-                return Err(StoreError::Io {
+                return Err(DocumentError::Io {
                     path: old.clone(),
                     source,
                 });
@@ -113,30 +118,12 @@ fn prune_outputs(dir: &Path, keep: usize) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes a short note that a one-shot was missed, so the output directory tells the
-/// user what happened to it.
-pub fn save_missed_note(
-    output_root: &Path,
-    job_id: &str,
-    job_name: &str,
-    scheduled: &str,
-    now: DateTime<Utc>,
-    zone: Tz,
-    keep: usize,
-) -> Result<PathBuf, StoreError> {
-    let note = format!(
+/// The text of the note left in a missed one-shot's output directory, so it tells the
+/// user what happened to it (`scheduled` is the due time as shown to the user).
+pub fn missed_note(scheduled: &str) -> String {
+    format!(
         "missed: this one-shot was due at {scheduled} but the scheduler was not running; it was more than 120 s late and was not run."
-    );
-    let doc = OutputDocument {
-        job_id,
-        job_name,
-        schedule: scheduled,
-        run_time: now,
-        zone,
-        prompt: "",
-        result: Err(&note),
-    };
-    save_output(output_root, &doc, keep)
+    )
 }
 
 #[cfg(test)]

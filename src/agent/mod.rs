@@ -109,7 +109,12 @@ pub async fn run_agent_with(
         Ok(s) => s,
         Err(e) => return RunOutcome::failed(raw_prompt, e),
     };
-    let prompt = match assemble(job, &env.home, &script) {
+    let sources = prompt::Sources {
+        home: &env.home,
+        store: &*env.store,
+        ctx: &env.ctx,
+    };
+    let prompt = match assemble(job, &sources, &script) {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e),
     };

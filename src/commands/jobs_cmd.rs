@@ -41,7 +41,7 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         paused: args.paused,
         origin: args.origin,
     };
-    let job = create_job(&session.store, &new, &session.ctx)?;
+    let job = create_job(&*session.store, &new, &session.ctx)?;
     say!("Created job: {}", job.id());
     print_summary(session, &job);
     Ok(())
@@ -75,27 +75,27 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
             "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
         ));
     }
-    let job = edit_job(&session.store, &args.job, &edit, &session.ctx)?;
+    let job = edit_job(&*session.store, &args.job, &edit, &session.ctx)?;
     say!("Updated job: {}", job.id());
     print_summary(session, &job);
     Ok(())
 }
 
 pub fn pause(session: &Session, reference: &str, reason: Option<&str>) -> Result<(), CliError> {
-    let job = pause_job(&session.store, reference, reason, &session.ctx)?;
+    let job = pause_job(&*session.store, reference, reason, &session.ctx)?;
     say!("Paused job: {} ({})", job.id(), job.name());
     Ok(())
 }
 
 pub fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = resume_job(&session.store, reference, &session.ctx)?;
+    let job = resume_job(&*session.store, reference, &session.ctx)?;
     say!("Resumed job: {} ({})", job.id(), job.name());
     print_summary(session, &job);
     Ok(())
 }
 
 pub fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = remove_job(&session.store, reference, &session.ctx)?;
+    let job = remove_job(&*session.store, reference, &session.ctx)?;
     say!("Removed job: {} ({})", job.id(), job.name());
     Ok(())
 }

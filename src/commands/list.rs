@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use jobs::{Job, JobState, JobStore};
+use jobs::{Job, JobState};
 
 use super::timefmt::absolute_and_relative;
 use super::Session;
@@ -35,8 +35,7 @@ pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError>
     let jobs: Vec<Job> = if as_json {
         session.store.load_jobs(ctx)?
     } else {
-        let doc = session.store.load_keeping(LISTING_KEYS)?;
-        doc.jobs.into_iter().map(Job::from_record).collect()
+        session.store.load_view(ctx, LISTING_KEYS)?
     };
     let (shown, hidden): (Vec<&Job>, Vec<&Job>) = jobs
         .iter()

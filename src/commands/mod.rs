@@ -8,31 +8,53 @@ mod scheduler_cmd;
 mod status;
 pub mod timefmt;
 
+use std::sync::Arc;
+
 use chrono_tz::Tz;
-use jobs::{Context, JsonFileStore};
+use jobs::store::{FileStore, Owner, Store};
+use jobs::Context;
 
 use crate::cli::CronVerb;
+use crate::clock::{Clock, SystemClock};
 use crate::error::CliError;
 use crate::home::{load_context, Home};
+use crate::process::{host_name, pid_alive};
 
-/// What every verb needs: where the files are and what "now" is.
+/// What every verb needs: where the files are, the store, the clock and what "now" is.
 pub struct Session {
     pub home: Home,
-    pub store: JsonFileStore,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
     pub ctx: Context,
 }
 
 impl Session {
     pub fn open() -> Result<Session, CliError> {
         let home = Home::resolve()?;
-        let (ctx, _) = load_context(&home)?;
-        let store = JsonFileStore::new(home.cron_dir());
-        Ok(Session { home, store, ctx })
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::from_env().map_err(CliError::user)?);
+        let (mut ctx, _) = load_context(&home)?;
+        ctx.now = clock.now();
+        let store = open_store(&home);
+        Ok(Session {
+            home,
+            store,
+            clock,
+            ctx,
+        })
     }
 
     pub fn zone(&self) -> Tz {
         self.ctx.zone
     }
+}
+
+/// The store of a home: the embedded jobs.json, ledger and outputs under `cron/`.
+pub fn open_store(home: &Home) -> Arc<dyn Store> {
+    let owner = Owner {
+        host: host_name(),
+        pid: std::process::id(),
+    };
+    Arc::new(FileStore::new(home.cron_dir(), owner, Arc::new(pid_alive)))
 }
 
 /// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises

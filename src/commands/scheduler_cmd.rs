@@ -1,15 +1,18 @@
-//! `daemon`, `tick` and `run`: the verbs that run jobs, all through [`Scheduler`].
+//! `daemon`, `tick` and `run`: the verbs that run jobs. Each builds the scheduler from
+//! the same parts ([`scheduler_for`]) and drives it its own way.
 
 use std::sync::Arc;
 
-use jobs::ledger::{RunSource, RunStatus};
-use jobs::{find_job, JobState, JobStore};
+use jobs::ledger::RunStatus;
+use jobs::{find_job, JobState};
+use tokio::signal::unix::{signal, SignalKind};
 
 use super::Session;
+use crate::delivery::api::ApiDelivery;
 use crate::error::CliError;
 use crate::hermes_runner::HermesRunner;
-use crate::home::Home;
-use crate::scheduler::{RunReport, Scheduler};
+use crate::process::host_name;
+use crate::scheduler::{self, Parts, RunReport, Scheduler};
 
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
@@ -19,16 +22,45 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
 }
 
-fn open_scheduler(session: Session) -> Result<Arc<Scheduler>, CliError> {
-    let home = Home {
-        root: session.home.root,
-    };
-    Scheduler::open(home, Arc::new(HermesRunner))
+/// The scheduler of this home: its store, the system clock, the Hermes runner and
+/// delivery over the real platform APIs, settings read from the home on every pass.
+fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliError> {
+    let home = session.home.root.clone();
+    Scheduler::new(Parts {
+        store: Arc::clone(&session.store),
+        clock: Arc::clone(&session.clock),
+        runner: Arc::new(HermesRunner),
+        delivery: Arc::new(ApiDelivery { home: home.clone() }),
+        settings: None,
+        claim_owner: jobs::due::run_claim_owner(
+            std::env::var("HERMES_MACHINE_ID").ok().as_deref(),
+            &host_name(),
+            std::process::id(),
+        ),
+        home,
+    })
+}
+
+/// Completes on SIGTERM or SIGINT.
+async fn stop_signal() -> Result<impl std::future::Future<Output = ()>, CliError> {
+    let mut sigterm = signal(SignalKind::terminate())
+        .map_err(|e| CliError::internal(format!("cannot listen for SIGTERM: {e}")))?;
+    let mut sigint = signal(SignalKind::interrupt())
+        .map_err(|e| CliError::internal(format!("cannot listen for SIGINT: {e}")))?;
+    Ok(async move {
+        tokio::select! {
+            _ = sigterm.recv() => {}
+            _ = sigint.recv() => {}
+        }
+    })
 }
 
 pub fn daemon(session: Session) -> Result<(), CliError> {
-    let scheduler = open_scheduler(session)?;
-    runtime()?.block_on(crate::daemon::run_daemon(scheduler))
+    let scheduler = scheduler_for(&session)?;
+    runtime()?.block_on(async move {
+        let shutdown = stop_signal().await?;
+        scheduler::run(scheduler, shutdown).await
+    })
 }
 
 fn print_report(report: &RunReport) {
@@ -42,8 +74,8 @@ fn print_report(report: &RunReport) {
     if let Some(error) = &report.error {
         say!("  error: {error}");
     }
-    if let Some(path) = &report.output_path {
-        say!("  output: {}", path.display());
+    if let Some(output) = &report.output {
+        say!("  output: {output}");
     }
     if let Some(delivery) = &report.delivery {
         say!("  delivery: {delivery}");
@@ -51,28 +83,14 @@ fn print_report(report: &RunReport) {
 }
 
 pub fn tick(session: Session) -> Result<(), CliError> {
-    let scheduler = open_scheduler(session)?;
-    runtime()?.block_on(async move {
-        let report = scheduler.pass().await?;
-        if !report.ran {
-            say!("Another scheduler is running a pass; nothing done.");
-            return Ok(());
-        }
-        if report.pending.is_empty() {
-            say!("Nothing due.");
-        }
-        let mut handles = Vec::new();
-        for pending in report.pending {
-            handles.push(tokio::spawn(pending.run(Arc::clone(&scheduler))));
-        }
-        for handle in handles {
-            match handle.await {
-                Ok(report) => print_report(&report),
-                Err(e) => eprintln!("error: a run failed to complete: {e}"),
-            }
-        }
-        Ok(())
-    })
+    let scheduler = scheduler_for(&session)?;
+    let reports = runtime()?.block_on(async move { scheduler.tick().await })?;
+    match reports {
+        None => say!("Another scheduler is running a pass; nothing done."),
+        Some(reports) if reports.is_empty() => say!("Nothing due."),
+        Some(reports) => reports.iter().for_each(print_report),
+    }
+    Ok(())
 }
 
 pub fn run(session: Session, reference: &str) -> Result<(), CliError> {
@@ -85,16 +103,8 @@ pub fn run(session: Session, reference: &str) -> Result<(), CliError> {
             job.id()
         )));
     }
-    let scheduler = open_scheduler(session)?;
-    let (ctx, settings) = scheduler.context()?;
-    let row = scheduler.claim_manual(&job, ctx.now)?;
-    let report = runtime()?.block_on(Arc::clone(&scheduler).execute(
-        job,
-        None,
-        row,
-        RunSource::Manual,
-        settings,
-    ));
+    let scheduler = scheduler_for(&session)?;
+    let report = runtime()?.block_on(async move { scheduler.run_now(job).await })?;
     print_report(&report);
     if let Some(response) = &report.response {
         say!("\n{response}");

@@ -2,12 +2,10 @@
 
 use std::path::Path;
 
-use chrono::Utc;
 use serde_json::json;
 
 use jobs::due::earliest_next_run;
-use jobs::ledger::Ledger;
-use jobs::{find_job, JobState, JobStore};
+use jobs::{find_job, JobState};
 
 use super::timefmt::absolute_and_relative;
 use super::Session;
@@ -20,54 +18,33 @@ const STALE_AFTER_S: f64 = 120.0;
 
 struct DaemonState {
     running: bool,
+    /// A daemon ever ran here.
+    seen: bool,
     pid: Option<i64>,
     heartbeat_age_s: Option<f64>,
     last_error: Option<String>,
 }
 
-fn read_epoch(path: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(path).ok()?;
-    text.lines()
-        .next()?
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|t| *t > 0.0)
-}
-
-fn daemon_state(cron_dir: &Path) -> DaemonState {
-    let now = Utc::now().timestamp_millis() as f64 / 1000.0;
-    let heartbeat_age_s =
-        read_epoch(&cron_dir.join("ticker_heartbeat")).map(|t| (now - t).max(0.0));
-    let pid = std::fs::read_to_string(cron_dir.join("daemon.pid"))
-        .ok()
-        .and_then(|t| t.trim().parse::<i64>().ok());
+fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
+    let beat = session.store.heartbeat()?;
+    let now = session.ctx.now;
+    let age = |t: chrono::DateTime<chrono::Utc>| ((now - t).num_milliseconds() as f64 / 1000.0).max(0.0);
+    let heartbeat_age_s = beat.alive_at.map(age);
     let fresh = heartbeat_age_s.is_some_and(|age| age < STALE_AFTER_S);
-    let running = fresh && pid.is_none_or(pid_alive);
-    let error_time = read_epoch(&cron_dir.join("ticker_last_error"));
-    let success_time = read_epoch(&cron_dir.join("ticker_last_success"));
-    let last_error = match (error_time, success_time) {
-        (Some(e), s) if s.is_none_or(|s| e > s) => {
-            std::fs::read_to_string(cron_dir.join("ticker_last_error"))
-                .ok()
-                .map(|t| {
-                    t.lines()
-                        .skip(1)
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .trim()
-                        .to_string()
-                })
-                .filter(|t| !t.is_empty())
+    let running = fresh && beat.pid.is_none_or(pid_alive);
+    let last_error = match (beat.last_error, beat.last_success) {
+        (Some((at, why)), success) if success.is_none_or(|s| at > s) => {
+            Some(why).filter(|t| !t.is_empty())
         }
         _ => None,
     };
-    DaemonState {
+    Ok(DaemonState {
         running,
-        pid: if running { pid } else { None },
+        seen: beat.seen,
+        pid: if running { beat.pid } else { None },
         heartbeat_age_s,
         last_error,
-    }
+    })
 }
 
 /// `HERMES_CRON_TIMEOUT` as the scheduler reads it (seconds; `None` = unlimited).
@@ -81,7 +58,7 @@ fn inactivity_timeout_secs(session: &Session) -> Result<Option<u64>, CliError> {
 pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx)?;
-    let daemon = daemon_state(&session.home.cron_dir());
+    let daemon = daemon_state(session)?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
@@ -109,7 +86,7 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
         (false, Some(age)) => say!(
             "Scheduler: NOT running (last heartbeat {age:.0}s ago). Start it with: hermes cron daemon"
         ),
-        _ if session.home.cron_dir().join("ticker_heartbeat").exists() => {
+        _ if daemon.seen => {
             say!("Scheduler: NOT running (it stopped cleanly). Start it with: hermes cron daemon")
         }
         _ => say!("Scheduler: NOT running (never started here). Start it with: hermes cron daemon"),
@@ -126,16 +103,6 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
         None => say!("Next run: none"),
     }
     Ok(())
-}
-
-fn open_ledger(session: &Session) -> Result<Option<Ledger>, CliError> {
-    let path = session.home.cron_dir().join("executions.db");
-    if !path.exists() {
-        return Ok(None);
-    }
-    Ledger::open(&path)
-        .map(Some)
-        .map_err(|e| CliError::internal(e.to_string()))
 }
 
 pub fn runs(
@@ -156,12 +123,7 @@ pub fn runs(
         }
         None => None,
     };
-    let rows = match open_ledger(session)? {
-        Some(ledger) => ledger
-            .recent(job_id.as_deref(), limit)
-            .map_err(|e| CliError::internal(e.to_string()))?,
-        None => Vec::new(),
-    };
+    let rows = session.store.recent_runs(job_id.as_deref(), limit)?;
     if as_json {
         let runs: Vec<serde_json::Value> = rows
             .iter()
@@ -200,8 +162,7 @@ pub fn runs(
 pub fn doctor(session: &Session) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let mut problems: Vec<String> = Vec::new();
-    let cron_dir = session.home.cron_dir();
-    let daemon = daemon_state(&cron_dir);
+    let daemon = daemon_state(session)?;
     if !daemon.running {
         problems.push("the scheduler is not running: start it with 'hermes cron daemon'".into());
     }

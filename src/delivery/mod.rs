@@ -20,6 +20,7 @@
 //! This module never touches jobs.json or the ledger: the scheduler records what it
 //! returns.
 
+pub mod api;
 pub mod discord;
 pub mod format;
 pub mod http;

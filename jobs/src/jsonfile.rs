@@ -27,7 +27,7 @@ pub struct StoreDocument {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum StoreError {
+pub enum DocumentError {
     /// The file exists but cannot be read as a job store. Display is one line naming the
     /// file, the position when known, what is wrong, and that the file was left alone.
     #[error(
@@ -60,8 +60,8 @@ fn one_line(reason: &str) -> String {
     reason.replace(['\r', '\n'], " ")
 }
 
-fn io_error(path: &Path, source: io::Error) -> StoreError {
-    StoreError::Io {
+fn io_error(path: &Path, source: io::Error) -> DocumentError {
+    DocumentError::Io {
         path: path.to_path_buf(),
         source,
     }
@@ -70,11 +70,11 @@ fn io_error(path: &Path, source: io::Error) -> StoreError {
 /// The job store of one Hermes home: `<cron_dir>/jobs.json`, guarded by
 /// `<cron_dir>/.jobs.lock`.
 #[derive(Debug, Clone)]
-pub struct JsonFileStore {
+pub struct JsonFile {
     cron_dir: PathBuf,
 }
 
-impl JsonFileStore {
+impl JsonFile {
     pub fn new(cron_dir: impl Into<PathBuf>) -> Self {
         Self {
             cron_dir: cron_dir.into(),
@@ -94,7 +94,7 @@ impl JsonFileStore {
     }
 
     /// Read without locking or writing anything. Missing file or missing dir = empty document.
-    pub fn load(&self) -> Result<StoreDocument, StoreError> {
+    pub fn load(&self) -> Result<StoreDocument, DocumentError> {
         let path = self.jobs_path();
         match fs::read(&path) {
             Ok(bytes) => parse_document(&bytes, &path),
@@ -103,9 +103,9 @@ impl JsonFileStore {
         }
     }
 
-    /// [`JsonFileStore::load`] keeping only `keep` of each job's keys (see
+    /// [`JsonFile::load`] keeping only `keep` of each job's keys (see
     /// [`parse_document_keeping`]).
-    pub fn load_keeping(&self, keep: &[&str]) -> Result<StoreDocument, StoreError> {
+    pub fn load_keeping(&self, keep: &[&str]) -> Result<StoreDocument, DocumentError> {
         let path = self.jobs_path();
         match fs::read(&path) {
             Ok(bytes) => parse_document_keeping(&bytes, &path, Some(keep)),
@@ -119,7 +119,7 @@ impl JsonFileStore {
     /// value; if `f` returns Err, write nothing. The lock is released on return (also on
     /// error/panic). If the file is unreadable, return the error without calling f and
     /// without touching the file.
-    pub fn update<T, E: From<StoreError>>(
+    pub fn update<T, E: From<DocumentError>>(
         &self,
         updated_at: &str,
         f: impl FnOnce(&mut StoreDocument) -> Result<T, E>,
@@ -139,14 +139,14 @@ impl JsonFileStore {
         Ok(value)
     }
 
-    /// [`JsonFileStore::update`] of the records whose `id` is in `ids` only: `f` gets
+    /// [`JsonFile::update`] of the records whose `id` is in `ids` only: `f` gets
     /// them in file order (duplicates included) and may change them in place. On a store
     /// in the canonical shape every other record is written back as the very text it
     /// was, so a change to a few jobs of 100,000 costs a copy of the file rather than a
     /// parse and render of every job. A store that needs repairs (BOM, bare list, id
-    /// map, raw control characters) goes through [`JsonFileStore::update`] and is
+    /// map, raw control characters) goes through [`JsonFile::update`] and is
     /// rewritten whole; the chosen records are the same either way.
-    pub fn update_records<T, E: From<StoreError>>(
+    pub fn update_records<T, E: From<DocumentError>>(
         &self,
         updated_at: &str,
         ids: &std::collections::HashSet<&str>,
@@ -233,7 +233,7 @@ impl serde::Serialize for Slot<'_> {
     }
 }
 
-/// The canonical top level written by [`JsonFileStore::update_records`].
+/// The canonical top level written by [`JsonFile::update_records`].
 struct RawDocumentView<'a> {
     jobs: Vec<Slot<'a>>,
     updated_at: &'a str,
@@ -333,7 +333,7 @@ mod raw_view {
     }
 }
 
-fn open_lock_file(path: &Path) -> Result<File, StoreError> {
+fn open_lock_file(path: &Path) -> Result<File, DocumentError> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
     #[cfg(unix)]
@@ -345,7 +345,7 @@ fn open_lock_file(path: &Path) -> Result<File, StoreError> {
 }
 
 /// Create `dir` (and missing parents) with mode 0700 when it does not exist.
-fn create_private_dir_if_missing(dir: &Path) -> Result<(), StoreError> {
+fn create_private_dir_if_missing(dir: &Path) -> Result<(), DocumentError> {
     if dir.is_dir() {
         return Ok(());
     }
@@ -363,7 +363,7 @@ fn create_private_dir_if_missing(dir: &Path) -> Result<(), StoreError> {
 /// The cron dir holds prompts and chat ids, so it is kept private even when it already
 /// existed with looser bits. Tightening an existing dir is best effort: a dir we may write
 /// in but do not own (chmod fails) should not make the store unusable.
-fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
+pub(crate) fn ensure_private_dir(dir: &Path) -> Result<(), DocumentError> {
     if dir.is_dir() {
         let _ = set_mode(dir, 0o700);
         Ok(())
@@ -390,7 +390,7 @@ fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
 /// there is nothing in them to lose. A non-string `updated_at` is dropped (it is rewritten
 /// on save). In an id-keyed `"jobs"` map an inline `id` that is missing, null or `""`
 /// is replaced by the key.
-pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, StoreError> {
+pub fn parse_document(bytes: &[u8], path: &Path) -> Result<StoreDocument, DocumentError> {
     parse_document_keeping(bytes, path, None)
 }
 
@@ -403,7 +403,7 @@ pub fn parse_document_keeping(
     bytes: &[u8],
     path: &Path,
     keep: Option<&[&str]>,
-) -> Result<StoreDocument, StoreError> {
+) -> Result<StoreDocument, DocumentError> {
     let mut repaired = false;
     let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
         Some(rest) => {
@@ -448,7 +448,7 @@ pub fn parse_document_keeping(
         }
     };
 
-    let unreadable = |reason: String| StoreError::Unreadable {
+    let unreadable = |reason: String| DocumentError::Unreadable {
         path: path.to_path_buf(),
         line: None,
         column: None,
@@ -742,7 +742,7 @@ fn unreadable_from_json(
     original: &[u8],
     origin: Option<&[usize]>,
     path: &Path,
-) -> StoreError {
+) -> DocumentError {
     let message = err.to_string();
     let suffix = format!(" at line {} column {}", err.line(), err.column());
     let reason = message
@@ -760,7 +760,7 @@ fn unreadable_from_json(
         let (line, column) = line_and_column(original, index);
         (Some(line), Some(column))
     };
-    StoreError::Unreadable {
+    DocumentError::Unreadable {
         path: path.to_path_buf(),
         line,
         column,
@@ -798,7 +798,7 @@ fn line_and_column(bytes: &[u8], index: usize) -> (usize, usize) {
 
 /// Serialize: pretty-printed, 2-space indent, UTF-8 written literally (no \uXXXX escapes for CJK/emoji), keys "jobs" then "updated_at" then the extra keys, trailing newline.
 ///
-/// `updated_at` is omitted when it is `None`; [`JsonFileStore::update`] always sets it.
+/// `updated_at` is omitted when it is `None`; [`JsonFile::update`] always sets it.
 pub fn render_document(doc: &StoreDocument) -> Vec<u8> {
     // Serialized straight from the borrowed records: a store of 100,000 jobs is ~100 MB
     // of JSON and about ten times that as maps, so a cloned copy would double the peak.
@@ -833,7 +833,7 @@ impl serde::Serialize for DocumentView<'_> {
 }
 
 /// Write bytes atomically: temp file in the same directory, write, flush, fsync, chmod 0600, rename over target, fsync the directory. Creates the parent dir with mode 0700 if missing. Used also for output documents later.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -862,7 +862,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     sync_dir(parent)
 }
 
-fn write_and_sync_new_file(tmp_path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_and_sync_new_file(tmp_path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -881,7 +881,7 @@ fn write_and_sync_new_file(tmp_path: &Path, bytes: &[u8]) -> Result<(), StoreErr
 
 /// Make the rename durable. Some filesystems cannot fsync a directory at all; the rename
 /// has already happened there, so that is not worth failing the write for.
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+fn sync_dir(dir: &Path) -> Result<(), DocumentError> {
     #[cfg(unix)]
     {
         let result = File::open(dir).and_then(|d| d.sync_all());
@@ -916,15 +916,15 @@ mod tests {
         }
     }
 
-    fn parse(text: &str) -> Result<StoreDocument, StoreError> {
+    fn parse(text: &str) -> Result<StoreDocument, DocumentError> {
         parse_document(text.as_bytes(), Path::new("/h/cron/jobs.json"))
     }
 
-    fn store_in(dir: &tempfile::TempDir) -> JsonFileStore {
-        JsonFileStore::new(dir.path().join("cron"))
+    fn store_in(dir: &tempfile::TempDir) -> JsonFile {
+        JsonFile::new(dir.path().join("cron"))
     }
 
-    fn write_raw(store: &JsonFileStore, bytes: &[u8]) {
+    fn write_raw(store: &JsonFile, bytes: &[u8]) {
         fs::create_dir_all(store.cron_dir()).unwrap();
         fs::write(store.jobs_path(), bytes).unwrap();
     }
@@ -1054,7 +1054,7 @@ mod tests {
                 "updated_at": "old", "alpha": {"b": 2}}"#,
         );
         store
-            .update("2026-05-01T09:00:00+02:00", |_| Ok::<_, StoreError>(()))
+            .update("2026-05-01T09:00:00+02:00", |_| Ok::<_, DocumentError>(()))
             .unwrap();
         let doc = store.load().unwrap();
         assert_eq!(doc.updated_at.as_deref(), Some("2026-05-01T09:00:00+02:00"));
@@ -1103,13 +1103,13 @@ mod tests {
         let err = store
             .update("now", |_| {
                 called.store(true, Ordering::SeqCst);
-                Ok::<_, StoreError>(())
+                Ok::<_, DocumentError>(())
             })
             .unwrap_err();
         assert!(!called.load(Ordering::SeqCst));
         assert_eq!(fs::read(store.jobs_path()).unwrap(), bytes);
         match &err {
-            StoreError::Unreadable {
+            DocumentError::Unreadable {
                 line,
                 column,
                 reason,
@@ -1134,7 +1134,7 @@ mod tests {
         // reported position must still match the user's file.
         let text = "{\"jobs\": [{\"prompt\": \"a\nb\nc\"}\n  oops]}";
         match parse(text).unwrap_err() {
-            StoreError::Unreadable { line, column, .. } => {
+            DocumentError::Unreadable { line, column, .. } => {
                 assert_eq!((line, column), (Some(4), Some(3)));
             }
             other => panic!("{other:?}"),
@@ -1145,7 +1145,7 @@ mod tests {
     fn column_counts_characters_not_bytes() {
         let text = "{\"jobs\": [{\"name\": \"日本\" x}]}";
         match parse(text).unwrap_err() {
-            StoreError::Unreadable { line, column, .. } => {
+            DocumentError::Unreadable { line, column, .. } => {
                 assert_eq!((line, column), (Some(1), Some(25)));
             }
             other => panic!("{other:?}"),
@@ -1181,7 +1181,7 @@ mod tests {
             assert!(err.to_string().contains(needle), "{text}: {err}");
         }
         match parse("{\"jobs\": [}").unwrap_err() {
-            StoreError::Unreadable { line: Some(1), .. } => {}
+            DocumentError::Unreadable { line: Some(1), .. } => {}
             other => panic!("{other:?}"),
         }
     }
@@ -1205,7 +1205,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = store_in(&tmp);
 
-        let result: Result<(), StoreError> = store.update("now", |doc| {
+        let result: Result<(), DocumentError> = store.update("now", |doc| {
             doc.jobs.push(Record::new());
             Err(io_error(Path::new("x"), io::Error::other("no")))
         });
@@ -1214,7 +1214,7 @@ mod tests {
 
         let bytes = b"[{\"id\": \"a1\"}]";
         write_raw(&store, bytes);
-        let result: Result<(), StoreError> = store.update("now", |doc| {
+        let result: Result<(), DocumentError> = store.update("now", |doc| {
             doc.jobs.clear();
             Err(io_error(Path::new("x"), io::Error::other("no")))
         });
@@ -1234,7 +1234,7 @@ mod tests {
         let n = store
             .update("t1", |doc| {
                 assert!(doc.repaired);
-                Ok::<_, StoreError>(doc.jobs.len())
+                Ok::<_, DocumentError>(doc.jobs.len())
             })
             .unwrap();
         assert_eq!(n, 1);
@@ -1256,7 +1256,7 @@ mod tests {
         store
             .update("t", |doc| {
                 doc.jobs.push(rec(json!({"id": "a1"})));
-                Ok::<_, StoreError>(())
+                Ok::<_, DocumentError>(())
             })
             .unwrap();
         assert_eq!(mode(store.cron_dir()), 0o700);
@@ -1266,7 +1266,7 @@ mod tests {
         // Loose modes left by someone else are tightened by the next save.
         fs::set_permissions(store.cron_dir(), fs::Permissions::from_mode(0o755)).unwrap();
         fs::set_permissions(store.jobs_path(), fs::Permissions::from_mode(0o644)).unwrap();
-        store.update("t2", |_| Ok::<_, StoreError>(())).unwrap();
+        store.update("t2", |_| Ok::<_, DocumentError>(())).unwrap();
         assert_eq!(mode(store.cron_dir()), 0o700);
         assert_eq!(mode(&store.jobs_path()), 0o600);
         assert_eq!(dir_names(store.cron_dir()), [".jobs.lock", "jobs.json"]);
@@ -1286,7 +1286,7 @@ mod tests {
         let blocker = tmp.path().join("blocked");
         fs::create_dir_all(blocker.join("inside")).unwrap();
         let err = write_atomic(&blocker, b"x").unwrap_err();
-        assert!(matches!(err, StoreError::Io { .. }), "{err:?}");
+        assert!(matches!(err, DocumentError::Io { .. }), "{err:?}");
         assert!(err.to_string().contains("blocked"));
         assert_eq!(dir_names(tmp.path()), ["blocked", "out"]);
     }
@@ -1303,7 +1303,7 @@ mod tests {
                         store
                             .update("t", |doc| {
                                 doc.jobs.push(rec(json!({"id": format!("{t}-{i}")})));
-                                Ok::<_, StoreError>(())
+                                Ok::<_, DocumentError>(())
                             })
                             .unwrap();
                     }
@@ -1325,7 +1325,7 @@ mod tests {
         list.iter().copied().collect()
     }
 
-    fn mark(records: &mut [Record]) -> Result<usize, StoreError> {
+    fn mark(records: &mut [Record]) -> Result<usize, DocumentError> {
         for record in records.iter_mut() {
             record.insert("touched".into(), json!(true));
         }
@@ -1386,13 +1386,13 @@ mod tests {
         let broken = b"{\"jobs\": [{\"id\": \"a\"} {\"id\": \"b\"}]}";
         write_raw(&store, broken);
         let err = store.update_records("now", &ids(&["a"]), mark).unwrap_err();
-        assert!(matches!(err, StoreError::Unreadable { .. }), "{err}");
+        assert!(matches!(err, DocumentError::Unreadable { .. }), "{err}");
         assert_eq!(fs::read(store.jobs_path()).unwrap(), broken);
 
         let fine = b"{\"jobs\": [{\"id\": \"a\"}]}";
         write_raw(&store, fine);
-        let result: Result<(), StoreError> = store.update_records("now", &ids(&["a"]), |_| {
-            Err(StoreError::Unreadable {
+        let result: Result<(), DocumentError> = store.update_records("now", &ids(&["a"]), |_| {
+            Err(DocumentError::Unreadable {
                 path: PathBuf::new(),
                 line: None,
                 column: None,

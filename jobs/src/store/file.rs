@@ -1,0 +1,531 @@
+//! The embedded store of one Hermes home, shared with Python Hermes: jobs in
+//! `cron/jobs.json` (guarded by `.jobs.lock`, see [`crate::jsonfile`]), passes serialised
+//! by `.tick.lock`, runs and the outbox in the SQLite `cron/executions.db`, output
+//! documents under `cron/output/<job_id>/`, heartbeats in small `ticker_*` files.
+//! It never writes jobs.json while it cannot read it.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::{
+    claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner,
+    Store, StoreError,
+};
+use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots, Planned};
+use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
+use crate::jsonfile::{write_atomic, DocumentError, JsonFile};
+use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
+use crate::lifecycle::JobError;
+use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
+use crate::output::{list_outputs, save_output, OutputDocument};
+
+/// The files of one home's `cron/` directory.
+pub struct FileStore {
+    jobs: JsonFile,
+    owner: Owner,
+    alive: Liveness,
+    /// The run ledger, opened on first use (most CLI verbs never need it). Lock order:
+    /// `ledger` before `outbox` when both are held (no call holds both today).
+    ledger: Mutex<Option<Ledger>>,
+    /// The delivery outbox (same database, own connection), opened on first use.
+    outbox: Mutex<Option<Outbox>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl From<DocumentError> for StoreError {
+    fn from(e: DocumentError) -> StoreError {
+        match e {
+            DocumentError::Unreadable { .. } => StoreError::Unreadable(e.to_string()),
+            DocumentError::Io { .. } => StoreError::Unavailable(e.to_string()),
+        }
+    }
+}
+
+impl From<DocumentError> for JobError {
+    fn from(e: DocumentError) -> JobError {
+        JobError::Store(e.into())
+    }
+}
+
+impl From<LedgerError> for StoreError {
+    fn from(e: LedgerError) -> StoreError {
+        StoreError::Unavailable(e.to_string())
+    }
+}
+
+fn io_unavailable(path: &Path, e: std::io::Error) -> StoreError {
+    StoreError::Unavailable(format!("cannot access {}: {e}", path.display()))
+}
+
+/// `<epoch seconds>.<millis>`, the shape the ticker files hold.
+fn epoch_text(t: DateTime<Utc>) -> String {
+    format!("{}.{:03}", t.timestamp(), t.timestamp_subsec_millis())
+}
+
+fn read_epoch(text: &str) -> Option<DateTime<Utc>> {
+    let seconds = text.lines().next()?.trim().parse::<f64>().ok()?;
+    if !(seconds > 0.0) {
+        return None;
+    }
+    Utc.timestamp_millis_opt((seconds * 1000.0) as i64).single()
+}
+
+impl FileStore {
+    /// The store of the home whose `cron/` directory is `cron_dir`, for a process that
+    /// is `owner` and judges processes of this host alive with `alive`.
+    pub fn new(cron_dir: impl Into<PathBuf>, owner: Owner, alive: Liveness) -> FileStore {
+        FileStore {
+            jobs: JsonFile::new(cron_dir),
+            owner,
+            alive,
+            ledger: Mutex::new(None),
+            outbox: Mutex::new(None),
+        }
+    }
+
+    pub fn cron_dir(&self) -> &Path {
+        self.jobs.cron_dir()
+    }
+
+    fn db_path(&self) -> PathBuf {
+        self.cron_dir().join("executions.db")
+    }
+
+    fn output_root(&self) -> PathBuf {
+        self.cron_dir().join("output")
+    }
+
+    fn ensure_dir(&self) -> Result<(), StoreError> {
+        crate::jsonfile::ensure_private_dir(self.cron_dir()).map_err(StoreError::from)
+    }
+
+    fn with_ledger<T>(
+        &self,
+        f: impl FnOnce(&Ledger) -> Result<T, LedgerError>,
+    ) -> Result<T, StoreError> {
+        let mut guard = lock(&self.ledger);
+        let ledger = match guard.as_mut() {
+            Some(ledger) => ledger,
+            None => {
+                self.ensure_dir()?;
+                guard.insert(Ledger::open(&self.db_path())?)
+            }
+        };
+        Ok(f(ledger)?)
+    }
+
+    fn with_outbox<T>(
+        &self,
+        f: impl FnOnce(&Outbox) -> Result<T, LedgerError>,
+    ) -> Result<T, StoreError> {
+        let mut guard = lock(&self.outbox);
+        let outbox = match guard.as_mut() {
+            Some(outbox) => outbox,
+            None => {
+                self.ensure_dir()?;
+                guard.insert(Outbox::open(&self.db_path())?)
+            }
+        };
+        Ok(f(outbox)?)
+    }
+
+    /// `.tick.lock`, taken without waiting: `None` when another scheduler holds it.
+    fn try_tick_lock(&self) -> Result<Option<File>, StoreError> {
+        self.ensure_dir()?;
+        let path = self.cron_dir().join(".tick.lock");
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_unavailable(&path, e))?;
+        match fs4::FileExt::try_lock(&file) {
+            Ok(()) => Ok(Some(file)),
+            Err(fs4::TryLockError::WouldBlock) => Ok(None),
+            Err(fs4::TryLockError::Error(e)) => Err(io_unavailable(&path, e)),
+        }
+    }
+
+    /// The due scan of a pass. Most passes find nothing to do: that is decided on an
+    /// unlocked scheduling view, so an idle scheduler never takes the store lock nor
+    /// rewrites jobs.json. Jobs the view finds due are decided again on fresh records
+    /// under the lock, every other record left as its very text.
+    fn plan(
+        &self,
+        ctx: &Context,
+        scan: &DueScan<'_>,
+    ) -> Result<(Vec<Planned>, Option<DateTime<Utc>>), StoreError> {
+        let options = scan.options;
+        let ttl = options.run_claim_ttl;
+        let mut probe = self.load_view(ctx, SCHEDULING_KEYS)?;
+        let before = probe.len();
+        let candidates: HashSet<String> = plan_pass(&mut probe, ctx, options)
+            .into_iter()
+            .map(|p| p.job.id().to_string())
+            .collect();
+        prune_completed_one_shots(&mut probe, ctx, scan.completed_retention);
+        let mut planned = Vec::new();
+        let mut next_wake = earliest_next_run(&probe, ctx, ttl);
+        if probe.len() != before {
+            // Pruning removes records: the whole store is rewritten.
+            self.jobs
+                .update::<_, DocumentError>(&ctx.now_text(), |doc| {
+                    let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
+                    planned = plan_pass(&mut jobs, ctx, options);
+                    prune_completed_one_shots(&mut jobs, ctx, scan.completed_retention);
+                    next_wake = earliest_next_run(&jobs, ctx, ttl);
+                    doc.jobs = jobs.into_iter().map(Job::into_record).collect();
+                    Ok(())
+                })?;
+        } else if !candidates.is_empty() {
+            // A job that became due between the view and the lock is the next pass's,
+            // which the wake-up brings at once.
+            let others: Vec<Job> = probe
+                .into_iter()
+                .filter(|job| !candidates.contains(job.id()))
+                .collect();
+            let others_wake = earliest_next_run(&others, ctx, ttl);
+            drop(others);
+            let ids: HashSet<&str> = candidates.iter().map(String::as_str).collect();
+            let mut fresh_wake = None;
+            self.jobs.update_records::<_, DocumentError>(
+                &ctx.now_text(),
+                &ids,
+                |records| {
+                    let mut jobs = healed(records.iter_mut().map(std::mem::take).collect(), ctx);
+                    planned = plan_pass(&mut jobs, ctx, options);
+                    fresh_wake = earliest_next_run(&jobs, ctx, ttl);
+                    for (record, job) in records.iter_mut().zip(jobs) {
+                        *record = job.into_record();
+                    }
+                    Ok(())
+                },
+            )?;
+            next_wake = [others_wake, fresh_wake].into_iter().flatten().min();
+        }
+        Ok((planned, next_wake))
+    }
+}
+
+fn healed(records: Vec<crate::jsonfile::Record>, ctx: &Context) -> Vec<Job> {
+    records
+        .into_iter()
+        .map(|record| {
+            let mut job = Job::from_record(record);
+            job.heal(ctx);
+            job
+        })
+        .collect()
+}
+
+impl Store for FileStore {
+    fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        Ok(self
+            .jobs
+            .load()?
+            .jobs
+            .into_iter()
+            .map(Job::from_record)
+            .collect())
+    }
+
+    fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        Ok(self
+            .jobs
+            .load_keeping(keys)?
+            .jobs
+            .into_iter()
+            .map(Job::from_record)
+            .collect())
+    }
+
+    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
+            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
+            jobs.push(job);
+            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
+            Ok(())
+        })
+    }
+
+    fn update_job(
+        &self,
+        ctx: &Context,
+        id: &str,
+        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+    ) -> Result<Job, JobError> {
+        // The whole document is healed and rewritten, as Python Hermes and every earlier
+        // build do for a CLI change: the same operation leaves the same bytes.
+        self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
+            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
+            let result = match jobs.iter_mut().find(|j| j.id() == id) {
+                Some(job) => change(job).map(|()| job.clone()),
+                None => Err(JobError::NotFound(id.to_string())),
+            };
+            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
+            result
+        })
+    }
+
+    fn update_jobs(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut Job),
+    ) -> Result<(), StoreError> {
+        self.jobs
+            .update_records::<_, DocumentError>(&ctx.now_text(), ids, |records| {
+                for record in records.iter_mut() {
+                    let mut job = Job::from_record(std::mem::take(record));
+                    job.heal(ctx);
+                    change(&mut job);
+                    *record = job.into_record();
+                }
+                Ok(())
+            })?;
+        Ok(())
+    }
+
+    fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError> {
+        if !is_safe_id(id) {
+            return Err(JobError::Invalid(format!(
+                "Job id '{id}' is not a safe file name; fix or remove it in jobs.json by hand"
+            )));
+        }
+        let removed = self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
+            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
+            let index = jobs.iter().position(|j| j.id() == id);
+            let removed = index.map(|i| jobs.remove(i));
+            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
+            removed.ok_or_else(|| JobError::NotFound(id.to_string()))
+        })?;
+        let output = self.output_root().join(id);
+        match std::fs::remove_dir_all(&output) {
+            Ok(()) => Ok(removed),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(removed),
+            Err(e) => Err(JobError::Store(io_unavailable(&output, e))),
+        }
+    }
+
+    fn change_mark(&self) -> ChangeMark {
+        use std::hash::{Hash, Hasher};
+        let Ok(meta) = std::fs::metadata(self.jobs.jobs_path()) else {
+            return ChangeMark(0);
+        };
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        meta.modified().ok().hash(&mut hasher);
+        meta.len().hash(&mut hasher);
+        ChangeMark(hasher.finish())
+    }
+
+    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        // Held until the occurrences are claimed: a second scheduler on this home does
+        // nothing this round rather than deciding on the same records.
+        let Some(tick_lock) = self.try_tick_lock()? else {
+            return Ok(DuePass::default());
+        };
+        let (planned, next_wake) = self.plan(ctx, scan)?;
+        let occurrences = self.with_ledger(|ledger| {
+            Ok(claim_planned(
+                planned,
+                ctx,
+                scan,
+                &mut |job_id| {
+                    ledger
+                        .is_running(job_id, &self.owner.host, &*self.alive)
+                        .unwrap_or(false)
+                },
+                &mut |claim| ledger.claim(&self.stamped(claim)).map_err(|e| e.to_string()),
+            ))
+        })?;
+        drop(tick_lock);
+        Ok(DuePass {
+            occurrences,
+            next_wake,
+            ran: true,
+        })
+    }
+
+    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+        let busy = self.with_ledger(|ledger| {
+            Ok(ledger
+                .is_running(job_id, &self.owner.host, &*self.alive)
+                .unwrap_or(false))
+        })?;
+        if busy {
+            return Err(JobError::Invalid(format!(
+                "Job {job_id} is already running; wait for it to finish"
+            )));
+        }
+        let occurrence = super::manual_occurrence(job_id, now);
+        let claim = super::manual_claim(job_id, &occurrence, now);
+        self.with_ledger(|ledger| ledger.claim(&self.stamped(&claim)))?
+            .ok_or_else(|| {
+                JobError::Invalid("a manual run was started at the same millisecond; try again".into())
+            })
+    }
+
+    fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.finish(run, status, now, end))
+    }
+
+    fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        let own = i64::from(self.owner.pid);
+        let alive = |pid: i64| !(except_own && pid == own) && (self.alive)(pid);
+        self.with_ledger(|ledger| ledger.mark_interrupted(&self.owner.host, now, &alive))
+    }
+
+    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        // Reading history never creates the database.
+        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+            return Ok(Vec::new());
+        }
+        self.with_ledger(|ledger| ledger.recent(job_id, limit))
+    }
+
+    fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        self.with_outbox(|outbox| {
+            if claimed {
+                outbox.enqueue_claimed(item, &self.owner.host, self.owner.pid)
+            } else {
+                outbox.enqueue(item).map(|_| None)
+            }
+        })
+    }
+
+    fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        self.with_outbox(|outbox| outbox.claim_due(now, limit, &self.owner.host, self.owner.pid))
+    }
+
+    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+        self.with_outbox(|outbox| match flight {
+            Flight::Out => outbox.request_going_out(id),
+            Flight::Back { delivered } => outbox.answer_came_back(id, delivered),
+        })
+    }
+
+    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        self.with_outbox(|outbox| outbox.release_orphans(&self.owner.host, &*self.alive, now))
+    }
+
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.with_outbox(|outbox| outbox.finish(id, state, now, sent_parts, error))
+    }
+
+    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+        self.with_outbox(|outbox| outbox.open_for_occurrence(occurrence))
+    }
+
+    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.with_outbox(Outbox::earliest_due)
+    }
+
+    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {
+        self.with_outbox(|outbox| outbox.state_of(occurrence, target))
+    }
+
+    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.prune(keep_runs))?;
+        self.with_outbox(|outbox| outbox.prune(before))?;
+        Ok(())
+    }
+
+    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
+        let path = save_output(&self.output_root(), doc, keep)?;
+        Ok(path.display().to_string())
+    }
+
+    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        if !is_safe_id(job_id) {
+            return Ok(None);
+        }
+        let Some(newest) = list_outputs(&self.output_root().join(job_id)).pop() else {
+            return Ok(None);
+        };
+        match std::fs::read_to_string(&newest) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_unavailable(&newest, e)),
+        }
+    }
+
+    fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+        let (name, text) = match beat {
+            Beat::Started { pid } => ("daemon.pid", format!("{pid}\n")),
+            Beat::Alive(at) => ("ticker_heartbeat", epoch_text(*at)),
+            Beat::PassSucceeded(at) => ("ticker_last_success", epoch_text(*at)),
+            Beat::PassFailed(at, error) => {
+                ("ticker_last_error", format!("{}\n{error}\n", epoch_text(*at)))
+            }
+            Beat::Stopped => ("ticker_heartbeat", "0".to_string()),
+        };
+        write_atomic(&self.cron_dir().join(name), text.as_bytes())?;
+        Ok(())
+    }
+
+    fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+        let read = |name: &str| std::fs::read_to_string(self.cron_dir().join(name)).ok();
+        let last_error = read("ticker_last_error").and_then(|text| {
+            let at = read_epoch(&text)?;
+            let why = text.lines().skip(1).collect::<Vec<_>>().join(" ");
+            Some((at, why.trim().to_string()))
+        });
+        let alive = read("ticker_heartbeat");
+        Ok(Heartbeat {
+            seen: alive.is_some(),
+            alive_at: alive.as_deref().and_then(read_epoch),
+            pid: read("daemon.pid").and_then(|t| t.trim().parse().ok()),
+            last_success: read("ticker_last_success").as_deref().and_then(read_epoch),
+            last_error,
+        })
+    }
+}
+
+impl FileStore {
+    /// A claim with this process's host and pid.
+    fn stamped<'a>(&'a self, claim: &super::ClaimRequest<'a>) -> Claim<'a> {
+        Claim {
+            job_id: claim.job_id,
+            occurrence: claim.occurrence,
+            source: claim.source,
+            status: claim.status,
+            scheduled_at: claim.scheduled_at,
+            started_at: claim.started_at,
+            pid: self.owner.pid,
+            host: &self.owner.host,
+            error: claim.error,
+        }
+    }
+}

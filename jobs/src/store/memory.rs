@@ -1,0 +1,537 @@
+//! A store that keeps everything in memory, with the same rules as the file store (one
+//! claim per occurrence, the outbox's never-twice states, healed jobs on every change):
+//! what the scheduler's unit tests run against. Nothing survives the process.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    claim_planned, Beat, ChangeMark, ClaimRequest, DuePass, DueScan, Flight, Heartbeat, Owner,
+    Store, StoreError,
+};
+use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
+use crate::job::{Context, Job};
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::lifecycle::JobError;
+use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
+use crate::output::OutputDocument;
+
+/// One outbox row.
+#[derive(Debug, Clone)]
+struct Delivery {
+    item: OutboxItem,
+    state: OutboxState,
+    next_attempt_at: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+    claimed_pid: Option<u32>,
+    in_flight: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    jobs: Vec<Job>,
+    changes: u64,
+    runs: Vec<RunRow>,
+    deliveries: Vec<Delivery>,
+    /// Documents per job, keyed by their file name (which sorts by run time).
+    outputs: BTreeMap<String, BTreeMap<String, String>>,
+    heartbeat: Heartbeat,
+    /// Pids of this host that count as dead (a test "kills" a process by adding it).
+    dead: HashSet<u32>,
+    /// True while a test holds the pass, as another scheduler holding `.tick.lock` would.
+    pass_held: bool,
+}
+
+/// Everything in memory, for tests. Claims are stamped with `owner`.
+pub struct MemoryStore {
+    owner: Owner,
+    /// All state, shared by the handles of [`MemoryStore::as_process`]; every call
+    /// takes it once, so each call is atomic.
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl MemoryStore {
+    pub fn new(owner: Owner) -> MemoryStore {
+        MemoryStore {
+            owner,
+            inner: Arc::new(Mutex::new(Inner::default())),
+        }
+    }
+
+    /// Another process on the same data (a second daemon, the next one after a crash).
+    pub fn as_process(&self, pid: u32) -> MemoryStore {
+        MemoryStore {
+            owner: Owner {
+                host: self.owner.host.clone(),
+                pid,
+            },
+            inner: Arc::clone(&self.inner),
+        }
+    }
+
+    /// Marks a pid of this host dead: its running runs and deliveries become orphans.
+    pub fn kill(&self, pid: u32) {
+        self.lock().dead.insert(pid);
+    }
+
+    /// Makes passes find the store busy, as when another scheduler holds the pass.
+    pub fn hold_pass(&self, held: bool) {
+        self.lock().pass_held = held;
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    fn alive(&self, pid: Option<i64>) -> bool {
+        pid.and_then(|p| u32::try_from(p).ok())
+            .is_some_and(|p| !self.dead.contains(&p))
+    }
+
+    fn heal_all(&mut self, ctx: &Context) {
+        for job in &mut self.jobs {
+            job.heal(ctx);
+        }
+    }
+
+    fn is_running(&self, job_id: &str, host: &str) -> bool {
+        self.runs.iter().any(|r| {
+            r.job_id == job_id
+                && r.status == RunStatus::Running.as_str()
+                && (r.host.as_deref() != Some(host) || self.alive(r.pid))
+        })
+    }
+
+    fn insert_run(&mut self, owner: &Owner, claim: &ClaimRequest<'_>) -> Option<i64> {
+        if self.runs.iter().any(|r| r.occurrence == claim.occurrence) {
+            return None;
+        }
+        let id = self.runs.last().map_or(1, |r| r.id + 1);
+        self.runs.push(RunRow {
+            id,
+            job_id: claim.job_id.to_string(),
+            occurrence: claim.occurrence.to_string(),
+            source: claim.source.as_str().to_string(),
+            pid: Some(i64::from(owner.pid)),
+            host: Some(owner.host.clone()),
+            status: claim.status.as_str().to_string(),
+            scheduled_at: claim.scheduled_at.map(ledger_time),
+            started_at: Some(ledger_time(claim.started_at)),
+            finished_at: None,
+            error: claim.error.map(str::to_string),
+            delivery: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+        });
+        Some(id)
+    }
+
+    fn delivery(&mut self, id: i64) -> Option<&mut Delivery> {
+        self.deliveries.iter_mut().find(|d| d.item.id == id)
+    }
+}
+
+impl Store for MemoryStore {
+    fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        Ok(self.lock().jobs.clone())
+    }
+
+    fn load_view(&self, ctx: &Context, _keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        self.load_jobs(ctx)
+    }
+
+    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        let mut inner = self.lock();
+        inner.heal_all(ctx);
+        inner.jobs.push(job);
+        inner.changes += 1;
+        Ok(())
+    }
+
+    fn update_job(
+        &self,
+        ctx: &Context,
+        id: &str,
+        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+    ) -> Result<Job, JobError> {
+        let mut inner = self.lock();
+        let Some(index) = inner.jobs.iter().position(|j| j.id() == id) else {
+            return Err(JobError::NotFound(id.to_string()));
+        };
+        let mut job = inner.jobs[index].clone();
+        job.heal(ctx);
+        change(&mut job)?;
+        inner.heal_all(ctx);
+        inner.jobs[index] = job.clone();
+        inner.changes += 1;
+        Ok(job)
+    }
+
+    fn update_jobs(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut Job),
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        for job in inner.jobs.iter_mut().filter(|j| ids.contains(j.id())) {
+            job.heal(ctx);
+            change(job);
+        }
+        inner.changes += 1;
+        Ok(())
+    }
+
+    fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
+        let mut inner = self.lock();
+        let index = inner
+            .jobs
+            .iter()
+            .position(|j| j.id() == id)
+            .ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        inner.outputs.remove(id);
+        inner.changes += 1;
+        Ok(inner.jobs.remove(index))
+    }
+
+    fn change_mark(&self) -> ChangeMark {
+        ChangeMark(self.lock().changes)
+    }
+
+    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        let mut inner = self.lock();
+        if inner.pass_held {
+            return Ok(DuePass::default());
+        }
+        inner.heal_all(ctx);
+        let before = inner.jobs.len();
+        let planned = plan_pass(&mut inner.jobs, ctx, scan.options);
+        prune_completed_one_shots(&mut inner.jobs, ctx, scan.completed_retention);
+        if !planned.is_empty() || inner.jobs.len() != before {
+            inner.changes += 1;
+        }
+        let next_wake = earliest_next_run(&inner.jobs, ctx, scan.options.run_claim_ttl);
+        let host = self.owner.host.clone();
+        let inner = &mut *inner;
+        let occurrences = {
+            let runs_view = inner.runs.clone();
+            let dead = inner.dead.clone();
+            claim_planned(
+                planned,
+                ctx,
+                scan,
+                &mut |job_id| {
+                    runs_view.iter().any(|r| {
+                        r.job_id == job_id
+                            && r.status == RunStatus::Running.as_str()
+                            && (r.host.as_deref() != Some(host.as_str())
+                                || r.pid
+                                    .and_then(|p| u32::try_from(p).ok())
+                                    .is_some_and(|p| !dead.contains(&p)))
+                    })
+                },
+                &mut |claim| Ok(inner.insert_run(&self.owner, claim)),
+            )
+        };
+        Ok(DuePass {
+            occurrences,
+            next_wake,
+            ran: true,
+        })
+    }
+
+    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+        let mut inner = self.lock();
+        if inner.is_running(job_id, &self.owner.host) {
+            return Err(JobError::Invalid(format!(
+                "Job {job_id} is already running; wait for it to finish"
+            )));
+        }
+        let occurrence = super::manual_occurrence(job_id, now);
+        let claim = super::manual_claim(job_id, &occurrence, now);
+        inner.insert_run(&self.owner, &claim).ok_or_else(|| {
+            JobError::Invalid("a manual run was started at the same millisecond; try again".into())
+        })
+    }
+
+    fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+            row.status = status.as_str().to_string();
+            row.finished_at = Some(ledger_time(now));
+            row.error = end.error.clone();
+            row.delivery = end.delivery.clone();
+            row.prompt_tokens = end.prompt_tokens;
+            row.completion_tokens = end.completion_tokens;
+        }
+        Ok(())
+    }
+
+    fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let own = i64::from(self.owner.pid);
+        let stale: Vec<usize> = (0..inner.runs.len())
+            .filter(|&i| {
+                let r = &inner.runs[i];
+                r.status == RunStatus::Running.as_str()
+                    && r.host.as_deref() == Some(self.owner.host.as_str())
+                    && ((except_own && r.pid == Some(own)) || !inner.alive(r.pid))
+            })
+            .collect();
+        for &i in &stale {
+            let row = &mut inner.runs[i];
+            row.status = RunStatus::Interrupted.as_str().to_string();
+            row.finished_at = Some(ledger_time(now));
+            row.error
+                .get_or_insert_with(|| "the process running it stopped before it finished".into());
+        }
+        Ok(stale.len())
+    }
+
+    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        Ok(self
+            .lock()
+            .runs
+            .iter()
+            .rev()
+            .filter(|r| job_id.is_none_or(|id| r.job_id == id))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut inner = self.lock();
+        let taken = inner
+            .deliveries
+            .iter()
+            .any(|d| d.item.occurrence == item.occurrence && d.item.target == item.target);
+        if taken {
+            return Ok(None);
+        }
+        let id = inner.deliveries.last().map_or(1, |d| d.item.id + 1);
+        inner.deliveries.push(Delivery {
+            item: OutboxItem {
+                id,
+                occurrence: item.occurrence.to_string(),
+                target: item.target.to_string(),
+                job_id: item.job_id.to_string(),
+                run_at: Some(item.run_at.to_string()),
+                payload: item.payload.to_string(),
+                sent_parts: item.sent_parts,
+                attempts: 1,
+                expires_at: item.expires_at,
+                last_error: Some(item.error.to_string()).filter(|e| !e.is_empty()),
+            },
+            state: if claimed {
+                OutboxState::Sending
+            } else {
+                OutboxState::Pending
+            },
+            next_attempt_at: item.first_retry,
+            created_at: item.now,
+            claimed_pid: claimed.then_some(self.owner.pid),
+            in_flight: false,
+        });
+        Ok(claimed.then_some(id))
+    }
+
+    fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let mut inner = self.lock();
+        let mut claimed = Vec::new();
+        for d in inner.deliveries.iter_mut() {
+            if d.state != OutboxState::Pending {
+                continue;
+            }
+            if d.item.expires_at <= now {
+                d.state = OutboxState::Expired;
+            } else if d.next_attempt_at <= now && claimed.len() < limit {
+                d.state = OutboxState::Sending;
+                d.item.attempts += 1;
+                d.claimed_pid = Some(self.owner.pid);
+                d.in_flight = false;
+                claimed.push(d.item.clone());
+            }
+        }
+        Ok(claimed)
+    }
+
+    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+        if let Some(d) = self.lock().delivery(id) {
+            match flight {
+                Flight::Out => d.in_flight = true,
+                Flight::Back { delivered } => {
+                    d.in_flight = false;
+                    d.item.sent_parts += i64::from(delivered);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        let mut inner = self.lock();
+        let dead = inner.dead.clone();
+        let (mut released, mut closed) = (0, 0);
+        for d in inner.deliveries.iter_mut() {
+            let orphan = d.state == OutboxState::Sending
+                && d.claimed_pid.is_some_and(|pid| dead.contains(&pid));
+            if !orphan {
+                continue;
+            }
+            if d.in_flight {
+                d.state = OutboxState::Failed;
+                d.item.last_error = Some(
+                    "outcome unknown: the process sending it died while a request was out; not resent, to never post twice".into(),
+                );
+                closed += 1;
+            } else {
+                d.state = OutboxState::Pending;
+                d.next_attempt_at = now;
+                released += 1;
+            }
+        }
+        Ok((released, closed))
+    }
+
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        if let Some(d) = self.lock().delivery(id) {
+            d.state = state;
+            d.item.sent_parts = sent_parts;
+            if let Some(error) = error {
+                d.item.last_error = Some(error.to_string());
+            }
+            d.next_attempt_at = now + retry_delay(d.item.attempts - 1);
+        }
+        Ok(())
+    }
+
+    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+        Ok(self
+            .lock()
+            .deliveries
+            .iter()
+            .filter(|d| d.item.occurrence == occurrence)
+            .filter(|d| matches!(d.state, OutboxState::Pending | OutboxState::Sending))
+            .count())
+    }
+
+    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        Ok(self
+            .lock()
+            .deliveries
+            .iter()
+            .filter(|d| d.state == OutboxState::Pending)
+            .map(|d| d.next_attempt_at)
+            .min())
+    }
+
+    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .lock()
+            .deliveries
+            .iter()
+            .find(|d| d.item.occurrence == occurrence && d.item.target == target)
+            .map(|d| d.state.as_str().to_string()))
+    }
+
+    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.deliveries.retain(|d| {
+            matches!(d.state, OutboxState::Pending | OutboxState::Sending) || d.created_at >= before
+        });
+        let mut kept: BTreeMap<String, usize> = BTreeMap::new();
+        let mut keep = vec![true; inner.runs.len()];
+        for (i, row) in inner.runs.iter().enumerate().rev() {
+            if row.status == RunStatus::Running.as_str() {
+                continue;
+            }
+            let n = kept.entry(row.job_id.clone()).or_default();
+            *n += 1;
+            keep[i] = *n <= keep_runs;
+        }
+        let mut flags = keep.into_iter();
+        inner.runs.retain(|_| flags.next().unwrap_or(true));
+        Ok(())
+    }
+
+    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
+        if !crate::job::is_safe_id(doc.job_id) {
+            return Err(StoreError::Refused(format!(
+                "job id '{}' is not a safe file name",
+                doc.job_id
+            )));
+        }
+        let mut inner = self.lock();
+        let documents = inner.outputs.entry(doc.job_id.to_string()).or_default();
+        let stamp = doc.file_stem();
+        let mut name = format!("{stamp}.md");
+        let mut n = 1;
+        while documents.contains_key(&name) {
+            name = format!("{stamp}-{n}.md");
+            n += 1;
+        }
+        documents.insert(name.clone(), doc.render());
+        while documents.len() > keep.max(1) {
+            documents.pop_first();
+        }
+        Ok(format!("memory:{}/{name}", doc.job_id))
+    }
+
+    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .lock()
+            .outputs
+            .get(job_id)
+            .and_then(|docs| docs.values().next_back().cloned()))
+    }
+
+    fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let heartbeat = &mut inner.heartbeat;
+        match beat {
+            Beat::Started { pid } => heartbeat.pid = Some(i64::from(*pid)),
+            Beat::Alive(at) => {
+                heartbeat.seen = true;
+                heartbeat.alive_at = Some(*at);
+            }
+            Beat::PassSucceeded(at) => heartbeat.last_success = Some(*at),
+            Beat::PassFailed(at, why) => heartbeat.last_error = Some((*at, why.clone())),
+            Beat::Stopped => heartbeat.alive_at = None,
+        }
+        Ok(())
+    }
+
+    fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+        Ok(self.lock().heartbeat.clone())
+    }
+}

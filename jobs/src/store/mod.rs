@@ -1,0 +1,364 @@
+//! The one door to persistence: every read and write of jobs, occurrence claims and the
+//! run ledger, the delivery outbox, output documents and the scheduler's heartbeat goes
+//! through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
+//! Python Hermes, `executions.db`, `output/`) and [`MemoryStore`] (unit tests) — and
+//! nothing outside them knows where or how anything is kept.
+
+mod file;
+mod memory;
+
+#[cfg(test)]
+mod conformance;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+pub use file::FileStore;
+pub use memory::MemoryStore;
+
+use crate::due::{Decision, Planned, ScanOptions};
+use crate::job::{Context, Job};
+use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
+use crate::lifecycle::JobError;
+use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
+use crate::output::OutputDocument;
+
+/// Why the store could not do what was asked. Backend-neutral: the message names what
+/// could not be read or reached and what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The stored jobs exist but cannot be read; nothing was written.
+    #[error("{0}")]
+    Unreadable(String),
+    /// The store could not be reached or written (I/O, permissions, a database down).
+    #[error("{0}")]
+    Unavailable(String),
+    /// An id that cannot name anything in the store (e.g. not a safe path component).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Who this process is, as the store records it on the runs and deliveries it claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// `HERMES_MACHINE_ID`, else the host name.
+    pub host: String,
+    pub pid: u32,
+}
+
+/// Whether a process of this host is still alive (a claim of a dead one is stale).
+pub type Liveness = Arc<dyn Fn(i64) -> bool + Send + Sync>;
+
+/// What one scheduler pass asks the store to decide and claim.
+#[derive(Debug, Clone, Copy)]
+pub struct DueScan<'a> {
+    pub options: ScanOptions<'a>,
+    /// Completed one-shots whose last run is older than this are removed.
+    pub completed_retention: chrono::Duration,
+    /// Jobs this process is running now: a new occurrence of one is skipped, never run
+    /// beside the old one.
+    pub running_here: &'a HashSet<String>,
+}
+
+/// What became of one due job in a pass.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claimed {
+    /// Claimed for this process: run it. `run` is its ledger row.
+    Run { run: i64 },
+    /// Recorded without running (skipped, missed) with this status and reason.
+    Recorded { status: RunStatus, reason: String },
+    /// Another process recorded this occurrence first: nothing to do.
+    Taken,
+    /// Nothing recorded in the ledger (a one-shot settled as completed, a broken schedule).
+    Settled,
+    /// The ledger could not be written: the occurrence is not run.
+    Failed { error: String },
+}
+
+/// One due job of a pass: the job as the pass left it, what the due scan decided and
+/// what the claim came to.
+#[derive(Debug, Clone)]
+pub struct Occurrence {
+    pub job: Job,
+    pub decision: Decision,
+    pub claimed: Claimed,
+}
+
+/// The result of [`Store::claim_due`].
+#[derive(Debug, Default)]
+pub struct DuePass {
+    pub occurrences: Vec<Occurrence>,
+    /// The earliest next run among runnable jobs after the pass (deliveries aside).
+    pub next_wake: Option<DateTime<Utc>>,
+    /// False when another scheduler was in the middle of a pass on this store: nothing
+    /// was decided.
+    pub ran: bool,
+}
+
+/// The scheduler's health marks, as `hermes cron status` reads them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Heartbeat {
+    /// A daemon ever ran here (a clean stop leaves this true and `alive_at` empty).
+    pub seen: bool,
+    /// The last loop of a daemon, `None` when none ever ran or it stopped cleanly.
+    pub alive_at: Option<DateTime<Utc>>,
+    pub pid: Option<i64>,
+    pub last_success: Option<DateTime<Utc>>,
+    /// When the last failed pass happened, and why.
+    pub last_error: Option<(DateTime<Utc>, String)>,
+}
+
+/// One heartbeat event of a daemon.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Beat {
+    Started { pid: u32 },
+    Alive(DateTime<Utc>),
+    PassSucceeded(DateTime<Utc>),
+    PassFailed(DateTime<Utc>, String),
+    Stopped,
+}
+
+/// A request of a delivery going out or its answer coming back (see [`Store::flight`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flight {
+    Out,
+    Back { delivered: bool },
+}
+
+/// An opaque mark that changes whenever jobs change: the daemon compares two to know it
+/// should wake up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ChangeMark(pub u64);
+
+/// The one door to everything hermes-cron keeps. Calls block briefly (file locks, a
+/// database round trip); async code calls them through `spawn_blocking`. A backend
+/// with row locks and a server clock fits the same calls: [`Store::claim_due`] decides
+/// and claims in one step, and reads "now" where the backend keeps its clock.
+pub trait Store: Send + Sync {
+    // --- jobs ---
+
+    /// Every job, as stored (unhealed snapshot, no lock).
+    fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
+    /// Every job reduced to `keys` (at least `id`): what a reader that shows or decides
+    /// on a few fields needs, at a fraction of the memory.
+    fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError>;
+    /// One job by id.
+    fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
+        Ok(self.load_jobs(ctx)?.into_iter().find(|j| j.id() == id))
+    }
+    /// Adds a new job.
+    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError>;
+    /// Changes one job under the store's lock, on its freshest (healed) copy; returns it
+    /// as changed. When `change` fails nothing is written. Unknown id: `NotFound`.
+    fn update_job(
+        &self,
+        ctx: &Context,
+        id: &str,
+        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+    ) -> Result<Job, JobError>;
+    /// Changes the jobs whose id is in `ids` in one write (a batch of finished runs);
+    /// ids no longer stored are skipped.
+    fn update_jobs(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut Job),
+    ) -> Result<(), StoreError>;
+    /// Removes a job and its output documents; returns it.
+    fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError>;
+    /// Changes whenever any job changes.
+    fn change_mark(&self) -> ChangeMark;
+
+    // --- occurrences and the run ledger ---
+
+    /// One scheduler pass: decide which jobs are due (the pure rules of
+    /// [`crate::due::plan_pass`]), move their schedules forward and claim their
+    /// occurrences in the ledger, all before anything runs, so a crash can never fire an
+    /// occurrence twice. Prunes old completed one-shots.
+    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
+    /// Claims a manual run (`hermes cron run`); refused while the job is running.
+    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
+    /// Closes a run with its outcome.
+    fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError>;
+    /// Runs recorded `running` whose process is gone (`except_own`: this process's own
+    /// too) become `interrupted`, never re-run. Returns how many.
+    fn interrupt_dead_runs(&self, now: DateTime<Utc>, except_own: bool)
+        -> Result<usize, StoreError>;
+    /// Newest runs first, of one job or all.
+    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError>;
+
+    // --- the delivery outbox ---
+
+    /// Keeps a delivery: claimed by this process before its first request (`claimed`),
+    /// or pending for a later pass. `None` when this occurrence and target are already
+    /// kept (it is then left alone: never sent twice).
+    fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError>;
+    /// Claims the deliveries due at `now` (at most `limit`); expired ones are closed.
+    fn claim_deliveries(&self, now: DateTime<Utc>, limit: usize)
+        -> Result<Vec<OutboxItem>, StoreError>;
+    /// Marks a request of delivery `id` going out, or its answer back.
+    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
+    /// Deliveries left `sending` by dead processes: given back when nothing was in
+    /// flight, closed as unknown when a request was. Returns (given back, closed).
+    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError>;
+    /// Ends a claimed delivery.
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError>;
+    /// Deliveries of this occurrence still pending or being sent.
+    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
+    /// When the earliest pending delivery is due.
+    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
+    /// The state of one occurrence's delivery to one target.
+    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError>;
+    /// Drops finished deliveries created before `before`, and ledger rows beyond the
+    /// newest `keep_runs` per job.
+    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError>;
+
+    // --- output documents ---
+
+    /// Saves a run's document, keeping the newest `keep` of its job; returns where it is
+    /// (a path for files).
+    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError>;
+    /// The text of a job's newest document.
+    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+
+    // --- the scheduler's heartbeat ---
+
+    fn beat(&self, beat: &Beat) -> Result<(), StoreError>;
+    fn heartbeat(&self) -> Result<Heartbeat, StoreError>;
+}
+
+/// The ledger status and reason of a decision that is recorded without running, or
+/// `None` when the decision fires (`busy` = the job's previous run is still going).
+pub fn recorded_without_running(
+    decision: &Decision,
+    busy: bool,
+    zone: chrono_tz::Tz,
+) -> Option<(RunStatus, String)> {
+    match decision {
+        Decision::Fire { .. } if busy => {
+            Some((RunStatus::Skipped, "skipped (still running)".to_string()))
+        }
+        Decision::Fire { .. } => None,
+        Decision::Missed { scheduled_at } => Some((
+            RunStatus::Missed,
+            format!(
+                "missed: due at {}, the scheduler was not running",
+                schedules::format_instant(*scheduled_at, zone)
+            ),
+        )),
+        Decision::SkippedLate { .. } => Some((
+            RunStatus::Skipped,
+            "skipped: late and catch-up is off".to_string(),
+        )),
+        Decision::Broken { .. } | Decision::Completed { .. } => None,
+    }
+}
+
+/// The instant a decision is about, when it has one.
+pub fn scheduled_at(decision: &Decision) -> Option<DateTime<Utc>> {
+    match decision {
+        Decision::Fire { scheduled_at, .. }
+        | Decision::Missed { scheduled_at }
+        | Decision::SkippedLate { scheduled_at }
+        | Decision::Completed { scheduled_at } => Some(*scheduled_at),
+        Decision::Broken { .. } => None,
+    }
+}
+
+/// A ledger row to insert; the backend adds who claims it.
+#[derive(Debug, Clone, Copy)]
+pub struct ClaimRequest<'a> {
+    pub job_id: &'a str,
+    pub occurrence: &'a str,
+    pub source: RunSource,
+    pub status: RunStatus,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    pub started_at: DateTime<Utc>,
+    pub error: Option<&'a str>,
+}
+
+/// The occurrence key of a manual run started at `now`.
+pub fn manual_occurrence(job_id: &str, now: DateTime<Utc>) -> String {
+    format!("{job_id}@manual-{}", crate::ledger::ledger_time(now))
+}
+
+fn manual_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) -> ClaimRequest<'a> {
+    ClaimRequest {
+        job_id,
+        occurrence,
+        source: RunSource::Manual,
+        status: RunStatus::Running,
+        scheduled_at: None,
+        started_at: now,
+        error: None,
+    }
+}
+
+/// Records each planned decision in the ledger, the part of a pass every backend
+/// shares: a fire is claimed `running` (or recorded `skipped` while the job's previous
+/// run goes on), a missed or late-skipped occurrence is recorded as such. `busy_elsewhere`
+/// tells whether a ledger row of the job is still running; `insert` adds a row and says
+/// whether the occurrence was new.
+pub(crate) fn claim_planned(
+    planned: Vec<Planned>,
+    ctx: &Context,
+    scan: &DueScan<'_>,
+    busy_elsewhere: &mut dyn FnMut(&str) -> bool,
+    insert: &mut dyn FnMut(&ClaimRequest<'_>) -> Result<Option<i64>, String>,
+) -> Vec<Occurrence> {
+    planned
+        .into_iter()
+        .map(|Planned { job, decision }| {
+            let claimed = match (&decision, scheduled_at(&decision)) {
+                (Decision::Completed { .. } | Decision::Broken { .. }, _) | (_, None) => {
+                    Claimed::Settled
+                }
+                (_, Some(at)) => {
+                    let busy = matches!(decision, Decision::Fire { .. })
+                        && (scan.running_here.contains(job.id()) || busy_elsewhere(job.id()));
+                    let recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+                    let occurrence = occurrence_key(job.id(), at);
+                    let request = ClaimRequest {
+                        job_id: job.id(),
+                        occurrence: &occurrence,
+                        source: RunSource::Scheduler,
+                        status: recorded.as_ref().map_or(RunStatus::Running, |r| r.0),
+                        scheduled_at: Some(at),
+                        started_at: ctx.now,
+                        error: recorded.as_ref().map(|r| r.1.as_str()),
+                    };
+                    match (insert(&request), recorded) {
+                        (Ok(Some(run)), None) => Claimed::Run { run },
+                        (Ok(Some(_)), Some((status, reason))) => Claimed::Recorded { status, reason },
+                        (Ok(None), _) => Claimed::Taken,
+                        (Err(error), _) => Claimed::Failed { error },
+                    }
+                }
+            };
+            Occurrence {
+                job,
+                decision,
+                claimed,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,166 @@
+//! Find due and claim: one pass asks the store to decide what is due and to claim each
+//! occurrence before anything runs, then turns the claims into work. Missed one-shots
+//! get a note in their output, skipped ones a log line; nothing here runs a job.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use jobs::due::{run_claim_ttl, Decision, ScanOptions};
+use jobs::ledger::RunSource;
+use jobs::output::{missed_note, OutputDocument};
+use jobs::store::{Claimed, DueScan, Occurrence};
+use jobs::{Context, Job};
+
+use super::execute::ClaimedRun;
+use super::{blocking, lock, PassReport, Pending, Scheduler};
+use crate::error::CliError;
+use crate::settings::CronSettings;
+
+/// Ledger rows kept per job.
+const RUNS_KEPT_PER_JOB: usize = 1000;
+
+impl Scheduler {
+    /// One scheduler pass: claims due occurrences and due delivery retries. Returns at
+    /// once when another scheduler is in the middle of a pass on the same store.
+    pub async fn pass(self: &Arc<Self>) -> Result<PassReport, CliError> {
+        let (ctx, settings) = self.context()?;
+        let running = lock(&self.running).clone();
+        let scan = DueScan {
+            options: ScanOptions {
+                catch_up_missed: settings.catch_up_missed,
+                claim_owner: &self.parts.claim_owner,
+                run_claim_ttl: run_claim_ttl(settings.inactivity_timeout.map(|t| t.as_secs())),
+            },
+            completed_retention: chrono::Duration::days(settings.completed_retention_days.max(0)),
+            running_here: &running,
+        };
+        let due = blocking(|| self.store().claim_due(&ctx, &scan))?;
+        if !due.ran {
+            return Ok(PassReport {
+                pending: Vec::new(),
+                next_wake: None,
+                ran: false,
+            });
+        }
+        let mut pending: Vec<Pending> = due
+            .occurrences
+            .into_iter()
+            .filter_map(|occurrence| self.settle(occurrence, &ctx, &settings))
+            .collect();
+        let (retries, retry_wake) = self.claim_redeliveries(ctx.now);
+        pending.extend(retries.into_iter().map(Pending::Redeliver));
+        let week_ago = ctx.now - chrono::Duration::days(7);
+        if let Err(e) = blocking(|| self.store().prune_history(week_ago, RUNS_KEPT_PER_JOB)) {
+            tracing::warn!("cannot prune the run history: {e}");
+        }
+        Ok(PassReport {
+            pending,
+            next_wake: [due.next_wake, retry_wake].into_iter().flatten().min(),
+            ran: true,
+        })
+    }
+
+    /// What to do about one decided occurrence: the work to run, or nothing (logged).
+    fn settle(
+        &self,
+        occurrence: Occurrence,
+        ctx: &Context,
+        settings: &CronSettings,
+    ) -> Option<Pending> {
+        let Occurrence {
+            job,
+            decision,
+            claimed,
+        } = occurrence;
+        let id = job.id().to_string();
+        match (&decision, claimed) {
+            (Decision::Fire { scheduled_at, .. }, Claimed::Run { run }) => {
+                lock(&self.running).insert(id);
+                Some(Pending::Run(ClaimedRun {
+                    job,
+                    scheduled_at: Some(*scheduled_at),
+                    run,
+                    source: RunSource::Scheduler,
+                    settings: settings.clone(),
+                }))
+            }
+            (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
+                self.leave_missed_note(&job, *scheduled_at, ctx, settings);
+                tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
+                None
+            }
+            (_, Claimed::Recorded { status, reason }) => {
+                tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
+                None
+            }
+            (_, Claimed::Taken) => {
+                tracing::info!(job = %id, "occurrence already in the ledger; not running it again");
+                None
+            }
+            (_, Claimed::Failed { error }) => {
+                tracing::error!(job = %id, "cannot claim occurrence, not running it: {error}");
+                None
+            }
+            (Decision::Broken { reason }, _) => {
+                tracing::error!(job = %id, "cannot schedule job: {reason}");
+                None
+            }
+            (Decision::Completed { scheduled_at }, _) => {
+                tracing::info!(
+                    job = %id,
+                    scheduled = %scheduled_at,
+                    "one-shot dispatched before by a run that never recorded its end; marked completed, not run again"
+                );
+                None
+            }
+            (_, Claimed::Settled | Claimed::Run { .. }) => None,
+        }
+    }
+
+    /// A missed one-shot's output tells the user what happened to it.
+    fn leave_missed_note(
+        &self,
+        job: &Job,
+        scheduled_at: DateTime<Utc>,
+        ctx: &Context,
+        settings: &CronSettings,
+    ) {
+        let zone = job.zone(ctx);
+        let when = schedules::format_instant(scheduled_at, zone);
+        let note = missed_note(&when);
+        let doc = OutputDocument {
+            job_id: job.id(),
+            job_name: job.name(),
+            schedule: &when,
+            run_time: ctx.now,
+            zone,
+            prompt: "",
+            result: Err(&note),
+        };
+        if let Err(e) = blocking(|| self.store().save_output(&doc, settings.output_retention)) {
+            tracing::warn!(job = job.id(), "cannot write the missed note: {e}");
+        }
+    }
+
+    /// Claims a manual run of a job: refused while the job runs in this process or
+    /// anywhere the store can see.
+    pub(super) fn claim_manual(&self, job: Job) -> Result<ClaimedRun, CliError> {
+        if lock(&self.running).contains(job.id()) {
+            return Err(CliError::user(format!(
+                "Job {} is already running",
+                job.id()
+            )));
+        }
+        let (ctx, settings) = self.context()?;
+        let run = blocking(|| self.store().claim_manual(job.id(), ctx.now))?;
+        lock(&self.running).insert(job.id().to_string());
+        Ok(ClaimedRun {
+            job,
+            scheduled_at: None,
+            run,
+            source: RunSource::Manual,
+            settings,
+        })
+    }
+}

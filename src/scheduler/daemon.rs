@@ -1,0 +1,126 @@
+//! The scheduler loop: pass, then sleep until the earliest due instant (never more than
+//! 60 s), waking within a quarter second when the store changes; keep the heartbeat; on
+//! shutdown stop taking work and let running jobs finish for up to 30 s. A failed pass
+//! is logged and recorded; the loop never dies of it.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use jobs::store::Beat;
+use tokio::task::JoinSet;
+
+use super::{blocking, RunReport, Scheduler};
+use crate::error::CliError;
+
+/// The longest the loop sleeps between passes.
+const MAX_SLEEP: Duration = Duration::from_secs(60);
+/// How often the store is checked for changes while sleeping.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// How long running jobs may finish after shutdown begins.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// Runs `scheduler` until `shutdown` completes, then drains.
+pub async fn run(
+    scheduler: Arc<Scheduler>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), CliError> {
+    match scheduler.recover_interrupted() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!("{n} run(s) left running by a stopped process marked interrupted"),
+        Err(e) => tracing::error!("cannot check the ledger for interrupted runs: {e}"),
+    }
+    scheduler.beat(Beat::Started {
+        pid: std::process::id(),
+    });
+    tracing::info!(pid = std::process::id(), home = %scheduler.parts.home.display(), "scheduler started");
+    let mut running: JoinSet<RunReport> = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let next_wake = scheduler.loop_pass(&mut running).await;
+        let sleep_for = next_wake
+            .map(|at| (at - scheduler.now()).to_std().unwrap_or(Duration::ZERO))
+            .unwrap_or(MAX_SLEEP)
+            .min(MAX_SLEEP);
+        let deadline = tokio::time::Instant::now() + sleep_for;
+        let seen = scheduler.store().change_mark();
+        let stop = loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break false,
+                _ = tokio::time::sleep(WATCH_EVERY) => {
+                    if blocking(|| scheduler.store().change_mark()) != seen {
+                        break false;
+                    }
+                }
+                Some(_) = running.join_next() => {}
+                () = &mut shutdown => break true,
+            }
+        };
+        if stop {
+            break;
+        }
+    }
+    scheduler.drain(running).await;
+    Ok(())
+}
+
+impl Scheduler {
+    fn beat(&self, beat: Beat) {
+        if let Err(e) = blocking(|| self.store().beat(&beat)) {
+            tracing::warn!("cannot write the heartbeat: {e}");
+        }
+    }
+
+    /// One pass of the loop: heartbeat, claim, spawn what was claimed. Returns when to
+    /// wake next.
+    async fn loop_pass(
+        self: &Arc<Self>,
+        running: &mut JoinSet<RunReport>,
+    ) -> Option<chrono::DateTime<chrono::Utc>> {
+        self.beat(Beat::Alive(self.now()));
+        let next_wake = match self.pass().await {
+            Ok(report) => {
+                for pending in report.pending {
+                    running.spawn(pending.run(Arc::clone(self)));
+                }
+                if report.ran {
+                    self.beat(Beat::PassSucceeded(self.now()));
+                }
+                report.next_wake
+            }
+            Err(e) => {
+                tracing::error!("scheduler pass failed: {e}");
+                self.beat(Beat::PassFailed(self.now(), e.to_string()));
+                None
+            }
+        };
+        while running.try_join_next().is_some() {}
+        next_wake
+    }
+
+    /// No new runs; running ones get [`DRAIN`] to finish, the rest are stopped and
+    /// recorded as interrupted.
+    async fn drain(&self, mut running: JoinSet<RunReport>) {
+        tracing::info!(
+            running = running.len(),
+            "stopping: no new runs; waiting up to 30 s for running jobs"
+        );
+        let drained = tokio::time::timeout(DRAIN, async {
+            while running.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                "{} run(s) still going after 30 s; stopping them",
+                running.len()
+            );
+            running.abort_all();
+            while running.join_next().await.is_some() {}
+        }
+        if let Err(e) = self.interrupt_own_runs() {
+            tracing::error!("cannot record the stopped runs as interrupted: {e}");
+        }
+        self.beat(Beat::Stopped);
+        tracing::info!("scheduler stopped");
+    }
+}

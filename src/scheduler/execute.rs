@@ -1,0 +1,139 @@
+//! Execute: run one claimed occurrence with the runner, within the parallelism limit,
+//! stopping it when it shows no activity for `HERMES_CRON_TIMEOUT`, and keeping a
+//! running one-shot's `run_claim` fresh for other schedulers on the store. What the run
+//! produced goes to [`super::record`]; nothing here writes an outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use jobs::ledger::{occurrence_key, RunSource};
+use jobs::Job;
+
+use super::{blocking, lock, RunReport, Scheduler};
+use crate::runner::{Activity, RunEnv, RunOutcome, Runner};
+use crate::settings::CronSettings;
+
+/// How often a running one-shot's `run_claim` is refreshed (Python Hermes: every minute).
+const RUN_CLAIM_HEARTBEAT: Duration = Duration::from_secs(60);
+/// How often a run's activity is checked against the inactivity limit.
+const WATCH_EVERY: Duration = Duration::from_millis(500);
+
+/// An occurrence claimed in the ledger, ready to run.
+pub struct ClaimedRun {
+    pub job: Job,
+    /// The instant it was due (`None`: a manual run).
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// Its ledger row.
+    pub run: i64,
+    pub source: RunSource,
+    pub settings: CronSettings,
+}
+
+impl ClaimedRun {
+    /// `<job_id>@<instant>`, or `<job_id>@manual`.
+    pub fn occurrence(&self) -> String {
+        self.scheduled_at.map_or_else(
+            || format!("{}@manual", self.job.id()),
+            |at| occurrence_key(self.job.id(), at),
+        )
+    }
+}
+
+impl Scheduler {
+    /// Runs one claimed occurrence to the end: run, save, deliver, record.
+    pub async fn execute(self: Arc<Self>, claimed: ClaimedRun) -> RunReport {
+        let _permit = match (&self.permits, claimed.source) {
+            (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
+            _ => None,
+        };
+        let started = self.now();
+        let timer = tokio::time::Instant::now();
+        let (ctx, _) = self.context_or_default(&claimed.settings);
+        let env = RunEnv {
+            home: self.parts.home.clone(),
+            settings: claimed.settings.clone(),
+            activity: Activity::new(),
+            store: Arc::clone(&self.parts.store),
+            ctx,
+        };
+        let heartbeat = (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot())
+            .then(|| {
+                let this = Arc::clone(&self);
+                let id = claimed.job.id().to_string();
+                tokio::spawn(async move { this.keep_run_claim_fresh(id).await })
+            });
+        let outcome = run_watched(self.parts.runner.as_ref(), &claimed.job, &env).await;
+        if let Some(heartbeat) = heartbeat {
+            heartbeat.abort();
+        }
+        let report = self.record(&claimed, started, outcome).await;
+        lock(&self.running).remove(claimed.job.id());
+        tracing::info!(
+            job = claimed.job.id(),
+            occurrence = %report.occurrence,
+            outcome = report.status.as_str(),
+            duration_ms = timer.elapsed().as_millis() as u64,
+            error = report.error.as_deref().unwrap_or(""),
+            "run finished"
+        );
+        report
+    }
+
+    /// Refreshes the `run_claim` of a running one-shot every minute, as Python Hermes
+    /// does, so a run longer than the claim's lifetime is not taken for a dead one by
+    /// another scheduler on the store. Only a claim this process stamped is refreshed.
+    async fn keep_run_claim_fresh(self: Arc<Self>, job_id: String) {
+        let mut every = tokio::time::interval(RUN_CLAIM_HEARTBEAT);
+        every.tick().await;
+        loop {
+            every.tick().await;
+            if let Err(e) = self.refresh_run_claim(&job_id) {
+                tracing::warn!(job = %job_id, "cannot refresh the run claim: {e}");
+            }
+        }
+    }
+
+    fn refresh_run_claim(&self, job_id: &str) -> Result<(), crate::error::CliError> {
+        let (ctx, _) = self.context()?;
+        let owner = self.parts.claim_owner.as_str();
+        let ids = std::collections::HashSet::from([job_id]);
+        blocking(|| {
+            self.store().update_jobs(&ctx, &ids, &mut |job| {
+                if job.run_claim_by() == Some(owner) {
+                    let zone = job.zone(&ctx);
+                    job.set_run_claim(Some((ctx.now, owner)), zone);
+                }
+            })
+        })?;
+        Ok(())
+    }
+}
+
+/// Runs the job, stopping it when it shows no activity for the configured time.
+pub(super) async fn run_watched(runner: &dyn Runner, job: &Job, env: &RunEnv) -> RunOutcome {
+    let Some(limit) = env.settings.inactivity_timeout else {
+        return runner.run(job, env).await;
+    };
+    let run = runner.run(job, env);
+    tokio::pin!(run);
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    loop {
+        tokio::select! {
+            outcome = &mut run => return outcome,
+            _ = tick.tick() => {
+                let idle = env.activity.idle();
+                if idle >= limit {
+                    return RunOutcome::failed(
+                        job.prompt().to_string(),
+                        format!(
+                            "stopped after {}s without activity (HERMES_CRON_TIMEOUT={}); last activity {}s ago",
+                            limit.as_secs(), limit.as_secs(), idle.as_secs()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}

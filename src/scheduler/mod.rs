@@ -1,0 +1,251 @@
+//! The scheduler as a library: [`Scheduler::new`] takes its parts (store, clock, runner,
+//! delivery) and [`run`] drives it until a shutdown future completes. `hermes cron
+//! daemon`, `hermes cron tick`, `hermes cron run` and the tests build it the same way.
+//! It is split by the life of an occurrence, one file each:
+//!
+//! * [`claim`] — one pass: the store decides what is due and claims it before anything
+//!   runs (a crash can never fire an occurrence twice);
+//! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
+//! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
+//!   record the outcome in the job and the ledger;
+//! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
+//! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
+//!   stop gracefully.
+//!
+//! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
+//! store (only its [`Store`]).
+
+mod claim;
+mod daemon;
+mod execute;
+mod record;
+mod redeliver;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use tokio::sync::Semaphore;
+
+use jobs::ledger::RunStatus;
+use jobs::store::Store;
+use jobs::{Context, Job};
+
+use crate::clock::Clock;
+use crate::delivery::http::Failure;
+use crate::delivery::{DeliveryReport, RunDelivery};
+use crate::error::CliError;
+use crate::runner::Runner;
+use crate::settings::CronSettings;
+
+pub use daemon::run;
+
+/// A boxed future, for the object-safe [`Delivery`] trait.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends what runs produced. [`crate::delivery::HttpDelivery`] speaks to the real chat
+/// APIs; tests pass a fake.
+pub trait Delivery: Send + Sync {
+    /// Sends one finished run's result to its job's targets.
+    fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport>;
+    /// Sends a kept message again to one target key, skipping the `skip` items that
+    /// arrived before. `Ok` when it arrived; else the failure and the items now arrived.
+    fn retry<'a>(
+        &'a self,
+        target: &'a str,
+        payload: &'a str,
+        skip: usize,
+    ) -> BoxFuture<'a, Result<(), (Failure, usize)>>;
+}
+
+/// Everything a scheduler is made of.
+pub struct Parts {
+    /// The Hermes home: config.yaml, `.env`, skills and scripts (never the store).
+    pub home: PathBuf,
+    pub store: Arc<dyn Store>,
+    pub clock: Arc<dyn Clock>,
+    pub runner: Arc<dyn Runner>,
+    pub delivery: Arc<dyn Delivery>,
+    /// `None`: read from the home's config.yaml and environment on every pass and run,
+    /// so an edit applies without a restart. Tests fix them.
+    pub settings: Option<CronSettings>,
+    /// The `run_claim.by` this process stamps on the one-shots it dispatches (Python
+    /// Hermes' `HERMES_MACHINE_ID`, else `<host>:<pid>`).
+    pub claim_owner: String,
+}
+
+pub struct Scheduler {
+    parts: Parts,
+    /// Ids of the jobs with a run going in this process: a new occurrence of one is
+    /// recorded as skipped, and a manual run of one is refused. Held only for an insert,
+    /// a removal or a copy; never while another lock of this struct is taken.
+    running: Mutex<HashSet<String>>,
+    /// Finished runs waiting to be written to the store. Runs that end together share
+    /// one store write. Taken after `flushing` when both are held.
+    records: Mutex<Vec<record::JobRecord>>,
+    /// The right to write `records` (held by one thread at a time, with `try_lock`).
+    /// Lock order: `flushing`, then `records`.
+    flushing: Mutex<()>,
+    /// `cron.max_parallel_jobs` permits for scheduled runs (`None`: unbounded).
+    permits: Option<Arc<Semaphore>>,
+}
+
+/// What one finished run looked like, for logs and `hermes cron run`.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub job_id: String,
+    pub job_name: String,
+    pub occurrence: String,
+    pub status: RunStatus,
+    pub error: Option<String>,
+    /// Where the output document was saved.
+    pub output: Option<String>,
+    pub response: Option<String>,
+    /// What delivery did ("local", "silent", "sent: telegram:…", or the failure).
+    pub delivery: Option<String>,
+}
+
+/// Work a pass claimed: an occurrence to run or a kept delivery to retry.
+pub enum Pending {
+    Run(execute::ClaimedRun),
+    Redeliver(jobs::outbox::OutboxItem),
+}
+
+impl Pending {
+    /// Carries the work out to its end.
+    pub async fn run(self, scheduler: Arc<Scheduler>) -> RunReport {
+        match self {
+            Pending::Run(claimed) => scheduler.execute(claimed).await,
+            Pending::Redeliver(item) => scheduler.redeliver(item).await,
+        }
+    }
+}
+
+/// What one pass did.
+pub struct PassReport {
+    /// Work claimed by this pass, for the caller to spawn.
+    pub pending: Vec<Pending>,
+    /// The earliest next run or delivery retry after the pass.
+    pub next_wake: Option<DateTime<Utc>>,
+    /// False when another scheduler was in the middle of a pass on the store.
+    pub ran: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Runs a short blocking store call from async code: on a multi-threaded runtime the
+/// worker hands its other tasks over while it waits; elsewhere it just calls.
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
+    }
+}
+
+impl Scheduler {
+    pub fn new(parts: Parts) -> Result<Arc<Scheduler>, CliError> {
+        let settings = match &parts.settings {
+            Some(settings) => settings.clone(),
+            None => crate::home::load_context(&crate::home::Home {
+                root: parts.home.clone(),
+            })
+            .map(|(_, config)| CronSettings::from_config(&config))?,
+        };
+        Ok(Arc::new(Scheduler {
+            permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
+            parts,
+            running: Mutex::new(HashSet::new()),
+            records: Mutex::new(Vec::new()),
+            flushing: Mutex::new(()),
+        }))
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.parts.store
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.parts.clock.now()
+    }
+
+    /// "Now", the zones and the settings for one pass or run: the home's config is read
+    /// afresh, the time comes from the clock.
+    pub fn context(&self) -> Result<(Context, CronSettings), CliError> {
+        let now = self.now();
+        if let Some(settings) = &self.parts.settings {
+            // Fixed settings (tests): every time in UTC.
+            let ctx = Context {
+                now,
+                zone: chrono_tz::UTC,
+                legacy_zone: chrono_tz::UTC,
+            };
+            return Ok((ctx, settings.clone()));
+        }
+        let home = crate::home::Home {
+            root: self.parts.home.clone(),
+        };
+        let (mut ctx, config) = crate::home::load_context(&home)?;
+        ctx.now = now;
+        Ok((ctx, CronSettings::from_config(&config)))
+    }
+
+    /// The context for bookkeeping after a run: a config that became unreadable while
+    /// the job ran must not lose the run's record.
+    fn context_or_default(&self, settings: &CronSettings) -> (Context, CronSettings) {
+        self.context().unwrap_or_else(|_| {
+            let zone = crate::home::system_zone();
+            let ctx = Context {
+                now: self.now(),
+                zone,
+                legacy_zone: zone,
+            };
+            (ctx, settings.clone())
+        })
+    }
+
+    /// Runs recorded `running` by dead processes of this host become `interrupted`.
+    pub fn recover_interrupted(&self) -> Result<usize, CliError> {
+        Ok(blocking(|| self.store().interrupt_dead_runs(self.now(), false))?)
+    }
+
+    /// After a shutdown's drain: this process's unfinished runs become `interrupted`.
+    pub fn interrupt_own_runs(&self) -> Result<usize, CliError> {
+        Ok(blocking(|| self.store().interrupt_dead_runs(self.now(), true))?)
+    }
+
+    /// One pass, then every run it claimed, to the end (`hermes cron tick`).
+    pub async fn tick(self: &Arc<Self>) -> Result<Option<Vec<RunReport>>, CliError> {
+        let report = self.pass().await?;
+        if !report.ran {
+            return Ok(None);
+        }
+        let mut handles = Vec::new();
+        for pending in report.pending {
+            handles.push(tokio::spawn(pending.run(Arc::clone(self))));
+        }
+        let mut reports = Vec::new();
+        for handle in handles {
+            match handle.await {
+                Ok(report) => reports.push(report),
+                Err(e) => tracing::error!("a run failed to complete: {e}"),
+            }
+        }
+        Ok(Some(reports))
+    }
+
+    /// Runs a job now, outside its schedule (`hermes cron run`): its own occurrence,
+    /// the schedule untouched, through the same execution and record as a fire.
+    pub async fn run_now(self: &Arc<Self>, job: Job) -> Result<RunReport, CliError> {
+        let claimed = self.claim_manual(job)?;
+        Ok(Arc::clone(self).execute(claimed).await)
+    }
+}

@@ -1,0 +1,358 @@
+//! Record: what a finished run leaves behind, in order — its output document, its
+//! delivery (each destination kept in the outbox before its first request, so a crash
+//! mid-delivery never resends what may have arrived), the job's outcome fields and the
+//! ledger row. A failed delivery never turns a good run into a failed one.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use jobs::ledger::{RunEnd, RunSource, RunStatus};
+use jobs::outbox::{retry_delay, NewOutboxItem, OutboxState};
+use jobs::output::OutputDocument;
+use jobs::store::Flight;
+use jobs::{Context, Job, JobState};
+
+use super::execute::ClaimedRun;
+use super::{blocking, lock, RunReport, Scheduler};
+use crate::delivery::http::{self, FlightRecorder};
+use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs};
+use crate::redact::Redactor;
+use crate::runner::{RunOutcome, RunResult};
+use crate::settings::CronSettings;
+
+/// What a finished run changes in its job.
+pub(super) struct JobRecord {
+    job_id: String,
+    last_run_at: DateTime<Utc>,
+    zone: Tz,
+    last_status: &'static str,
+    error: Option<String>,
+    delivery_error: Option<String>,
+    source: RunSource,
+}
+
+impl JobRecord {
+    fn apply(&self, stored: &mut Job, ctx: &Context) {
+        // The run is over: no scheduler needs to keep off the job any more.
+        if stored.has_run_claim() {
+            stored.set_run_claim(None, self.zone);
+        }
+        stored.set_last_run_at(Some(self.last_run_at), self.zone);
+        stored.record_outcome(
+            self.last_status,
+            self.error.as_deref(),
+            self.delivery_error.as_deref(),
+        );
+        if self.source == RunSource::Scheduler {
+            let repeat = stored.repeat();
+            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+            let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
+            if (used_up || one_shot) && stored.state() != JobState::Paused {
+                stored.complete();
+            }
+        }
+    }
+}
+
+/// The run's texts as saved and sent: secrets redacted.
+struct Texts {
+    /// The reply, or the error text.
+    result: Result<String, String>,
+    /// The run's error, when it failed.
+    error: Option<String>,
+    prompt: String,
+}
+
+impl Texts {
+    fn of(outcome: &RunOutcome, redactor: &Redactor) -> Texts {
+        const EMPTY: &str = "Agent completed but produced empty response";
+        let (result, error) = match &outcome.result {
+            RunResult::Reply(text) if text.trim().is_empty() => {
+                (Err(EMPTY.to_string()), Some(EMPTY.to_string()))
+            }
+            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), None),
+            RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
+        };
+        Texts {
+            result: result
+                .map(|text| redactor.redact(&text))
+                .map_err(|e| redactor.redact(&e)),
+            error: error.map(|e| redactor.redact(&e)),
+            prompt: redactor.redact(&outcome.prompt),
+        }
+    }
+
+    fn delivered<'a>(&'a self, outcome: &RunOutcome) -> Delivered<'a> {
+        match (&self.result, &outcome.result) {
+            (Ok(_), RunResult::Silent(_)) => Delivered::Silent,
+            (Ok(text), _) => Delivered::Reply(text),
+            (Err(e), _) => Delivered::Failed(e),
+        }
+    }
+}
+
+/// A finished run on its way to the record.
+struct Finished<'a> {
+    claimed: &'a ClaimedRun,
+    started: DateTime<Utc>,
+    /// The job's zone: its times are written in it.
+    zone: Tz,
+    ctx: Context,
+    settings: CronSettings,
+    texts: Texts,
+    outcome: RunOutcome,
+}
+
+/// One run's delivery bookkeeping: the outbox key and what a kept row says of the run.
+struct Bookkeeping<'a> {
+    /// The outbox occurrence: a manual run's key is made unique by its ledger row.
+    key: String,
+    job: &'a Job,
+    run_at: String,
+    now: DateTime<Utc>,
+    expires: DateTime<Utc>,
+}
+
+impl<'a> Bookkeeping<'a> {
+    fn item(&'a self, target: &'a str, payload: &'a str) -> NewOutboxItem<'a> {
+        NewOutboxItem {
+            occurrence: &self.key,
+            target,
+            job_id: self.job.id(),
+            run_at: &self.run_at,
+            payload,
+            sent_parts: 0,
+            error: "",
+            now: self.now,
+            first_retry: self.now + retry_delay(0),
+            expires_at: self.expires,
+        }
+    }
+}
+
+impl Scheduler {
+    /// Saves, delivers and records a finished run.
+    pub(super) async fn record(
+        &self,
+        claimed: &ClaimedRun,
+        started: DateTime<Utc>,
+        outcome: RunOutcome,
+    ) -> RunReport {
+        let (ctx, settings) = self.context_or_default(&claimed.settings);
+        let run = Finished {
+            claimed,
+            started,
+            zone: claimed.job.zone(&ctx),
+            texts: Texts::of(&outcome, &Redactor::for_home(&self.parts.home)),
+            ctx,
+            settings,
+            outcome,
+        };
+        let output = self.save_document(&run);
+        let delivery = self.deliver(&run).await;
+        let job = &claimed.job;
+        let texts = &run.texts;
+        let status = if texts.error.is_some() {
+            RunStatus::Error
+        } else {
+            RunStatus::Ok
+        };
+        let last_status = match (&texts.error, &delivery.error) {
+            (Some(_), _) => "error",
+            (None, Some(_)) => "delivery_failed",
+            (None, None) => "ok",
+        };
+        self.record_in_store(JobRecord {
+            job_id: job.id().to_string(),
+            last_run_at: started,
+            zone: run.zone,
+            last_status,
+            error: texts.error.clone(),
+            delivery_error: delivery.error.clone(),
+            source: claimed.source,
+        });
+        let end = RunEnd {
+            error: texts.error.clone(),
+            delivery: Some(delivery.summary.clone()),
+            prompt_tokens: run.outcome.prompt_tokens,
+            completion_tokens: run.outcome.completion_tokens,
+        };
+        let finished = self.now();
+        if let Err(e) = blocking(|| self.store().finish_run(claimed.run, status, finished, &end)) {
+            tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
+        }
+        RunReport {
+            job_id: job.id().to_string(),
+            job_name: job.name().to_string(),
+            occurrence: claimed.occurrence(),
+            status,
+            error: run.texts.error,
+            output,
+            response: run.texts.result.ok(),
+            delivery: Some(delivery.summary),
+        }
+    }
+
+    fn save_document(&self, run: &Finished<'_>) -> Option<String> {
+        let job = &run.claimed.job;
+        let schedule = job
+            .schedule(&run.ctx)
+            .map(|s| s.display().to_string())
+            .unwrap_or_default();
+        let doc = OutputDocument {
+            job_id: job.id(),
+            job_name: job.name(),
+            schedule: &schedule,
+            run_time: run.started,
+            zone: run.zone,
+            prompt: &run.texts.prompt,
+            result: run.texts.result.as_deref().map_err(String::as_str),
+        };
+        blocking(|| self.store().save_output(&doc, run.settings.output_retention))
+            .map_err(|e| tracing::error!(job = job.id(), "cannot save the output document: {e}"))
+            .ok()
+    }
+
+    /// Sends the run's result. Each destination gets its outbox row before its first
+    /// request (write-ahead): if this process dies while delivering, a later pass sends
+    /// what did not go out and never resends what may have.
+    async fn deliver(&self, run: &Finished<'_>) -> DeliveryReport {
+        let claimed = run.claimed;
+        let job = &claimed.job;
+        let books = Bookkeeping {
+            key: match claimed.source {
+                RunSource::Scheduler => claimed.occurrence(),
+                RunSource::Manual => format!("{}#{}", claimed.occurrence(), claimed.run),
+            },
+            job,
+            run_at: schedules::format_instant(run.started, run.zone),
+            now: run.ctx.now,
+            expires: run.ctx.now
+                + chrono::Duration::from_std(run.settings.delivery_retry)
+                    .unwrap_or(chrono::Duration::hours(6)),
+        };
+        let track = |target: &str, payload: &str| -> Option<(i64, FlightRecorder)> {
+            let kept = blocking(|| self.store().keep_delivery(&books.item(target, payload), true));
+            let row = kept
+                .map_err(|e| tracing::error!(job = job.id(), "cannot keep the delivery in the outbox: {e}"))
+                .ok()
+                .flatten()?;
+            Some((row, self.flight_recorder(row)))
+        };
+        let streak = job.failure_streak();
+        let report = self
+            .parts
+            .delivery
+            .deliver(RunDelivery {
+                home: &self.parts.home,
+                job,
+                scheduled_at: claimed.scheduled_at.unwrap_or(run.started),
+                result: run.texts.delivered(&run.outcome),
+                failure_streak: if run.texts.error.is_some() { streak + 1 } else { 0 },
+                wrap_response: run.settings.wrap_response,
+                track: Some(&track),
+            })
+            .await;
+        self.keep_outcomes(&report, &books);
+        report
+    }
+
+    /// Closes the outbox rows of the sends that were tracked, and keeps the transient
+    /// failures of untracked ones for a retry on a later pass.
+    fn keep_outcomes(&self, report: &DeliveryReport, books: &Bookkeeping<'_>) {
+        let job = books.job.id();
+        for settled in &report.settled {
+            let state = match settled.outcome {
+                SettledAs::Sent => OutboxState::Sent,
+                SettledAs::Retry => OutboxState::Pending,
+                SettledAs::Failed => OutboxState::Failed,
+            };
+            let finished = blocking(|| {
+                self.store().finish_delivery(
+                    settled.row,
+                    state,
+                    books.now,
+                    settled.sent_parts,
+                    settled.error.as_deref(),
+                )
+            });
+            if let Err(e) = finished {
+                tracing::error!(job, "cannot record the delivery in the outbox: {e}");
+            }
+        }
+        for pending in &report.retry_later {
+            let mut item = books.item(&pending.target, &pending.payload);
+            item.sent_parts = pending.sent_parts;
+            item.error = &pending.error;
+            if let Err(e) = blocking(|| self.store().keep_delivery(&item, false)) {
+                tracing::error!(job, "cannot keep the failed delivery for a retry: {e}");
+            }
+        }
+    }
+
+    /// Marks outbox row `id` in flight while each of its requests is out, and counts the
+    /// parts that arrived.
+    pub(super) fn flight_recorder(&self, id: i64) -> FlightRecorder {
+        let store = Arc::clone(&self.parts.store);
+        Arc::new(move |flight| {
+            let flight = match flight {
+                http::Flight::Out => Flight::Out,
+                http::Flight::Back { delivered } => Flight::Back { delivered },
+            };
+            if let Err(e) = blocking(|| store.flight(id, flight)) {
+                tracing::warn!(row = id, "cannot mark the outbox row: {e}");
+            }
+        })
+    }
+
+    /// Queues a run's outcome and writes every queued one in a single store update,
+    /// unless another thread is already writing (it picks this one up before it stops).
+    fn record_in_store(&self, record: JobRecord) {
+        lock(&self.records).push(record);
+        loop {
+            {
+                let Ok(_writer) = self.flushing.try_lock() else {
+                    return;
+                };
+                loop {
+                    let batch = std::mem::take(&mut *lock(&self.records));
+                    if batch.is_empty() {
+                        break;
+                    }
+                    self.write_records(&batch);
+                }
+            }
+            // A record queued after the last take but before the writer stepped down
+            // would otherwise wait for the next run: look once more.
+            if lock(&self.records).is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn write_records(&self, batch: &[JobRecord]) {
+        let ctx = match self.context() {
+            Ok((ctx, _)) => ctx,
+            Err(e) => {
+                tracing::error!("cannot record {} run(s) in the store: {e}", batch.len());
+                return;
+            }
+        };
+        let ids: HashSet<&str> = batch.iter().map(|r| r.job_id.as_str()).collect();
+        let result = blocking(|| {
+            self.store().update_jobs(&ctx, &ids, &mut |stored| {
+                // Several runs of one job in a batch apply in the order they ended.
+                let id = stored.id().to_string();
+                for record in batch.iter().filter(|r| r.job_id == id) {
+                    record.apply(stored, &ctx);
+                }
+            })
+        });
+        if let Err(e) = result {
+            tracing::error!("cannot record {} run(s) in the store: {e}", batch.len());
+        }
+    }
+}

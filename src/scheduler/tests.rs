@@ -1,0 +1,495 @@
+//! Unit tests of the scheduler's units, on an in-memory store, a manual clock that moves
+//! with tokio's paused timer, a fake runner and a fake delivery: nothing sleeps for real.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use jobs::ledger::RunStatus;
+use jobs::store::{MemoryStore, Owner, Store};
+use jobs::{create_job, Context, Job, JobState, NewJob};
+
+use super::{BoxFuture, Delivery, Parts, RunReport, Scheduler};
+use crate::clock::{Clock, ManualClock};
+use crate::delivery::http::Failure;
+use crate::delivery::{Delivered, DeliveryReport, RunDelivery, Settled, SettledAs};
+use crate::runner::{RunEnv, RunFuture, RunOutcome, RunResult, Runner};
+use crate::settings::CronSettings;
+
+const START: &str = "2026-11-23T09:00:00Z";
+
+fn at(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+/// What the fake runner does with a job.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Answers after this long.
+    Answer(Duration),
+    /// Never answers and shows no activity.
+    Hang,
+}
+
+/// Records every run it starts (job id, the clock's time) and answers `done`.
+struct FakeRunner {
+    clock: Arc<dyn Clock>,
+    work: Work,
+    started: Mutex<Vec<(String, DateTime<Utc>)>>,
+}
+
+impl Runner for FakeRunner {
+    fn run<'a>(&'a self, job: &'a Job, _env: &'a RunEnv) -> RunFuture<'a> {
+        self.started
+            .lock()
+            .unwrap()
+            .push((job.id().to_string(), self.clock.now()));
+        Box::pin(async move {
+            match self.work {
+                Work::Answer(after) => tokio::time::sleep(after).await,
+                Work::Hang => std::future::pending::<()>().await,
+            }
+            RunOutcome {
+                prompt: job.prompt().to_string(),
+                result: RunResult::Reply(format!("done: {}", job.name())),
+                prompt_tokens: None,
+                completion_tokens: None,
+            }
+        })
+    }
+}
+
+/// How the fake chat platform answers.
+#[derive(Clone, Copy, PartialEq)]
+enum Chat {
+    Up,
+    /// Takes the tracked row, then never answers (the process dies mid-delivery).
+    HangsAfterTracking,
+}
+
+/// A chat platform that keeps what arrived.
+struct FakeDelivery {
+    chat: Chat,
+    arrived: Mutex<Vec<String>>,
+}
+
+const TARGET: &str = "telegram:42";
+
+impl Delivery for FakeDelivery {
+    fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport> {
+        Box::pin(async move {
+            let text = match run.result {
+                Delivered::Reply(text) => text.to_string(),
+                Delivered::Failed(error) => format!("failed: {error}"),
+                Delivered::Silent => return DeliveryReport::default(),
+            };
+            let row = run.track.and_then(|track| track(TARGET, &text)).map(|(row, _)| row);
+            if self.chat == Chat::HangsAfterTracking {
+                std::future::pending::<()>().await;
+            }
+            self.arrived.lock().unwrap().push(text);
+            DeliveryReport {
+                summary: format!("sent: {TARGET}"),
+                settled: row
+                    .map(|row| Settled {
+                        row,
+                        outcome: SettledAs::Sent,
+                        sent_parts: 1,
+                        error: None,
+                    })
+                    .into_iter()
+                    .collect(),
+                ..DeliveryReport::default()
+            }
+        })
+    }
+
+    fn retry<'a>(
+        &'a self,
+        target: &'a str,
+        payload: &'a str,
+        _skip: usize,
+    ) -> BoxFuture<'a, Result<(), (Failure, usize)>> {
+        Box::pin(async move {
+            assert_eq!(target, TARGET);
+            self.arrived.lock().unwrap().push(payload.to_string());
+            Ok(())
+        })
+    }
+}
+
+fn settings() -> CronSettings {
+    CronSettings {
+        max_parallel: Some(4),
+        catch_up_missed: true,
+        output_retention: 50,
+        completed_retention_days: 7,
+        script_timeout: Duration::from_secs(300),
+        inactivity_timeout: Some(Duration::from_secs(600)),
+        wrap_response: true,
+        delivery_retry: Duration::from_secs(6 * 3600),
+    }
+}
+
+/// One scheduler process on a shared store.
+struct Rig {
+    store: Arc<MemoryStore>,
+    clock: Arc<ManualClock>,
+    runner: Arc<FakeRunner>,
+    delivery: Arc<FakeDelivery>,
+    scheduler: Arc<Scheduler>,
+    _home: tempfile::TempDir,
+}
+
+impl Rig {
+    fn new() -> Rig {
+        let store = Arc::new(MemoryStore::new(Owner {
+            host: "testhost".into(),
+            pid: 1,
+        }));
+        Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Answer(Duration::from_secs(1)), Chat::Up, settings())
+    }
+
+    fn on(
+        store: Arc<MemoryStore>,
+        clock: Arc<ManualClock>,
+        work: Work,
+        chat: Chat,
+        settings: CronSettings,
+    ) -> Rig {
+        let home = tempfile::tempdir().unwrap();
+        let runner = Arc::new(FakeRunner {
+            clock: clock.clone(),
+            work,
+            started: Mutex::new(Vec::new()),
+        });
+        let delivery = Arc::new(FakeDelivery {
+            chat,
+            arrived: Mutex::new(Vec::new()),
+        });
+        let scheduler = Scheduler::new(Parts {
+            home: home.path().to_path_buf(),
+            store: store.clone(),
+            clock: clock.clone(),
+            runner: runner.clone(),
+            delivery: delivery.clone(),
+            settings: Some(settings),
+            claim_owner: "testhost:1".into(),
+        })
+        .unwrap();
+        Rig {
+            store,
+            clock,
+            runner,
+            delivery,
+            scheduler,
+            _home: home,
+        }
+    }
+
+    /// Another process (pid) on the same store and clock.
+    fn second(&self, pid: u32, work: Work, chat: Chat) -> Rig {
+        Rig::on(
+            Arc::new(self.store.as_process(pid)),
+            self.clock.clone(),
+            work,
+            chat,
+            settings(),
+        )
+    }
+
+    fn ctx(&self) -> Context {
+        Context {
+            now: self.clock.now(),
+            zone: chrono_tz::UTC,
+            legacy_zone: chrono_tz::UTC,
+        }
+    }
+
+    fn add(&self, schedule: &str, prompt: &str) -> String {
+        let new = NewJob {
+            schedule: schedule.into(),
+            prompt: prompt.into(),
+            name: Some(prompt.into()),
+            deliver: Some("telegram:42".into()),
+            ..NewJob::default()
+        };
+        create_job(&*self.store, &new, &self.ctx())
+            .unwrap()
+            .id()
+            .to_string()
+    }
+
+    fn job(&self, id: &str) -> Job {
+        self.store.get_job(&self.ctx(), id).unwrap().unwrap()
+    }
+
+    /// One pass, every claimed run carried to its end.
+    async fn tick(&self) -> Vec<RunReport> {
+        self.scheduler.tick().await.unwrap().unwrap_or_default()
+    }
+
+    fn started(&self) -> Vec<(String, DateTime<Utc>)> {
+        self.runner.started.lock().unwrap().clone()
+    }
+
+    fn runs(&self, job: &str) -> Vec<jobs::ledger::RunRow> {
+        self.store.recent_runs(Some(job), 100).unwrap()
+    }
+}
+
+/// Moves time (the manual clock follows tokio's paused timer).
+async fn pass_time(by: Duration) {
+    tokio::time::sleep(by).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
+    let rig = Rig::new();
+    let id = rig.add("every 1h", "report");
+    assert!(rig.tick().await.is_empty(), "nothing is due at creation");
+    pass_time(Duration::from_secs(3600)).await;
+    let pass = rig.scheduler.pass().await.unwrap();
+    assert_eq!(pass.pending.len(), 1);
+    // Claimed and moved forward before anything ran: a second pass finds nothing.
+    assert_eq!(
+        rig.job(&id).next_run_at(&rig.ctx()),
+        Some(at("2026-11-23T11:00:00Z"))
+    );
+    assert!(rig.scheduler.pass().await.unwrap().pending.is_empty());
+    for pending in pass.pending {
+        let report = pending.run(rig.scheduler.clone()).await;
+        assert_eq!(report.status, RunStatus::Ok);
+        assert_eq!(report.occurrence, format!("{id}@2026-11-23T10:00:00Z"));
+    }
+    let runs = rig.runs(&id);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, "ok");
+    let job = rig.job(&id);
+    assert_eq!(job.text_field("last_status"), Some("ok"));
+    assert_eq!(rig.delivery.arrived.lock().unwrap().as_slice(), ["done: report"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
+    let first = Rig::new();
+    let second = first.second(2, Work::Answer(Duration::from_secs(5)), Chat::Up);
+    let ids: Vec<String> = (0..10)
+        .map(|n| first.add("every 1m", &format!("job {n}")))
+        .chain((0..10).map(|n| first.add(&format!("in {}m", n + 1), &format!("once {n}"))))
+        .collect();
+    for _ in 0..15 {
+        pass_time(Duration::from_secs(60)).await;
+        let (a, b) = tokio::join!(first.tick(), second.tick());
+        assert!(a.iter().chain(&b).all(|r| r.status == RunStatus::Ok));
+    }
+    let mut fired: BTreeMap<String, usize> = BTreeMap::new();
+    for (job, when) in first.started().into_iter().chain(second.started()) {
+        *fired.entry(format!("{job}@{when}")).or_default() += 1;
+    }
+    assert!(fired.values().all(|&n| n == 1), "an occurrence ran twice: {fired:?}");
+    let per_job = |id: &str| fired.keys().filter(|k| k.starts_with(id)).count();
+    for id in &ids[..10] {
+        assert_eq!(per_job(id), 15, "every minute of 15, once each");
+    }
+    for id in &ids[10..] {
+        assert_eq!(per_job(id), 1, "a one-shot fires once");
+        assert_eq!(first.job(id).state(), JobState::Completed);
+    }
+    let occurrences: HashSet<String> = ids
+        .iter()
+        .flat_map(|id| first.runs(id))
+        .map(|r| r.occurrence)
+        .collect();
+    assert_eq!(occurrences.len(), fired.len(), "one ledger row per occurrence");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_late_recurring_job_catches_up_once_and_resumes_from_now() {
+    let rig = Rig::new();
+    let id = rig.add("every 5m", "ping");
+    // The machine slept for an hour: twelve occurrences were missed.
+    rig.clock.advance(chrono::Duration::hours(1));
+    let reports = rig.tick().await;
+    assert_eq!(reports.len(), 1, "one catch-up fire, never a burst");
+    let now = rig.clock.now();
+    let next = rig.job(&id).next_run_at(&rig.ctx()).unwrap();
+    assert!(next > now && next <= now + chrono::Duration::minutes(5), "{next}");
+    assert!(rig.tick().await.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
+    let store = Arc::new(MemoryStore::new(Owner {
+        host: "testhost".into(),
+        pid: 1,
+    }));
+    let mut off = settings();
+    off.catch_up_missed = false;
+    let rig = Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Answer(Duration::ZERO), Chat::Up, off);
+    let id = rig.add("every 5m", "ping");
+    rig.clock.advance(chrono::Duration::hours(1));
+    assert!(rig.tick().await.is_empty());
+    assert!(rig.started().is_empty());
+    let runs = rig.runs(&id);
+    assert_eq!(runs[0].status, "skipped");
+    assert_eq!(runs[0].error.as_deref(), Some("skipped: late and catch-up is off"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_one_shot_more_than_two_minutes_late_is_missed_not_run() {
+    let rig = Rig::new();
+    let id = rig.add("in 10m", "remind me");
+    rig.clock.advance(chrono::Duration::minutes(20));
+    assert!(rig.tick().await.is_empty());
+    assert!(rig.started().is_empty(), "a missed one-shot never runs");
+    let job = rig.job(&id);
+    assert_eq!(job.state(), JobState::Completed);
+    assert_eq!(job.text_field("last_status"), Some("missed"));
+    assert_eq!(rig.runs(&id)[0].status, "missed");
+    let note = rig.store.latest_output(&id).unwrap().unwrap();
+    assert!(note.contains("was not run"), "{note}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_whose_run_is_still_going_is_not_started_again() {
+    let store = Arc::new(MemoryStore::new(Owner {
+        host: "testhost".into(),
+        pid: 1,
+    }));
+    let rig = Rig::on(
+        store,
+        Arc::new(ManualClock::at(at(START))),
+        Work::Answer(Duration::from_secs(150)),
+        Chat::Up,
+        settings(),
+    );
+    let id = rig.add("every 1m", "slow");
+    pass_time(Duration::from_secs(60)).await;
+    let first = rig.scheduler.pass().await.unwrap();
+    assert_eq!(first.pending.len(), 1);
+    let running: Vec<_> = first
+        .pending
+        .into_iter()
+        .map(|p| tokio::spawn(p.run(rig.scheduler.clone())))
+        .collect();
+    pass_time(Duration::from_secs(60)).await;
+    let second = rig.scheduler.pass().await.unwrap();
+    assert!(second.pending.is_empty(), "the next occurrence waits for none");
+    let skipped = rig.runs(&id);
+    assert_eq!(skipped[0].status, "skipped");
+    assert_eq!(skipped[0].error.as_deref(), Some("skipped (still running)"));
+    for handle in running {
+        assert_eq!(handle.await.unwrap().status, RunStatus::Ok);
+    }
+    assert_eq!(rig.started().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
+    let store = Arc::new(MemoryStore::new(Owner {
+        host: "testhost".into(),
+        pid: 1,
+    }));
+    let mut limited = settings();
+    limited.inactivity_timeout = Some(Duration::from_secs(30));
+    let rig = Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Hang, Chat::Up, limited);
+    let id = rig.add("every 1m", "stuck");
+    pass_time(Duration::from_secs(60)).await;
+    let started = tokio::time::Instant::now();
+    let reports = rig.tick().await;
+    let stopped_after = started.elapsed();
+    assert_eq!(reports.len(), 1);
+    let error = reports[0].error.clone().unwrap();
+    assert!(error.starts_with("stopped after 30s without activity (HERMES_CRON_TIMEOUT=30)"), "{error}");
+    assert!(stopped_after >= Duration::from_secs(30) && stopped_after <= Duration::from_secs(31));
+    assert_eq!(rig.runs(&id)[0].status, "error");
+    assert_eq!(rig.job(&id).text_field("last_status"), Some("error"));
+    // The failure notice still reaches the chat.
+    let arrived = rig.delivery.arrived.lock().unwrap().clone();
+    assert!(arrived[0].starts_with("failed: stopped after 30s"), "{arrived:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
+    let first = Rig::on(
+        Arc::new(MemoryStore::new(Owner {
+            host: "testhost".into(),
+            pid: 1,
+        })),
+        Arc::new(ManualClock::at(at(START))),
+        Work::Answer(Duration::ZERO),
+        Chat::HangsAfterTracking,
+        settings(),
+    );
+    let id = first.add("every 1h", "report");
+    pass_time(Duration::from_secs(3600)).await;
+    let pass = first.scheduler.pass().await.unwrap();
+    let run = tokio::spawn(pass.pending.into_iter().next().unwrap().run(first.scheduler.clone()));
+    pass_time(Duration::from_secs(5)).await;
+    // The process dies while its message is being sent (nothing was out yet).
+    run.abort();
+    first.store.kill(1);
+    let next = first.second(2, Work::Answer(Duration::ZERO), Chat::Up);
+    let reports = next.tick().await;
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].status, RunStatus::Ok);
+    assert_eq!(next.delivery.arrived.lock().unwrap().as_slice(), ["done: report"]);
+    assert!(next.tick().await.is_empty(), "never sent twice");
+    let occurrence = format!("{id}@2026-11-23T10:00:00Z");
+    assert_eq!(
+        next.store.delivery_state(&occurrence, TARGET).unwrap().as_deref(),
+        Some("sent")
+    );
+    // The run itself never finished: the next daemon records it interrupted, not rerun.
+    assert_eq!(next.scheduler.recover_interrupted().unwrap(), 1);
+    assert_eq!(next.runs(&id)[0].status, "interrupted");
+    assert_eq!(next.started().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
+    let rig = Rig::new();
+    let id = rig.add("every 1m", "tick");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
+        let _ = stopped.await;
+    }));
+    pass_time(Duration::from_secs(150)).await;
+    // Added while the daemon sleeps: picked up at once, due in 30 s.
+    let late = {
+        let new = NewJob {
+            schedule: (rig.clock.now() + chrono::Duration::seconds(30))
+                .to_rfc3339(),
+            prompt: "once".into(),
+            ..NewJob::default()
+        };
+        create_job(&*rig.store, &new, &rig.ctx()).unwrap().id().to_string()
+    };
+    pass_time(Duration::from_secs(40)).await;
+    stop.send(()).unwrap();
+    daemon.await.unwrap().unwrap();
+    let started = rig.started();
+    let ticks: Vec<DateTime<Utc>> = started
+        .iter()
+        .filter(|(job, _)| *job == id)
+        .map(|(_, when)| *when)
+        .collect();
+    assert_eq!(
+        ticks.len(),
+        3,
+        "09:01, 09:02 and 09:03 fired: {started:?}"
+    );
+    for (n, when) in ticks.iter().enumerate() {
+        let due = at(START) + chrono::Duration::minutes(n as i64 + 1);
+        assert!(*when - due < chrono::Duration::milliseconds(300), "late: {when} for {due}");
+    }
+    let once: Vec<_> = started.iter().filter(|(job, _)| *job == late).collect();
+    assert_eq!(once.len(), 1);
+    let heartbeat = rig.store.heartbeat().unwrap();
+    assert!(heartbeat.seen && heartbeat.alive_at.is_none(), "a clean stop clears the heartbeat");
+}
