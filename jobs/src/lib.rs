@@ -2,7 +2,6 @@
 //! implementation shared with Python Hermes, job lifecycle and the prompt safety scan.
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
-pub mod deliver;
 pub mod due;
 pub mod job;
 pub mod jsonfile;
@@ -11,6 +10,7 @@ pub mod lifecycle;
 pub mod outbox;
 pub mod output;
 pub mod store;
+pub mod target;
 pub mod threats;
 
 pub use job::{Context, Job, JobState, Repeat};
@@ -18,3 +18,4 @@ pub use lifecycle::{
     create_job, edit_job, find_job, pause_job, remove_job, resume_job, JobEdit, JobError, NewJob,
 };
 pub use store::{FileStore, MemoryStore, Store, StoreError};
+pub use target::{parse_deliver, Platform, Target, TargetError};

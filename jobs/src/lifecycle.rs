@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
-use crate::deliver::validate_deliver;
+use crate::target::{validate_deliver, Platform};
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
 use crate::job::TextField;
 use crate::store::{Store, StoreError};
@@ -181,15 +181,15 @@ fn check_script(script: &str) -> Result<(), JobError> {
 
 fn parse_origin(text: &str) -> Result<Value, JobError> {
     let mut parts = text.trim().splitn(3, ':');
-    let platform = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+    let platform = Platform::parse(parts.next().unwrap_or("").trim());
     let chat = parts.next().unwrap_or("").trim();
     let thread = parts.next().map(str::trim).filter(|t| !t.is_empty());
-    if !crate::deliver::PLATFORMS.contains(&platform.as_str()) || chat.is_empty() {
+    let Some(platform) = platform.filter(|_| !chat.is_empty()) else {
         return Err(JobError::Invalid(format!(
             "Invalid origin '{text}': use PLATFORM:CHAT[:THREAD], e.g. telegram:-1001234567890:17"
         )));
-    }
-    let mut origin = json!({"platform": platform, "chat_id": chat});
+    };
+    let mut origin = json!({"platform": platform.as_str(), "chat_id": chat});
     if let Some(thread) = thread {
         origin["thread_id"] = json!(thread);
     }

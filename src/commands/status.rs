@@ -9,6 +9,8 @@ use jobs::{find_job, JobState};
 
 use super::timefmt::absolute_and_relative;
 use super::Session;
+use crate::delivery::cannot_send;
+use crate::delivery::target::{platform_var, resolve, Destination};
 use crate::error::CliError;
 use crate::process::pid_alive;
 
@@ -201,19 +203,24 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
                     ));
                 }
             }
-            let resolution = crate::delivery::target::resolve(job, &job.deliver(), &env);
+            let resolution = resolve(job, &job.deliver(), &env);
             for error in &resolution.errors {
                 problems.push(format!("{label}: {error}"));
             }
             for destination in &resolution.destinations {
-                if let crate::delivery::target::Destination::Chat { platform, .. } = destination {
-                    let var = format!("{}_BOT_TOKEN", platform.to_ascii_uppercase());
-                    if env.get(&var).is_none() {
-                        problems.push(format!(
-                            "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
-                            root.join(".env").display()
-                        ));
-                    }
+                let Destination::Chat { platform, .. } = destination else {
+                    continue;
+                };
+                if !platform.can_send() {
+                    problems.push(format!("{label}: {}", cannot_send(platform.as_str())));
+                    continue;
+                }
+                let var = platform_var(*platform, "BOT_TOKEN");
+                if env.get(&var).is_none() {
+                    problems.push(format!(
+                        "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
+                        root.join(".env").display()
+                    ));
                 }
             }
         }

@@ -6,10 +6,15 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use jobs::target::Platform;
+
 use super::format::split;
 use super::http::{client, credentials, send_once, snippet, Answer, Failure, Retrier};
 use super::telegram::read_media;
 use crate::environment::Environment;
+
+/// The platform this module sends to.
+const PLATFORM: Platform = Platform::Discord;
 
 pub const MAX_CHARS: usize = 2000;
 
@@ -31,7 +36,7 @@ pub async fn send(
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
-        credentials(env, "DISCORD", "https://discord.com/api/v10").map_err(|f| (f, skip))?;
+        credentials(env, PLATFORM, "https://discord.com/api/v10").map_err(|f| (f, skip))?;
     let channel = thread.unwrap_or(channel);
     let url = format!("{base}/channels/{channel}/messages");
     let parts = parts(text);
@@ -104,7 +109,7 @@ async fn post(
                     .or(answer.retry_after)
                     .unwrap_or(std::time::Duration::from_secs(1));
                 retrier
-                    .rate_limited("discord", channel, wait, described(&answer))
+                    .rate_limited(PLATFORM.as_str(), channel, wait, described(&answer))
                     .await?;
             }
             500..=599 => retrier.transient(described(&answer)).await?,

@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use jobs::target::Platform;
+
+use super::target::platform_var;
+
 /// Attempts per request within a run for transient failures (connection refused, 5xx).
 pub const MAX_ATTEMPTS: u32 = 3;
 /// The longest 429 wait honoured within a run; longer waits go to the outbox.
@@ -155,15 +159,15 @@ fn innermost(e: &dyn std::error::Error) -> String {
 /// says what to set.
 pub fn credentials<'a>(
     env: &'a crate::environment::Environment,
-    platform: &str,
+    platform: Platform,
     default_base: &'a str,
 ) -> Result<(&'a str, &'a str), Failure> {
-    let token_var = format!("{platform}_BOT_TOKEN");
+    let token_var = platform_var(platform, "BOT_TOKEN");
     let token = env.get(&token_var).ok_or_else(|| {
         Failure::Final(format!("{token_var} is not set (add it to ~/.hermes/.env)"))
     })?;
     let base = env
-        .get(&format!("{platform}_API_BASE"))
+        .get(&platform_var(platform, "API_BASE"))
         .unwrap_or(default_base)
         .trim_end_matches('/');
     Ok((token, base))

@@ -35,6 +35,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use jobs::target::Platform;
 use jobs::Job;
 
 use crate::environment::Environment;
@@ -206,19 +207,29 @@ pub async fn send_to(
         } => {
             let thread = thread.as_deref();
             let (text, media) = (&message.text, &message.media);
-            match platform.as_str() {
-                "telegram" => telegram::send(env, chat, thread, text, media, skip).await,
-                "discord" => discord::send(env, chat, thread, text, media, skip).await,
-                "slack" => slack::send(env, chat, thread, text, media, skip).await,
-                other => Err((
-                    Failure::Final(format!(
-                        "this build cannot send to {other} (it sends to telegram, discord, slack and webhooks)"
-                    )),
-                    skip,
-                )),
+            match platform {
+                Platform::Telegram => telegram::send(env, chat, thread, text, media, skip).await,
+                Platform::Discord => discord::send(env, chat, thread, text, media, skip).await,
+                Platform::Slack => slack::send(env, chat, thread, text, media, skip).await,
+                Platform::WhatsApp
+                | Platform::Signal
+                | Platform::Matrix
+                | Platform::Mattermost
+                | Platform::Email
+                | Platform::Sms
+                | Platform::HomeAssistant => {
+                    Err((Failure::Final(cannot_send(platform.as_str())), skip))
+                }
             }
         }
     }
+}
+
+/// The delivery error for a chat on a platform without a sender in this build (see
+/// [`Platform::SENDABLE`]); `platform` may be a name this build does not know at all.
+pub fn cannot_send(platform: &str) -> String {
+    let sendable = Platform::SENDABLE.map(Platform::as_str).join(", ");
+    format!("this build cannot send to {platform} (it sends to {sendable} and webhooks)")
 }
 
 /// Resolves the job's targets and sends the run's message to each, in order.
@@ -371,4 +382,36 @@ pub async fn retry(
             };
             (failure, n)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Platform::SENDABLE` (what resolution and doctor trust) and the senders in
+    /// [`send_to`] must name the same platforms. Without tokens no request leaves.
+    #[tokio::test]
+    async fn exactly_the_sendable_platforms_have_a_sender() {
+        let message = Message {
+            job_id: "abcdef012345".into(),
+            name: "n".into(),
+            scheduled_at: "2026-01-01T00:00:00Z".into(),
+            status: "ok".into(),
+            content: "hi".into(),
+            text: "hi".into(),
+            media: Vec::new(),
+        };
+        for platform in Platform::ALL {
+            let destination = Destination::Chat {
+                platform,
+                chat: "1".into(),
+                thread: None,
+            };
+            let refused = match send_to(&destination, &Environment::default(), &message, 0).await {
+                Err((failure, _)) => failure.message() == cannot_send(platform.as_str()),
+                Ok(_) => false,
+            };
+            assert_eq!(refused, !platform.can_send(), "{platform}");
+        }
+    }
 }

@@ -5,9 +5,14 @@
 
 use serde_json::{json, Value};
 
+use jobs::target::Platform;
+
 use super::format::split;
 use super::http::{client, credentials, pace, send_once, snippet, Failure, Retrier, SLACK};
 use crate::environment::Environment;
+
+/// The platform this module sends to.
+const PLATFORM: Platform = Platform::Slack;
 
 /// Slack truncates very long messages; parts stay well under its guidance.
 pub const MAX_CHARS: usize = 3900;
@@ -44,7 +49,7 @@ pub async fn send(
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
-        credentials(env, "SLACK", "https://slack.com/api").map_err(|f| (f, skip))?;
+        credentials(env, PLATFORM, "https://slack.com/api").map_err(|f| (f, skip))?;
     let mut text = text.to_string();
     for path in media {
         text.push_str(&format!("\n(attachment not uploaded to Slack: {path})"));
@@ -66,7 +71,7 @@ pub async fn send(
 async fn post(token: &str, base: &str, channel: &str, body: &Value) -> Result<(), Failure> {
     let mut retrier = Retrier::default();
     loop {
-        pace("slack", channel, SLACK).await;
+        pace(PLATFORM.as_str(), channel, SLACK).await;
         let request = client()
             .post(format!("{base}/chat.postMessage"))
             .bearer_auth(token)
@@ -94,7 +99,7 @@ async fn post(token: &str, base: &str, channel: &str, body: &Value) -> Result<()
                 .retry_after
                 .unwrap_or(std::time::Duration::from_secs(1));
             retrier
-                .rate_limited("slack", channel, wait, described)
+                .rate_limited(PLATFORM.as_str(), channel, wait, described)
                 .await?;
         } else if answer.status >= 500 || TRANSIENT_ERRORS.contains(&error.as_str()) {
             retrier.transient(described).await?;

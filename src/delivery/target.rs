@@ -1,24 +1,23 @@
-//! From a job's `deliver` value to the places a message goes, resolved at send time
-//! (SPEC §7): `local`, `origin` (else the first platform with a home channel, else
-//! nothing), a bare platform (its home channel, unless the job's origin is on it),
-//! `platform:chat[:thread]`, `all`, `webhook:<url>`. Duplicates collapse to one send.
-//! Only reads the job and the [`Environment`]; never probes variables of platforms
-//! that are not in [`jobs::deliver::PLATFORMS`].
+//! From a job's parsed `deliver` targets to the places a message goes, resolved at send
+//! time: `origin` (else the first sendable platform with a home channel, else nothing),
+//! a bare platform (its home channel, unless the job's origin is on it), an explicit
+//! chat, `all`, a webhook. Parsing belongs to [`jobs::target`]; this module only reads
+//! the job and the [`Environment`], and never probes variables of names that are not a
+//! [`Platform`].
 
 use serde_json::Value;
 
+use jobs::target::{deliver_items, Platform, Target};
 use jobs::Job;
 
+use super::cannot_send;
 use crate::environment::Environment;
-
-/// Platforms this build can send to, in the order `origin` falls back through.
-pub const SENDABLE: &[&str] = &["telegram", "discord", "slack"];
 
 /// One resolved place to send to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Destination {
     Chat {
-        platform: String,
+        platform: Platform,
         chat: String,
         thread: Option<String>,
     },
@@ -41,7 +40,7 @@ impl Destination {
         }
     }
 
-    /// Reads back [`Destination::key`].
+    /// Reads back [`Destination::key`]; `None` for a platform this build does not know.
     pub fn from_key(key: &str) -> Option<Destination> {
         if let Some(url) = key.strip_prefix("webhook:") {
             return Some(Destination::Webhook {
@@ -49,7 +48,7 @@ impl Destination {
             });
         }
         let mut parts = key.splitn(3, ':');
-        let platform = parts.next()?.to_string();
+        let platform = Platform::parse(parts.next()?)?;
         let chat = parts.next()?.to_string();
         let thread = parts.next().map(str::to_string);
         Some(Destination::Chat {
@@ -64,8 +63,23 @@ impl Destination {
 #[derive(Debug, Default, PartialEq)]
 pub struct Resolution {
     pub destinations: Vec<Destination>,
-    /// One message per target that resolved to nothing.
+    /// One message per target that resolved to nothing or could not be read.
     pub errors: Vec<String>,
+}
+
+impl Resolution {
+    /// Adds a destination unless an earlier target already reached it.
+    fn push(&mut self, destination: Destination) {
+        if !self.destinations.contains(&destination) {
+            self.destinations.push(destination);
+        }
+    }
+}
+
+/// The environment variable holding a platform's `setting`: `TELEGRAM_BOT_TOKEN`,
+/// `SLACK_HOME_CHANNEL`, `DISCORD_API_BASE`.
+pub fn platform_var(platform: Platform, setting: &str) -> String {
+    format!("{}_{setting}", platform.as_str().to_ascii_uppercase())
 }
 
 fn text_of(value: Option<&Value>) -> Option<String> {
@@ -76,116 +90,115 @@ fn text_of(value: Option<&Value>) -> Option<String> {
     }
 }
 
-/// The job's origin chat, when it has one.
-fn origin_of(job: &Job) -> Option<Destination> {
+/// The job's origin chat, when it has one. An origin on a platform this build does not
+/// know (written by another Hermes) is the delivery error for it.
+fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
     let origin = job.origin()?;
-    let platform = text_of(origin.get("platform"))?.to_ascii_lowercase();
+    let name = text_of(origin.get("platform"))?;
     let chat = text_of(origin.get("chat_id"))?;
-    Some(Destination::Chat {
-        platform,
-        chat,
-        thread: text_of(origin.get("thread_id")),
+    let thread = text_of(origin.get("thread_id"));
+    Some(match Platform::parse(&name) {
+        Some(platform) => Ok(Destination::Chat {
+            platform,
+            chat,
+            thread,
+        }),
+        None => {
+            let name = name.to_ascii_lowercase();
+            let thread = thread.map(|t| format!(":{t}")).unwrap_or_default();
+            Err(format!("{name}:{chat}{thread}: {}", cannot_send(&name)))
+        }
     })
 }
 
 /// `<PLATFORM>_HOME_CHANNEL` with its thread: `TELEGRAM_CRON_THREAD_ID` first for
 /// Telegram, then `<PLATFORM>_HOME_CHANNEL_THREAD_ID`.
-fn home_channel(platform: &str, env: &Environment) -> Option<Destination> {
-    let var = format!("{}_HOME_CHANNEL", platform.to_ascii_uppercase());
+fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
+    let var = platform_var(platform, "HOME_CHANNEL");
     let chat = env.get(&var)?.to_string();
-    let cron_thread = (platform == "telegram")
+    let cron_thread = (platform == Platform::Telegram)
         .then(|| env.get("TELEGRAM_CRON_THREAD_ID"))
         .flatten();
     let thread = cron_thread
         .or_else(|| env.get(&format!("{var}_THREAD_ID")))
         .map(str::to_string);
     Some(Destination::Chat {
-        platform: platform.to_string(),
+        platform,
         chat,
         thread,
     })
 }
 
-/// Resolves every comma-separated target of `deliver` for this job, now.
+/// Resolves every target of `deliver` for this job, now. Each item is parsed on its
+/// own, so one item edited by hand into something unreadable is reported while the
+/// others are still delivered; a repeated target is resolved once.
 pub fn resolve(job: &Job, deliver: &str, env: &Environment) -> Resolution {
     let mut out = Resolution::default();
-    let push = |out: &mut Resolution, d: Destination| {
-        if !out.destinations.contains(&d) {
-            out.destinations.push(d);
-        }
-    };
-    for raw in deliver.split(',') {
-        let target = raw.trim();
-        if target.is_empty() {
-            continue;
-        }
-        let lower = target.to_ascii_lowercase();
-        let unresolved = || format!("no delivery target resolved for deliver={target}");
-        match lower.as_str() {
-            "local" => {}
-            "origin" => {
-                let found = origin_of(job).or_else(|| {
-                    SENDABLE
-                        .iter()
-                        .find_map(|platform| home_channel(platform, env))
-                });
-                if let Some(d) = found {
-                    push(&mut out, d);
-                }
+    let mut seen: Vec<Target> = Vec::new();
+    for item in deliver_items(deliver) {
+        match item.parse::<Target>() {
+            Ok(target) if seen.contains(&target) => {}
+            Ok(target) => {
+                resolve_target(job, item, &target, env, &mut out);
+                seen.push(target);
             }
-            "all" => {
-                let homes: Vec<Destination> = SENDABLE
-                    .iter()
-                    .filter_map(|platform| home_channel(platform, env))
-                    .collect();
-                if homes.is_empty() {
-                    out.errors.push(unresolved());
-                }
-                for d in homes {
-                    push(&mut out, d);
-                }
-            }
-            _ if lower.starts_with("webhook:") => push(
-                &mut out,
-                Destination::Webhook {
-                    url: target["webhook:".len()..].trim().to_string(),
-                },
-            ),
-            _ => match lower.split_once(':') {
-                None if jobs::deliver::PLATFORMS.contains(&lower.as_str()) => {
-                    let from_origin = origin_of(job).filter(
-                        |d| matches!(d, Destination::Chat { platform, .. } if *platform == lower),
-                    );
-                    match from_origin.or_else(|| home_channel(&lower, env)) {
-                        Some(d) => push(&mut out, d),
-                        None => out.errors.push(unresolved()),
-                    }
-                }
-                Some((platform, _)) if jobs::deliver::PLATFORMS.contains(&platform) => {
-                    let rest = &target[platform.len() + 1..];
-                    let mut parts = rest.splitn(2, ':').map(str::trim);
-                    let chat = parts.next().unwrap_or("");
-                    let thread = parts.next().filter(|t| !t.is_empty());
-                    if chat.is_empty() {
-                        out.errors.push(unresolved());
-                    } else {
-                        push(
-                            &mut out,
-                            Destination::Chat {
-                                platform: platform.to_string(),
-                                chat: chat.to_string(),
-                                thread: thread.map(str::to_string),
-                            },
-                        );
-                    }
-                }
-                _ => out.errors.push(format!(
-                    "unknown delivery target '{target}' (edit the job's --deliver)"
-                )),
-            },
+            Err(_) => out.errors.push(format!(
+                "unknown delivery target '{item}' (edit the job's --deliver)"
+            )),
         }
     }
     out
+}
+
+/// Resolves one target, written as `item` in the job.
+fn resolve_target(job: &Job, item: &str, target: &Target, env: &Environment, out: &mut Resolution) {
+    let unresolved = || format!("no delivery target resolved for deliver={item}");
+    match target {
+        Target::Local => {}
+        Target::Origin => match origin_of(job) {
+            Some(Ok(destination)) => out.push(destination),
+            Some(Err(error)) => out.errors.push(error),
+            None => {
+                let home = Platform::SENDABLE
+                    .into_iter()
+                    .find_map(|platform| home_channel(platform, env));
+                if let Some(destination) = home {
+                    out.push(destination);
+                }
+            }
+        },
+        Target::All => {
+            let homes: Vec<Destination> = Platform::SENDABLE
+                .into_iter()
+                .filter_map(|platform| home_channel(platform, env))
+                .collect();
+            if homes.is_empty() {
+                out.errors.push(unresolved());
+            }
+            for destination in homes {
+                out.push(destination);
+            }
+        }
+        Target::Home(platform) => {
+            let from_origin = origin_of(job).and_then(Result::ok).filter(
+                |origin| matches!(origin, Destination::Chat { platform: on, .. } if on == platform),
+            );
+            match from_origin.or_else(|| home_channel(*platform, env)) {
+                Some(destination) => out.push(destination),
+                None => out.errors.push(unresolved()),
+            }
+        }
+        Target::Chat {
+            platform,
+            chat,
+            thread,
+        } => out.push(Destination::Chat {
+            platform: *platform,
+            chat: chat.trim().to_string(),
+            thread: thread.as_deref().map(|t| t.trim().to_string()),
+        }),
+        Target::Webhook { url } => out.push(Destination::Webhook { url: url.clone() }),
+    }
 }
 
 #[cfg(test)]
@@ -200,9 +213,9 @@ mod tests {
         Job::from_record(record)
     }
 
-    fn chat(platform: &str, chat: &str, thread: Option<&str>) -> Destination {
+    fn chat(platform: Platform, chat: &str, thread: Option<&str>) -> Destination {
         Destination::Chat {
-            platform: platform.into(),
+            platform,
             chat: chat.into(),
             thread: thread.map(Into::into),
         }
@@ -224,9 +237,9 @@ mod tests {
         assert_eq!(
             r.destinations,
             vec![
-                chat("telegram", "111", Some("5")),
-                chat("telegram", "-1001234567890", Some("17")),
-                chat("slack", "C42", None),
+                chat(Platform::Telegram, "111", Some("5")),
+                chat(Platform::Telegram, "-1001234567890", Some("17")),
+                chat(Platform::Slack, "C42", None),
             ]
         );
         assert!(r.errors.is_empty());
@@ -246,10 +259,16 @@ mod tests {
         ]);
         let from_tg = job(json!({"platform": "telegram", "chat_id": "-100", "thread_id": 3}));
         let r = resolve(&from_tg, "telegram,origin", &env);
-        assert_eq!(r.destinations, vec![chat("telegram", "-100", Some("3"))]);
+        assert_eq!(
+            r.destinations,
+            vec![chat(Platform::Telegram, "-100", Some("3"))]
+        );
         let from_dc = job(json!({"platform": "discord", "chat_id": "77"}));
         let r = resolve(&from_dc, "telegram", &env);
-        assert_eq!(r.destinations, vec![chat("telegram", "111", Some("9"))]);
+        assert_eq!(
+            r.destinations,
+            vec![chat(Platform::Telegram, "111", Some("9"))]
+        );
     }
 
     #[test]
@@ -266,13 +285,61 @@ mod tests {
     #[test]
     fn keys_round_trip() {
         for d in [
-            chat("telegram", "-100", Some("3")),
-            chat("slack", "C1", None),
+            chat(Platform::Telegram, "-100", Some("3")),
+            chat(Platform::Slack, "C1", None),
             Destination::Webhook {
                 url: "https://x.test/a:b".into(),
             },
         ] {
             assert_eq!(Destination::from_key(&d.key()), Some(d));
         }
+    }
+
+    #[test]
+    fn keys_are_the_stored_outbox_text() {
+        assert_eq!(
+            chat(Platform::Telegram, "-100123", Some("17")).key(),
+            "telegram:-100123:17"
+        );
+        assert_eq!(
+            chat(Platform::HomeAssistant, "x", None).key(),
+            "homeassistant:x"
+        );
+        assert_eq!(Destination::from_key("pigeon:1"), None);
+    }
+
+    #[test]
+    fn an_unreadable_item_is_reported_and_the_others_still_resolve() {
+        let env = Environment::from_pairs(&[("SLACK_HOME_CHANNEL", "C42")]);
+        let r = resolve(
+            &job(Value::Null),
+            "telegram:1:2:3, slack,slack, telegram: 5 ",
+            &env,
+        );
+        assert_eq!(
+            r.destinations,
+            vec![
+                chat(Platform::Slack, "C42", None),
+                chat(Platform::Telegram, "5", None)
+            ]
+        );
+        assert_eq!(
+            r.errors,
+            vec!["unknown delivery target 'telegram:1:2:3' (edit the job's --deliver)"]
+        );
+    }
+
+    #[test]
+    fn an_origin_on_an_unknown_platform_is_an_error_not_a_fallback() {
+        let env = Environment::from_pairs(&[("TELEGRAM_HOME_CHANNEL", "111")]);
+        let from_irc = job(json!({"platform": "IRC", "chat_id": "#ops", "thread_id": 4}));
+        let r = resolve(&from_irc, "origin", &env);
+        assert!(r.destinations.is_empty());
+        assert_eq!(
+            r.errors,
+            vec!["irc:#ops:4: this build cannot send to irc (it sends to telegram, discord, slack and webhooks)"]
+        );
+        let r = resolve(&from_irc, "telegram", &env);
+        assert_eq!(r.destinations, vec![chat(Platform::Telegram, "111", None)]);
     }
 }

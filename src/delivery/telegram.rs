@@ -9,12 +9,17 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use jobs::target::Platform;
+
 use super::format::{markdown_to_telegram_html, split, utf16_len};
 use super::http::{
     client, credentials, pace, send_once, snippet, Answer, Failure, Pacing, Retrier,
     TELEGRAM_GROUP, TELEGRAM_PRIVATE,
 };
 use crate::environment::Environment;
+
+/// The platform this module sends to.
+const PLATFORM: Platform = Platform::Telegram;
 
 /// Telegram's limit on a message's text.
 pub const MAX_CHARS: usize = 4096;
@@ -104,7 +109,7 @@ pub async fn send(
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
-        credentials(env, "TELEGRAM", "https://api.telegram.org").map_err(|f| (f, skip))?;
+        credentials(env, PLATFORM, "https://api.telegram.org").map_err(|f| (f, skip))?;
     let mut target = Chat {
         base: base.to_string(),
         token: token.to_string(),
@@ -147,7 +152,7 @@ async fn after_error(
     if answer.status == 429 {
         let wait = super::http::seconds(error.retry_after.unwrap_or(1.0));
         return match retrier
-            .rate_limited("telegram", &target.id, wait, described)
+            .rate_limited(PLATFORM.as_str(), &target.id, wait, described)
             .await
         {
             Ok(()) => Next::Again,
@@ -185,7 +190,7 @@ async fn send_text(target: &mut Chat, part: &str) -> Result<(), Failure> {
     let mut migrated = false;
     let mut retrier = Retrier::default();
     loop {
-        pace("telegram", &target.id, pacing(&target.id)).await;
+        pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
         let mut body = json!({"chat_id": chat_value(&target.id)});
         if plain {
             body["text"] = json!(part);
@@ -284,7 +289,7 @@ async fn send_file(target: &mut Chat, path: &Path) -> Result<(), Failure> {
     let mut migrated = false;
     let mut retrier = Retrier::default();
     loop {
-        pace("telegram", &target.id, pacing(&target.id)).await;
+        pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
         let mut form = reqwest::multipart::Form::new()
             .text("chat_id", target.id.clone())
             .part(

@@ -555,3 +555,26 @@ fn doctor_names_a_missing_bot_token_and_a_missing_model() {
     );
     assert!(line(&agent).contains("cannot start its agent"), "{text}");
 }
+
+#[test]
+fn doctor_names_a_platform_this_build_cannot_send_to_instead_of_its_token() {
+    let home = Home::new();
+    home.script("say.sh", "echo hi\n");
+    let id = home.add(&[
+        "every 1h",
+        "--script",
+        "say.sh",
+        "--no-agent",
+        "--deliver",
+        "whatsapp:+15550100",
+    ]);
+    let out = home.run(&["cron", "doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().find(|l| l.contains(&id)).unwrap_or("");
+    assert!(
+        line.contains("this build cannot send to whatsapp"),
+        "{text}"
+    );
+    assert!(!text.contains("WHATSAPP_BOT_TOKEN"), "{text}");
+}

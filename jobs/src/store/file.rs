@@ -71,7 +71,7 @@ fn epoch_text(t: DateTime<Utc>) -> String {
 
 fn read_epoch(text: &str) -> Option<DateTime<Utc>> {
     let seconds = text.lines().next()?.trim().parse::<f64>().ok()?;
-    if !(seconds > 0.0) {
+    if seconds.is_nan() || seconds <= 0.0 {
         return None;
     }
     Utc.timestamp_millis_opt((seconds * 1000.0) as i64).single()
