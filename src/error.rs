@@ -54,3 +54,12 @@ impl From<schedules::ScheduleError> for CliError {
         CliError::user(e.to_string())
     }
 }
+
+impl From<crate::config::ConfigError> for CliError {
+    fn from(e: crate::config::ConfigError) -> CliError {
+        match e {
+            crate::config::ConfigError::Unreadable { .. } => CliError::internal(e.to_string()),
+            _ => CliError::user(e.to_string()),
+        }
+    }
+}

@@ -1,14 +1,14 @@
 //! Where Hermes keeps its files, its configuration and its time zone (SPEC §1, §3.2, §8).
-//! Resolved at call time so that each test can set its own HERMES_HOME.
+//! Resolved at call time so that each test can set its own HERMES_HOME. It reads
+//! config.yaml only through [`Config::read`] and never writes it.
 
 use std::path::{Path, PathBuf};
 
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::error::CliError;
 use chrono_tz::Tz;
 use jobs::Context;
-use serde_yaml_ng::Value as Yaml;
-
-use crate::clock::{Clock, SystemClock};
-use crate::error::CliError;
 
 pub struct Home {
     pub root: PathBuf,
@@ -40,30 +40,16 @@ impl Home {
         self.root.join("config.yaml")
     }
 
-    /// config.yaml as YAML; a missing file is an empty config, an unparsable one an error.
-    pub fn config(&self) -> Result<Yaml, CliError> {
-        let path = self.config_path();
-        match std::fs::read_to_string(&path) {
-            Ok(text) if text.trim().is_empty() => Ok(Yaml::Null),
-            Ok(text) => serde_yaml_ng::from_str(&text).map_err(|e| {
-                CliError::user(format!(
-                    "Cannot read {}: {}; fix the YAML or move the file aside",
-                    path.display(),
-                    one_line(&e.to_string())
-                ))
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Yaml::Null),
-            Err(e) => Err(CliError::internal(format!(
-                "Cannot read {}: {e}",
-                path.display()
-            ))),
-        }
+    /// config.yaml, read now: a missing file is an empty config; an unparsable file or a
+    /// value that cannot be read is an error that says what to fix.
+    pub fn config(&self) -> Result<Config, CliError> {
+        Ok(Config::read(&self.config_path())?)
     }
 }
 
 /// "Now" and the zones for one operation, with the config it was read from. Called per
 /// CLI command and per scheduler pass, so config edits apply without a restart.
-pub fn load_context(home: &Home) -> Result<(Context, Yaml), CliError> {
+pub fn load_context(home: &Home) -> Result<(Context, Config), CliError> {
     let config = home.config()?;
     let now = SystemClock::from_env().map_err(CliError::user)?.now();
     let ctx = Context {
@@ -72,10 +58,6 @@ pub fn load_context(home: &Home) -> Result<(Context, Yaml), CliError> {
         legacy_zone: system_zone(),
     };
     Ok((ctx, config))
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The system's IANA zone: `TZ` when it names one, else the OS setting, else UTC.
@@ -93,12 +75,9 @@ pub fn system_zone() -> Tz {
 
 /// The configured zone (SPEC §3.2): HERMES_TIMEZONE → config `timezone:` → system → UTC.
 /// An invalid name is a warning on stderr, then the next source is tried.
-pub fn configured_zone(config: &Yaml) -> Tz {
+pub fn configured_zone(config: &Config) -> Tz {
     let from_env = std::env::var("HERMES_TIMEZONE").ok();
-    let from_config = config
-        .get("timezone")
-        .and_then(Yaml::as_str)
-        .map(str::to_string);
+    let from_config = config.timezone.clone();
     for (source, name) in [
         ("HERMES_TIMEZONE", from_env),
         ("config.yaml timezone", from_config),

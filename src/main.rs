@@ -7,6 +7,7 @@ mod agent;
 mod cli;
 mod clock;
 mod commands;
+mod config;
 mod delivery;
 mod environment;
 mod error;

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_yaml_ng::Value as Yaml;
 
+use crate::config::Config;
 use crate::environment::Environment;
 
 /// What a secret is replaced with.
@@ -69,27 +69,31 @@ pub struct Redactor {
 
 impl Redactor {
     /// The secrets configured for this home: credential-named variables of the
-    /// environment and `<home>/.env`, and credential-named keys of config.yaml (plus the
-    /// variables its `api_key_env` entries name).
+    /// environment and `<home>/.env`, and the credentials written in config.yaml (plus the
+    /// variables its `*_env` keys name). For callers that do not hold the run's
+    /// [`Config`]: it reads config.yaml itself. A config that cannot be read adds none of
+    /// its secrets (the run that uses it fails on the same error before any model call);
+    /// the environment's secrets and the known shapes are still masked.
     pub fn for_home(home: &Path) -> Redactor {
         let env = Environment::load(home);
-        let config = std::fs::read_to_string(home.join("config.yaml"))
-            .ok()
-            .and_then(|text| serde_yaml_ng::from_str::<Yaml>(&text).ok())
-            .unwrap_or(Yaml::Null);
+        let config = Config::read(&home.join("config.yaml")).unwrap_or_else(|e| {
+            tracing::warn!("redacting without config.yaml's secrets: {e}");
+            Config::default()
+        });
         Redactor::from_sources(&env, &config)
     }
 
-    pub fn from_sources(env: &Environment, config: &Yaml) -> Redactor {
+    pub fn from_sources(env: &Environment, config: &Config) -> Redactor {
         let mut values: Vec<String> = env
             .iter()
             .filter(|(name, _)| is_secret_name(name))
             .map(|(_, value)| value.trim().to_string())
             .collect();
-        let mut named_vars = Vec::new();
-        collect_config_secrets(config, false, &mut values, &mut named_vars);
+        let written = config.written_secrets();
+        values.extend(written.values);
         values.extend(
-            named_vars
+            written
+                .variables
                 .iter()
                 .filter_map(|name| env.get(name).map(str::to_string)),
         );
@@ -116,41 +120,6 @@ impl Redactor {
     }
 }
 
-/// Walks config.yaml: string values under credential-named keys are secrets; values of
-/// `*_env` keys under such names (`api_key_env: MY_KEY`) name variables holding one.
-fn collect_config_secrets(
-    node: &Yaml,
-    secret_key: bool,
-    values: &mut Vec<String>,
-    named_vars: &mut Vec<String>,
-) {
-    match node {
-        Yaml::Mapping(map) => {
-            for (key, value) in map {
-                let name = key.as_str().unwrap_or("");
-                let secret = is_secret_name(name);
-                if secret && name.to_ascii_lowercase().ends_with("_env") {
-                    if let Some(var) = value.as_str() {
-                        named_vars.push(var.trim().to_string());
-                    }
-                    continue;
-                }
-                collect_config_secrets(value, secret, values, named_vars);
-            }
-        }
-        Yaml::Sequence(items) => {
-            for item in items {
-                collect_config_secrets(item, secret_key, values, named_vars);
-            }
-        }
-        Yaml::String(s) if secret_key => values.push(s.trim().to_string()),
-        Yaml::Tagged(tagged) => {
-            collect_config_secrets(&tagged.value, secret_key, values, named_vars)
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,8 +132,9 @@ mod tests {
             ("MY_LLM", "custom-provider-key-42"),
             ("HOME", "/home/someone"),
         ]);
-        let config: Yaml = serde_yaml_ng::from_str(
+        let config = Config::parse(
             "model:\n  api_key: cfg-secret-123456\nfallback_providers:\n  - api_key_env: MY_LLM\n",
+            Path::new("config.yaml"),
         )
         .unwrap();
         let r = Redactor::from_sources(&env, &config);

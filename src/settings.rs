@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use serde_yaml_ng::Value as Yaml;
+use crate::config::Config;
 
 #[derive(Debug, Clone)]
 pub struct CronSettings {
@@ -33,46 +33,34 @@ fn env_number(name: &str) -> Option<u64> {
     }
 }
 
-fn yaml_number(section: &Yaml, key: &str) -> Option<u64> {
-    match section.get(key)? {
-        Yaml::Number(n) => n.as_u64(),
-        Yaml::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn yaml_bool(section: &Yaml, key: &str) -> Option<bool> {
-    match section.get(key)? {
-        Yaml::Bool(b) => Some(*b),
-        Yaml::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "on" => Some(true),
-            "false" | "no" | "off" => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
+/// `HERMES_CRON_TIMEOUT` (seconds, default 600, 0 = never): how long a run may show no
+/// activity before it is stopped. Only the environment sets it.
+pub fn inactivity_timeout() -> Option<Duration> {
+    let timeout = env_number("HERMES_CRON_TIMEOUT").unwrap_or(600);
+    (timeout > 0).then(|| Duration::from_secs(timeout))
 }
 
 impl CronSettings {
-    pub fn from_config(config: &Yaml) -> CronSettings {
-        let cron = config.get("cron").cloned().unwrap_or(Yaml::Null);
+    /// The effective settings: the environment, then config.yaml's `cron:` section, then
+    /// the defaults.
+    pub fn from_config(config: &Config) -> CronSettings {
+        let cron = &config.cron;
         let parallel = env_number("HERMES_CRON_MAX_PARALLEL")
-            .or_else(|| yaml_number(&cron, "max_parallel_jobs"))
+            .or(cron.max_parallel_jobs)
             .unwrap_or(4);
-        let timeout = env_number("HERMES_CRON_TIMEOUT").unwrap_or(600);
         CronSettings {
             max_parallel: (parallel > 0).then_some(parallel as usize),
-            catch_up_missed: yaml_bool(&cron, "catch_up_missed").unwrap_or(true),
-            output_retention: yaml_number(&cron, "output_retention").unwrap_or(50) as usize,
-            completed_retention_days: yaml_number(&cron, "completed_retention_days").unwrap_or(7)
+            catch_up_missed: cron.catch_up_missed.unwrap_or(true),
+            output_retention: cron.output_retention.unwrap_or(50) as usize,
+            // Capped far beyond any real use so the scheduler's date arithmetic cannot
+            // overflow on a mistyped number.
+            completed_retention_days: cron.completed_retention_days.unwrap_or(7).min(1_000_000)
                 as i64,
-            script_timeout: Duration::from_secs(
-                yaml_number(&cron, "script_timeout_seconds").unwrap_or(300),
-            ),
-            inactivity_timeout: (timeout > 0).then(|| Duration::from_secs(timeout)),
-            wrap_response: yaml_bool(&cron, "wrap_response").unwrap_or(true),
+            script_timeout: Duration::from_secs(cron.script_timeout_seconds.unwrap_or(300)),
+            inactivity_timeout: inactivity_timeout(),
+            wrap_response: cron.wrap_response.unwrap_or(true),
             delivery_retry: Duration::from_secs(
-                yaml_number(&cron, "delivery_retry_hours").unwrap_or(6) * 3600,
+                cron.delivery_retry_hours.unwrap_or(6).saturating_mul(3600),
             ),
         }
     }

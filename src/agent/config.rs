@@ -1,7 +1,8 @@
 //! What one agent run is configured with (SPEC §6.1, §6.2, §8): model, provider, base
 //! URL and key for the primary endpoint and each fallback, the loop budget, the backend
-//! and the tool settings. Read fresh from `config.yaml`, `<home>/.env` and the real
-//! environment before every run; it never writes any of them and never logs a key.
+//! and the tool settings. Built before every run from the [`Config`] that run loaded,
+//! `<home>/.env` and the real environment; it never writes any of them and never logs a
+//! key.
 //!
 //! Resolution order:
 //! * model: job `model` → `cron.model` → `model.default` (or `model:` as a plain string)
@@ -24,8 +25,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use jobs::Job;
-use serde_yaml_ng::Value as Yaml;
 
+use crate::config::{AgentCommand, Config, FallbackProvider};
 use crate::environment::parse_dotenv;
 
 /// How a provider is spoken to.
@@ -105,32 +106,9 @@ impl Vars {
     }
 }
 
-fn yaml_str(v: Option<&Yaml>) -> Option<String> {
-    match v? {
-        Yaml::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
-        Yaml::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn yaml_u32(v: Option<&Yaml>) -> Option<u32> {
-    match v? {
-        Yaml::Number(n) => n.as_u64().map(|n| n.min(u32::MAX as u64) as u32),
-        Yaml::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn yaml_strings(v: Option<&Yaml>) -> Vec<String> {
-    match v {
-        Some(Yaml::Sequence(items)) => items.iter().filter_map(|i| yaml_str(Some(i))).collect(),
-        Some(Yaml::String(s)) => s
-            .split(',')
-            .map(|p| p.trim().to_string())
-            .filter(|p| !p.is_empty())
-            .collect(),
-        _ => Vec::new(),
-    }
+/// A count from the file, as the loop's counters hold it.
+fn clamp_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 fn default_base_url(provider: &str) -> Option<&'static str> {
@@ -174,15 +152,22 @@ fn is_claude(model: &str) -> bool {
 }
 
 /// Resolves everything an agent run needs. `Err` is the run's error text.
-pub fn resolve(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<AgentConfig, String> {
-    let agent = config.get("agent");
-    let get = |section: Option<&Yaml>, key: &str| section.and_then(|s| s.get(key)).cloned();
-    let backend = match yaml_str(get(agent, "backend").as_ref()).as_deref() {
+pub fn resolve(
+    job: &Job,
+    config: &Config,
+    vars: &Vars,
+    home: &Path,
+) -> Result<AgentConfig, String> {
+    let agent = &config.agent;
+    let backend = match agent.backend.as_deref() {
         None | Some("builtin" | "built-in" | "hermes") => Backend::BuiltIn,
         Some("command") => {
-            let argv = match get(agent, "command") {
-                Some(Yaml::String(s)) => vec!["sh".to_string(), "-c".to_string(), s],
-                other => yaml_strings(other.as_ref()),
+            let argv = match &agent.command {
+                Some(AgentCommand::Shell(line)) => {
+                    vec!["sh".to_string(), "-c".to_string(), line.clone()]
+                }
+                Some(AgentCommand::Argv(argv)) => argv.clone(),
+                None => Vec::new(),
             };
             if argv.is_empty() {
                 return Err(format!(
@@ -199,25 +184,12 @@ pub fn resolve(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Age
             ))
         }
     };
-    let max_turns = yaml_u32(get(agent, "max_turns").as_ref())
-        .unwrap_or(90)
-        .max(1);
-    let api_max_retries = yaml_u32(get(agent, "api_max_retries").as_ref())
-        .unwrap_or(3)
-        .max(1);
-    let request_timeout = Duration::from_secs(
-        yaml_u32(get(agent, "request_timeout_seconds").as_ref())
-            .unwrap_or(300)
-            .max(1) as u64,
-    );
-    let disabled_toolsets = yaml_strings(get(agent, "disabled_toolsets").as_ref());
-    let allow_private_fetch = matches!(
-        config
-            .get("tools")
-            .and_then(|t| t.get("web_fetch"))
-            .and_then(|w| w.get("allow_private")),
-        Some(Yaml::Bool(true))
-    );
+    let max_turns = agent.max_turns.map_or(90, clamp_u32).max(1);
+    let api_max_retries = agent.api_max_retries.map_or(3, clamp_u32).max(1);
+    let request_timeout =
+        Duration::from_secs(agent.request_timeout_seconds.map_or(300, clamp_u32).max(1) as u64);
+    let disabled_toolsets = agent.disabled_toolsets.clone();
+    let allow_private_fetch = config.tools.web_fetch.allow_private == Some(true);
     let common = |endpoints| AgentConfig {
         backend: backend.clone(),
         endpoints,
@@ -231,29 +203,22 @@ pub fn resolve(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Age
         return Ok(common(Vec::new()));
     }
     let mut endpoints = vec![primary(job, config, vars, home)?];
-    if let Some(Yaml::Sequence(items)) = config.get("fallback_providers") {
-        for (n, item) in items.iter().enumerate() {
-            match fallback(item, vars) {
-                Ok(ep) => endpoints.push(ep),
-                Err(e) => tracing::warn!("fallback_providers[{n}] ignored: {e}"),
-            }
+    for (n, item) in config.fallback_providers.iter().enumerate() {
+        match fallback(item, vars) {
+            Ok(ep) => endpoints.push(ep),
+            Err(e) => tracing::warn!("fallback_providers[{n}] ignored: {e}"),
         }
     }
     Ok(common(endpoints))
 }
 
-fn primary(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Endpoint, String> {
-    let model_section = config.get("model");
-    let section_str = |key: &str| yaml_str(model_section.and_then(|m| m.get(key)));
+fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpoint, String> {
+    let section = &config.model;
     let model = job
         .text_field("model")
         .map(|m| m.trim().to_string())
-        .or_else(|| yaml_str(config.get("cron").and_then(|c| c.get("model"))))
-        .or_else(|| section_str("default"))
-        .or_else(|| match model_section {
-            Some(Yaml::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
-            _ => None,
-        })
+        .or_else(|| config.cron.model.clone())
+        .or_else(|| section.default.clone())
         .or_else(|| vars.get("HERMES_MODEL"))
         .ok_or_else(|| {
             format!(
@@ -264,11 +229,14 @@ fn primary(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Endpoin
             )
         })?;
     let job_base = job.text_field("base_url").map(|s| s.trim().to_string());
-    let config_base = section_str("base_url").or_else(|| vars.get("OPENAI_BASE_URL"));
+    let config_base = section
+        .base_url
+        .clone()
+        .or_else(|| vars.get("OPENAI_BASE_URL"));
     let provider = job
         .text_field("provider")
         .map(|p| p.trim().to_ascii_lowercase())
-        .or_else(|| section_str("provider").map(|p| p.to_ascii_lowercase()))
+        .or_else(|| section.provider.as_ref().map(|p| p.to_ascii_lowercase()))
         .unwrap_or_else(|| {
             if is_claude(&model) && vars.get("ANTHROPIC_API_KEY").is_some() {
                 "anthropic".into()
@@ -292,8 +260,8 @@ fn primary(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Endpoin
                 home.join("config.yaml").display()
             )
         })?;
-    let (api_key, key_source) = match section_str("api_key") {
-        Some(key) => (Some(key), "model.api_key".to_string()),
+    let (api_key, key_source) = match &section.api_key {
+        Some(key) => (Some(key.clone()), "model.api_key".to_string()),
         None => (vars.get(key_var(&provider)), key_var(&provider).to_string()),
     };
     if let (Some(pin), Some(_)) = (&job_base, &api_key) {
@@ -322,16 +290,20 @@ fn primary(job: &Job, config: &Yaml, vars: &Vars, home: &Path) -> Result<Endpoin
     })
 }
 
-fn fallback(item: &Yaml, vars: &Vars) -> Result<Endpoint, String> {
-    let provider = yaml_str(item.get("provider"))
+fn fallback(item: &FallbackProvider, vars: &Vars) -> Result<Endpoint, String> {
+    let provider = item
+        .provider
+        .as_ref()
         .map(|p| p.to_ascii_lowercase())
         .unwrap_or_else(|| "custom".into());
-    let model = yaml_str(item.get("model")).ok_or("no model")?;
-    let base_url = yaml_str(item.get("base_url"))
+    let model = item.model.clone().ok_or("no model")?;
+    let base_url = item
+        .base_url
+        .clone()
         .or_else(|| default_base_url(&provider).map(str::to_string))
         .ok_or_else(|| format!("provider '{provider}' needs a base_url"))?;
-    let api_key = match yaml_str(item.get("api_key_env")) {
-        Some(var) => vars.get(&var),
+    let api_key = match &item.api_key_env {
+        Some(var) => vars.get(var),
         None => vars.get(key_var(&provider)),
     };
     let model = match provider.as_str() {
@@ -364,8 +336,8 @@ mod tests {
         Job::from_record(record)
     }
 
-    fn yaml(text: &str) -> Yaml {
-        serde_yaml_ng::from_str(text).unwrap()
+    fn yaml(text: &str) -> Config {
+        Config::parse(text, Path::new("/h/config.yaml")).unwrap()
     }
 
     fn vars(pairs: &[(&str, &str)]) -> Vars {
@@ -396,7 +368,13 @@ mod tests {
 
     #[test]
     fn no_model_names_every_place_looked() {
-        let e = resolve(&job(json!({})), &Yaml::Null, &vars(&[]), Path::new("/h")).unwrap_err();
+        let e = resolve(
+            &job(json!({})),
+            &Config::default(),
+            &vars(&[]),
+            Path::new("/h"),
+        )
+        .unwrap_err();
         for place in [
             "'model' field",
             "cron.model",
@@ -413,7 +391,7 @@ mod tests {
         let home = Path::new("/h");
         let c = resolve(
             &job(json!({"model": "claude-sonnet-4"})),
-            &Yaml::Null,
+            &Config::default(),
             &vars(&[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")]),
             home,
         )
@@ -423,7 +401,7 @@ mod tests {
         assert_eq!(c.endpoints[0].api_key.as_deref(), Some("a"));
         let c = resolve(
             &job(json!({"model": "anthropic/claude-sonnet-4"})),
-            &Yaml::Null,
+            &Config::default(),
             &vars(&[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")]),
             home,
         )
@@ -439,7 +417,7 @@ mod tests {
             &job(
                 json!({"model": "m", "provider": "openai", "base_url": "https://evil.example/v1"}),
             ),
-            &Yaml::Null,
+            &Config::default(),
             &vars(&[("OPENAI_API_KEY", "sk-x")]),
             home,
         )
@@ -449,14 +427,14 @@ mod tests {
         // Same host as the provider's own: fine. No key: fine.
         assert!(resolve(
             &job(json!({"model": "m", "provider": "openai", "base_url": "https://api.openai.com/v1/"})),
-            &Yaml::Null,
+            &Config::default(),
             &vars(&[("OPENAI_API_KEY", "sk-x")]),
             home,
         )
         .is_ok());
         assert!(resolve(
             &job(json!({"model": "m", "base_url": "http://127.0.0.1:8080/v1"})),
-            &Yaml::Null,
+            &Config::default(),
             &vars(&[]),
             home,
         )

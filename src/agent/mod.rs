@@ -100,6 +100,7 @@ pub async fn run_agent_with(
         root: env.home.clone(),
     };
     let raw_prompt = job.prompt().to_string();
+    // config.yaml is read once per run, so an edit applies from the next run on.
     let config = match home.config() {
         Ok(c) => c,
         Err(e) => return RunOutcome::failed(raw_prompt, e.message),

@@ -49,14 +49,6 @@ fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
     })
 }
 
-/// `HERMES_CRON_TIMEOUT` as the scheduler reads it (seconds; `None` = unlimited).
-fn inactivity_timeout_secs(session: &Session) -> Result<Option<u64>, CliError> {
-    let (_, config) = crate::home::load_context(&session.home)?;
-    Ok(crate::settings::CronSettings::from_config(&config)
-        .inactivity_timeout
-        .map(|t| t.as_secs()))
-}
-
 pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx)?;
@@ -68,7 +60,7 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let next = earliest_next_run(
         &jobs,
         ctx,
-        jobs::due::run_claim_ttl(inactivity_timeout_secs(session)?),
+        jobs::due::run_claim_ttl(crate::settings::inactivity_timeout().map(|t| t.as_secs())),
     );
     if as_json {
         let out = json!({
@@ -182,6 +174,7 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
     let root = &session.home.root;
     let env = crate::environment::Environment::load(root);
     let vars = crate::agent::config::Vars::load(root);
+    // One read of config.yaml for every job below.
     let config = session.home.config();
     if let Err(e) = &config {
         problems.push(e.to_string());

@@ -1,5 +1,6 @@
 //! A store that cannot be read is an error that names the file and the position, and
-//! the file is never overwritten while it cannot be read (SPEC §2, §4).
+//! the file is never overwritten while it cannot be read (SPEC §2, §4). A config.yaml
+//! with a value of the wrong type under a key we use names the key and its line.
 
 use crate::support::Hermes;
 
@@ -57,4 +58,34 @@ fn store_whose_jobs_are_not_a_list_is_refused_and_kept() {
         );
         assert_eq!(hermes.store_bytes().unwrap(), bytes);
     }
+}
+
+#[test]
+fn a_wrongly_typed_config_key_is_named_with_its_line_by_every_verb() {
+    let hermes = Hermes::new();
+    let id = hermes.add("every 2h", "summarize inbox", &[]);
+    let config = hermes.home().join("config.yaml");
+    // Python Hermes' own keys around ours are fine; the list where a number belongs is not.
+    std::fs::write(
+        &config,
+        "_config_version: 50\nterminal:\n  backend: local\ncron:\n  catch_up_missed: true\n  max_parallel_jobs: [1, 2]\n",
+    )
+    .unwrap();
+    for args in [&["doctor"][..], &["list"][..], &["run", id.as_str()][..]] {
+        let message = hermes.cron(args).user_error().to_string();
+        assert_eq!(
+            message,
+            format!(
+                "error: Cannot read {}: cron.max_parallel_jobs at line 6: expected a whole number, got a sequence; fix the value or remove the key",
+                config.display()
+            ),
+            "{args:?}"
+        );
+    }
+    std::fs::write(
+        &config,
+        "cron:\n  max_parallel_jobs: \"2\"\n  wrap_response: 'yes'\n",
+    )
+    .unwrap();
+    hermes.cron(&["list"]).ok();
 }

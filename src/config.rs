@@ -1,0 +1,989 @@
+//! config.yaml, typed: the one reader of the file and the one place that knows its shape.
+//! It reads the forgiving forms people write by hand ("4", "yes") and keeps every key it
+//! does not use, because the file is shared with Python Hermes; a value it cannot read
+//! under a key it uses is an error naming the key and the line. It never writes the file,
+//! never looks at the environment and never fills in defaults: callers decide those.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
+use serde_yaml_ng::{Mapping, Value};
+
+use crate::redact::is_secret_name;
+
+/// Everything this program reads from config.yaml. A key that is missing (or empty) is
+/// `None`, an empty list or an empty section.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Config {
+    /// `timezone`: the IANA zone schedules are read in (checked where it is used).
+    pub timezone: Option<String>,
+    /// `model`: the default model and the server that runs it.
+    pub model: ModelSection,
+    /// `fallback_providers`: tried in order when the primary model keeps failing.
+    pub fallback_providers: Vec<FallbackProvider>,
+    /// `agent`: the agent loop and which program carries it out.
+    pub agent: AgentSection,
+    /// `cron`: the scheduler.
+    pub cron: CronSection,
+    /// `tools`: settings of individual tools.
+    pub tools: ToolsSection,
+    /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
+    pub extra: Mapping,
+}
+
+/// `model:`, written either as a plain model name or as a mapping.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelSection {
+    /// `model.default`, or the whole `model:` value when it is a plain name.
+    pub default: Option<String>,
+    /// `model.provider`: `openrouter`, `openai`, `anthropic`, `custom`, `ollama`, ...
+    pub provider: Option<String>,
+    /// `model.base_url`: the server's OpenAI-compatible (or Anthropic) endpoint.
+    pub base_url: Option<String>,
+    /// `model.api_key`: a key written into the file instead of the environment.
+    pub api_key: Option<String>,
+    pub extra: Mapping,
+}
+
+/// One entry of `fallback_providers`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FallbackProvider {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+    /// The environment variable that holds this provider's key.
+    pub api_key_env: Option<String>,
+    pub extra: Mapping,
+}
+
+/// `agent:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentSection {
+    /// `agent.max_turns`: model calls per run.
+    pub max_turns: Option<u64>,
+    /// `agent.api_max_retries`: attempts per model call.
+    pub api_max_retries: Option<u64>,
+    /// `agent.request_timeout_seconds`: how long one model call may take.
+    pub request_timeout_seconds: Option<u64>,
+    /// `agent.backend`: `builtin` or `command` (checked where it is used).
+    pub backend: Option<String>,
+    /// `agent.command`: the program `backend: command` runs.
+    pub command: Option<AgentCommand>,
+    /// `agent.disabled_toolsets`: a list, or one comma-separated text.
+    pub disabled_toolsets: Vec<String>,
+    pub extra: Mapping,
+}
+
+/// How `agent.command` was written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentCommand {
+    /// One line of text, run by `sh -c`.
+    Shell(String),
+    /// The program and its arguments, run directly.
+    Argv(Vec<String>),
+}
+
+/// `cron:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CronSection {
+    pub max_parallel_jobs: Option<u64>,
+    pub wrap_response: Option<bool>,
+    pub catch_up_missed: Option<bool>,
+    pub output_retention: Option<u64>,
+    pub completed_retention_days: Option<u64>,
+    pub script_timeout_seconds: Option<u64>,
+    pub delivery_retry_hours: Option<u64>,
+    /// `cron.model`: the model for cron runs, before `model.default`.
+    pub model: Option<String>,
+    pub extra: Mapping,
+}
+
+/// `tools:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolsSection {
+    pub web_fetch: WebFetchSection,
+    pub extra: Mapping,
+}
+
+/// `tools.web_fetch:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WebFetchSection {
+    /// `tools.web_fetch.allow_private`: may the tool reach private and loopback addresses.
+    pub allow_private: Option<bool>,
+    pub extra: Mapping,
+}
+
+/// Credentials written in the file, for redaction.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WrittenSecrets {
+    /// Text under credential-named keys: `model.api_key`, `providers.x.api_key`, a token.
+    pub values: Vec<String>,
+    /// Variables that credential-named `*_env` keys name (`api_key_env: MY_KEY`).
+    pub variables: Vec<String>,
+}
+
+/// Why config.yaml could not be used. Every message says what to do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigError {
+    /// The file exists but could not be read from disk.
+    Unreadable { path: PathBuf, reason: String },
+    /// The file is not YAML, or not a mapping of settings at the top.
+    Syntax { path: PathBuf, reason: String },
+    /// A key this program uses holds a value it cannot read.
+    WrongValue {
+        path: PathBuf,
+        /// Where the value sits, e.g. `cron.max_parallel_jobs`, `fallback_providers[1].model`.
+        key: String,
+        line: Option<usize>,
+        reason: String,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Unreadable { path, reason } => {
+                write!(f, "Cannot read {}: {reason}", path.display())
+            }
+            ConfigError::Syntax { path, reason } => write!(
+                f,
+                "Cannot read {}: {reason}; fix the YAML or move the file aside",
+                path.display()
+            ),
+            ConfigError::WrongValue {
+                path,
+                key,
+                line,
+                reason,
+            } => {
+                write!(f, "Cannot read {}: {key}", path.display())?;
+                if let Some(line) = line {
+                    write!(f, " at line {line}")?;
+                }
+                write!(f, ": {reason}; fix the value or remove the key")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Reads the file at `path`. A missing or empty file is an empty config.
+    pub fn read(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::parse(&text, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(ConfigError::Unreadable {
+                path: path.to_path_buf(),
+                reason: e.to_string(),
+            }),
+        }
+    }
+
+    /// Reads config.yaml's text; `path` is only named in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        // The YAML itself first, read as a plain value: its errors are about the file
+        // (a bad indent, a duplicate key), not about one setting.
+        serde_yaml_ng::from_str::<Value>(text).map_err(|e| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: one_line(&e.to_string()),
+        })?;
+        let document = serde_yaml_ng::Deserializer::from_str(text);
+        let config = serde_path_to_error::deserialize::<_, Config>(document)
+            .map_err(|e| wrong_value(path, &e))?;
+        let unused: Vec<String> = config
+            .unknown_keys()
+            .into_iter()
+            .flat_map(|(place, keys)| {
+                keys.keys().map(move |key| {
+                    let key = key.as_str().unwrap_or("?");
+                    match place.as_str() {
+                        "" => key.to_string(),
+                        place => format!("{place}.{key}"),
+                    }
+                })
+            })
+            .collect();
+        if !unused.is_empty() {
+            tracing::debug!("config.yaml keys not used here: {}", unused.join(", "));
+        }
+        Ok(config)
+    }
+
+    /// Every mapping of keys this program does not use, with the place it sits: `""` for
+    /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`, `tools`,
+    /// `tools.web_fetch`.
+    pub fn unknown_keys(&self) -> Vec<(String, &Mapping)> {
+        let mut places = vec![
+            (String::new(), &self.extra),
+            ("model".to_string(), &self.model.extra),
+        ];
+        for (n, fallback) in self.fallback_providers.iter().enumerate() {
+            places.push((format!("fallback_providers[{n}]"), &fallback.extra));
+        }
+        places.extend([
+            ("agent".to_string(), &self.agent.extra),
+            ("cron".to_string(), &self.cron.extra),
+            ("tools".to_string(), &self.tools.extra),
+            ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
+        ]);
+        places
+    }
+
+    /// The credentials written anywhere in the file. Of the keys read here only
+    /// `model.api_key` holds one and `fallback_providers[].api_key_env` names one; among
+    /// the keys kept as written, text under any credential-named key counts (custom
+    /// providers, platform tokens, ...), as do the variables credential-named `*_env`
+    /// keys name.
+    pub fn written_secrets(&self) -> WrittenSecrets {
+        let mut secrets = WrittenSecrets::default();
+        secrets.values.extend(self.model.api_key.iter().cloned());
+        secrets.variables.extend(
+            self.fallback_providers
+                .iter()
+                .filter_map(|f| f.api_key_env.clone()),
+        );
+        for (_, keys) in self.unknown_keys() {
+            collect_mapping_secrets(keys, &mut secrets);
+        }
+        secrets
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The error for a value that could not be read, naming its key and line.
+fn wrong_value(
+    path: &Path,
+    error: &serde_path_to_error::Error<serde_yaml_ng::Error>,
+) -> ConfigError {
+    let key = error.path().to_string();
+    let inner = error.inner();
+    let line = inner.location().map(|l| l.line());
+    // serde_yaml_ng prints "<key>: <reason> at line L column C"; the key and the line
+    // are given separately here.
+    let text = one_line(&inner.to_string());
+    let reason = text
+        .strip_prefix(key.as_str())
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(&text);
+    let reason = reason
+        .rsplit_once(" at line ")
+        .map_or(reason, |(reason, _)| reason)
+        .to_string();
+    if key == "." {
+        return ConfigError::Syntax {
+            path: path.to_path_buf(),
+            reason: match line {
+                Some(line) => format!("{reason} at line {line}"),
+                None => reason,
+            },
+        };
+    }
+    ConfigError::WrongValue {
+        path: path.to_path_buf(),
+        key,
+        line,
+        reason,
+    }
+}
+
+/// Text under credential-named keys, and the variables their `*_env` keys name.
+fn collect_mapping_secrets(keys: &Mapping, secrets: &mut WrittenSecrets) {
+    for (key, value) in keys {
+        let name = key.as_str().unwrap_or("");
+        let secret = is_secret_name(name);
+        if secret && name.to_ascii_lowercase().ends_with("_env") {
+            if let Some(var) = value.as_str() {
+                secrets.variables.push(var.trim().to_string());
+            }
+            continue;
+        }
+        collect_value_secrets(value, secret, secrets);
+    }
+}
+
+fn collect_value_secrets(value: &Value, under_secret_key: bool, secrets: &mut WrittenSecrets) {
+    match value {
+        Value::Mapping(keys) => collect_mapping_secrets(keys, secrets),
+        Value::Sequence(items) => {
+            for item in items {
+                collect_value_secrets(item, under_secret_key, secrets);
+            }
+        }
+        Value::String(s) if under_secret_key => secrets.values.push(s.trim().to_string()),
+        Value::Tagged(tagged) => collect_value_secrets(&tagged.value, under_secret_key, secrets),
+        _ => {}
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading values. Every type read from the file says what it accepts in each form a YAML
+// value can take (scalar, sequence, mapping); a form it does not accept is refused with
+// "expected <what>, got <what was written>". The refusal is raised while the YAML reader
+// still stands on the value, so the error carries the value's own line.
+
+/// A scalar as written, before it is read as the type its key needs.
+#[derive(Debug, Clone, Copy)]
+enum Scalar<'a> {
+    Null,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Text(&'a str),
+}
+
+impl Scalar<'_> {
+    /// How the value is shown in a refusal (text cut short: it might be pasted secrets).
+    fn shown(&self) -> String {
+        match self {
+            Scalar::Null => "nothing".to_string(),
+            Scalar::Bool(b) => b.to_string(),
+            Scalar::Int(n) => n.to_string(),
+            Scalar::Float(x) => x.to_string(),
+            Scalar::Text(s) if s.chars().count() > 40 => {
+                format!(
+                    "{:?}",
+                    format!("{}...", s.chars().take(40).collect::<String>())
+                )
+            }
+            Scalar::Text(s) => format!("{s:?}"),
+        }
+    }
+}
+
+fn refusal(wanted: &str, got: &str) -> String {
+    format!("expected {wanted}, got {got}")
+}
+
+/// A type read from one YAML value; each method refuses its form unless overridden.
+trait FromYaml: Sized {
+    /// What the key holds, for messages: "a whole number".
+    const WANTED: &'static str;
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        Err(refusal(Self::WANTED, &scalar.shown()))
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(_seq: A) -> Result<Self, A::Error> {
+        Err(de::Error::custom(refusal(Self::WANTED, "a sequence")))
+    }
+
+    fn from_map<'de, A: MapAccess<'de>>(_map: A) -> Result<Self, A::Error> {
+        Err(de::Error::custom(refusal(Self::WANTED, "a mapping")))
+    }
+}
+
+/// Reads a `T` from the next value: a seed for `next_value_seed` / `next_element_seed`,
+/// and the visitor that sees the value as YAML wrote it.
+struct Read<T>(PhantomData<T>);
+
+fn read<T>() -> Read<T> {
+    Read(PhantomData)
+}
+
+impl<'de, T: FromYaml> DeserializeSeed<'de> for Read<T> {
+    type Value = T;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, T: FromYaml> Visitor<'de> for Read<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(T::WANTED)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        T::from_scalar(Scalar::Null).map_err(E::custom)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<T, E> {
+        T::from_scalar(Scalar::Null).map_err(E::custom)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
+        T::from_scalar(Scalar::Bool(v)).map_err(E::custom)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        T::from_scalar(Scalar::Int(v.into())).map_err(E::custom)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        T::from_scalar(Scalar::Int(v.into())).map_err(E::custom)
+    }
+
+    fn visit_i128<E: de::Error>(self, v: i128) -> Result<T, E> {
+        T::from_scalar(Scalar::Int(v)).map_err(E::custom)
+    }
+
+    fn visit_u128<E: de::Error>(self, v: u128) -> Result<T, E> {
+        let scalar = i128::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int);
+        T::from_scalar(scalar).map_err(E::custom)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        T::from_scalar(Scalar::Float(v)).map_err(E::custom)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        T::from_scalar(Scalar::Text(v)).map_err(E::custom)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        T::from_seq(seq)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::from_map(map)
+    }
+
+    fn visit_enum<A: EnumAccess<'de>>(self, _data: A) -> Result<T, A::Error> {
+        Err(de::Error::custom(refusal(T::WANTED, "a tagged value")))
+    }
+}
+
+/// Text: numbers are read as their digits; blank is not set.
+impl FromYaml for Option<String> {
+    const WANTED: &'static str = "a text value";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(None),
+            Scalar::Text(s) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+            Scalar::Int(n) => Ok(Some(n.to_string())),
+            Scalar::Float(x) => Ok(Some(x.to_string())),
+            Scalar::Bool(_) => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+}
+
+/// A whole number, also written as text ("4"); blank is not set.
+impl FromYaml for Option<u64> {
+    const WANTED: &'static str = "a whole number";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        let refused = || refusal(Self::WANTED, &scalar.shown());
+        match scalar {
+            Scalar::Null => Ok(None),
+            Scalar::Int(n) => u64::try_from(n).map(Some).map_err(|_| refused()),
+            Scalar::Text(s) if s.trim().is_empty() => Ok(None),
+            Scalar::Text(s) => s.trim().parse().map(Some).map_err(|_| refused()),
+            Scalar::Bool(_) | Scalar::Float(_) => Err(refused()),
+        }
+    }
+}
+
+/// true/false, also written as text: true, yes, on, false, no, off (any case).
+impl FromYaml for Option<bool> {
+    const WANTED: &'static str = "true or false";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(None),
+            Scalar::Bool(b) => Ok(Some(b)),
+            Scalar::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "" => Ok(None),
+                "true" | "yes" | "on" => Ok(Some(true)),
+                "false" | "no" | "off" => Ok(Some(false)),
+                _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            },
+            Scalar::Int(_) | Scalar::Float(_) => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+}
+
+/// Names: a list, or one comma-separated text. Blank entries are dropped.
+impl FromYaml for Vec<String> {
+    const WANTED: &'static str = "a list of names";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(Vec::new()),
+            Scalar::Text(s) => Ok(s
+                .split(',')
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect()),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut names = Vec::new();
+        while let Some(name) = seq.next_element_seed(read::<Option<String>>())? {
+            names.extend(name);
+        }
+        Ok(names)
+    }
+}
+
+impl FromYaml for Option<AgentCommand> {
+    const WANTED: &'static str = "a command line, or a list of the program and its arguments";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(None),
+            Scalar::Text(s) if s.trim().is_empty() => Ok(None),
+            Scalar::Text(s) => Ok(Some(AgentCommand::Shell(s.to_string()))),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
+        let argv = Vec::<String>::from_seq(seq)?;
+        Ok((!argv.is_empty()).then_some(AgentCommand::Argv(argv)))
+    }
+}
+
+impl FromYaml for Vec<FallbackProvider> {
+    const WANTED: &'static str = "a list of providers (each a mapping with provider and model)";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(Vec::new()),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut providers = Vec::new();
+        while let Some(provider) = seq.next_element_seed(read::<FallbackProvider>())? {
+            providers.push(provider);
+        }
+        Ok(providers)
+    }
+}
+
+/// A mapping of settings: the keys it uses are read typed, every other key is kept as
+/// written. Empty (`cron:` with nothing under it) is an empty section.
+trait Section: Default {
+    const WANTED: &'static str;
+
+    /// Reads the value of `key` into `self` if this section uses that key; `false` if
+    /// it does not (the caller keeps it in `extra`).
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error>;
+
+    fn extra_mut(&mut self) -> &mut Mapping;
+
+    /// A section written as a scalar: empty is an empty section, anything else refused.
+    fn from_plain(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(Self::default()),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+}
+
+impl<S: Section> FromYaml for S {
+    const WANTED: &'static str = S::WANTED;
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        S::from_plain(scalar)
+    }
+
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut section = S::default();
+        while let Some(key) = map.next_key::<Value>()? {
+            let used = match key.as_str() {
+                Some(name) => section.read_key(name, &mut map)?,
+                None => false,
+            };
+            if !used {
+                let value = map.next_value::<Value>()?;
+                section.extra_mut().insert(key, value);
+            }
+        }
+        Ok(section)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Config, D::Error> {
+        read::<Config>().deserialize(deserializer)
+    }
+}
+
+impl Section for Config {
+    const WANTED: &'static str = "a mapping of settings (one 'key: value' per line)";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "timezone" => self.timezone = map.next_value_seed(read())?,
+            "model" => self.model = map.next_value_seed(read())?,
+            "fallback_providers" => self.fallback_providers = map.next_value_seed(read())?,
+            "agent" => self.agent = map.next_value_seed(read())?,
+            "cron" => self.cron = map.next_value_seed(read())?,
+            "tools" => self.tools = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for ModelSection {
+    const WANTED: &'static str =
+        "a model name, or a mapping with default, provider, base_url and api_key";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "default" => self.default = map.next_value_seed(read())?,
+            "provider" => self.provider = map.next_value_seed(read())?,
+            "base_url" => self.base_url = map.next_value_seed(read())?,
+            "api_key" => self.api_key = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+
+    /// `model: some-model` is the default model.
+    fn from_plain(scalar: Scalar<'_>) -> Result<Self, String> {
+        let default = Option::<String>::from_scalar(scalar)
+            .map_err(|_| refusal(<Self as Section>::WANTED, &scalar.shown()))?;
+        Ok(ModelSection {
+            default,
+            ..ModelSection::default()
+        })
+    }
+}
+
+impl Section for FallbackProvider {
+    const WANTED: &'static str = "a mapping with provider, model, base_url and api_key_env";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "provider" => self.provider = map.next_value_seed(read())?,
+            "model" => self.model = map.next_value_seed(read())?,
+            "base_url" => self.base_url = map.next_value_seed(read())?,
+            "api_key_env" => self.api_key_env = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for AgentSection {
+    const WANTED: &'static str = "a mapping of agent settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "max_turns" => self.max_turns = map.next_value_seed(read())?,
+            "api_max_retries" => self.api_max_retries = map.next_value_seed(read())?,
+            "request_timeout_seconds" => {
+                self.request_timeout_seconds = map.next_value_seed(read())?
+            }
+            "backend" => self.backend = map.next_value_seed(read())?,
+            "command" => self.command = map.next_value_seed(read())?,
+            "disabled_toolsets" => self.disabled_toolsets = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for CronSection {
+    const WANTED: &'static str = "a mapping of cron settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "max_parallel_jobs" => self.max_parallel_jobs = map.next_value_seed(read())?,
+            "wrap_response" => self.wrap_response = map.next_value_seed(read())?,
+            "catch_up_missed" => self.catch_up_missed = map.next_value_seed(read())?,
+            "output_retention" => self.output_retention = map.next_value_seed(read())?,
+            "completed_retention_days" => {
+                self.completed_retention_days = map.next_value_seed(read())?
+            }
+            "script_timeout_seconds" => self.script_timeout_seconds = map.next_value_seed(read())?,
+            "delivery_retry_hours" => self.delivery_retry_hours = map.next_value_seed(read())?,
+            "model" => self.model = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for ToolsSection {
+    const WANTED: &'static str = "a mapping of tool settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "web_fetch" => self.web_fetch = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for WebFetchSection {
+    const WANTED: &'static str = "a mapping of web_fetch settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "allow_private" => self.allow_private = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PATH: &str = "/home/x/.hermes/config.yaml";
+
+    fn parse(text: &str) -> Config {
+        match Config::parse(text, Path::new(PATH)) {
+            Ok(config) => config,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn error(text: &str) -> String {
+        match Config::parse(text, Path::new(PATH)) {
+            Ok(config) => panic!("read without error: {config:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn empty_and_comment_only_files_are_an_empty_config() {
+        assert_eq!(parse(""), Config::default());
+        assert_eq!(parse("  \n\n"), Config::default());
+        assert_eq!(parse("# nothing yet\n"), Config::default());
+        assert_eq!(parse("cron:\nagent: ~\n"), Config::default());
+    }
+
+    #[test]
+    fn a_missing_file_is_an_empty_config() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            Config::read(&dir.path().join("config.yaml")),
+            Ok(Config::default())
+        );
+    }
+
+    #[test]
+    fn hand_written_forms_are_read() {
+        let config = parse(
+            "cron:\n  max_parallel_jobs: \"4\"\n  wrap_response: 'yes'\n  catch_up_missed: Off\n  output_retention: 10\n  script_timeout_seconds: ''\n  delivery_retry_hours: ' 2 '\nagent:\n  max_turns: ' 12 '\n  disabled_toolsets: 'web, terminal'\ntools:\n  web_fetch:\n    allow_private: on\n",
+        );
+        assert_eq!(config.cron.max_parallel_jobs, Some(4));
+        assert_eq!(config.cron.wrap_response, Some(true));
+        assert_eq!(config.cron.catch_up_missed, Some(false));
+        assert_eq!(config.cron.output_retention, Some(10));
+        assert_eq!(config.cron.script_timeout_seconds, None);
+        assert_eq!(config.cron.delivery_retry_hours, Some(2));
+        assert_eq!(config.agent.max_turns, Some(12));
+        assert_eq!(config.agent.disabled_toolsets, vec!["web", "terminal"]);
+        assert_eq!(config.tools.web_fetch.allow_private, Some(true));
+        let config = parse("agent:\n  disabled_toolsets: [web, ~, 3]\ncron:\n  model: 4.5\n");
+        assert_eq!(config.agent.disabled_toolsets, vec!["web", "3"]);
+        assert_eq!(config.cron.model.as_deref(), Some("4.5"));
+    }
+
+    #[test]
+    fn model_is_a_plain_name_or_a_mapping() {
+        assert_eq!(
+            parse("model: gpt-x\n").model.default.as_deref(),
+            Some("gpt-x")
+        );
+        assert_eq!(parse("model: '  '\n").model, ModelSection::default());
+        let model = parse(
+            "model:\n  default: anthropic/claude-x\n  provider: openrouter\n  base_url: http://127.0.0.1:1/v1\n  api_key: sk-abc\n  streaming: true\n",
+        )
+        .model;
+        assert_eq!(model.default.as_deref(), Some("anthropic/claude-x"));
+        assert_eq!(model.provider.as_deref(), Some("openrouter"));
+        assert_eq!(model.base_url.as_deref(), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(model.api_key.as_deref(), Some("sk-abc"));
+        assert_eq!(model.extra.len(), 1);
+        assert!(error("model: [a, b]\n").contains("model at line 1: expected a model name"));
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_at_the_top_and_in_every_section() {
+        let config = parse(
+            "_config_version: 50\nterminal:\n  backend: local\n  timeout: 180\n1: numbered\ncron:\n  catch_up_missed: true\n  future_knob: [1, 2]\nagent:\n  reasoning_effort: high\nfallback_providers:\n  - provider: openrouter\n    model: m\n    extra_headers: {X-Name: hermes}\ntools:\n  browser: {enabled: false}\n  web_fetch: {allow_private: false, timeout: 3}\n",
+        );
+        assert_eq!(config.extra.len(), 3);
+        assert_eq!(config.extra["_config_version"], Value::from(50));
+        assert_eq!(config.extra["terminal"]["backend"], Value::from("local"));
+        assert_eq!(config.cron.catch_up_missed, Some(true));
+        assert!(config.cron.extra.contains_key("future_knob"));
+        assert!(config.agent.extra.contains_key("reasoning_effort"));
+        assert!(config.fallback_providers[0]
+            .extra
+            .contains_key("extra_headers"));
+        assert!(config.tools.extra.contains_key("browser"));
+        assert!(config.tools.web_fetch.extra.contains_key("timeout"));
+        let places: Vec<String> = config
+            .unknown_keys()
+            .into_iter()
+            .filter(|(_, keys)| !keys.is_empty())
+            .map(|(place, _)| place)
+            .collect();
+        assert_eq!(
+            places,
+            [
+                "",
+                "fallback_providers[0]",
+                "agent",
+                "cron",
+                "tools",
+                "tools.web_fetch"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_wrongly_typed_key_is_named_with_its_line() {
+        assert_eq!(
+            error("timezone: UTC\ncron:\n  max_parallel_jobs: [1, 2]\n"),
+            "Cannot read /home/x/.hermes/config.yaml: cron.max_parallel_jobs at line 3: expected a whole number, got a sequence; fix the value or remove the key"
+        );
+        assert_eq!(
+            error("model: m\nagent:\n  api_max_retries: 2\n  max_turns: lots\n"),
+            "Cannot read /home/x/.hermes/config.yaml: agent.max_turns at line 4: expected a whole number, got \"lots\"; fix the value or remove the key"
+        );
+        let e = error("cron:\n  wrap_response: maybe\n");
+        assert!(
+            e.contains("cron.wrap_response at line 2: expected true or false, got \"maybe\""),
+            "{e}"
+        );
+        let e = error("cron:\n  output_retention: -1\n");
+        assert!(e.contains("cron.output_retention at line 2"), "{e}");
+        let e = error(
+            "fallback_providers:\n  - {provider: a, model: b}\n  - provider: c\n    model: {name: x}\n",
+        );
+        assert!(
+            e.contains(
+                "fallback_providers[1].model at line 4: expected a text value, got a mapping"
+            ),
+            "{e}"
+        );
+        let e = error("tools:\n  web_fetch:\n    allow_private: [yes]\n");
+        assert!(e.contains("tools.web_fetch.allow_private at line 3"), "{e}");
+        let e = error("cron: every hour\n");
+        assert!(
+            e.contains("cron at line 1: expected a mapping of cron settings, got \"every hour\""),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unparsable_yaml_and_a_non_mapping_file_say_to_fix_the_yaml() {
+        let e = error("cron:\n  max_parallel_jobs: 4\n   wrap_response: true\n");
+        assert!(e.starts_with(&format!("Cannot read {PATH}: ")), "{e}");
+        assert!(e.ends_with("; fix the YAML or move the file aside"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let e = error("just some words\n");
+        assert!(e.contains("expected a mapping of settings"), "{e}");
+        assert!(e.ends_with("; fix the YAML or move the file aside"), "{e}");
+    }
+
+    #[test]
+    fn agent_command_is_a_line_or_an_argv() {
+        assert_eq!(
+            parse("agent: {command: 'my-agent --print'}").agent.command,
+            Some(AgentCommand::Shell("my-agent --print".into()))
+        );
+        assert_eq!(
+            parse("agent: {command: [my-agent, --print]}").agent.command,
+            Some(AgentCommand::Argv(vec![
+                "my-agent".into(),
+                "--print".into()
+            ]))
+        );
+        assert_eq!(parse("agent: {command: []}").agent.command, None);
+    }
+
+    #[test]
+    fn secrets_are_found_under_credential_names_anywhere() {
+        let config = parse(
+            "model:\n  api_key: cfg-secret-123456\n  default: m\nfallback_providers:\n  - {provider: x, model: y, api_key_env: MY_LLM}\nproviders:\n  proxy:\n    key_env: PROXY_KEY\n    api_key: proxy-secret-98765\n    base_url: http://proxy\nplatforms:\n  telegram: {bot_token: tg-token-abcdef}\n",
+        );
+        let secrets = config.written_secrets();
+        assert_eq!(
+            secrets.values,
+            ["cfg-secret-123456", "proxy-secret-98765", "tg-token-abcdef"]
+        );
+        assert_eq!(secrets.variables, ["MY_LLM", "PROXY_KEY"]);
+    }
+}
