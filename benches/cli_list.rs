@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeDelta, Utc};
 use chrono_tz::Tz;
-use jobs::store::Record;
-use jobs::{Context, JobStore, JsonFileStore, StoreError};
+use jobs::jsonfile::Record;
+use jobs::jsonfile::{DocumentError, JsonFile};
+use jobs::Context;
 use schedules::{format_instant, parse_schedule, Schedule};
 use serde_json::{json, Value};
 
@@ -61,7 +62,7 @@ fn template_record(bin: &Path) -> Record {
         scratch.path(),
         &["cron", "add", "every 2h", "summarize inbox"],
     ));
-    let doc = JsonFileStore::new(scratch.path().join("cron"))
+    let doc = JsonFile::new(scratch.path().join("cron"))
         .load()
         .expect("the store hermes just wrote is readable");
     doc.jobs
@@ -230,15 +231,15 @@ fn make_home(template: &Record, count: u64, ctx: &Context) -> (tempfile::TempDir
         .iter()
         .filter(|r| r.get("enabled") == Some(&json!(true)))
         .count();
-    let store = JsonFileStore::new(home.path().join("cron"));
+    let store = JsonFile::new(home.path().join("cron"));
     store
-        .update::<(), StoreError>(&ctx.now_text(), |doc| {
+        .update::<(), DocumentError>(&ctx.now_text(), |doc| {
             doc.jobs = records;
             Ok(())
         })
         .expect("cannot write the bench store");
-    let loaded = store.load_jobs(ctx).expect("the bench store is readable");
-    assert_eq!(loaded.len() as u64, count);
+    let loaded = store.load().expect("the bench store is readable");
+    assert_eq!(loaded.jobs.len() as u64, count);
     (home, shown)
 }
 

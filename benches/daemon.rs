@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, TimeDelta, Timelike, Utc};
-use jobs::store::Record;
-use jobs::{JsonFileStore, StoreError};
+use jobs::jsonfile::Record;
+use jobs::jsonfile::{DocumentError, JsonFile};
 use schedules::{format_instant, parse_schedule, Schedule, Tz};
 use serde_json::{json, Value};
 
@@ -149,8 +149,8 @@ impl Home {
     /// Writes `records` as the whole store, through the store's locked write path.
     fn write_store(&self, records: Vec<Record>) {
         let now = Utc::now().to_rfc3339_opts(SecondsFormat::Secs, false);
-        JsonFileStore::new(self.path().join("cron"))
-            .update::<(), StoreError>(&now, |doc| {
+        JsonFile::new(self.path().join("cron"))
+            .update::<(), DocumentError>(&now, |doc| {
                 doc.jobs = records;
                 Ok(())
             })
@@ -236,7 +236,7 @@ fn template_record(bin: &Path) -> Record {
         "silent.sh",
         "--no-agent",
     ]);
-    JsonFileStore::new(scratch.path().join("cron"))
+    JsonFile::new(scratch.path().join("cron"))
         .load()
         .expect("the store hermes just wrote is readable")
         .jobs

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::error::CliError;
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use jobs::Context;
 
@@ -49,9 +49,8 @@ impl Home {
 
 /// "Now" and the zones for one operation, with the config it was read from. Called per
 /// CLI command and per scheduler pass, so config edits apply without a restart.
-pub fn load_context(home: &Home) -> Result<(Context, Config), CliError> {
+pub fn load_context(home: &Home, now: DateTime<Utc>) -> Result<(Context, Config), CliError> {
     let config = home.config()?;
-    let now = SystemClock::from_env().map_err(CliError::user)?.now();
     let ctx = Context {
         now,
         zone: configured_zone(&config),

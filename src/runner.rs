@@ -12,6 +12,7 @@ use std::time::Duration;
 use jobs::store::Store;
 use jobs::{Context, Job};
 
+use crate::config::Config;
 use crate::settings::CronSettings;
 
 /// The last moment a run showed life (a model response, tool or script output), on the
@@ -79,6 +80,8 @@ pub struct RunEnv {
     pub store: Arc<dyn Store>,
     /// "Now" and the zones as the run started.
     pub ctx: Context,
+    /// config.yaml as read once for this run.
+    pub config: Arc<Config>,
 }
 
 /// How a run ended.

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use jobs::store::{parse_document, render_document};
+use jobs::jsonfile::{parse_document, render_document};
 use jobs::{Context, Job};
 use libfuzzer_sys::fuzz_target;
 

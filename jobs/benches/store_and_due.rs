@@ -1,5 +1,5 @@
 //! What the store and the due scan cost in memory, without a file or a process in the
-//! way: reading a jobs.json document of 1,000 jobs (`store::parse_document`), reading and
+//! way: reading a jobs.json document of 1,000 jobs (`jsonfile::parse_document`), reading and
 //! healing it as every locked update does, rendering it back, and one `due::plan_pass`
 //! over 10,000 jobs with nothing due and with 1 % due.
 //!
@@ -20,7 +20,7 @@ use criterion::{
 use serde_json::{json, Value};
 
 use jobs::due::{plan_pass, ScanOptions};
-use jobs::store::{parse_document, render_document, Record, StoreDocument};
+use jobs::jsonfile::{parse_document, render_document, Record, StoreDocument};
 use jobs::{Context, Job, JobState};
 use schedules::{format_instant, parse_schedule, Schedule};
 
@@ -172,7 +172,7 @@ fn document(count: u64, ctx: &Context) -> StoreDocument {
     }
 }
 
-/// What `JsonFileStore::update` does before handing the jobs to a change: read the
+/// What `JsonFile::update` does before handing the jobs to a change: read the
 /// bytes, then heal every record.
 fn parse_and_heal(bytes: &[u8], ctx: &Context) -> Vec<Job> {
     let doc = parse_document(bytes, Path::new("jobs.json")).expect("the bench store is readable");
@@ -234,12 +234,12 @@ fn due(c: &mut Criterion) {
     assert_eq!(idle, settled, "a pass with nothing due changes no job");
 
     // Every hundredth job became due 30 s ago.
-    let due_at = json!(format_instant(ctx.now - TimeDelta::seconds(30), ctx.zone));
+    let due_at = ctx.now - TimeDelta::seconds(30);
     let mut some_due = idle.clone();
     let mut due_count = 0;
     for job in some_due.iter_mut().step_by(100) {
         if job.state() == JobState::Scheduled {
-            job.set("next_run_at", due_at.clone());
+            job.set_next_run_at(Some(due_at), ctx.zone);
             due_count += 1;
         }
     }

@@ -6,7 +6,6 @@
 
 use chrono::{DateTime, Utc};
 
-
 use schedules::{format_instant, grace_period, Schedule, ONE_SHOT_GRACE};
 
 use crate::job::{Context, Job, JobState};
@@ -256,8 +255,8 @@ fn broken(job: &mut Job, reason: String) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
     use crate::jsonfile::Record;
+    use serde_json::{json, Value};
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)

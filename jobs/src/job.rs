@@ -222,7 +222,10 @@ impl Job {
         ]
         .into_iter()
         .map(|(key, value)| (key.to_string(), value))
-        .chain(spec.timezone.map(|zone| ("timezone".to_string(), json!(zone))))
+        .chain(
+            spec.timezone
+                .map(|zone| ("timezone".to_string(), json!(zone))),
+        )
         .collect();
         Job { record }
     }
@@ -549,9 +552,10 @@ impl Job {
     /// The `run_claim` stamp (`{at, by}`) that keeps other schedulers on a shared store
     /// off a running one-shot; `None` clears it.
     pub fn set_run_claim(&mut self, claim: Option<(DateTime<Utc>, &str)>, zone: Tz) {
-        let value = claim.map_or(Value::Null, |(at, by)| {
-            json!({"at": format_instant(at, zone), "by": by})
-        });
+        let value = claim.map_or(
+            Value::Null,
+            |(at, by)| json!({"at": format_instant(at, zone), "by": by}),
+        );
         self.set("run_claim", value);
     }
 

@@ -12,10 +12,10 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
-use crate::target::{validate_deliver, Platform};
-use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
 use crate::job::TextField;
+use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
 use crate::store::{Store, StoreError};
+use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
 
 /// Why a job operation was refused or failed. Every message reads as an instruction.
@@ -78,12 +78,10 @@ fn change_job(
     change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
 ) -> Result<Job, JobError> {
     let id = resolve(store, reference, ctx)?;
-    store
-        .update_job(ctx, &id, change)
-        .map_err(|e| match e {
-            JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
-            other => other,
-        })
+    store.update_job(ctx, &id, change).map_err(|e| match e {
+        JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
+        other => other,
+    })
 }
 
 /// What `hermes cron add` asks for. `None` means "not given" (defaults apply).
@@ -503,7 +501,10 @@ pub fn resume_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<J
         let next = match &schedule {
             Schedule::Once { .. } => first_run(&schedule, zone, ctx)?,
             recurring => recurring.next_run(ctx.now, None, zone).ok_or_else(|| {
-                JobError::Invalid(format!("Schedule '{}' has no future run", recurring.display()))
+                JobError::Invalid(format!(
+                    "Schedule '{}' has no future run",
+                    recurring.display()
+                ))
             })?,
         };
         job.unpause();

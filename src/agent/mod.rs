@@ -96,17 +96,10 @@ pub async fn run_agent_with(
     script: ScriptSection,
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
-    let home = crate::home::Home {
-        root: env.home.clone(),
-    };
     let raw_prompt = job.prompt().to_string();
-    // config.yaml is read once per run, so an edit applies from the next run on.
-    let config = match home.config() {
-        Ok(c) => c,
-        Err(e) => return RunOutcome::failed(raw_prompt, e.message),
-    };
+    // config.yaml was read once for this run, so an edit applies from the next run on.
     let vars = Vars::load(&env.home);
-    let settings = match config::resolve(job, &config, &vars, &env.home) {
+    let settings = match config::resolve(job, &env.config, &vars, &env.home) {
         Ok(s) => s,
         Err(e) => return RunOutcome::failed(raw_prompt, e),
     };

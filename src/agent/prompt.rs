@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use jobs::store::Store;
-use jobs::Context;
 use jobs::threats::{scan_injected, scan_prompt};
+use jobs::Context;
 use jobs::Job;
 use serde_json::Value;
 
@@ -111,7 +111,11 @@ fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, String> {
 }
 
 /// Assembles and scans the prompt of one run. `Err` is the run's error text.
-pub fn assemble(job: &Job, sources: &Sources<'_>, script: &ScriptSection) -> Result<String, String> {
+pub fn assemble(
+    job: &Job,
+    sources: &Sources<'_>,
+    script: &ScriptSection,
+) -> Result<String, String> {
     scan_prompt(job.prompt()).map_err(|e| e.to_string())?;
     let (skills, missing) = load_skills(sources.home, &job.skills());
     let mut prompt = String::new();

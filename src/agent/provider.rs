@@ -186,11 +186,14 @@ pub async fn call(
     }
     let response = builder.send().await.map_err(transport_error)?;
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(parse_retry_after);
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+    };
+    let retry_after = header(reqwest::header::RETRY_AFTER)
+        .and_then(|text| parse_retry_after(text, header(reqwest::header::DATE)));
     let text = response.text().await.map_err(transport_error)?;
     if !(200..300).contains(&status) {
         let mut error = http_error(status, &text);
@@ -244,15 +247,18 @@ fn snippet(text: &str) -> String {
     }
 }
 
-/// `Retry-After` as seconds (fractions allowed) or an HTTP date.
-pub fn parse_retry_after(text: &str) -> Option<Duration> {
+/// `Retry-After` as seconds (fractions allowed) or an HTTP date. A date is measured
+/// against the response's own `Date` (the server's clock, so a skewed local clock
+/// changes nothing); without one, the date form is not used.
+pub fn parse_retry_after(text: &str, server_date: Option<&str>) -> Option<Duration> {
     let text = text.trim();
     if let Ok(secs) = text.parse::<f64>() {
         return (secs.is_finite() && secs >= 0.0)
             .then(|| Duration::from_secs_f64(secs.min(3600.0)));
     }
     let when = chrono::DateTime::parse_from_rfc2822(text).ok()?;
-    let wait = when.signed_duration_since(chrono::Utc::now());
+    let server_now = chrono::DateTime::parse_from_rfc2822(server_date?.trim()).ok()?;
+    let wait = when.signed_duration_since(server_now);
     Some(
         wait.to_std()
             .unwrap_or(Duration::ZERO)
@@ -503,9 +509,19 @@ mod tests {
 
     #[test]
     fn retry_after_reads_seconds() {
-        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
-        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(parse_retry_after("7", None), Some(Duration::from_secs(7)));
+        assert_eq!(
+            parse_retry_after("0.5", None),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(parse_retry_after("soon", None), None);
+        assert_eq!(
+            parse_retry_after(
+                "Mon, 23 Nov 2026 10:00:30 GMT",
+                Some("Mon, 23 Nov 2026 10:00:00 GMT")
+            ),
+            Some(Duration::from_secs(30))
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ use jobs::Context;
 
 use crate::cli::CronVerb;
 use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
 use crate::error::CliError;
 use crate::home::{load_context, Home};
 use crate::process::{host_name, pid_alive};
@@ -23,6 +24,8 @@ use crate::process::{host_name, pid_alive};
 /// What every verb needs: where the files are, the store, the clock and what "now" is.
 pub struct Session {
     pub home: Home,
+    /// config.yaml as this command read it (once).
+    pub config: Config,
     pub store: Arc<dyn Store>,
     pub clock: Arc<dyn Clock>,
     pub ctx: Context,
@@ -32,11 +35,11 @@ impl Session {
     pub fn open() -> Result<Session, CliError> {
         let home = Home::resolve()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::from_env().map_err(CliError::user)?);
-        let (mut ctx, _) = load_context(&home)?;
-        ctx.now = clock.now();
+        let (ctx, config) = load_context(&home, clock.now())?;
         let store = open_store(&home);
         Ok(Session {
             home,
+            config,
             store,
             clock,
             ctx,

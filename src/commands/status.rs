@@ -30,7 +30,8 @@ struct DaemonState {
 fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
     let beat = session.store.heartbeat()?;
     let now = session.ctx.now;
-    let age = |t: chrono::DateTime<chrono::Utc>| ((now - t).num_milliseconds() as f64 / 1000.0).max(0.0);
+    let age =
+        |t: chrono::DateTime<chrono::Utc>| ((now - t).num_milliseconds() as f64 / 1000.0).max(0.0);
     let heartbeat_age_s = beat.alive_at.map(age);
     let fresh = heartbeat_age_s.is_some_and(|age| age < STALE_AFTER_S);
     let running = fresh && beat.pid.is_none_or(pid_alive);
@@ -174,19 +175,14 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
     let root = &session.home.root;
     let env = crate::environment::Environment::load(root);
     let vars = crate::agent::config::Vars::load(root);
-    // One read of config.yaml for every job below.
-    let config = session.home.config();
-    if let Err(e) = &config {
-        problems.push(e.to_string());
-    }
+    // config.yaml as the command read it (an unreadable one already stopped it).
+    let config = &session.config;
     for job in &jobs {
         let label = format!("job {} ({})", job.id(), job.name());
         if matches!(job.state(), JobState::Scheduled | JobState::Paused) {
             if !job.no_agent() {
-                if let Ok(config) = &config {
-                    if let Err(e) = crate::agent::config::resolve(job, config, &vars, root) {
-                        problems.push(format!("{label} cannot start its agent: {e}"));
-                    }
+                if let Err(e) = crate::agent::config::resolve(job, config, &vars, root) {
+                    problems.push(format!("{label} cannot start its agent: {e}"));
                 }
                 let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
                 if !missing.is_empty() {

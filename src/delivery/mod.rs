@@ -122,6 +122,8 @@ pub struct Message {
 /// Everything delivery needs about one finished run.
 pub struct RunDelivery<'a> {
     pub home: &'a Path,
+    /// The secrets of this run's environment and config, masked in everything sent.
+    pub redactor: &'a Redactor,
     pub job: &'a Job,
     pub scheduled_at: DateTime<Utc>,
     pub result: Delivered<'a>,
@@ -234,8 +236,8 @@ pub fn cannot_send(platform: &str) -> String {
 
 /// Resolves the job's targets and sends the run's message to each, in order.
 pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
-    let redactor = Redactor::for_home(run.home);
-    let Some(message) = build_message(&run, &redactor) else {
+    let redactor = run.redactor;
+    let Some(message) = build_message(&run, redactor) else {
         return DeliveryReport {
             summary: "silent".to_string(),
             ..DeliveryReport::default()

@@ -50,25 +50,34 @@ impl Scheduler {
         };
         let started = self.now();
         let timer = tokio::time::Instant::now();
-        let (ctx, _) = self.context_or_default(&claimed.settings);
+        let loaded = self.loaded();
+        let (ctx, config) = match &loaded {
+            Ok((ctx, _, config)) => (*ctx, Arc::clone(config)),
+            Err(_) => (self.context_or_default(&claimed.settings).0, Arc::default()),
+        };
         let env = RunEnv {
             home: self.parts.home.clone(),
             settings: claimed.settings.clone(),
             activity: Activity::new(),
             store: Arc::clone(&self.parts.store),
             ctx,
+            config,
         };
-        let heartbeat = (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot())
-            .then(|| {
+        let heartbeat =
+            (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {
                 let this = Arc::clone(&self);
                 let id = claimed.job.id().to_string();
                 tokio::spawn(async move { this.keep_run_claim_fresh(id).await })
             });
-        let outcome = run_watched(self.parts.runner.as_ref(), &claimed.job, &env).await;
+        // A config.yaml that cannot be read fails the run with its error.
+        let outcome = match loaded {
+            Ok(_) => run_watched(self.parts.runner.as_ref(), &claimed.job, &env).await,
+            Err(e) => RunOutcome::failed(claimed.job.prompt().to_string(), e.to_string()),
+        };
         if let Some(heartbeat) = heartbeat {
             heartbeat.abort();
         }
-        let report = self.record(&claimed, started, outcome).await;
+        let report = self.record(&claimed, &env, started, outcome).await;
         lock(&self.running).remove(claimed.job.id());
         tracing::info!(
             job = claimed.job.id(),

@@ -37,6 +37,7 @@ use jobs::store::Store;
 use jobs::{Context, Job};
 
 use crate::clock::Clock;
+use crate::config::Config;
 use crate::delivery::http::Failure;
 use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::error::CliError;
@@ -155,10 +156,12 @@ impl Scheduler {
     pub fn new(parts: Parts) -> Result<Arc<Scheduler>, CliError> {
         let settings = match &parts.settings {
             Some(settings) => settings.clone(),
-            None => crate::home::load_context(&crate::home::Home {
-                root: parts.home.clone(),
-            })
-            .map(|(_, config)| CronSettings::from_config(&config))?,
+            None => CronSettings::from_config(
+                &crate::home::Home {
+                    root: parts.home.clone(),
+                }
+                .config()?,
+            ),
         };
         Ok(Arc::new(Scheduler {
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
@@ -180,6 +183,11 @@ impl Scheduler {
     /// "Now", the zones and the settings for one pass or run: the home's config is read
     /// afresh, the time comes from the clock.
     pub fn context(&self) -> Result<(Context, CronSettings), CliError> {
+        self.loaded().map(|(ctx, settings, _)| (ctx, settings))
+    }
+
+    /// [`Scheduler::context`] with the config it was read from, for a run to pass down.
+    fn loaded(&self) -> Result<(Context, CronSettings, Arc<Config>), CliError> {
         let now = self.now();
         if let Some(settings) = &self.parts.settings {
             // Fixed settings (tests): every time in UTC.
@@ -188,14 +196,14 @@ impl Scheduler {
                 zone: chrono_tz::UTC,
                 legacy_zone: chrono_tz::UTC,
             };
-            return Ok((ctx, settings.clone()));
+            return Ok((ctx, settings.clone(), Arc::new(Config::default())));
         }
         let home = crate::home::Home {
             root: self.parts.home.clone(),
         };
-        let (mut ctx, config) = crate::home::load_context(&home)?;
-        ctx.now = now;
-        Ok((ctx, CronSettings::from_config(&config)))
+        let (ctx, config) = crate::home::load_context(&home, now)?;
+        let settings = CronSettings::from_config(&config);
+        Ok((ctx, settings, Arc::new(config)))
     }
 
     /// The context for bookkeeping after a run: a config that became unreadable while
@@ -214,12 +222,16 @@ impl Scheduler {
 
     /// Runs recorded `running` by dead processes of this host become `interrupted`.
     pub fn recover_interrupted(&self) -> Result<usize, CliError> {
-        Ok(blocking(|| self.store().interrupt_dead_runs(self.now(), false))?)
+        Ok(blocking(|| {
+            self.store().interrupt_dead_runs(self.now(), false)
+        })?)
     }
 
     /// After a shutdown's drain: this process's unfinished runs become `interrupted`.
     pub fn interrupt_own_runs(&self) -> Result<usize, CliError> {
-        Ok(blocking(|| self.store().interrupt_dead_runs(self.now(), true))?)
+        Ok(blocking(|| {
+            self.store().interrupt_dead_runs(self.now(), true)
+        })?)
     }
 
     /// One pass, then every run it claimed, to the end (`hermes cron tick`).

@@ -19,8 +19,9 @@ use super::execute::ClaimedRun;
 use super::{blocking, lock, RunReport, Scheduler};
 use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs};
+use crate::environment::Environment;
 use crate::redact::Redactor;
-use crate::runner::{RunOutcome, RunResult};
+use crate::runner::{RunEnv, RunOutcome, RunResult};
 use crate::settings::CronSettings;
 
 /// What a finished run changes in its job.
@@ -97,6 +98,7 @@ impl Texts {
 /// A finished run on its way to the record.
 struct Finished<'a> {
     claimed: &'a ClaimedRun,
+    redactor: Redactor,
     started: DateTime<Utc>,
     /// The job's zone: its times are written in it.
     zone: Tz,
@@ -138,15 +140,23 @@ impl Scheduler {
     pub(super) async fn record(
         &self,
         claimed: &ClaimedRun,
+        env: &RunEnv,
         started: DateTime<Utc>,
         outcome: RunOutcome,
     ) -> RunReport {
-        let (ctx, settings) = self.context_or_default(&claimed.settings);
+        // The run's own config and zones; only "now" has moved on.
+        let ctx = Context {
+            now: self.now(),
+            ..env.ctx
+        };
+        let settings = claimed.settings.clone();
+        let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &env.config);
         let run = Finished {
             claimed,
             started,
             zone: claimed.job.zone(&ctx),
-            texts: Texts::of(&outcome, &Redactor::for_home(&self.parts.home)),
+            texts: Texts::of(&outcome, &redactor),
+            redactor,
             ctx,
             settings,
             outcome,
@@ -211,9 +221,12 @@ impl Scheduler {
             prompt: &run.texts.prompt,
             result: run.texts.result.as_deref().map_err(String::as_str),
         };
-        blocking(|| self.store().save_output(&doc, run.settings.output_retention))
-            .map_err(|e| tracing::error!(job = job.id(), "cannot save the output document: {e}"))
-            .ok()
+        blocking(|| {
+            self.store()
+                .save_output(&doc, run.settings.output_retention)
+        })
+        .map_err(|e| tracing::error!(job = job.id(), "cannot save the output document: {e}"))
+        .ok()
     }
 
     /// Sends the run's result. Each destination gets its outbox row before its first
@@ -235,9 +248,17 @@ impl Scheduler {
                     .unwrap_or(chrono::Duration::hours(6)),
         };
         let track = |target: &str, payload: &str| -> Option<(i64, FlightRecorder)> {
-            let kept = blocking(|| self.store().keep_delivery(&books.item(target, payload), true));
+            let kept = blocking(|| {
+                self.store()
+                    .keep_delivery(&books.item(target, payload), true)
+            });
             let row = kept
-                .map_err(|e| tracing::error!(job = job.id(), "cannot keep the delivery in the outbox: {e}"))
+                .map_err(|e| {
+                    tracing::error!(
+                        job = job.id(),
+                        "cannot keep the delivery in the outbox: {e}"
+                    )
+                })
                 .ok()
                 .flatten()?;
             Some((row, self.flight_recorder(row)))
@@ -248,10 +269,15 @@ impl Scheduler {
             .delivery
             .deliver(RunDelivery {
                 home: &self.parts.home,
+                redactor: &run.redactor,
                 job,
                 scheduled_at: claimed.scheduled_at.unwrap_or(run.started),
                 result: run.texts.delivered(&run.outcome),
-                failure_streak: if run.texts.error.is_some() { streak + 1 } else { 0 },
+                failure_streak: if run.texts.error.is_some() {
+                    streak + 1
+                } else {
+                    0
+                },
                 wrap_response: run.settings.wrap_response,
                 track: Some(&track),
             })

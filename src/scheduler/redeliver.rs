@@ -34,10 +34,11 @@ impl Scheduler {
             ),
             Err(e) => tracing::error!("cannot check the outbox for rows of dead processes: {e}"),
         }
-        let claimed = blocking(|| store.claim_deliveries(now, OUTBOX_PER_PASS)).unwrap_or_else(|e| {
-            tracing::error!("cannot read the delivery outbox: {e}");
-            Vec::new()
-        });
+        let claimed =
+            blocking(|| store.claim_deliveries(now, OUTBOX_PER_PASS)).unwrap_or_else(|e| {
+                tracing::error!("cannot read the delivery outbox: {e}");
+                Vec::new()
+            });
         let next = blocking(|| store.next_delivery_due()).ok().flatten();
         (claimed, next)
     }
@@ -57,7 +58,11 @@ impl Scheduler {
         self.finish_redelivery(item, result)
     }
 
-    fn finish_redelivery(&self, item: OutboxItem, result: Result<(), (Failure, usize)>) -> RunReport {
+    fn finish_redelivery(
+        &self,
+        item: OutboxItem,
+        result: Result<(), (Failure, usize)>,
+    ) -> RunReport {
         let now = self.now();
         let shown = Destination::from_key(&item.target)
             .map_or_else(|| item.target.clone(), |d| crate::delivery::shown(&d));

@@ -87,7 +87,10 @@ impl Delivery for FakeDelivery {
                 Delivered::Failed(error) => format!("failed: {error}"),
                 Delivered::Silent => return DeliveryReport::default(),
             };
-            let row = run.track.and_then(|track| track(TARGET, &text)).map(|(row, _)| row);
+            let row = run
+                .track
+                .and_then(|track| track(TARGET, &text))
+                .map(|(row, _)| row);
             if self.chat == Chat::HangsAfterTracking {
                 std::future::pending::<()>().await;
             }
@@ -151,7 +154,13 @@ impl Rig {
             host: "testhost".into(),
             pid: 1,
         }));
-        Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Answer(Duration::from_secs(1)), Chat::Up, settings())
+        Rig::on(
+            store,
+            Arc::new(ManualClock::at(at(START))),
+            Work::Answer(Duration::from_secs(1)),
+            Chat::Up,
+            settings(),
+        )
     }
 
     fn on(
@@ -271,7 +280,10 @@ async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
     assert_eq!(runs[0].status, "ok");
     let job = rig.job(&id);
     assert_eq!(job.text_field("last_status"), Some("ok"));
-    assert_eq!(rig.delivery.arrived.lock().unwrap().as_slice(), ["done: report"]);
+    assert_eq!(
+        rig.delivery.arrived.lock().unwrap().as_slice(),
+        ["done: report"]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -291,7 +303,10 @@ async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
     for (job, when) in first.started().into_iter().chain(second.started()) {
         *fired.entry(format!("{job}@{when}")).or_default() += 1;
     }
-    assert!(fired.values().all(|&n| n == 1), "an occurrence ran twice: {fired:?}");
+    assert!(
+        fired.values().all(|&n| n == 1),
+        "an occurrence ran twice: {fired:?}"
+    );
     let per_job = |id: &str| fired.keys().filter(|k| k.starts_with(id)).count();
     for id in &ids[..10] {
         assert_eq!(per_job(id), 15, "every minute of 15, once each");
@@ -305,7 +320,11 @@ async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
         .flat_map(|id| first.runs(id))
         .map(|r| r.occurrence)
         .collect();
-    assert_eq!(occurrences.len(), fired.len(), "one ledger row per occurrence");
+    assert_eq!(
+        occurrences.len(),
+        fired.len(),
+        "one ledger row per occurrence"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -318,7 +337,10 @@ async fn a_late_recurring_job_catches_up_once_and_resumes_from_now() {
     assert_eq!(reports.len(), 1, "one catch-up fire, never a burst");
     let now = rig.clock.now();
     let next = rig.job(&id).next_run_at(&rig.ctx()).unwrap();
-    assert!(next > now && next <= now + chrono::Duration::minutes(5), "{next}");
+    assert!(
+        next > now && next <= now + chrono::Duration::minutes(5),
+        "{next}"
+    );
     assert!(rig.tick().await.is_empty());
 }
 
@@ -330,14 +352,23 @@ async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
     }));
     let mut off = settings();
     off.catch_up_missed = false;
-    let rig = Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Answer(Duration::ZERO), Chat::Up, off);
+    let rig = Rig::on(
+        store,
+        Arc::new(ManualClock::at(at(START))),
+        Work::Answer(Duration::ZERO),
+        Chat::Up,
+        off,
+    );
     let id = rig.add("every 5m", "ping");
     rig.clock.advance(chrono::Duration::hours(1));
     assert!(rig.tick().await.is_empty());
     assert!(rig.started().is_empty());
     let runs = rig.runs(&id);
     assert_eq!(runs[0].status, "skipped");
-    assert_eq!(runs[0].error.as_deref(), Some("skipped: late and catch-up is off"));
+    assert_eq!(
+        runs[0].error.as_deref(),
+        Some("skipped: late and catch-up is off")
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -379,7 +410,10 @@ async fn a_job_whose_run_is_still_going_is_not_started_again() {
         .collect();
     pass_time(Duration::from_secs(60)).await;
     let second = rig.scheduler.pass().await.unwrap();
-    assert!(second.pending.is_empty(), "the next occurrence waits for none");
+    assert!(
+        second.pending.is_empty(),
+        "the next occurrence waits for none"
+    );
     let skipped = rig.runs(&id);
     assert_eq!(skipped[0].status, "skipped");
     assert_eq!(skipped[0].error.as_deref(), Some("skipped (still running)"));
@@ -397,7 +431,13 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
     }));
     let mut limited = settings();
     limited.inactivity_timeout = Some(Duration::from_secs(30));
-    let rig = Rig::on(store, Arc::new(ManualClock::at(at(START))), Work::Hang, Chat::Up, limited);
+    let rig = Rig::on(
+        store,
+        Arc::new(ManualClock::at(at(START))),
+        Work::Hang,
+        Chat::Up,
+        limited,
+    );
     let id = rig.add("every 1m", "stuck");
     pass_time(Duration::from_secs(60)).await;
     let started = tokio::time::Instant::now();
@@ -405,13 +445,19 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
     let stopped_after = started.elapsed();
     assert_eq!(reports.len(), 1);
     let error = reports[0].error.clone().unwrap();
-    assert!(error.starts_with("stopped after 30s without activity (HERMES_CRON_TIMEOUT=30)"), "{error}");
+    assert!(
+        error.starts_with("stopped after 30s without activity (HERMES_CRON_TIMEOUT=30)"),
+        "{error}"
+    );
     assert!(stopped_after >= Duration::from_secs(30) && stopped_after <= Duration::from_secs(31));
     assert_eq!(rig.runs(&id)[0].status, "error");
     assert_eq!(rig.job(&id).text_field("last_status"), Some("error"));
     // The failure notice still reaches the chat.
     let arrived = rig.delivery.arrived.lock().unwrap().clone();
-    assert!(arrived[0].starts_with("failed: stopped after 30s"), "{arrived:?}");
+    assert!(
+        arrived[0].starts_with("failed: stopped after 30s"),
+        "{arrived:?}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -429,7 +475,13 @@ async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
     let id = first.add("every 1h", "report");
     pass_time(Duration::from_secs(3600)).await;
     let pass = first.scheduler.pass().await.unwrap();
-    let run = tokio::spawn(pass.pending.into_iter().next().unwrap().run(first.scheduler.clone()));
+    let run = tokio::spawn(
+        pass.pending
+            .into_iter()
+            .next()
+            .unwrap()
+            .run(first.scheduler.clone()),
+    );
     pass_time(Duration::from_secs(5)).await;
     // The process dies while its message is being sent (nothing was out yet).
     run.abort();
@@ -438,11 +490,17 @@ async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
     let reports = next.tick().await;
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0].status, RunStatus::Ok);
-    assert_eq!(next.delivery.arrived.lock().unwrap().as_slice(), ["done: report"]);
+    assert_eq!(
+        next.delivery.arrived.lock().unwrap().as_slice(),
+        ["done: report"]
+    );
     assert!(next.tick().await.is_empty(), "never sent twice");
     let occurrence = format!("{id}@2026-11-23T10:00:00Z");
     assert_eq!(
-        next.store.delivery_state(&occurrence, TARGET).unwrap().as_deref(),
+        next.store
+            .delivery_state(&occurrence, TARGET)
+            .unwrap()
+            .as_deref(),
         Some("sent")
     );
     // The run itself never finished: the next daemon records it interrupted, not rerun.
@@ -463,12 +521,14 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
     // Added while the daemon sleeps: picked up at once, due in 30 s.
     let late = {
         let new = NewJob {
-            schedule: (rig.clock.now() + chrono::Duration::seconds(30))
-                .to_rfc3339(),
+            schedule: (rig.clock.now() + chrono::Duration::seconds(30)).to_rfc3339(),
             prompt: "once".into(),
             ..NewJob::default()
         };
-        create_job(&*rig.store, &new, &rig.ctx()).unwrap().id().to_string()
+        create_job(&*rig.store, &new, &rig.ctx())
+            .unwrap()
+            .id()
+            .to_string()
     };
     pass_time(Duration::from_secs(40)).await;
     stop.send(()).unwrap();
@@ -479,17 +539,19 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
         .filter(|(job, _)| *job == id)
         .map(|(_, when)| *when)
         .collect();
-    assert_eq!(
-        ticks.len(),
-        3,
-        "09:01, 09:02 and 09:03 fired: {started:?}"
-    );
+    assert_eq!(ticks.len(), 3, "09:01, 09:02 and 09:03 fired: {started:?}");
     for (n, when) in ticks.iter().enumerate() {
         let due = at(START) + chrono::Duration::minutes(n as i64 + 1);
-        assert!(*when - due < chrono::Duration::milliseconds(300), "late: {when} for {due}");
+        assert!(
+            *when - due < chrono::Duration::milliseconds(300),
+            "late: {when} for {due}"
+        );
     }
     let once: Vec<_> = started.iter().filter(|(job, _)| *job == late).collect();
     assert_eq!(once.len(), 1);
     let heartbeat = rig.store.heartbeat().unwrap();
-    assert!(heartbeat.seen && heartbeat.alive_at.is_none(), "a clean stop clears the heartbeat");
+    assert!(
+        heartbeat.seen && heartbeat.alive_at.is_none(),
+        "a clean stop clears the heartbeat"
+    );
 }

@@ -892,7 +892,7 @@ fn a_pass_killed_between_attempts_of_its_run_s_delivery_leaves_it_to_the_next_pa
 fn a_pass_killed_with_its_run_s_message_out_never_sends_it_again() {
     let fake = Fake::start(|_, i| {
         if i == 0 {
-            std::thread::sleep(Duration::from_secs(3));
+            std::thread::sleep(Duration::from_millis(1500));
         }
         telegram_ok(i)
     });
@@ -908,7 +908,7 @@ fn a_pass_killed_with_its_run_s_message_out_never_sends_it_again() {
 
     hermes.cron_at("2026-03-02T10:01:00Z", &["tick"]).ok();
     hermes.cron_at("2026-03-02T12:00:00Z", &["tick"]).ok();
-    std::thread::sleep(Duration::from_millis(3200));
+    std::thread::sleep(Duration::from_millis(1700));
     assert_eq!(fake.seen().len(), 1, "may have arrived: never sent again");
 }
 
@@ -951,11 +951,11 @@ fn a_retry_killed_between_attempts_is_given_back_and_delivered_once_later() {
 
 #[test]
 fn a_retry_killed_with_its_request_out_is_closed_as_unknown_and_never_resent() {
-    // The retry's request is read and left unanswered for 3 s: it may have arrived.
+    // The retry's request is read and left unanswered for 1.5 s: it may have arrived.
     let fake = Fake::start(|_, i| match i {
         0..=2 => telegram_error(503, "Service Unavailable", Value::Null),
         3 => {
-            std::thread::sleep(Duration::from_secs(3));
+            std::thread::sleep(Duration::from_millis(1500));
             telegram_ok(i)
         }
         _ => telegram_ok(i),
@@ -965,7 +965,7 @@ fn a_retry_killed_with_its_request_out_is_closed_as_unknown_and_never_resent() {
 
     hermes.cron_at("2026-03-01T10:06:00Z", &["tick"]).ok();
     hermes.cron_at("2026-03-01T12:00:00Z", &["tick"]).ok();
-    std::thread::sleep(Duration::from_millis(3200));
+    std::thread::sleep(Duration::from_millis(1700));
     assert_eq!(fake.seen().len(), 4, "never sent again");
     let id = hermes.jobs()[0]["id"].as_str().unwrap().to_string();
     assert_eq!(hermes.job(&id)["last_status"], "delivery_failed");

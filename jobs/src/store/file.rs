@@ -12,8 +12,8 @@ use std::sync::{Mutex, MutexGuard};
 use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
-    claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner,
-    Store, StoreError,
+    claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner, Store,
+    StoreError,
 };
 use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots, Planned};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
@@ -195,10 +195,8 @@ impl FileStore {
             drop(others);
             let ids: HashSet<&str> = candidates.iter().map(String::as_str).collect();
             let mut fresh_wake = None;
-            self.jobs.update_records::<_, DocumentError>(
-                &ctx.now_text(),
-                &ids,
-                |records| {
+            self.jobs
+                .update_records::<_, DocumentError>(&ctx.now_text(), &ids, |records| {
                     let mut jobs = healed(records.iter_mut().map(std::mem::take).collect(), ctx);
                     planned = plan_pass(&mut jobs, ctx, options);
                     fresh_wake = earliest_next_run(&jobs, ctx, ttl);
@@ -206,8 +204,7 @@ impl FileStore {
                         *record = job.into_record();
                     }
                     Ok(())
-                },
-            )?;
+                })?;
             next_wake = [others_wake, fresh_wake].into_iter().flatten().min();
         }
         Ok((planned, next_wake))
@@ -342,7 +339,11 @@ impl Store for FileStore {
                         .is_running(job_id, &self.owner.host, &*self.alive)
                         .unwrap_or(false)
                 },
-                &mut |claim| ledger.claim(&self.stamped(claim)).map_err(|e| e.to_string()),
+                &mut |claim| {
+                    ledger
+                        .claim(&self.stamped(claim))
+                        .map_err(|e| e.to_string())
+                },
             ))
         })?;
         drop(tick_lock);
@@ -368,7 +369,9 @@ impl Store for FileStore {
         let claim = super::manual_claim(job_id, &occurrence, now);
         self.with_ledger(|ledger| ledger.claim(&self.stamped(&claim)))?
             .ok_or_else(|| {
-                JobError::Invalid("a manual run was started at the same millisecond; try again".into())
+                JobError::Invalid(
+                    "a manual run was started at the same millisecond; try again".into(),
+                )
             })
     }
 
@@ -486,9 +489,10 @@ impl Store for FileStore {
             Beat::Started { pid } => ("daemon.pid", format!("{pid}\n")),
             Beat::Alive(at) => ("ticker_heartbeat", epoch_text(*at)),
             Beat::PassSucceeded(at) => ("ticker_last_success", epoch_text(*at)),
-            Beat::PassFailed(at, error) => {
-                ("ticker_last_error", format!("{}\n{error}\n", epoch_text(*at)))
-            }
+            Beat::PassFailed(at, error) => (
+                "ticker_last_error",
+                format!("{}\n{error}\n", epoch_text(*at)),
+            ),
             Beat::Stopped => ("ticker_heartbeat", "0".to_string()),
         };
         write_atomic(&self.cron_dir().join(name), text.as_bytes())?;

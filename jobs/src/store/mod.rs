@@ -190,8 +190,11 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Runs recorded `running` whose process is gone (`except_own`: this process's own
     /// too) become `interrupted`, never re-run. Returns how many.
-    fn interrupt_dead_runs(&self, now: DateTime<Utc>, except_own: bool)
-        -> Result<usize, StoreError>;
+    fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError>;
     /// Newest runs first, of one job or all.
     fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError>;
 
@@ -206,8 +209,11 @@ pub trait Store: Send + Sync {
         claimed: bool,
     ) -> Result<Option<i64>, StoreError>;
     /// Claims the deliveries due at `now` (at most `limit`); expired ones are closed.
-    fn claim_deliveries(&self, now: DateTime<Utc>, limit: usize)
-        -> Result<Vec<OutboxItem>, StoreError>;
+    fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError>;
     /// Marks a request of delivery `id` going out, or its answer back.
     fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
     /// Deliveries left `sending` by dead processes: given back when nothing was in
@@ -348,7 +354,9 @@ pub(crate) fn claim_planned(
                     };
                     match (insert(&request), recorded) {
                         (Ok(Some(run)), None) => Claimed::Run { run },
-                        (Ok(Some(_)), Some((status, reason))) => Claimed::Recorded { status, reason },
+                        (Ok(Some(_)), Some((status, reason))) => {
+                            Claimed::Recorded { status, reason }
+                        }
                         (Ok(None), _) => Claimed::Taken,
                         (Err(error), _) => Claimed::Failed { error },
                     }
