@@ -1,5 +1,5 @@
-//! The runner the scheduler uses: a job's script first (§6.7), then — unless the script
-//! is the whole job or kept the agent asleep — the agent (§6) with the script's output.
+//! The runner the scheduler uses: a job's script first (docs/AGENT.md, "Scripts and script-only jobs"), then — unless the script
+//! is the whole job or kept the agent asleep — the agent (docs/AGENT.md) with the script's output.
 
 use std::path::PathBuf;
 

@@ -1,4 +1,4 @@
-//! Where Hermes keeps its files, its configuration and its time zone (SPEC §1, §3.2, §8).
+//! Where Hermes keeps its files, its configuration and its time zone (docs/STORE.md, "Files under the home"; docs/SCHEDULES.md, "Time zones"; docs/CONFIG.md, "Config file reference").
 //! Resolved at call time so that each test can set its own HERMES_HOME. It reads
 //! config.yaml only through [`Config::read`] and never writes it.
 
@@ -72,7 +72,7 @@ pub fn system_zone() -> Tz {
         .unwrap_or(Tz::UTC)
 }
 
-/// The configured zone (SPEC §3.2): HERMES_TIMEZONE → config `timezone:` → system → UTC.
+/// The configured zone (docs/SCHEDULES.md, "Time zones"): HERMES_TIMEZONE → config `timezone:` → system → UTC.
 /// An invalid name is a warning on stderr, then the next source is tried.
 pub fn configured_zone(config: &Config) -> Tz {
     let from_env = std::env::var("HERMES_TIMEZONE").ok();

@@ -1,4 +1,4 @@
-//! Secret redaction (SPEC §9) for everything that leaves a run: delivered text, output
+//! Secret redaction (docs/SAFETY.md, "Redaction") for everything that leaves a run: delivered text, output
 //! documents, recorded errors. Two layers: the exact values of every configured key and
 //! token (environment, `<home>/.env`, config.yaml), then common shapes (`sk-...`,
 //! `Bearer ...`, Telegram bot tokens, Slack `xox?-` tokens). It only ever replaces text

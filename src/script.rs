@@ -1,4 +1,4 @@
-//! Script jobs (SPEC §6.7): a script under `<home>/scripts/`, confined there, run with an
+//! Script jobs (docs/AGENT.md, "Scripts and script-only jobs"): a script under `<home>/scripts/`, confined there, run with an
 //! environment stripped of credentials, in its own process group so a timeout kills its
 //! children too. Its stdout is the message (`no_agent`), the agent's context, or the
 //! wake gate that keeps the agent asleep.

@@ -15,7 +15,7 @@ pub struct CronSettings {
     pub script_timeout: Duration,
     /// `HERMES_CRON_TIMEOUT`: a run with no activity this long is stopped; `None` = never.
     pub inactivity_timeout: Option<Duration>,
-    /// `cron.wrap_response` (default true): deliver replies inside the §7 wrapper.
+    /// `cron.wrap_response` (default true): deliver replies inside the response wrapper (docs/DELIVERY.md, "The response wrapper").
     pub wrap_response: bool,
     /// `cron.delivery_retry_hours` (default 6): how long failed deliveries are retried
     /// from the outbox.

@@ -1,4 +1,4 @@
-//! The due scan of one scheduler pass (SPEC §3.4, §5.2): which jobs fire now, which
+//! The due scan of one scheduler pass (docs/SCHEDULES.md, "Missed runs and catch-up"; docs/RUNNING.md, "One scheduler pass"): which jobs fire now, which
 //! one-shots were missed, which late runs are skipped — and the store changes that make
 //! each decision crash-safe. It runs under the store lock and moves every due job's
 //! `next_run_at` forward *before* anything runs, so a crash can never fire the same

@@ -13,7 +13,7 @@ use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 use crate::jsonfile::Record;
 
 /// What "now" and "where" mean for an operation: the caller's clock reading, the
-/// configured zone (§3.2) and the system zone that legacy naive timestamps are read in.
+/// configured zone (docs/SCHEDULES.md, "Time zones") and the system zone that legacy naive timestamps are read in.
 #[derive(Debug, Clone, Copy)]
 pub struct Context {
     pub now: DateTime<Utc>,
@@ -28,7 +28,7 @@ impl Context {
     }
 }
 
-/// A job's state as users see it (SPEC §2 "effective state").
+/// A job's state as users see it (docs/STORE.md, "Effective state").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
     Scheduled,
@@ -354,7 +354,7 @@ impl Job {
         }
     }
 
-    /// `repeat`, with the SPEC §3.5 defaults: one-shots run once, others forever.
+    /// `repeat`, with its defaults (docs/SCHEDULES.md, "Repeat"): one-shots run once, others forever.
     /// The schedule as users see it: the stored `display`, else the parsed schedule's.
     /// (Parsing a cron expression costs microseconds; `list` of 10,000 jobs avoids it.)
     pub fn schedule_display(&self, ctx: &Context) -> Result<String, ScheduleError> {
@@ -718,7 +718,7 @@ impl Job {
         }
     }
 
-    /// The record as `list --json` shows it: every SPEC field present with its
+    /// The record as `list --json` shows it: every documented field (docs/STORE.md, "Job record fields") present with its
     /// default, in the stored shapes, plus whatever else the record carries.
     pub fn normalized(&self, ctx: &Context) -> Record {
         let mut job = self.clone();

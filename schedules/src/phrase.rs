@@ -102,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn spec_examples() {
+    fn documented_examples() {
         for (input, expr) in [
             ("every monday 9am", "0 9 * * 1"),
             ("weekdays at 9am", "0 9 * * 1-5"),

@@ -1,4 +1,4 @@
-//! The schedule grammar of SPEC §3.1, the stored JSON form, next run (§3.3) and grace (§3.4).
+//! The schedule grammar (docs/SCHEDULES.md, "Schedule grammar"), the stored JSON form, next run (docs/SCHEDULES.md, "Next run") and grace (docs/SCHEDULES.md, "Missed runs and catch-up").
 
 use chrono::{DateTime, Duration, FixedOffset, Utc};
 use chrono_tz::Tz;
@@ -130,7 +130,7 @@ impl Schedule {
         }
     }
 
-    /// The next fire instant per SPEC §3.3, or `None` when the job has nothing left to run.
+    /// The next fire instant (docs/SCHEDULES.md, "Next run"), or `None` when the job has nothing left to run.
     ///
     /// * once: `run_at`, if the job never ran and `run_at ≥ now − 120 s`;
     /// * interval: `last_run_at` (else now) + minutes — elapsed time, not wall clock;
@@ -172,7 +172,7 @@ impl Schedule {
 }
 
 /// How late a recurring fire may be and still count as on time: half the period,
-/// clamped to [120 s, 2 h] (SPEC §3.4).
+/// clamped to [120 s, 2 h] (docs/SCHEDULES.md, "Missed runs and catch-up").
 pub fn grace_period(period: Duration) -> Duration {
     (period / 2).clamp(Duration::seconds(120), Duration::hours(2))
 }
@@ -201,7 +201,7 @@ fn looks_like_timestamp(text: &str) -> bool {
     date_prefix || (text.contains('T') && text.starts_with(|c: char| c.is_ascii_digit()))
 }
 
-/// Parses a schedule string (SPEC §3.1) at `now` in `zone`.
+/// Parses a schedule string (docs/SCHEDULES.md, "Schedule grammar") at `now` in `zone`.
 ///
 /// `repeat` is the caller's `--repeat`: a bare duration with `repeat > 1` becomes an
 /// interval (three runs 30 minutes apart for `30m --repeat 3`), because a one-shot that
@@ -303,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn every_spec_example_has_its_stored_form() {
+    fn every_documented_example_has_its_stored_form() {
         assert_eq!(
             stored("every 2h"),
             json!({"kind":"interval","minutes":120,"display":"every 120m"})
@@ -465,7 +465,7 @@ mod tests {
     }
 
     #[test]
-    fn next_run_follows_spec() {
+    fn next_run_follows_the_documented_rules() {
         let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
         let interval = parse_schedule("every 2h", now(), New_York, None).unwrap();
         assert_eq!(

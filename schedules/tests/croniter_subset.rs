@@ -4,7 +4,7 @@
 //!
 //! Where croniter and we agree, we must still give croniter's answer. Where they differ
 //! by a documented Vixie DST rule (the row carries a `class`), we must give the answer
-//! that rule (SPEC §3.3, `schedules::DstRule`) gives, recorded in `vixie`.
+//! that rule (docs/SCHEDULES.md, "DST rules"; `schedules::DstRule`) gives, recorded in `vixie`.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use chrono_tz::Tz;

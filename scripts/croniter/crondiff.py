@@ -2,7 +2,7 @@
 
 Owns: generating random (expression, instant, zone) triples, asking croniter and our
 engine (the `croniter_diff` example, over JSON lines) for the next fire, and classing
-every disagreement against an independent model of SPEC §3.3 (the Vixie DST rule). It
+every disagreement against an independent model of docs/SCHEDULES.md#dst-rules (the Vixie DST rule). It
 never edits the engine; a disagreement it cannot class is reported and fails the run.
 
     crondiff.py diff [N] [--seed S]        run N triples, print classes, exit 1 if any unclassified
@@ -255,7 +255,7 @@ def croniter_next(case):
     return {"next": iso(nxt), "offset": int(start.utcoffset().total_seconds())}
 
 
-# --------------------------------------------------------------------------- SPEC §3.3 model
+# --------------------------------------------------------------------------- docs/SCHEDULES.md#dst-rules model
 
 def _parse_field(text, lo, hi, names=None, dow=False):
     vals = set()
@@ -290,7 +290,7 @@ def _value(x, names, lo):
 
 
 class Model:
-    """SPEC §3.3 with the DstRule of schedules/src/cron.rs, written independently:
+    """docs/SCHEDULES.md#dst-rules with the DstRule of schedules/src/cron.rs, written independently:
     day matching per Vixie (both DOM and DOW restricted, i.e. not `*` → either; a DOW
     naming all 7 days next to a `*` step in DOM counts as `*`, as croniter and our
     engine do), and
@@ -439,7 +439,7 @@ def classify(case, cron, model, ours):
     if ours["next"] == cron["next"]:
         return None
     if ours["next"] != model["next"]:
-        return "BUG/engine: ours differs from the SPEC §3.3 model"
+        return "BUG/engine: ours differs from the docs/SCHEDULES.md#dst-rules model"
     if Model(case["expr"], croniter_days=True).next_after(parse_iso(case["after"]), case["zone"]) == (
         parse_iso(cron["next"]) if cron["next"] else None
     ):
@@ -462,7 +462,7 @@ def classify(case, cron, model, ours):
             rule = "fixed_time" if model["fixed"] else "elapsed"
             return "DST/%s/%s: ours %s, croniter %s" % (
                 kind, rule, _where(o, (T, ob, oa), case["zone"]), _where(c, (T, ob, oa), case["zone"]))
-    return "BUG/croniter-outside-dst: ours matches the SPEC model, croniter differs, no DST change near"
+    return "BUG/croniter-outside-dst: ours matches the model of docs/SCHEDULES.md#dst-rules, croniter differs, no DST change near"
 
 
 # --------------------------------------------------------------------------- commands
@@ -489,7 +489,7 @@ def cmd_diff(args):
     classes = collections.Counter()
     examples = collections.defaultdict(list)
     agree = 0
-    model_off = []  # ours == croniter but the SPEC model says otherwise: a model bug
+    model_off = []  # ours == croniter but the model of docs/SCHEDULES.md#dst-rules says otherwise: a model bug
     for case, cron, model, ours in rows:
         cls = classify(case, cron, model, ours)
         if cls is None:
@@ -514,7 +514,7 @@ def cmd_diff(args):
     summary = collections.Counter("documented (Vixie DST rule)" if not k.startswith("BUG") else "unclassified"
                                   for k in classes.elements())
     print("\nsummary: agree %d; %s" % (agree, "; ".join("%s %d" % kv for kv in sorted(summary.items()))))
-    print("self-check: the SPEC model differs from both engines on %d agreed rows%s" % (
+    print("self-check: the model of docs/SCHEDULES.md#dst-rules differs from both engines on %d agreed rows%s" % (
         len(model_off), "".join("\n        %s ours=%s model=%s" % (c["expr"], o["next"], m.get("next"))
                                 for c, o, m in model_off[:5])))
     return 1 if bad else 0

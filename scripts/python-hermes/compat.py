@@ -7,7 +7,7 @@ PyPI) on one ~/.hermes/cron/jobs.json. Started by compat.sh; plain python3.
   C. Both edit one store in turn; after every step both read it and agree.
 
 Each check prints PASS or FAIL (exit status 1 if any failed); INFO lines are known,
-documented differences (SPEC), not failures.
+documented differences (docs/STORE.md#known-differences), not failures.
 """
 
 import argparse
@@ -427,7 +427,7 @@ def part_b(w):
     check("B next_run_at: ours == Python's compute_next_run for every job (same instant)", not bad,
           "; ".join(bad[:6]), f"{len(raw) - len(expected)} jobs")
     for e in expected:
-        info("B per-job time zone (SPEC §2 'we also': Python does not know `timezone`)",
+        info("B per-job time zone (docs/STORE.md#what-hermes-cron-adds: Python does not know `timezone`)",
              e + " — Python keeps the key and the stored next_run_at, but would recompute in the "
              "global zone after it runs the job")
 
@@ -493,7 +493,7 @@ def part_b(w):
     gone = sorted(names.get(i, i) for i in before.keys() - mid.keys())
     if gone:
         info("B Python deletes a one-shot (or a repeat-limited job) once it has run; ours keeps it "
-             "`completed` (SPEC §3.5)", f"deleted by Python's tick: {gone}")
+             "`completed` (docs/SCHEDULES.md#repeat)", f"deleted by Python's tick: {gone}")
     shutil.rmtree(py_home)
     shutil.rmtree(rs_home)
 
@@ -515,9 +515,9 @@ def dst_case(w):
     if all(same_instant(a, b) for a, b in zip(ours, theirs)):
         check("B DST spring gap `30 2 * * *` Europe/Berlin agrees", True)
     else:
-        check("B DST spring gap `30 2 * * *`: ours runs once right after the gap (SPEC §3.3)",
+        check("B DST spring gap `30 2 * * *`: ours runs once right after the gap (docs/SCHEDULES.md#dst-rules)",
               ours[0] == "2026-03-29T03:00:00+02:00", f"ours {ours}")
-        info("B DST spring gap `30 2 * * *` Europe/Berlin 2026-03-29: Python differs (SPEC §3.3 follows "
+        info("B DST spring gap `30 2 * * *` Europe/Berlin 2026-03-29: Python differs (our DST rule, docs/SCHEDULES.md#dst-rules, follows "
              "Vixie cron: a skipped fixed time runs right after the gap)",
              f"ours {ours[0]}, Python {theirs[0]}; later fires: ours {ours[1:]}, Python {theirs[1:]}")
     # Autumn: 02:30 happens twice on 2026-10-25; a fixed-time job runs once, in the first pass,
@@ -525,13 +525,13 @@ def dst_case(w):
     start = "2026-10-24T12:00:00+02:00"
     ours = w.rs_json("cron", "next", "30 2 * * *", "--from", start, "-n", "2", "--json")["next"]
     theirs = chain(w, s, start, 2)
-    check("B DST autumn `30 2 * * *`: ours runs once, in the first 02:30, then 02:30 local (SPEC §3.3)",
+    check("B DST autumn `30 2 * * *`: ours runs once, in the first 02:30, then 02:30 local (docs/SCHEDULES.md#dst-rules)",
           ours == ["2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"], f"ours {ours}")
     if not all(same_instant(a, b) for a, b in zip(ours, theirs)):
         info("B DST autumn `30 2 * * *`: Python Hermes differs (croniter 6.0.0, which it pins, is an "
-             "hour off on the day after the change; croniter 7.0.0 is not; wrong per SPEC §3.3)",
+             "hour off on the day after the change; croniter 7.0.0 is not; wrong per docs/SCHEDULES.md#dst-rules)",
              f"ours {ours}, Python {theirs}")
-    # `0 9 * * *` must stay 09:00 local through both changes (SPEC §3.3).
+    # `0 9 * * *` must stay 09:00 local through both changes (docs/SCHEDULES.md#dst-rules).
     for label, start in (("spring", "2026-03-28T09:00:00+01:00"), ("autumn", "2026-10-24T09:00:00+02:00")):
         s = {"kind": "cron", "expr": "0 9 * * *", "display": "0 9 * * *"}
         ours = w.rs_json("cron", "next", "0 9 * * *", "--from", start, "-n", "3", "--json")["next"]
@@ -541,7 +541,7 @@ def dst_case(w):
         if ok and not all(same_instant(a, b) for a, b in zip(ours, theirs)):
             info(f"B `0 9 * * *` across the {label} DST change: Python Hermes is an hour off on the "
                  "day of the change (croniter 6.0.0, which it pins, returns 08:00/10:00 for a start "
-                 "the day before; croniter 7.0.0 returns 09:00; wrong per SPEC §3.3)", f"ours {ours}, Python {theirs}")
+                 "the day before; croniter 7.0.0 returns 09:00; wrong per docs/SCHEDULES.md#dst-rules)", f"ours {ours}, Python {theirs}")
 
 
 # ------------------------------------------------------------------ C: both edit
@@ -675,7 +675,7 @@ def part_d(w):
           f"the one-shot ran {_fires(w.home / 'fired_once')} times. Mid-run Python's record was "
           + json.dumps({k: o.get(k, "<absent>") for k in ("next_run_at", "last_run_at", "repeat", "run_claim")})
           + " - ours must treat a one-shot with repeat.completed >= repeat.times (Python's "
-          "claim_dispatch) or a fresh `run_claim` as already dispatched (SPEC §5.2/§5.3)")
+          "claim_dispatch) or a fresh `run_claim` as already dispatched (docs/RUNNING.md#one-scheduler-pass, docs/STORE.md#running-both-on-one-store)")
     check("D1 Python gateway runs a recurring job; our tick meanwhile does not fire it again",
           _fires(w.home / "fired_every") == 1, f"ran {_fires(w.home / 'fired_every')} times")
 
@@ -701,7 +701,7 @@ def part_d(w):
     check("D2 our daemon runs a recurring job; Python's tick meanwhile does not fire it again",
           _fires(w2.home / "fired_every") == 1, f"ran {_fires(w2.home / 'fired_every')} times")
     o = mid.get(once, {})
-    check("D2 our in-flight one-shot survives Python's pass and ends `completed` (SPEC §3.5)",
+    check("D2 our in-flight one-shot survives Python's pass and ends `completed` (docs/SCHEDULES.md#repeat)",
           once in after_py and (final.get(once) or {}).get("state") == "completed",
           "Python's get_due_jobs deleted the record while our run was in flight (mid-run ours wrote "
           + json.dumps({k: o.get(k, "<absent>") for k in ("next_run_at", "last_run_at", "repeat", "run_claim")})

@@ -1,4 +1,4 @@
-//! `agent.backend: command` (SPEC §6.8): the assembled prompt goes to another agent
+//! `agent.backend: command` (docs/AGENT.md, "External command agent"): the assembled prompt goes to another agent
 //! program on stdin and its stdout is the reply. It runs in the job's workdir (else the
 //! Hermes home), in its own process group (killed with its children when the run ends
 //! or times out), with the user's environment plus `<home>/.env`, since that agent

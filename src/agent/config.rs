@@ -1,4 +1,4 @@
-//! What one agent run is configured with (SPEC §6.1, §6.2, §8): model, provider, base
+//! What one agent run is configured with (docs/AGENT.md, "Model and provider", "Retries and fallback"; docs/CONFIG.md, "Config file reference"): model, provider, base
 //! URL and key for the primary endpoint and each fallback, the loop budget, the backend
 //! and the tool settings. Built before every run from the [`Config`] that run loaded,
 //! `<home>/.env` and the real environment; it never writes any of them and never logs a
@@ -53,7 +53,7 @@ impl Endpoint {
     }
 }
 
-/// Which agent carries out the prompt (§6.8).
+/// Which agent carries out the prompt (docs/AGENT.md, "External command agent").
 #[derive(Debug, Clone, PartialEq)]
 pub enum Backend {
     BuiltIn,

@@ -1,4 +1,4 @@
-//! The built-in agent that runs a job (SPEC §6): a fresh conversation per run, no
+//! The built-in agent that runs a job (docs/AGENT.md): a fresh conversation per run, no
 //! history. It reads its configuration anew each run (`config`), assembles and scans the
 //! prompt (`prompt`, `skills`), then loops: call the model (`provider`, through the
 //! retries and fallback of `retry`), run the tools it asks for (`tools`) in parallel,

@@ -1,7 +1,7 @@
-//! The prompt an agent run starts from (SPEC §6.6), outermost first: a missing-skill
+//! The prompt an agent run starts from (docs/AGENT.md, "Prompt assembly"), outermost first: a missing-skill
 //! notice (when a skill is missing), the cron notice, the output of `context_from` jobs,
 //! the script's output or error, the skills, then the job's prompt. Also the safety
-//! scan before a run (§9) and the silence rule of a reply (§6.9).
+//! scan before a run (docs/SAFETY.md, "Prompt scanning") and the silence rule of a reply (docs/AGENT.md, "Silence").
 //!
 //! The job's own prompt gets the strict scan; skill bodies, script output and other
 //! jobs' output get the looser one (invisible characters stripped, only the
@@ -158,7 +158,7 @@ pub fn assemble(
     Ok(prompt.trim_end().to_string())
 }
 
-/// A reply that means "nothing to deliver" (§6.9): trimmed `[SILENT]` (any case); a
+/// A reply that means "nothing to deliver" (docs/AGENT.md, "Silence"): trimmed `[SILENT]` (any case); a
 /// first or last non-empty line that is exactly `[SILENT]`, `SILENT`, `NO_REPLY` or
 /// `NO REPLY`; or a reply that starts with `[SILENT]`. A marker inside a sentence is
 /// content.

@@ -1,7 +1,7 @@
-//! One model call over HTTP in either API mode (SPEC §6.1): OpenAI-compatible chat
+//! One model call over HTTP in either API mode (docs/AGENT.md, "Model and provider"): OpenAI-compatible chat
 //! completions or the native Anthropic Messages API. Both are converted to and from one
 //! internal conversation form, so the loop never knows which it talks to. Every failure
-//! is classified (§6.2); retrying is not done here but in `retry`.
+//! is classified (docs/AGENT.md, "Retries and fallback"); retrying is not done here but in `retry`.
 
 use std::fmt;
 use std::time::Duration;
@@ -83,7 +83,7 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSpec],
 }
 
-/// The failure classes of SPEC §6.2; their names appear in the job's error.
+/// The failure classes (docs/AGENT.md, "Retries and fallback"); their names appear in the job's error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
     RateLimit,

@@ -1,4 +1,4 @@
-//! Retries, backoff and fallback around one model call (SPEC §6.2). It owns only the
+//! Retries, backoff and fallback around one model call (docs/AGENT.md, "Retries and fallback"). It owns only the
 //! decision "wait how long and try what next"; the waiting itself goes through a
 //! [`Sleeper`] so tests can check every wait without spending it.
 //!

@@ -1,4 +1,4 @@
-//! Skills (SPEC §6.5): a folder with a `SKILL.md` (YAML front matter `name`,
+//! Skills (docs/AGENT.md, "Skills"): a folder with a `SKILL.md` (YAML front matter `name`,
 //! `description`, then the instructions) anywhere under `<home>/skills/`. A job's skills
 //! are found by front-matter name, else folder name, and loaded in the job's order.
 //! Reading only: a missing skill is reported to the caller, never an error here.

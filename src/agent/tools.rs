@@ -1,4 +1,4 @@
-//! The tools a cron agent may use (SPEC §6.4): a small registry of name, JSON schema,
+//! The tools a cron agent may use (docs/AGENT.md, "Tools"): a small registry of name, JSON schema,
 //! availability and handler. Built in: `terminal`, `read_file`, `write_file`,
 //! `list_directory`, `search_files`, `web_fetch`. Results are JSON strings; a refused
 //! call says it was refused and why, so the model can tell the user.

@@ -1,4 +1,4 @@
-//! The text of a delivery: the §7 wrapper, failure notices, `MEDIA:` lines, splitting
+//! The text of a delivery: the response wrapper (docs/DELIVERY.md, "The response wrapper"), failure notices, `MEDIA:` lines, splitting
 //! a long message into parts on paragraph/line boundaries without cutting a fenced code
 //! block, and Markdown rendered as the HTML subset Telegram accepts. Pure functions of
 //! their input: the same text always splits the same way, which is what lets the outbox
@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-/// The §7 wrapper around a reply.
+/// The response wrapper (docs/DELIVERY.md, "The response wrapper") around a reply.
 pub fn wrap(name: &str, job_id: &str, content: &str) -> String {
     format!(
         "Cronjob Response: {name}\n(job_id: {job_id})\n-------------\n\n{content}\n\n\
@@ -19,7 +19,7 @@ pub fn wrap(name: &str, job_id: &str, content: &str) -> String {
 /// How many failures in a row earn a nudge to look at the job.
 pub const NUDGE_AFTER: u64 = 3;
 
-/// The class of a run error, in the words of SPEC §6.2 where the error names one.
+/// The class of a run error, in the words of the error classes (docs/AGENT.md, "Retries and fallback") where the error names one.
 pub fn error_class(error: &str) -> &'static str {
     let lower = error.to_ascii_lowercase();
     let classes: &[(&str, &[&str])] = &[

@@ -1,4 +1,4 @@
-//! Delivery of a run's result (SPEC §7): where it goes, what it says, and sending it
+//! Delivery of a run's result (docs/DELIVERY.md): where it goes, what it says, and sending it
 //! over the real Telegram, Discord and Slack APIs or to a webhook.
 //!
 //! * Targets are resolved when the run ends, from the real environment over
@@ -6,7 +6,7 @@
 //!   that resolves to nothing is the delivery error
 //!   `no delivery target resolved for deliver=<target>`; `local`, and `origin` with no
 //!   origin and no home channel anywhere, send nothing and are not errors.
-//! * The text is the reply inside the §7 wrapper (`cron.wrap_response: false` sends the
+//! * The text is the reply inside the response wrapper (docs/DELIVERY.md; `cron.wrap_response: false` sends the
 //!   bare reply); a failed run sends a one-line notice naming the error class, with a
 //!   nudge from the third failure in a row; a silent run sends nothing. Everything sent
 //!   is secret-redacted ([`crate::redact`]). `MEDIA:/path` lines become attachments.

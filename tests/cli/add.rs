@@ -1,5 +1,5 @@
-//! `hermes cron add`: the record it writes (SPEC §2), the schedule grammar as a user
-//! meets it (§3.1) and what it refuses (§3.5, §7).
+//! `hermes cron add`: the record it writes (docs/STORE.md, "Job record fields"), the schedule grammar as a user
+//! meets it (docs/SCHEDULES.md, "Schedule grammar") and what it refuses (docs/SCHEDULES.md, "Repeat"; docs/DELIVERY.md, "Targets").
 
 use std::fs;
 

@@ -1,7 +1,7 @@
 //! The agent runtime through the real binary: `hermes cron add` then `hermes cron run`
 //! against local scripted fakes of an OpenAI-compatible server and of the Anthropic
 //! Messages API (tiny_http on 127.0.0.1:0, pointed at by `model.base_url`). Each test
-//! pins one behaviour of SPEC §6: what the request carries, tool round trips, error
+//! pins one behaviour described in docs/AGENT.md: what the request carries, tool round trips, error
 //! classes, fallback, silence, skills and the cron-mode safety refusals.
 
 use std::sync::{Arc, Mutex};

@@ -1,4 +1,4 @@
-//! Every process takes `.jobs.lock` for its read-modify-write (SPEC §1): concurrent
+//! Every process takes `.jobs.lock` for its read-modify-write (docs/STORE.md, "Locks and atomic writes"): concurrent
 //! `add`s never lose a job.
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-//! `hermes cron edit` (SPEC §4): schedule changes recompute the next run; what `add`
+//! `hermes cron edit` (docs/COMMANDS.md, "edit"): schedule changes recompute the next run; what `add`
 //! refuses, `edit` refuses too.
 
 use serde_json::json;

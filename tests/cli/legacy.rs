@@ -1,6 +1,6 @@
 //! Stores as older and newer Python Hermes builds (and people with editors) write them:
 //! every one must list, and survive an edit with every key we do not know intact and
-//! the odd shapes healed (SPEC §2, §3.1 last paragraph).
+//! the odd shapes healed (docs/STORE.md, "Tolerant reading"; docs/SCHEDULES.md, "Stored forms from older versions").
 
 use serde_json::{json, Map, Value};
 
@@ -39,7 +39,7 @@ fn records(doc: &Value) -> Vec<(String, Map<String, Value>)> {
         .collect()
 }
 
-/// The fixtures mark keys unknown to SPEC §2 with an `x_` prefix, at any depth.
+/// The fixtures mark keys outside the documented fields (docs/STORE.md, "Job record fields") with an `x_` prefix, at any depth.
 fn collect_unknown(job: &Option<String>, pointer: &str, value: &Value, out: &mut Vec<Unknown>) {
     match value {
         Value::Object(map) => {
@@ -412,7 +412,7 @@ fn raw_newline_and_tab_in_a_prompt_are_repaired_on_rewrite() {
 
 #[test]
 fn legacy_one_shot_without_repeat_counts_as_running_once() {
-    // SPEC §3.5: one-shots default to `times: 1`; an old record simply has no `repeat`.
+    // Per docs/SCHEDULES.md, "Repeat": one-shots default to `times: 1`; an old record simply has no `repeat`.
     let hermes = Hermes::new();
     hermes.install_fixture("old_one_shot_store.json");
     let listed: Value = serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok())
@@ -430,7 +430,7 @@ fn legacy_one_shot_without_repeat_counts_as_running_once() {
 fn legacy_naive_run_at_is_read_in_the_system_zone() {
     // Written by an old build on a machine in New York: `run_at: 2026-12-25T08:00:00`
     // (no offset) and `next_run_at` the same. Both mean 13:00Z, whatever zone is
-    // configured now (SPEC §3.1: legacy naive timestamps are the system's local time).
+    // configured now (docs/SCHEDULES.md, "Stored forms from older versions": legacy naive timestamps are the system's local time).
     let mut hermes = Hermes::new();
     hermes.system_zone = "America/New_York".to_string();
     hermes.install_fixture("old_one_shot_store.json");

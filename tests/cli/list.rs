@@ -1,4 +1,4 @@
-//! `hermes cron list` (SPEC §4): what a user reads, and what a script parses.
+//! `hermes cron list` (docs/COMMANDS.md, "list"): what a user reads, and what a script parses.
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

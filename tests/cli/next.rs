@@ -1,4 +1,4 @@
-//! `hermes cron next`: fire times in real zones, DST included (SPEC §3.3, §4).
+//! `hermes cron next`: fire times in real zones, DST included (docs/SCHEDULES.md, "DST rules"; docs/COMMANDS.md, "next").
 
 use serde_json::{json, Value};
 

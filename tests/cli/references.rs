@@ -1,4 +1,4 @@
-//! Job references (SPEC §2) and the pause/resume/remove verbs (§4).
+//! Job references (docs/STORE.md, "Job references") and the pause/resume/remove verbs (docs/COMMANDS.md).
 
 use std::fs;
 

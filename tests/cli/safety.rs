@@ -1,4 +1,4 @@
-//! Prompts are scanned at create and edit (SPEC §9); a refused prompt changes nothing.
+//! Prompts are scanned at create and edit (docs/SAFETY.md, "Prompt scanning"); a refused prompt changes nothing.
 
 use crate::support::Hermes;
 

@@ -1,5 +1,5 @@
 //! A store that cannot be read is an error that names the file and the position, and
-//! the file is never overwritten while it cannot be read (SPEC §2, §4). A config.yaml
+//! the file is never overwritten while it cannot be read (docs/STORE.md, "Tolerant reading"; docs/COMMANDS.md). A config.yaml
 //! with a value of the wrong type under a key we use names the key and its line.
 
 use crate::support::Hermes;
