@@ -138,112 +138,131 @@ pub fn plan_pass(jobs: &mut [Job], ctx: &Context, options: ScanOptions) -> Vec<P
 }
 
 fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decision> {
-    let now = ctx.now;
     // Not due yet: decided without parsing the schedule, which keeps an idle pass over
     // thousands of jobs cheap.
-    if job.next_run_at(ctx).is_some_and(|due_at| due_at > now) {
+    if job.next_run_at(ctx).is_some_and(|due_at| due_at > ctx.now) {
         return None;
     }
     // Another scheduler (Python Hermes on the same store) is running this one-shot.
     if job.is_one_shot() && fresh_run_claim(job, ctx, options.run_claim_ttl).is_some() {
         return None;
     }
-    let zone = job.zone(ctx);
     let schedule = match job.schedule(ctx) {
         Ok(schedule) => schedule,
         Err(e) => return Some(broken(job, format!("cannot read schedule: {e}"))),
     };
-    let Some(due_at) = job.next_run_at(ctx) else {
-        // No next run stored: a one-shot whose dispatch was recorded is done; anything
-        // else (a hand-written record) gets its first run computed, not fired.
-        let repeat = job.repeat();
-        if repeat.times.is_some_and(|t| repeat.completed >= t)
-            || !schedule.is_recurring() && job.last_run_at(ctx).is_some()
-        {
-            job.complete();
-            return None;
-        }
-        return match schedule.next_run(now, job.last_run_at(ctx), zone) {
-            Some(next) => {
-                job.set_next_run_at(Some(next), zone);
-                None
-            }
-            None if schedule.is_recurring() => {
-                Some(broken(job, "no future run can be computed".into()))
-            }
-            None => {
-                job.complete();
-                None
-            }
-        };
-    };
-    if due_at > now {
+    match (job.next_run_at(ctx), &schedule) {
+        (None, _) => plan_unscheduled(job, &schedule, ctx),
+        (Some(due_at), _) if due_at > ctx.now => None,
+        (Some(due_at), Schedule::Once { .. }) => Some(plan_one_shot(job, due_at, ctx, options)),
+        (Some(due_at), recurring) => Some(plan_recurring(job, recurring, due_at, ctx, options)),
+    }
+}
+
+/// No next run stored: a one-shot whose dispatch was recorded is done; anything else (a
+/// hand-written record) gets its first run computed, not fired.
+fn plan_unscheduled(job: &mut Job, schedule: &Schedule, ctx: &Context) -> Option<Decision> {
+    let zone = job.zone(ctx);
+    let repeat = job.repeat();
+    if repeat.times.is_some_and(|t| repeat.completed >= t)
+        || !schedule.is_recurring() && job.last_run_at(ctx).is_some()
+    {
+        job.complete();
         return None;
     }
-    let lateness = now - due_at;
-    match &schedule {
-        Schedule::Once { .. } => {
-            let repeat = job.repeat();
-            if repeat.times.is_some_and(|t| repeat.completed >= t) {
-                // Dispatched already (Python Hermes counts the dispatch and keeps
-                // `next_run_at` while it runs) and its claim has expired: the run that
-                // claimed it died. A one-shot fires at most `times` times: done.
-                job.complete();
-                return Some(Decision::Completed {
-                    scheduled_at: due_at,
-                });
-            }
-            job.set_next_run_at(None, zone);
-            if lateness > ONE_SHOT_GRACE {
-                job.mark_missed(&format!(
-                    "missed: the scheduler was not running at {} (more than 120 s late)",
-                    format_instant(due_at, zone)
-                ));
-                return Some(Decision::Missed {
-                    scheduled_at: due_at,
-                });
-            }
-            count_dispatch(job);
-            // Keeps other schedulers on this store off the job while it runs (Python
-            // Hermes would otherwise take the counted dispatch for a dead one and
-            // remove the job); the runner refreshes it and the result clears it.
-            job.set_run_claim(Some((now, options.claim_owner)), zone);
-            Some(Decision::Fire {
-                scheduled_at: due_at,
-                late: false,
-            })
-        }
-        recurring => {
-            let grace = recurring
-                .period(due_at, zone)
-                .map(grace_period)
-                .unwrap_or(ONE_SHOT_GRACE);
-            let late = lateness > grace;
-            // On time: the next occurrence follows this one. Late: resume from now — one
-            // catch-up fire at most, never a burst of missed runs.
-            let base = if late { now } else { due_at.max(now) };
-            let next = match recurring {
-                Schedule::Interval { .. } if !late => recurring.next_run(now, Some(due_at), zone),
-                _ => recurring.next_run(base, None, zone),
-            };
-            let Some(next) = next else {
-                return Some(broken(job, "no future run can be computed".into()));
-            };
+    match schedule.next_run(ctx.now, job.last_run_at(ctx), zone) {
+        Some(next) => {
             job.set_next_run_at(Some(next), zone);
-            let catch_up = options.catch_up_missed && job.text_field("catch_up") != Some("skip");
-            if late && !catch_up {
-                return Some(Decision::SkippedLate {
-                    scheduled_at: due_at,
-                });
-            }
-            if count_dispatch(job) {
-                job.set_next_run_at(None, zone);
-            }
-            Some(Decision::Fire {
-                scheduled_at: due_at,
-                late,
-            })
+            None
         }
+        None if schedule.is_recurring() => {
+            Some(broken(job, "no future run can be computed".into()))
+        }
+        None => {
+            job.complete();
+            None
+        }
+    }
+}
+
+/// A due one-shot: fired within 120 s of its time (and claimed for this scheduler),
+/// missed after that, settled when a dispatch was already counted.
+fn plan_one_shot(
+    job: &mut Job,
+    due_at: DateTime<Utc>,
+    ctx: &Context,
+    options: ScanOptions,
+) -> Decision {
+    let zone = job.zone(ctx);
+    let repeat = job.repeat();
+    if repeat.times.is_some_and(|t| repeat.completed >= t) {
+        // Dispatched already (Python Hermes counts the dispatch and keeps `next_run_at`
+        // while it runs) and its claim has expired: the run that claimed it died. A
+        // one-shot fires at most `times` times: done.
+        job.complete();
+        return Decision::Completed {
+            scheduled_at: due_at,
+        };
+    }
+    job.set_next_run_at(None, zone);
+    if ctx.now - due_at > ONE_SHOT_GRACE {
+        job.mark_missed(&format!(
+            "missed: the scheduler was not running at {} (more than 120 s late)",
+            format_instant(due_at, zone)
+        ));
+        return Decision::Missed {
+            scheduled_at: due_at,
+        };
+    }
+    count_dispatch(job);
+    // Keeps other schedulers on this store off the job while it runs (Python Hermes
+    // would otherwise take the counted dispatch for a dead one and remove the job); the
+    // runner refreshes it and the result clears it.
+    job.set_run_claim(Some((ctx.now, options.claim_owner)), zone);
+    Decision::Fire {
+        scheduled_at: due_at,
+        late: false,
+    }
+}
+
+/// A due recurring job: its next run moves forward first; then it fires, once even when
+/// late (catch-up), or is skipped when late and catch-up is off.
+fn plan_recurring(
+    job: &mut Job,
+    recurring: &Schedule,
+    due_at: DateTime<Utc>,
+    ctx: &Context,
+    options: ScanOptions,
+) -> Decision {
+    let (now, zone) = (ctx.now, job.zone(ctx));
+    let grace = recurring
+        .period(due_at, zone)
+        .map(grace_period)
+        .unwrap_or(ONE_SHOT_GRACE);
+    let late = now - due_at > grace;
+    // On time: the next occurrence follows this one. Late: resume from now — one
+    // catch-up fire at most, never a burst of missed runs.
+    let base = if late { now } else { due_at.max(now) };
+    let next = match recurring {
+        Schedule::Interval { .. } if !late => recurring.next_run(now, Some(due_at), zone),
+        _ => recurring.next_run(base, None, zone),
+    };
+    let Some(next) = next else {
+        return broken(job, "no future run can be computed".into());
+    };
+    job.set_next_run_at(Some(next), zone);
+    let catch_up = options.catch_up_missed && job.text_field("catch_up") != Some("skip");
+    if late && !catch_up {
+        return Decision::SkippedLate {
+            scheduled_at: due_at,
+        };
+    }
+    if count_dispatch(job) {
+        job.set_next_run_at(None, zone);
+    }
+    Decision::Fire {
+        scheduled_at: due_at,
+        late,
     }
 }
 

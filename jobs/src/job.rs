@@ -623,6 +623,13 @@ impl Job {
         if self.text_field("id").is_none() {
             self.set("id", json!(new_id()));
         }
+        self.heal_schedule(ctx);
+        self.heal_shapes();
+        self.heal_times_and_pause(ctx);
+    }
+
+    /// A string or display-less schedule becomes its object; `schedule_display` follows.
+    fn heal_schedule(&mut self, ctx: &Context) {
         let needs_schedule_rewrite = match self.record.get("schedule") {
             Some(Value::Object(o)) => {
                 o.get("display")
@@ -658,6 +665,10 @@ impl Job {
                 self.set("schedule_display", json!(display));
             }
         }
+    }
+
+    /// `deliver` lists joined, `repeat` as `{times, completed}`, `skill` mirroring `skills[0]`.
+    fn heal_shapes(&mut self) {
         if matches!(self.record.get("deliver"), Some(Value::Array(_))) {
             let joined = self.deliver();
             self.set("deliver", json!(joined));
@@ -685,6 +696,11 @@ impl Job {
                 self.set("skill", json!(first));
             }
         }
+    }
+
+    /// Instants with an explicit offset, a next run for a runnable recurring job, and a
+    /// paused marker that wins over `enabled: true`.
+    fn heal_times_and_pause(&mut self, ctx: &Context) {
         // Every stored instant carries an explicit offset: legacy naive ones are rewritten.
         for key in ["created_at", "next_run_at", "last_run_at", "paused_at"] {
             let Some(text) = self.text_field(key) else {

@@ -338,45 +338,56 @@ fn set_optional(job: &mut Job, field: TextField, value: &str) {
     job.set_text(field, Some(trimmed).filter(|t| !t.is_empty()));
 }
 
-/// Applies an edit to the job `reference` names. Validates before locking; the
-/// change itself happens under the lock on the freshest copy of the job.
-pub fn edit_job(
-    store: &dyn Store,
-    reference: &str,
-    edit: &JobEdit,
-    ctx: &Context,
-) -> Result<Job, JobError> {
-    if let Some(prompt) = &edit.prompt {
-        scan_prompt(prompt)?;
-    }
-    if let Some(zone) = non_empty(&edit.timezone) {
-        parse_zone(zone)?;
-    }
-    if let Some(dir) = non_empty(&edit.workdir) {
-        check_workdir(dir)?;
-    }
-    if let Some(script) = non_empty(&edit.script) {
-        check_script(script)?;
-    }
-    let deliver = match &edit.deliver {
-        Some(value) if !value.trim().is_empty() => {
-            Some(validate_deliver(value).map_err(JobError::Invalid)?)
+/// What an edit asks for, checked before the store is touched.
+struct CheckedEdit<'a> {
+    edit: &'a JobEdit,
+    /// The validated `deliver` (`""`: back to the default).
+    deliver: Option<String>,
+    /// A new repeat count (`None` inside: forever).
+    repeat: Option<Option<u64>>,
+}
+
+impl<'a> CheckedEdit<'a> {
+    fn check(edit: &'a JobEdit) -> Result<CheckedEdit<'a>, JobError> {
+        if let Some(prompt) = &edit.prompt {
+            scan_prompt(prompt)?;
         }
-        Some(_) => Some(String::new()),
-        None => None,
-    };
-    let repeat = match non_empty(&edit.repeat) {
-        Some(text) => Some(repeat_times(text)?),
-        None => None,
-    };
-    change_job(store, reference, ctx, &mut |job| {
-        let mut schedule_changed = false;
+        if let Some(zone) = non_empty(&edit.timezone) {
+            parse_zone(zone)?;
+        }
+        if let Some(dir) = non_empty(&edit.workdir) {
+            check_workdir(dir)?;
+        }
+        if let Some(script) = non_empty(&edit.script) {
+            check_script(script)?;
+        }
+        let deliver = match &edit.deliver {
+            Some(value) if !value.trim().is_empty() => {
+                Some(validate_deliver(value).map_err(JobError::Invalid)?)
+            }
+            Some(_) => Some(String::new()),
+            None => None,
+        };
+        let repeat = match non_empty(&edit.repeat) {
+            Some(text) => Some(repeat_times(text)?),
+            None => None,
+        };
+        Ok(CheckedEdit {
+            edit,
+            deliver,
+            repeat,
+        })
+    }
+
+    /// The time zone and schedule: a new schedule restarts a completed job, and a new
+    /// one-shot starts counting afresh; the next run is recomputed from now.
+    fn apply_schedule(&self, job: &mut Job, ctx: &Context) -> Result<(), JobError> {
+        let edit = self.edit;
         if let Some(text) = &edit.timezone {
             set_optional(job, TextField::Timezone, text);
-            schedule_changed = true;
         }
         if let Some(text) = &edit.schedule {
-            let times = repeat.unwrap_or(job.repeat().times);
+            let times = self.repeat.unwrap_or(job.repeat().times);
             let schedule = parse_schedule(text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
             job.set_schedule(&schedule);
             if !schedule.is_recurring() {
@@ -390,11 +401,16 @@ pub fn edit_job(
                 job.set_state(JobState::Scheduled);
                 job.set_enabled(true);
             }
-            schedule_changed = true;
         }
-        if schedule_changed {
+        if edit.timezone.is_some() || edit.schedule.is_some() {
             reschedule(job, ctx)?;
         }
+        Ok(())
+    }
+
+    /// Everything else: prompt, name, deliver, repeat, skills, script, paths and pins.
+    fn apply_fields(&self, job: &mut Job) -> Result<(), JobError> {
+        let edit = self.edit;
         if let Some(prompt) = &edit.prompt {
             job.set_prompt(prompt);
         }
@@ -405,39 +421,18 @@ pub fn edit_job(
             };
             job.set_name(&name);
         }
-        if let Some(deliver) = &deliver {
-            let value = if deliver.is_empty() {
-                if job.origin().is_some() {
-                    "origin"
-                } else {
-                    "local"
-                }
-                .to_string()
-            } else {
-                deliver.clone()
-            };
-            job.set_deliver(&value);
+        match self.deliver.as_deref() {
+            Some("") if job.origin().is_some() => job.set_deliver("origin"),
+            Some("") => job.set_deliver("local"),
+            Some(deliver) => job.set_deliver(deliver),
+            None => {}
         }
-        if let Some(times) = repeat {
+        if let Some(times) = self.repeat {
             let completed = job.repeat().completed;
             job.replace_repeat(Repeat { times, completed });
         }
-        if edit.skills.is_some()
-            || edit.clear_skills
-            || !edit.add_skills.is_empty()
-            || !edit.remove_skills.is_empty()
-        {
-            let mut skills = if edit.clear_skills {
-                Vec::new()
-            } else {
-                job.skills()
-            };
-            if let Some(replacement) = &edit.skills {
-                skills = replacement.clone();
-            }
-            skills.extend(edit.add_skills.iter().cloned());
-            skills.retain(|s| !edit.remove_skills.iter().any(|r| r.trim() == s));
-            job.set_skills(&dedup(skills));
+        if let Some(skills) = self.skills_after(job) {
+            job.set_skills(&skills);
         }
         if let Some(script) = &edit.script {
             set_optional(job, TextField::Script, script);
@@ -460,6 +455,42 @@ pub fn edit_job(
             }
         }
         Ok(())
+    }
+
+    /// The job's skills after `--skill`, `--add-skill`, `--remove-skill` and
+    /// `--clear-skills`, or `None` when the edit leaves them alone.
+    fn skills_after(&self, job: &Job) -> Option<Vec<String>> {
+        let edit = self.edit;
+        let touched = edit.skills.is_some()
+            || edit.clear_skills
+            || !edit.add_skills.is_empty()
+            || !edit.remove_skills.is_empty();
+        if !touched {
+            return None;
+        }
+        let mut skills = match (&edit.skills, edit.clear_skills) {
+            (Some(replacement), _) => replacement.clone(),
+            (None, true) => Vec::new(),
+            (None, false) => job.skills(),
+        };
+        skills.extend(edit.add_skills.iter().cloned());
+        skills.retain(|s| !edit.remove_skills.iter().any(|r| r.trim() == s));
+        Some(dedup(skills))
+    }
+}
+
+/// Applies an edit to the job `reference` names. Validates before locking; the
+/// change itself happens under the lock on the freshest copy of the job.
+pub fn edit_job(
+    store: &dyn Store,
+    reference: &str,
+    edit: &JobEdit,
+    ctx: &Context,
+) -> Result<Job, JobError> {
+    let checked = CheckedEdit::check(edit)?;
+    change_job(store, reference, ctx, &mut |job| {
+        checked.apply_schedule(job, ctx)?;
+        checked.apply_fields(job)
     })
 }
 

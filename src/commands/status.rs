@@ -154,65 +154,69 @@ pub fn runs(
     Ok(())
 }
 
-pub fn doctor(session: &Session) -> Result<(), CliError> {
-    let ctx = &session.ctx;
-    let mut problems: Vec<String> = Vec::new();
-    let daemon = daemon_state(session)?;
-    if !daemon.running {
-        problems.push("the scheduler is not running: start it with 'hermes cron daemon'".into());
-    }
-    if let Some(error) = &daemon.last_error {
-        problems.push(format!("the last scheduler pass failed: {error}"));
-    }
-    let jobs = match session.store.load_jobs(ctx) {
-        Ok(jobs) => jobs,
-        Err(e) => {
-            problems.push(e.to_string());
-            Vec::new()
-        }
-    };
-    let scripts_dir = session.home.root.join("scripts");
-    let root = &session.home.root;
-    let env = crate::environment::Environment::load(root);
-    let vars = crate::agent::config::Vars::load(root);
-    // config.yaml as the command read it (an unreadable one already stopped it).
-    let config = &session.config;
-    for job in &jobs {
+/// What `doctor` checks each job against: the home's environment and config.
+struct Checkup<'a> {
+    session: &'a Session,
+    env: crate::environment::Environment,
+    vars: crate::agent::config::Vars,
+}
+
+impl Checkup<'_> {
+    fn job(&self, job: &jobs::Job, problems: &mut Vec<String>) {
         let label = format!("job {} ({})", job.id(), job.name());
         if matches!(job.state(), JobState::Scheduled | JobState::Paused) {
             if !job.no_agent() {
-                if let Err(e) = crate::agent::config::resolve(job, config, &vars, root) {
-                    problems.push(format!("{label} cannot start its agent: {e}"));
-                }
-                let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
-                if !missing.is_empty() {
-                    problems.push(format!(
-                        "{label} uses missing skill(s): {}",
-                        missing.join(", ")
-                    ));
-                }
+                self.agent(job, &label, problems);
             }
-            let resolution = resolve(job, &job.deliver(), &env);
-            for error in &resolution.errors {
-                problems.push(format!("{label}: {error}"));
+            self.delivery(job, &label, problems);
+        }
+        self.history(job, &label, problems);
+        self.files(job, &label, problems);
+    }
+
+    /// The agent can start: a model resolves and every skill is there.
+    fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
+        let root = &self.session.home.root;
+        // config.yaml as the command read it (an unreadable one already stopped it).
+        if let Err(e) = crate::agent::config::resolve(job, &self.session.config, &self.vars, root) {
+            problems.push(format!("{label} cannot start its agent: {e}"));
+        }
+        let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{label} uses missing skill(s): {}",
+                missing.join(", ")
+            ));
+        }
+    }
+
+    /// Every target resolves, to a platform this build sends to, with its token set.
+    fn delivery(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
+        let resolution = resolve(job, &job.deliver(), &self.env);
+        for error in &resolution.errors {
+            problems.push(format!("{label}: {error}"));
+        }
+        for destination in &resolution.destinations {
+            let Destination::Chat { platform, .. } = destination else {
+                continue;
+            };
+            if !platform.can_send() {
+                problems.push(format!("{label}: {}", cannot_send(platform.as_str())));
+                continue;
             }
-            for destination in &resolution.destinations {
-                let Destination::Chat { platform, .. } = destination else {
-                    continue;
-                };
-                if !platform.can_send() {
-                    problems.push(format!("{label}: {}", cannot_send(platform.as_str())));
-                    continue;
-                }
-                let var = platform_var(*platform, "BOT_TOKEN");
-                if env.get(&var).is_none() {
-                    problems.push(format!(
-                        "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
-                        root.join(".env").display()
-                    ));
-                }
+            let var = platform_var(*platform, "BOT_TOKEN");
+            if self.env.get(&var).is_none() {
+                problems.push(format!(
+                    "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
+                    self.session.home.root.join(".env").display()
+                ));
             }
         }
+    }
+
+    /// Overdue, failed last run, failed delivery.
+    fn history(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
+        let ctx = &self.session.ctx;
         if job.state() == JobState::Scheduled {
             if let Some(next) = job.next_run_at(ctx) {
                 if next < ctx.now - chrono::Duration::minutes(15) {
@@ -233,6 +237,11 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
         if let Some(error) = job.text_field("last_delivery_error") {
             problems.push(format!("{label} could not deliver: {error}"));
         }
+    }
+
+    /// The script and the workdir exist.
+    fn files(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
+        let scripts_dir = self.session.home.root.join("scripts");
         if let Some(script) = job.script() {
             if crate::script::resolve_script(&scripts_dir, script).is_err() {
                 problems.push(format!(
@@ -248,6 +257,33 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
                 ));
             }
         }
+    }
+}
+
+pub fn doctor(session: &Session) -> Result<(), CliError> {
+    let ctx = &session.ctx;
+    let mut problems: Vec<String> = Vec::new();
+    let daemon = daemon_state(session)?;
+    if !daemon.running {
+        problems.push("the scheduler is not running: start it with 'hermes cron daemon'".into());
+    }
+    if let Some(error) = &daemon.last_error {
+        problems.push(format!("the last scheduler pass failed: {error}"));
+    }
+    let jobs = match session.store.load_jobs(ctx) {
+        Ok(jobs) => jobs,
+        Err(e) => {
+            problems.push(e.to_string());
+            Vec::new()
+        }
+    };
+    let checkup = Checkup {
+        session,
+        env: crate::environment::Environment::load(&session.home.root),
+        vars: crate::agent::config::Vars::load(&session.home.root),
+    };
+    for job in &jobs {
+        checkup.job(job, &mut problems);
     }
     if problems.is_empty() {
         say!("All good: the scheduler is running and no job needs attention.");

@@ -236,36 +236,51 @@ pub fn cannot_send(platform: &str) -> String {
 
 /// Resolves the job's targets and sends the run's message to each, in order.
 pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
-    let redactor = run.redactor;
-    let Some(message) = build_message(&run, redactor) else {
+    let Some(message) = build_message(&run, run.redactor) else {
         return DeliveryReport {
             summary: "silent".to_string(),
             ..DeliveryReport::default()
         };
     };
     let env = Environment::load(run.home);
-    let deliver = run.job.deliver();
-    let resolution = target::resolve(run.job, &deliver, &env);
-    let mut errors = resolution.errors;
-    let mut sent = Vec::new();
-    let mut retry_later = Vec::new();
+    let resolution = target::resolve(run.job, &run.job.deliver(), &env);
     let payload = serde_json::to_string(&message).expect("message serializes");
-    // Destinations are independent chats: send to all at once (pacing is per chat), and
-    // report in the order the job lists them.
+    let outcomes = send_all(&resolution.destinations, env, message, &payload, run.track).await;
+    let mut tally = Tally {
+        errors: resolution.errors,
+        ..Tally::default()
+    };
+    for (destination, row, result) in outcomes {
+        tally.count(&run, &destination, row, result, &payload);
+    }
+    tally.report()
+}
+
+/// One destination's send: where, its outbox row when tracked, and how it went.
+type Outcome = (Destination, Option<i64>, Result<usize, (Failure, usize)>);
+
+/// Sends to every destination at once (they are independent chats; pacing is per chat)
+/// and returns the outcomes in the order the job lists them. A tracked destination gets
+/// its row before its first request, and every request is reported to that row.
+async fn send_all(
+    destinations: &[Destination],
+    env: Environment,
+    message: Message,
+    payload: &str,
+    track: Option<Track<'_>>,
+) -> Vec<Outcome> {
     let env = std::sync::Arc::new(env);
-    let shared = std::sync::Arc::new(message);
+    let message = std::sync::Arc::new(message);
     let mut sends = tokio::task::JoinSet::new();
-    let mut rows = vec![None; resolution.destinations.len()];
-    for (index, destination) in resolution.destinations.iter().enumerate() {
-        let tracked = run
-            .track
-            .and_then(|track| track(&destination.key(), &payload));
+    let mut rows = vec![None; destinations.len()];
+    for (index, destination) in destinations.iter().enumerate() {
+        let tracked = track.and_then(|track| track(&destination.key(), payload));
         let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
         rows[index] = tracked.map(|(row, _)| row);
         let (destination, env, message) = (
             destination.clone(),
             std::sync::Arc::clone(&env),
-            std::sync::Arc::clone(&shared),
+            std::sync::Arc::clone(&message),
         );
         sends.spawn(async move {
             let sending = send_to(&destination, &env, &message, 0);
@@ -276,7 +291,6 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
             (index, result)
         });
     }
-    let mut settled = Vec::new();
     let mut results = Vec::new();
     while let Some(joined) = sends.join_next().await {
         match joined {
@@ -285,13 +299,34 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
         }
     }
     results.sort_by_key(|(index, _)| *index);
-    for (index, result) in results {
-        let destination = &resolution.destinations[index];
+    results
+        .into_iter()
+        .map(|(index, result)| (destinations[index].clone(), rows[index], result))
+        .collect()
+}
+
+/// What the sends of one run came to, for the report.
+#[derive(Default)]
+struct Tally {
+    sent: Vec<String>,
+    errors: Vec<String>,
+    retry_later: Vec<PendingDelivery>,
+    settled: Vec<Settled>,
+}
+
+impl Tally {
+    fn count(
+        &mut self,
+        run: &RunDelivery<'_>,
+        destination: &Destination,
+        row: Option<i64>,
+        result: Result<usize, (Failure, usize)>,
+        payload: &str,
+    ) {
         let name = shown(destination);
-        let row = rows[index];
         let mut settle = |outcome, sent_parts: usize, error: Option<&str>| {
             if let Some(row) = row {
-                settled.push(Settled {
+                self.settled.push(Settled {
                     row,
                     outcome,
                     sent_parts: sent_parts as i64,
@@ -299,50 +334,53 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
                 });
             }
         };
-        match result {
+        let (failure, delivered) = match result {
             Ok(items) => {
                 settle(SettledAs::Sent, items, None);
-                if items > 1 {
-                    sent.push(format!("{name} ({items} parts)"))
-                } else {
-                    sent.push(name)
+                self.sent.push(match items {
+                    0 | 1 => name,
+                    _ => format!("{name} ({items} parts)"),
+                });
+                return;
+            }
+            Err(failed) => failed,
+        };
+        let text = run.redactor.redact(failure.message());
+        tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
+        match failure {
+            Failure::Transient(_) => {
+                settle(SettledAs::Retry, delivered, Some(&text));
+                self.errors.push(format!("{name}: {text} (will retry)"));
+                if row.is_none() {
+                    self.retry_later.push(PendingDelivery {
+                        target: destination.key(),
+                        payload: payload.to_string(),
+                        sent_parts: delivered as i64,
+                        error: text,
+                    });
                 }
             }
-            Err((failure, delivered)) => {
-                let text = redactor.redact(failure.message());
-                tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
-                match failure {
-                    Failure::Transient(_) => {
-                        errors.push(format!("{name}: {text} (will retry)"));
-                        settle(SettledAs::Retry, delivered, Some(&text));
-                        if row.is_none() {
-                            retry_later.push(PendingDelivery {
-                                target: destination.key(),
-                                payload: payload.clone(),
-                                sent_parts: delivered as i64,
-                                error: text,
-                            });
-                        }
-                    }
-                    Failure::Final(_) | Failure::Unknown(_) => {
-                        settle(SettledAs::Failed, delivered, Some(&text));
-                        errors.push(format!("{name}: {text}"))
-                    }
-                }
+            Failure::Final(_) | Failure::Unknown(_) => {
+                settle(SettledAs::Failed, delivered, Some(&text));
+                self.errors.push(format!("{name}: {text}"));
             }
         }
     }
-    let summary = match (sent.is_empty(), errors.is_empty()) {
-        (true, true) => "local".to_string(),
-        (false, true) => format!("sent: {}", sent.join(", ")),
-        (true, false) => format!("failed: {}", errors.join("; ")),
-        (false, false) => format!("sent: {}; failed: {}", sent.join(", "), errors.join("; ")),
-    };
-    DeliveryReport {
-        summary,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
-        retry_later,
-        settled,
+
+    fn report(self) -> DeliveryReport {
+        let (sent, errors) = (self.sent.join(", "), self.errors.join("; "));
+        let summary = match (sent.is_empty(), errors.is_empty()) {
+            (true, true) => "local".to_string(),
+            (false, true) => format!("sent: {sent}"),
+            (true, false) => format!("failed: {errors}"),
+            (false, false) => format!("sent: {sent}; failed: {errors}"),
+        };
+        DeliveryReport {
+            summary,
+            error: (!errors.is_empty()).then_some(errors),
+            retry_later: self.retry_later,
+            settled: self.settled,
+        }
     }
 }
 
