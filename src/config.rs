@@ -97,6 +97,9 @@ pub struct CronSection {
     pub delivery_retry_hours: Option<u64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
     pub model: Option<String>,
+    /// `cron.store`: a `postgresql://` URL for a store shared by several hosts (unset:
+    /// jobs.json). `HERMES_CRON_STORE` wins over it.
+    pub store: Option<String>,
     pub extra: Mapping,
 }
 
@@ -752,6 +755,7 @@ impl Section for CronSection {
             "script_timeout_seconds" => self.script_timeout_seconds = map.next_value_seed(read())?,
             "delivery_retry_hours" => self.delivery_retry_hours = map.next_value_seed(read())?,
             "model" => self.model = map.next_value_seed(read())?,
+            "store" => self.store = map.next_value_seed(read())?,
             _ => return Ok(false),
         }
         Ok(true)

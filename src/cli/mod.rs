@@ -77,6 +77,30 @@ pub enum CronVerb {
     },
     /// Read-only health check; exits 1 when something needs attention.
     Doctor,
+    /// The store behind the jobs: its status, and copies to and from jobs.json.
+    Store {
+        #[command(subcommand)]
+        verb: StoreVerb,
+    },
+}
+
+/// `hermes cron store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreVerb {
+    /// The backend (jobs.json or postgresql), its schema version and the live hosts.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy the jobs of a jobs.json into this store (every field kept; run again, it
+    /// updates the same jobs).
+    Import {
+        /// The jobs.json to read (default: this home's `cron/jobs.json`).
+        #[arg(long)]
+        from: Option<std::path::PathBuf>,
+    },
+    /// Print this store's jobs as a jobs.json Python Hermes can read.
+    Export,
 }
 
 /// Fields `add` and `edit` share. With `edit`, `""` clears a field.

@@ -6,12 +6,13 @@ mod list;
 mod next;
 mod scheduler_cmd;
 mod status;
+mod store_cmd;
 pub mod timefmt;
 
 use std::sync::Arc;
 
 use chrono_tz::Tz;
-use jobs::store::{FileStore, Owner, Store};
+use jobs::store::{FileStore, Owner, PgStore, Store};
 use jobs::Context;
 
 use crate::cli::CronVerb;
@@ -36,7 +37,7 @@ impl Session {
         let home = Home::resolve()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::from_env().map_err(CliError::user)?);
         let (ctx, config) = load_context(&home, clock.now())?;
-        let store = open_store(&home);
+        let store = open_store(&home, &config)?;
         Ok(Session {
             home,
             config,
@@ -51,13 +52,44 @@ impl Session {
     }
 }
 
-/// The store of a home: the embedded jobs.json, ledger and outputs under `cron/`.
-pub fn open_store(home: &Home) -> Arc<dyn Store> {
+/// The store this home uses: `HERMES_CRON_STORE`, else `cron.store` in config.yaml, a
+/// `postgresql://` (or `postgres://`) URL for a database shared by several hosts; unset,
+/// the embedded jobs.json with its ledger and outputs under `cron/`.
+pub fn open_store(home: &Home, config: &Config) -> Result<Arc<dyn Store>, CliError> {
+    let chosen = std::env::var("HERMES_CRON_STORE")
+        .ok()
+        .map(|url| ("HERMES_CRON_STORE", url))
+        .or_else(|| config.cron.store.clone().map(|url| ("cron.store", url)))
+        .filter(|(_, url)| !url.trim().is_empty());
     let owner = Owner {
-        host: host_name(),
+        host: machine_name(),
         pid: std::process::id(),
     };
-    Arc::new(FileStore::new(home.cron_dir(), owner, Arc::new(pid_alive)))
+    match chosen {
+        None => Ok(Arc::new(FileStore::new(
+            home.cron_dir(),
+            Owner {
+                host: host_name(),
+                ..owner
+            },
+            Arc::new(pid_alive),
+        ))),
+        Some((_, url)) if url.starts_with("postgresql://") || url.starts_with("postgres://") => {
+            Ok(Arc::new(PgStore::connect(url.trim(), owner)?))
+        }
+        Some((source, url)) => Err(CliError::user(format!(
+            "{source} '{url}' is not a PostgreSQL URL: use postgresql://USER@HOST/DB, or leave it unset for jobs.json"
+        ))),
+    }
+}
+
+/// Who this host is on a shared store: `HERMES_MACHINE_ID`, else the host name.
+pub fn machine_name() -> String {
+    std::env::var("HERMES_MACHINE_ID")
+        .ok()
+        .map(|id| id.trim().to_string())
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(host_name)
 }
 
 /// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises
@@ -96,5 +128,6 @@ pub fn run_cron(verb: CronVerb, verbose: u8) -> Result<(), CliError> {
         CronVerb::Status { json } => status::status(&session, json),
         CronVerb::Runs { job, limit, json } => status::runs(&session, job.as_deref(), limit, json),
         CronVerb::Doctor => status::doctor(&session),
+        CronVerb::Store { verb } => store_cmd::store(&session, verb),
     }
 }

@@ -19,6 +19,8 @@ use crate::process::pid_alive;
 const STALE_AFTER_S: f64 = 120.0;
 
 struct DaemonState {
+    /// The scheduler processes alive on a shared store (empty for jobs.json).
+    hosts: Vec<jobs::store::LiveHost>,
     running: bool,
     /// A daemon ever ran here.
     seen: bool,
@@ -42,6 +44,7 @@ fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
         _ => None,
     };
     Ok(DaemonState {
+        hosts: beat.hosts,
         running,
         seen: beat.seen,
         pid: if running { beat.pid } else { None },
@@ -69,6 +72,7 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
             "last_tick_error": daemon.last_error,
             "active_jobs": active,
             "next_run_at": next.map(|t| schedules::format_instant(t, ctx.zone)),
+            "hosts": daemon.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
         });
         say!("{out}");
         return Ok(());
@@ -88,6 +92,12 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     }
     if let Some(error) = &daemon.last_error {
         say!("Last pass error: {error}");
+    }
+    if !daemon.hosts.is_empty() {
+        say!("Live hosts: {}", daemon.hosts.len());
+        for host in &daemon.hosts {
+            say!("  {} (pid {})", host.host, host.pid);
+        }
     }
     say!("Active jobs: {active}");
     match next {

@@ -48,6 +48,13 @@ impl Scheduler {
             (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
             _ => None,
         };
+        // A shared store may have given the occurrence to another host while this one
+        // waited (for a permit, or stopped): then it is theirs to run.
+        match blocking(|| self.store().start_run(claimed.run, self.now())) {
+            Ok(true) => {}
+            Ok(false) => return self.not_ours(&claimed, "taken over by another host".into()),
+            Err(e) => return self.not_ours(&claimed, format!("cannot start the run: {e}")),
+        }
         let started = self.now();
         let timer = tokio::time::Instant::now();
         let loaded = self.loaded();
@@ -88,6 +95,22 @@ impl Scheduler {
             "run finished"
         );
         report
+    }
+
+    /// A claimed run this process does not carry out.
+    fn not_ours(&self, claimed: &ClaimedRun, why: String) -> RunReport {
+        lock(&self.running).remove(claimed.job.id());
+        tracing::info!(job = claimed.job.id(), occurrence = %claimed.occurrence(), "not run: {why}");
+        RunReport {
+            job_id: claimed.job.id().to_string(),
+            job_name: claimed.job.name().to_string(),
+            occurrence: claimed.occurrence(),
+            status: jobs::ledger::RunStatus::Skipped,
+            error: Some(why),
+            output: None,
+            response: None,
+            delivery: None,
+        }
     }
 
     /// Refreshes the `run_claim` of a running one-shot every minute, as Python Hermes

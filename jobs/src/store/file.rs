@@ -13,7 +13,7 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
     claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner, Store,
-    StoreError,
+    StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots, Planned};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
@@ -513,6 +513,15 @@ impl Store for FileStore {
             pid: read("daemon.pid").and_then(|t| t.trim().parse().ok()),
             last_success: read("ticker_last_success").as_deref().and_then(read_epoch),
             last_error,
+            hosts: Vec::new(),
+        })
+    }
+
+    fn describe(&self) -> Result<StoreInfo, StoreError> {
+        Ok(StoreInfo {
+            backend: "jobs.json",
+            location: self.jobs.jobs_path().display().to_string(),
+            schema_version: None,
         })
     }
 }

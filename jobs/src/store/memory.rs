@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::{
     claim_planned, Beat, ChangeMark, ClaimRequest, DuePass, DueScan, Flight, Heartbeat, Owner,
-    Store, StoreError,
+    Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
 use crate::job::{Context, Job};
@@ -533,5 +533,13 @@ impl Store for MemoryStore {
 
     fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
         Ok(self.lock().heartbeat.clone())
+    }
+
+    fn describe(&self) -> Result<StoreInfo, StoreError> {
+        Ok(StoreInfo {
+            backend: "memory",
+            location: "memory".into(),
+            schema_version: None,
+        })
     }
 }

@@ -6,6 +6,8 @@
 
 mod file;
 mod memory;
+mod postgres;
+mod transfer;
 
 #[cfg(test)]
 mod conformance;
@@ -17,6 +19,8 @@ use chrono::{DateTime, Utc};
 
 pub use file::FileStore;
 pub use memory::MemoryStore;
+pub use postgres::PgStore;
+pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
 use crate::job::{Context, Job};
@@ -108,6 +112,29 @@ pub struct Heartbeat {
     pub last_success: Option<DateTime<Utc>>,
     /// When the last failed pass happened, and why.
     pub last_error: Option<(DateTime<Utc>, String)>,
+    /// The scheduler processes the store sees alive (a store shared by several hosts).
+    pub hosts: Vec<LiveHost>,
+}
+
+/// A scheduler process alive on a shared store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveHost {
+    /// `HERMES_MACHINE_ID`, else the host name.
+    pub host: String,
+    pub pid: i64,
+    /// Its last heartbeat, by the store's clock.
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+/// What `hermes cron store status` shows of a store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreInfo {
+    /// `jobs.json` or `postgresql`.
+    pub backend: &'static str,
+    /// The file or the database (without its password).
+    pub location: String,
+    /// The schema version a database is at.
+    pub schema_version: Option<i64>,
 }
 
 /// One heartbeat event of a daemon.
@@ -178,6 +205,12 @@ pub trait Store: Send + Sync {
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
     /// occurrence twice. Prunes old completed one-shots.
     fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
+    /// The claimed run is starting now. `false` when it is no longer this process's to
+    /// run (a shared store gave it to another host while this one was stopped): run
+    /// nothing. Stores where a claim starts its run at once just say yes.
+    fn start_run(&self, _run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
+        Ok(true)
+    }
     /// Claims a manual run (`hermes cron run`); refused while the job is running.
     fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
     /// Closes a run with its outcome.
@@ -250,6 +283,9 @@ pub trait Store: Send + Sync {
 
     fn beat(&self, beat: &Beat) -> Result<(), StoreError>;
     fn heartbeat(&self) -> Result<Heartbeat, StoreError>;
+
+    /// Which backend this is and where.
+    fn describe(&self) -> Result<StoreInfo, StoreError>;
 }
 
 /// The ledger status and reason of a decision that is recorded without running, or
@@ -319,11 +355,107 @@ fn manual_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) ->
     }
 }
 
-/// Records each planned decision in the ledger, the part of a pass every backend
-/// shares: a fire is claimed `running` (or recorded `skipped` while the job's previous
-/// run goes on), a missed or late-skipped occurrence is recorded as such. `busy_elsewhere`
-/// tells whether a ledger row of the job is still running; `insert` adds a row and says
-/// whether the occurrence was new.
+/// A planned decision on its way to the ledger: the row to insert, if any, and what it
+/// records without running. Every backend inserts the rows its own way (in its own
+/// transaction) and settles each with [`PendingClaim::settle`].
+pub(crate) struct PendingClaim {
+    pub job: Job,
+    pub decision: Decision,
+    /// The ledger row; `None` when the decision records nothing (completed, broken).
+    pub request: Option<OwnedClaim>,
+    recorded: Option<(RunStatus, String)>,
+}
+
+/// A ledger row to insert, owned.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnedClaim {
+    pub job_id: String,
+    pub occurrence: String,
+    pub status: RunStatus,
+    pub scheduled_at: DateTime<Utc>,
+    pub started_at: DateTime<Utc>,
+    pub error: Option<String>,
+}
+
+impl OwnedClaim {
+    pub fn request(&self) -> ClaimRequest<'_> {
+        ClaimRequest {
+            job_id: &self.job_id,
+            occurrence: &self.occurrence,
+            source: RunSource::Scheduler,
+            status: self.status,
+            scheduled_at: Some(self.scheduled_at),
+            started_at: self.started_at,
+            error: self.error.as_deref(),
+        }
+    }
+}
+
+impl PendingClaim {
+    /// What became of the occurrence, given what inserting its row gave: the new row's
+    /// id, `None` when the occurrence was in the ledger already, or the error.
+    pub fn settle(self, inserted: Result<Option<i64>, String>) -> Occurrence {
+        let claimed = match (self.request.is_some(), inserted, self.recorded) {
+            (false, _, _) => Claimed::Settled,
+            (true, Ok(Some(run)), None) => Claimed::Run { run },
+            (true, Ok(Some(_)), Some((status, reason))) => Claimed::Recorded { status, reason },
+            (true, Ok(None), _) => Claimed::Taken,
+            (true, Err(error), _) => Claimed::Failed { error },
+        };
+        Occurrence {
+            job: self.job,
+            decision: self.decision,
+            claimed,
+        }
+    }
+}
+
+/// Turns planned decisions into ledger rows: a fire is claimed `running` (or recorded
+/// `skipped` while the job's previous run goes on, here or where `busy_elsewhere` sees
+/// it), a missed or late-skipped occurrence is recorded as such.
+pub(crate) fn prepare_claims(
+    planned: Vec<Planned>,
+    ctx: &Context,
+    scan: &DueScan<'_>,
+    busy_elsewhere: &mut dyn FnMut(&str) -> bool,
+) -> Vec<PendingClaim> {
+    planned
+        .into_iter()
+        .map(|Planned { job, decision }| {
+            let at = match decision {
+                Decision::Completed { .. } | Decision::Broken { .. } => None,
+                _ => scheduled_at(&decision),
+            };
+            let Some(at) = at else {
+                return PendingClaim {
+                    job,
+                    decision,
+                    request: None,
+                    recorded: None,
+                };
+            };
+            let busy = matches!(decision, Decision::Fire { .. })
+                && (scan.running_here.contains(job.id()) || busy_elsewhere(job.id()));
+            let recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+            let request = OwnedClaim {
+                job_id: job.id().to_string(),
+                occurrence: occurrence_key(job.id(), at),
+                status: recorded.as_ref().map_or(RunStatus::Running, |r| r.0),
+                scheduled_at: at,
+                started_at: ctx.now,
+                error: recorded.as_ref().map(|r| r.1.clone()),
+            };
+            PendingClaim {
+                job,
+                decision,
+                request: Some(request),
+                recorded,
+            }
+        })
+        .collect()
+}
+
+/// [`prepare_claims`], each row inserted with `insert`, settled.
 pub(crate) fn claim_planned(
     planned: Vec<Planned>,
     ctx: &Context,
@@ -331,42 +463,14 @@ pub(crate) fn claim_planned(
     busy_elsewhere: &mut dyn FnMut(&str) -> bool,
     insert: &mut dyn FnMut(&ClaimRequest<'_>) -> Result<Option<i64>, String>,
 ) -> Vec<Occurrence> {
-    planned
+    prepare_claims(planned, ctx, scan, busy_elsewhere)
         .into_iter()
-        .map(|Planned { job, decision }| {
-            let claimed = match (&decision, scheduled_at(&decision)) {
-                (Decision::Completed { .. } | Decision::Broken { .. }, _) | (_, None) => {
-                    Claimed::Settled
-                }
-                (_, Some(at)) => {
-                    let busy = matches!(decision, Decision::Fire { .. })
-                        && (scan.running_here.contains(job.id()) || busy_elsewhere(job.id()));
-                    let recorded = recorded_without_running(&decision, busy, job.zone(ctx));
-                    let occurrence = occurrence_key(job.id(), at);
-                    let request = ClaimRequest {
-                        job_id: job.id(),
-                        occurrence: &occurrence,
-                        source: RunSource::Scheduler,
-                        status: recorded.as_ref().map_or(RunStatus::Running, |r| r.0),
-                        scheduled_at: Some(at),
-                        started_at: ctx.now,
-                        error: recorded.as_ref().map(|r| r.1.as_str()),
-                    };
-                    match (insert(&request), recorded) {
-                        (Ok(Some(run)), None) => Claimed::Run { run },
-                        (Ok(Some(_)), Some((status, reason))) => {
-                            Claimed::Recorded { status, reason }
-                        }
-                        (Ok(None), _) => Claimed::Taken,
-                        (Err(error), _) => Claimed::Failed { error },
-                    }
-                }
+        .map(|pending| {
+            let inserted = match &pending.request {
+                Some(request) => insert(&request.request()),
+                None => Ok(None),
             };
-            Occurrence {
-                job,
-                decision,
-                claimed,
-            }
+            pending.settle(inserted)
         })
         .collect()
 }

@@ -1,0 +1,1364 @@
+//! The store for several hosts: everything in one PostgreSQL database. Due jobs are
+//! claimed with `FOR UPDATE SKIP LOCKED` against the database's clock, the schedule moved
+//! and the occurrence inserted in one transaction, so no leader is needed and a host whose
+//! clock is off neither fires early nor late. Each process heartbeats its own row (a
+//! lease); runs a dead process claimed but never started are taken over, runs it had
+//! started are recorded `interrupted`, never re-run. Job changes are NOTIFYed so sleeping
+//! daemons wake; polling stays the safety net. It never leaves a job half-written: every
+//! change is one transaction.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use serde_json::Value;
+use tokio_postgres::{NoTls, Row};
+
+use super::{
+    prepare_claims, Beat, ChangeMark, Claimed, DuePass, DueScan, Flight, Heartbeat, LiveHost,
+    Occurrence, Owner, Store, StoreError, StoreInfo,
+};
+use crate::due::{earliest_next_run, plan_pass, Decision};
+use crate::job::{is_safe_id, Context, Job, JobState};
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::lifecycle::JobError;
+use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
+use crate::output::OutputDocument;
+
+/// A process whose heartbeat is older than this is dead: its claims go to others.
+pub const LEASE: Duration = Duration::from_secs(10);
+/// How often a process renews its lease and looks for the claims of dead ones.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// The NOTIFY channel of job changes.
+const CHANNEL: &str = "hermes_cron_jobs";
+/// Due jobs claimed per pass at most (the rest are the next pass's, at once).
+const CLAIM_BATCH: i64 = 1000;
+
+/// The schema, one migration per version; the applied version is kept in
+/// `hermes_cron_schema_migrations`. Append, never edit.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE hermes_cron_jobs (
+    position     bigserial,
+    id           text PRIMARY KEY,
+    record       json NOT NULL,
+    next_run_at  timestamptz,
+    runnable     boolean NOT NULL,
+    done_since   timestamptz
+);
+CREATE INDEX hermes_cron_jobs_due ON hermes_cron_jobs (next_run_at) WHERE runnable;
+CREATE INDEX hermes_cron_jobs_position ON hermes_cron_jobs (position);
+CREATE TABLE hermes_cron_runs (
+    id                bigserial PRIMARY KEY,
+    job_id            text NOT NULL,
+    occurrence        text NOT NULL UNIQUE,
+    scheduled_at      timestamptz,
+    source            text NOT NULL,
+    instance          text,
+    host              text,
+    pid               bigint,
+    status            text NOT NULL,
+    started_at        timestamptz,
+    finished_at       timestamptz,
+    error             text,
+    delivery          text,
+    prompt_tokens     bigint,
+    completion_tokens bigint
+);
+CREATE UNIQUE INDEX hermes_cron_runs_scheduled ON hermes_cron_runs (job_id, scheduled_at)
+    WHERE source = 'scheduler';
+CREATE INDEX hermes_cron_runs_job ON hermes_cron_runs (job_id, id);
+CREATE INDEX hermes_cron_runs_open ON hermes_cron_runs (status) WHERE status IN ('claimed', 'running');
+CREATE TABLE hermes_cron_outbox (
+    id               bigserial PRIMARY KEY,
+    occurrence       text NOT NULL,
+    target           text NOT NULL,
+    job_id           text NOT NULL,
+    run_at           text,
+    payload          text NOT NULL,
+    state            text NOT NULL,
+    sent_parts       bigint NOT NULL DEFAULT 0,
+    attempts         bigint NOT NULL DEFAULT 0,
+    created_at       timestamptz NOT NULL,
+    next_attempt_at  timestamptz NOT NULL,
+    expires_at       timestamptz NOT NULL,
+    finished_at      timestamptz,
+    last_error       text,
+    claimed_instance text,
+    in_flight        boolean NOT NULL DEFAULT false,
+    UNIQUE (occurrence, target)
+);
+CREATE INDEX hermes_cron_outbox_due ON hermes_cron_outbox (state, next_attempt_at);
+CREATE TABLE hermes_cron_outputs (
+    id         bigserial PRIMARY KEY,
+    job_id     text NOT NULL,
+    name       text NOT NULL,
+    body       text NOT NULL,
+    UNIQUE (job_id, name)
+);
+CREATE TABLE hermes_cron_hosts (
+    instance      text PRIMARY KEY,
+    host          text NOT NULL,
+    pid           bigint NOT NULL,
+    kind          text NOT NULL DEFAULT 'client',
+    started_at    timestamptz NOT NULL DEFAULT now(),
+    heartbeat_at  timestamptz NOT NULL DEFAULT now(),
+    last_success  timestamptz,
+    last_error_at timestamptz,
+    last_error    text
+);
+CREATE FUNCTION hermes_cron_jobs_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('hermes_cron_jobs', '');
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hermes_cron_jobs_changed AFTER INSERT OR UPDATE OR DELETE ON hermes_cron_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_changed();
+"#];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// One process's handle on a PostgreSQL store.
+pub struct PgStore {
+    /// The client's own runtime: every call of the (blocking) [`Store`] interface is
+    /// carried out on it, and the heartbeat and LISTEN tasks live on it.
+    rt: tokio::runtime::Runtime,
+    pool: Pool,
+    owner: Owner,
+    /// This process's row in `hermes_cron_hosts`: host, pid and a random part, so that
+    /// several daemons on one machine (or a restart that reuses a pid) never collide.
+    instance: String,
+    /// The URL without its password, for messages.
+    location: String,
+    /// Bumped by NOTIFY, by this process's own writes and when a dead host's claims
+    /// wait to be taken over: what the daemon watches to wake up.
+    changes: Arc<AtomicU64>,
+}
+
+fn unavailable(location: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!(
+        "PostgreSQL store {location}: {e}; check that the database is up and reachable"
+    ))
+}
+
+/// `postgresql://user:secret@host/db` → `postgresql://user@host/db`.
+fn without_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{}{user}@{}", &url[..scheme + 3], &url[at + 1..])
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// What a job row holds beside its record, derived on every write.
+struct Columns {
+    next_run_at: Option<DateTime<Utc>>,
+    runnable: bool,
+    /// A completed one-shot: since when (its last run, else creation), for pruning.
+    done_since: Option<DateTime<Utc>>,
+}
+
+fn columns(job: &Job, ctx: &Context) -> Columns {
+    let state = job.state();
+    let done = state == JobState::Completed && job.is_one_shot();
+    Columns {
+        next_run_at: job.next_run_at(ctx),
+        runnable: state == JobState::Scheduled,
+        done_since: done
+            .then(|| {
+                job.last_run_at(ctx)
+                    .or_else(|| job.instant("created_at", ctx))
+            })
+            .flatten(),
+    }
+}
+
+fn job_of(row: &Row, column: &str) -> Result<Job, StoreError> {
+    let value: Value = row.get(column);
+    match value {
+        Value::Object(record) => Ok(Job::from_record(record)),
+        other => Err(StoreError::Unreadable(format!(
+            "a job record in PostgreSQL is not an object: {other}"
+        ))),
+    }
+}
+
+fn run_row(row: &Row) -> RunRow {
+    let time = |name: &str| row.get::<_, Option<DateTime<Utc>>>(name).map(ledger_time);
+    RunRow {
+        id: row.get("id"),
+        job_id: row.get("job_id"),
+        occurrence: row.get("occurrence"),
+        source: row.get("source"),
+        pid: row.get("pid"),
+        host: row.get("host"),
+        status: row.get("status"),
+        scheduled_at: time("scheduled_at"),
+        started_at: time("started_at"),
+        finished_at: time("finished_at"),
+        error: row.get("error"),
+        delivery: row.get("delivery"),
+        prompt_tokens: row.get("prompt_tokens"),
+        completion_tokens: row.get("completion_tokens"),
+    }
+}
+
+fn outbox_item(row: &Row) -> OutboxItem {
+    OutboxItem {
+        id: row.get("id"),
+        occurrence: row.get("occurrence"),
+        target: row.get("target"),
+        job_id: row.get("job_id"),
+        run_at: row.get("run_at"),
+        payload: row.get("payload"),
+        sent_parts: row.get("sent_parts"),
+        attempts: row.get("attempts"),
+        expires_at: row.get("expires_at"),
+        last_error: row.get("last_error"),
+    }
+}
+
+/// The instances alive by the database's clock.
+const LIVE: &str = "SELECT instance FROM hermes_cron_hosts \
+                    WHERE heartbeat_at > now() - make_interval(secs => $1)";
+
+impl PgStore {
+    /// Connects, creates or migrates the schema, and registers this process.
+    pub fn connect(url: &str, owner: Owner) -> Result<PgStore, StoreError> {
+        let location = without_password(url);
+        let config = tokio_postgres::Config::from_str(url).map_err(|e| {
+            StoreError::Refused(format!(
+                "Cannot read the PostgreSQL URL {location}: {e}; use postgresql://USER@HOST/DB \
+                 (or ?host=/socket/dir for a Unix socket)"
+            ))
+        })?;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("hermes-postgres")
+            .enable_all()
+            .build()
+            .map_err(|e| unavailable(&location, e))?;
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(8)
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(Duration::from_secs(10)))
+            .create_timeout(Some(Duration::from_secs(10)))
+            .build()
+            .map_err(|e| unavailable(&location, e))?;
+        let random: u32 = rand::random();
+        let store = PgStore {
+            rt,
+            pool,
+            instance: format!("{}:{}:{random:08x}", owner.host, owner.pid),
+            owner,
+            location,
+            changes: Arc::new(AtomicU64::new(1)),
+        };
+        store.block(store.migrate())?;
+        store.block(store.register())?;
+        store.rt.spawn(listen(config, Arc::clone(&store.changes)));
+        store.rt.spawn(heartbeat(
+            store.pool.clone(),
+            store.instance.clone(),
+            Arc::clone(&store.changes),
+        ));
+        Ok(store)
+    }
+
+    /// Runs `future` on the store's runtime and waits for it. From inside another
+    /// runtime (the scheduler calls from async code) the wait happens on a helper
+    /// thread, so no runtime is ever blocked inside another.
+    fn block<T: Send>(&self, future: impl Future<Output = T> + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return self.rt.block_on(future);
+        }
+        std::thread::scope(
+            |scope| match scope.spawn(|| self.rt.block_on(future)).join() {
+                Ok(value) => value,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+        )
+    }
+
+    fn fail(&self, e: impl std::fmt::Display) -> StoreError {
+        unavailable(&self.location, e)
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool.get().await.map_err(|e| self.fail(e))
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        // One migrator at a time, whichever host starts first.
+        tx.batch_execute("SET LOCAL client_min_messages = warning")
+            .await
+            .map_err(|e| self.fail(e))?;
+        tx.execute("SELECT pg_advisory_xact_lock(4861057)", &[])
+            .await
+            .map_err(|e| self.fail(e))?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS hermes_cron_schema_migrations (
+                 version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        let row = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0)::bigint FROM hermes_cron_schema_migrations",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let applied: i64 = row.get(0);
+        if applied > SCHEMA_VERSION {
+            return Err(StoreError::Refused(format!(
+                "The PostgreSQL store {} has schema version {applied}, newer than this build \
+                 knows ({SCHEMA_VERSION}): upgrade hermes-cron on this host",
+                self.location
+            )));
+        }
+        for (index, migration) in MIGRATIONS.iter().enumerate().skip(applied as usize) {
+            let version = index as i32 + 1;
+            tx.batch_execute(migration)
+                .await
+                .map_err(|e| self.fail(e))?;
+            tx.execute(
+                "INSERT INTO hermes_cron_schema_migrations (version) VALUES ($1)",
+                &[&version],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().await.map_err(|e| self.fail(e))
+    }
+
+    async fn register(&self) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO hermes_cron_hosts (instance, host, pid) VALUES ($1, $2, $3)",
+                &[&self.instance, &self.owner.host, &i64::from(self.owner.pid)],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    async fn live(&self, client: &impl GenericClient) -> Result<Vec<String>, StoreError> {
+        let rows = client
+            .query(LIVE, &[&LEASE.as_secs_f64()])
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    async fn write_job(
+        &self,
+        client: &impl GenericClient,
+        job: &Job,
+        ctx: &Context,
+    ) -> Result<(), StoreError> {
+        let c = columns(job, ctx);
+        let record = Value::Object(job.record().clone());
+        client
+            .execute(
+                "UPDATE hermes_cron_jobs SET record = $2, next_run_at = $3, runnable = $4,
+                     done_since = $5 WHERE id = $1",
+                &[
+                    &job.id(),
+                    &record,
+                    &c.next_run_at,
+                    &c.runnable,
+                    &c.done_since,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    async fn load(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        let _ = ctx;
+        let client = self.client().await?;
+        let rows = client
+            .query("SELECT record FROM hermes_cron_jobs ORDER BY position", &[])
+            .await
+            .map_err(|e| self.fail(e))?;
+        rows.iter().map(|row| job_of(row, "record")).collect()
+    }
+
+    /// Claims due jobs in one transaction: the database's "now", the due rows locked
+    /// (skipping rows another host holds), the schedules moved and the occurrences
+    /// inserted before the commit.
+    async fn claim(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let now: DateTime<Utc> = tx
+            .query_one("SELECT now()", &[])
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        let ctx = Context { now, ..*ctx };
+        let retention_start = now - scan.completed_retention;
+        tx.execute(
+            "DELETE FROM hermes_cron_jobs WHERE done_since < $1",
+            &[&retention_start],
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        let rows = tx
+            .query(
+                "SELECT record FROM hermes_cron_jobs
+                 WHERE runnable AND (next_run_at IS NULL OR next_run_at <= $1)
+                 ORDER BY next_run_at NULLS FIRST, position LIMIT $2
+                 FOR UPDATE SKIP LOCKED",
+                &[&now, &CLAIM_BATCH],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut jobs = rows
+            .iter()
+            .map(|row| job_of(row, "record"))
+            .collect::<Result<Vec<Job>, StoreError>>()?;
+        for job in &mut jobs {
+            job.heal(&ctx);
+        }
+        let planned = plan_pass(&mut jobs, &ctx, scan.options);
+        for job in &jobs {
+            self.write_job(&tx, job, &ctx).await?;
+        }
+        let live = self.live(&tx).await?;
+        let ids: Vec<&str> = jobs.iter().map(Job::id).collect();
+        let busy: HashSet<String> = tx
+            .query(
+                "SELECT DISTINCT job_id FROM hermes_cron_runs
+                 WHERE job_id = ANY($1) AND status IN ('claimed', 'running')
+                   AND instance = ANY($2)",
+                &[&ids, &live],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let mut occurrences = Vec::new();
+        for pending in prepare_claims(planned, &ctx, scan, &mut |id| busy.contains(id)) {
+            let inserted = match &pending.request {
+                Some(claim) => self.insert_claim(&tx, claim).await,
+                None => Ok(None),
+            };
+            occurrences.push(pending.settle(inserted));
+        }
+        occurrences.extend(self.take_over(&tx, &live, &ctx).await?);
+        tx.execute(
+            "UPDATE hermes_cron_runs SET status = 'interrupted', finished_at = now(),
+                 error = COALESCE(error, 'the process running it stopped before it finished')
+             WHERE status = 'running' AND NOT (instance = ANY($1))",
+            &[&live],
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        let wake: Option<DateTime<Utc>> = tx
+            .query_one(
+                "SELECT MIN(next_run_at) FROM hermes_cron_jobs WHERE runnable",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        self.changed();
+        let fresh_wake = earliest_next_run(&jobs, &ctx, scan.options.run_claim_ttl);
+        Ok(DuePass {
+            occurrences,
+            next_wake: [wake, fresh_wake].into_iter().flatten().min(),
+            ran: true,
+        })
+    }
+
+    async fn insert_claim(
+        &self,
+        client: &impl GenericClient,
+        claim: &super::OwnedClaim,
+    ) -> Result<Option<i64>, String> {
+        // A fire is `claimed` until the process starts it (see `start_run`).
+        let status = match claim.status {
+            RunStatus::Running => "claimed",
+            other => other.as_str(),
+        };
+        let finished = (claim.status != RunStatus::Running).then_some(claim.started_at);
+        let row = client
+            .query_opt(
+                "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
+                     instance, host, pid, status, started_at, finished_at, error)
+                 VALUES ($1, $2, $3, 'scheduler', $4, $5, $6, $7, $8, $9, $10)
+                 ON CONFLICT DO NOTHING RETURNING id",
+                &[
+                    &claim.job_id,
+                    &claim.occurrence,
+                    &claim.scheduled_at,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &status,
+                    &claim.started_at,
+                    &finished,
+                    &claim.error,
+                ],
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    /// Occurrences claimed by processes whose lease ran out before they started them:
+    /// this process takes them over (each row moves once: the update locks it).
+    async fn take_over(
+        &self,
+        client: &impl GenericClient,
+        live: &[String],
+        ctx: &Context,
+    ) -> Result<Vec<Occurrence>, StoreError> {
+        let rows = client
+            .query(
+                "UPDATE hermes_cron_runs r SET instance = $1, host = $2, pid = $3
+                 FROM hermes_cron_jobs j
+                 WHERE r.status = 'claimed' AND r.job_id = j.id AND NOT (r.instance = ANY($4))
+                 RETURNING r.id, r.scheduled_at, j.record",
+                &[
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &live,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut taken = Vec::new();
+        for row in &rows {
+            let scheduled_at: Option<DateTime<Utc>> = row.get("scheduled_at");
+            let run: i64 = row.get("id");
+            taken.push(Occurrence {
+                job: job_of(row, "record")?,
+                decision: Decision::Fire {
+                    scheduled_at: scheduled_at.unwrap_or(ctx.now),
+                    late: false,
+                },
+                claimed: Claimed::Run { run },
+            });
+        }
+        Ok(taken)
+    }
+}
+
+/// Holds one connection that LISTENs for job changes and bumps `changes` on each; on a
+/// lost connection it reconnects with backoff (the daemon's polling covers the gap).
+async fn listen(config: tokio_postgres::Config, changes: Arc<AtomicU64>) {
+    let mut backoff = Duration::from_millis(500);
+    loop {
+        if let Ok((client, mut connection)) = config.connect(NoTls).await {
+            let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
+            let pump = tokio::spawn(async move {
+                let mut messages = futures_stream(move |cx| connection.poll_message(cx));
+                while let Some(message) = messages.next().await {
+                    if sender.send(message).is_err() {
+                        break;
+                    }
+                }
+            });
+            if client
+                .batch_execute(&format!("LISTEN {CHANNEL}"))
+                .await
+                .is_ok()
+            {
+                backoff = Duration::from_millis(500);
+                changes.fetch_add(1, Ordering::Relaxed);
+                while let Some(message) = received.recv().await {
+                    match message {
+                        Ok(_) => {
+                            changes.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => break,
+                    }
+                }
+            }
+            pump.abort();
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(10));
+    }
+}
+
+/// A `poll_fn` stream (std only): yields until the poll returns `None`.
+fn futures_stream<T>(
+    poll: impl FnMut(&mut std::task::Context<'_>) -> std::task::Poll<Option<T>> + Unpin,
+) -> PollStream<impl FnMut(&mut std::task::Context<'_>) -> std::task::Poll<Option<T>> + Unpin> {
+    PollStream(poll)
+}
+
+struct PollStream<F>(F);
+
+impl<F, T> PollStream<F>
+where
+    F: FnMut(&mut std::task::Context<'_>) -> std::task::Poll<Option<T>> + Unpin,
+{
+    async fn next(&mut self) -> Option<T> {
+        std::future::poll_fn(|cx| (self.0)(cx)).await
+    }
+}
+
+/// Renews this process's lease every [`HEARTBEAT_EVERY`], and marks a change when a
+/// dead process left claims to take over, so a sleeping daemon wakes for them.
+async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
+    let mut every = tokio::time::interval(HEARTBEAT_EVERY);
+    loop {
+        every.tick().await;
+        let Ok(client) = pool.get().await else {
+            continue;
+        };
+        let renewed = client
+            .execute(
+                "UPDATE hermes_cron_hosts SET heartbeat_at = now() WHERE instance = $1",
+                &[&instance],
+            )
+            .await;
+        if let Ok(0) = renewed {
+            // Removed by someone cleaning up after a long stop: come back.
+            let _ = client
+                .execute(
+                    "INSERT INTO hermes_cron_hosts (instance, host, pid)
+                     VALUES ($1, split_part($1, ':', 1), 0) ON CONFLICT DO NOTHING",
+                    &[&instance],
+                )
+                .await;
+        }
+        let orphans = client
+            .query_one(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs
+                     WHERE status IN ('claimed', 'running') AND NOT (instance IN ({LIVE})))"
+                ),
+                &[&LEASE.as_secs_f64()],
+            )
+            .await;
+        if let Ok(row) = orphans {
+            if row.get::<_, bool>(0) {
+                changes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        let pool = self.pool.clone();
+        let instance = self.instance.clone();
+        // A clean exit leaves no lease behind; a crash leaves one that runs out.
+        self.block(async move {
+            if let Ok(client) = pool.get().await {
+                let _ = client
+                    .execute(
+                        "DELETE FROM hermes_cron_hosts WHERE instance = $1 AND kind <> 'stopped'",
+                        &[&instance],
+                    )
+                    .await;
+            }
+        });
+    }
+}
+
+impl Store for PgStore {
+    fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        self.block(self.load(ctx))
+    }
+
+    fn load_view(&self, ctx: &Context, _keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        self.load_jobs(ctx)
+    }
+
+    fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt("SELECT record FROM hermes_cron_jobs WHERE id = $1", &[&id])
+                .await
+                .map_err(|e| self.fail(e))?;
+            row.map(|row| job_of(&row, "record")).transpose()
+        })
+    }
+
+    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        self.block(async {
+            let client = self.client().await?;
+            let c = columns(&job, ctx);
+            let record = Value::Object(job.record().clone());
+            let inserted = client
+                .execute(
+                    "INSERT INTO hermes_cron_jobs (id, record, next_run_at, runnable, done_since)
+                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                    &[
+                        &job.id(),
+                        &record,
+                        &c.next_run_at,
+                        &c.runnable,
+                        &c.done_since,
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            self.changed();
+            match inserted {
+                1 => Ok(()),
+                _ => Err(JobError::Invalid(format!(
+                    "A job with id {} is already stored; nothing was changed",
+                    job.id()
+                ))),
+            }
+        })
+    }
+
+    fn update_job(
+        &self,
+        ctx: &Context,
+        id: &str,
+        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+    ) -> Result<Job, JobError> {
+        // The closure is not `Send`: read under a row lock, change here, write back.
+        let mut client = self.block(self.client())?;
+        self.block(async {
+            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+            let row = tx
+                .query_opt(
+                    "SELECT record FROM hermes_cron_jobs WHERE id = $1 FOR UPDATE",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let Some(row) = row else {
+                return Err(JobError::NotFound(id.to_string()));
+            };
+            let mut job = job_of(&row, "record")?;
+            job.heal(ctx);
+            Ok((tx, job))
+        })
+        .and_then(|(tx, mut job)| {
+            change(&mut job)?;
+            self.block(async {
+                self.write_job(&tx, &job, ctx).await?;
+                tx.commit().await.map_err(|e| self.fail(e))?;
+                self.changed();
+                Ok(job)
+            })
+        })
+    }
+
+    fn update_jobs(
+        &self,
+        ctx: &Context,
+        ids: &HashSet<&str>,
+        change: &mut dyn FnMut(&mut Job),
+    ) -> Result<(), StoreError> {
+        let ids: Vec<&str> = ids.iter().copied().collect();
+        let mut client = self.block(self.client())?;
+        let (tx, mut jobs) = self.block(async {
+            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+            let rows = tx
+                .query(
+                    "SELECT record FROM hermes_cron_jobs WHERE id = ANY($1)
+                     ORDER BY position FOR UPDATE",
+                    &[&ids],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let jobs = rows
+                .iter()
+                .map(|row| job_of(row, "record"))
+                .collect::<Result<Vec<Job>, StoreError>>()?;
+            Ok::<_, StoreError>((tx, jobs))
+        })?;
+        for job in &mut jobs {
+            job.heal(ctx);
+            change(job);
+        }
+        self.block(async {
+            for job in &jobs {
+                self.write_job(&tx, job, ctx).await?;
+            }
+            tx.commit().await.map_err(|e| self.fail(e))
+        })?;
+        self.changed();
+        Ok(())
+    }
+
+    fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
+        self.block(async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+            let row = tx
+                .query_opt(
+                    "DELETE FROM hermes_cron_jobs WHERE id = $1 RETURNING record",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let Some(row) = row else {
+                return Err(JobError::NotFound(id.to_string()));
+            };
+            tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
+                .await
+                .map_err(|e| self.fail(e))?;
+            tx.commit().await.map_err(|e| self.fail(e))?;
+            self.changed();
+            Ok(job_of(&row, "record")?)
+        })
+    }
+
+    fn change_mark(&self) -> ChangeMark {
+        ChangeMark(self.changes.load(Ordering::Relaxed))
+    }
+
+    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        self.block(self.claim(ctx, scan))
+    }
+
+    fn start_run(&self, run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let started = client
+                .execute(
+                    "UPDATE hermes_cron_runs
+                     SET status = 'running', started_at = COALESCE(started_at, now())
+                     WHERE id = $1 AND status IN ('claimed', 'running') AND instance = $2",
+                    &[&run, &self.instance],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(started == 1)
+        })
+    }
+
+    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+        self.block(async {
+            let client = self.client().await?;
+            let live = self.live(&client).await?;
+            let busy: bool = client
+                .query_one(
+                    "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE job_id = $1
+                         AND status IN ('claimed', 'running') AND instance = ANY($2))",
+                    &[&job_id, &live],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+                .get(0);
+            if busy {
+                return Err(JobError::Invalid(format!(
+                    "Job {job_id} is already running; wait for it to finish"
+                )));
+            }
+            let occurrence = super::manual_occurrence(job_id, now);
+            let row = client
+                .query_opt(
+                    "INSERT INTO hermes_cron_runs (job_id, occurrence, source, instance, host,
+                         pid, status, started_at)
+                     VALUES ($1, $2, 'manual', $3, $4, $5, 'running', now())
+                     ON CONFLICT DO NOTHING RETURNING id",
+                    &[
+                        &job_id,
+                        &occurrence,
+                        &self.instance,
+                        &self.owner.host,
+                        &i64::from(self.owner.pid),
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            row.map(|r| r.get(0)).ok_or_else(|| {
+                JobError::Invalid(
+                    "a manual run was started at the same millisecond; try again".into(),
+                )
+            })
+        })
+    }
+
+    fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        _now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
+                         delivery = $4, prompt_tokens = $5, completion_tokens = $6
+                     WHERE id = $1",
+                    &[
+                        &run,
+                        &status.as_str(),
+                        &end.error,
+                        &end.delivery,
+                        &end.prompt_tokens,
+                        &end.completion_tokens,
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(())
+        })
+    }
+
+    fn interrupt_dead_runs(
+        &self,
+        _now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let mut live = self.live(&client).await?;
+            if except_own {
+                live.retain(|instance| *instance != self.instance);
+            }
+            let marked = client
+                .execute(
+                    "UPDATE hermes_cron_runs SET status = 'interrupted', finished_at = now(),
+                         error = COALESCE(error, 'the process running it stopped before it finished')
+                     WHERE status = 'running' AND NOT (instance = ANY($1))",
+                    &[&live],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(marked as usize)
+        })
+    }
+
+    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.block(async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT * FROM hermes_cron_runs WHERE ($1::text IS NULL OR job_id = $1)
+                     ORDER BY id DESC LIMIT $2",
+                    &[&job_id, &limit],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(rows.iter().map(run_row).collect())
+        })
+    }
+
+    fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let state = if claimed {
+            OutboxState::Sending
+        } else {
+            OutboxState::Pending
+        };
+        let claimer = claimed.then_some(self.instance.as_str());
+        let error = Some(item.error).filter(|e| !e.is_empty());
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "INSERT INTO hermes_cron_outbox (occurrence, target, job_id, run_at, payload,
+                         state, sent_parts, attempts, created_at, next_attempt_at, expires_at,
+                         last_error, claimed_instance)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12)
+                     ON CONFLICT DO NOTHING RETURNING id",
+                    &[
+                        &item.occurrence,
+                        &item.target,
+                        &item.job_id,
+                        &item.run_at,
+                        &item.payload,
+                        &state.as_str(),
+                        &item.sent_parts,
+                        &item.now,
+                        &item.first_retry,
+                        &item.expires_at,
+                        &error,
+                        &claimer,
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(row.map(|r| r.get::<_, i64>(0)).filter(|_| claimed))
+        })
+    }
+
+    fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "UPDATE hermes_cron_outbox SET state = 'expired', finished_at = $1
+                     WHERE state = 'pending' AND expires_at <= $1",
+                    &[&now],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let rows = client
+                .query(
+                    "UPDATE hermes_cron_outbox SET state = 'sending', attempts = attempts + 1,
+                         claimed_instance = $3, in_flight = false
+                     WHERE id IN (SELECT id FROM hermes_cron_outbox
+                                  WHERE state = 'pending' AND next_attempt_at <= $1
+                                  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                     RETURNING *",
+                    &[&now, &limit, &self.instance],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let mut items: Vec<OutboxItem> = rows.iter().map(outbox_item).collect();
+            // The attempt just counted is this one; report it as the file store does.
+            for item in &mut items {
+                item.attempts -= 1;
+            }
+            items.sort_by_key(|item| item.id);
+            Ok(items)
+        })
+    }
+
+    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let result = match flight {
+                Flight::Out => {
+                    client
+                        .execute(
+                            "UPDATE hermes_cron_outbox SET in_flight = true WHERE id = $1",
+                            &[&id],
+                        )
+                        .await
+                }
+                Flight::Back { delivered } => {
+                    client
+                        .execute(
+                            "UPDATE hermes_cron_outbox SET in_flight = false,
+                                 sent_parts = sent_parts + $2 WHERE id = $1",
+                            &[&id, &i64::from(delivered)],
+                        )
+                        .await
+                }
+            };
+            result.map(drop).map_err(|e| self.fail(e))
+        })
+    }
+
+    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let live = self.live(&client).await?;
+            let released = client
+                .execute(
+                    "UPDATE hermes_cron_outbox SET state = 'pending', next_attempt_at = $2
+                     WHERE state = 'sending' AND NOT in_flight AND NOT (claimed_instance = ANY($1))",
+                    &[&live, &now],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let closed = client
+                .execute(
+                    "UPDATE hermes_cron_outbox SET state = 'failed', finished_at = $2, last_error =
+                         'outcome unknown: the process sending it died while a request was out; not resent, to never post twice'
+                     WHERE state = 'sending' AND in_flight AND NOT (claimed_instance = ANY($1))",
+                    &[&live, &now],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok((released as usize, closed as usize))
+        })
+    }
+
+    fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let finished = (state != OutboxState::Pending).then_some(now);
+        self.block(async {
+            let client = self.client().await?;
+            let attempts: i64 = client
+                .query_opt(
+                    "SELECT attempts FROM hermes_cron_outbox WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+                .map_or(1, |r| r.get(0));
+            let next = now + retry_delay(attempts - 1);
+            client
+                .execute(
+                    "UPDATE hermes_cron_outbox SET state = $2, sent_parts = $3,
+                         last_error = COALESCE($4, last_error), next_attempt_at = $5,
+                         finished_at = $6
+                     WHERE id = $1",
+                    &[&id, &state.as_str(), &sent_parts, &error, &next, &finished],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(())
+        })
+    }
+
+    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let count: i64 = client
+                .query_one(
+                    "SELECT COUNT(*) FROM hermes_cron_outbox WHERE occurrence = $1
+                         AND state IN ('pending', 'sending')",
+                    &[&occurrence],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+                .get(0);
+            Ok(count as usize)
+        })
+    }
+
+    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_one(
+                    "SELECT MIN(next_attempt_at) FROM hermes_cron_outbox WHERE state = 'pending'",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(row.get(0))
+        })
+    }
+
+    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT state FROM hermes_cron_outbox WHERE occurrence = $1 AND target = $2",
+                    &[&occurrence, &target],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
+        let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
+        self.block(async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "DELETE FROM hermes_cron_outbox WHERE state NOT IN ('pending', 'sending')
+                         AND created_at < $1",
+                    &[&before],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            client
+                .execute(
+                    "DELETE FROM hermes_cron_runs WHERE id IN (
+                         SELECT id FROM (
+                             SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
+                             FROM hermes_cron_runs WHERE status NOT IN ('claimed', 'running')
+                         ) ranked WHERE n > $1)",
+                    &[&keep],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(())
+        })
+    }
+
+    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
+        if !is_safe_id(doc.job_id) {
+            return Err(StoreError::Refused(format!(
+                "job id '{}' is not a safe file name",
+                doc.job_id
+            )));
+        }
+        let stem = doc.file_stem();
+        let body = doc.render();
+        let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
+        self.block(async {
+            let client = self.client().await?;
+            let mut n = 0;
+            let (id, name) = loop {
+                let name = match n {
+                    0 => format!("{stem}.md"),
+                    n => format!("{stem}-{n}.md"),
+                };
+                let row = client
+                    .query_opt(
+                        "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
+                         ON CONFLICT DO NOTHING RETURNING id",
+                        &[&doc.job_id, &name, &body],
+                    )
+                    .await
+                    .map_err(|e| self.fail(e))?;
+                if let Some(row) = row {
+                    break (row.get::<_, i64>(0), name);
+                }
+                n += 1;
+            };
+            client
+                .execute(
+                    "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name NOT IN (
+                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1
+                         ORDER BY name DESC LIMIT $2)",
+                    &[&doc.job_id, &keep],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(format!("postgresql:output/{}/{name} (#{id})", doc.job_id))
+        })
+    }
+
+    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let row = client
+                .query_opt(
+                    "SELECT body FROM hermes_cron_outputs WHERE job_id = $1
+                     ORDER BY name DESC LIMIT 1",
+                    &[&job_id],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+        let (sql, error): (&str, Option<&str>) = match beat {
+            Beat::Started { .. } => (
+                "UPDATE hermes_cron_hosts SET kind = 'daemon', heartbeat_at = now() WHERE instance = $1",
+                None,
+            ),
+            Beat::Alive(_) => (
+                "UPDATE hermes_cron_hosts SET heartbeat_at = now() WHERE instance = $1",
+                None,
+            ),
+            Beat::PassSucceeded(_) => (
+                "UPDATE hermes_cron_hosts SET last_success = now() WHERE instance = $1",
+                None,
+            ),
+            Beat::PassFailed(_, why) => (
+                "UPDATE hermes_cron_hosts SET last_error_at = now(), last_error = $2
+                 WHERE instance = $1",
+                Some(why.as_str()),
+            ),
+            Beat::Stopped => (
+                "UPDATE hermes_cron_hosts SET kind = 'stopped' WHERE instance = $1",
+                None,
+            ),
+        };
+        self.block(async {
+            let client = self.client().await?;
+            let result = match error {
+                Some(why) => client.execute(sql, &[&self.instance, &why]).await,
+                None => client.execute(sql, &[&self.instance]).await,
+            };
+            result.map(drop).map_err(|e| self.fail(e))
+        })
+    }
+
+    fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT host, pid, kind, heartbeat_at, last_success, last_error_at, last_error,
+                         heartbeat_at > now() - make_interval(secs => $1) AS alive
+                     FROM hermes_cron_hosts WHERE kind IN ('daemon', 'stopped')
+                     ORDER BY heartbeat_at DESC",
+                    &[&LEASE.as_secs_f64()],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            let mut beat = Heartbeat {
+                seen: !rows.is_empty(),
+                ..Heartbeat::default()
+            };
+            for row in &rows {
+                let kind: String = row.get("kind");
+                let at: DateTime<Utc> = row.get("heartbeat_at");
+                if kind == "daemon" && row.get::<_, bool>("alive") {
+                    beat.alive_at = Some(beat.alive_at.map_or(at, |a: DateTime<Utc>| a.max(at)));
+                    beat.hosts.push(LiveHost {
+                        host: row.get("host"),
+                        pid: row.get("pid"),
+                        heartbeat_at: at,
+                    });
+                }
+                let success: Option<DateTime<Utc>> = row.get("last_success");
+                beat.last_success = beat.last_success.max(success);
+                let error_at: Option<DateTime<Utc>> = row.get("last_error_at");
+                if let Some(error_at) = error_at {
+                    if beat.last_error.as_ref().is_none_or(|(t, _)| error_at > *t) {
+                        let why: Option<String> = row.get("last_error");
+                        beat.last_error = Some((error_at, why.unwrap_or_default()));
+                    }
+                }
+            }
+            Ok(beat)
+        })
+    }
+
+    fn describe(&self) -> Result<StoreInfo, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let version: i64 = client
+                .query_one(
+                    "SELECT COALESCE(MAX(version), 0)::bigint FROM hermes_cron_schema_migrations",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+                .get(0);
+            Ok(StoreInfo {
+                backend: "postgresql",
+                location: self.location.clone(),
+                schema_version: Some(version),
+            })
+        })
+    }
+}

@@ -1,0 +1,70 @@
+//! Copies between a jobs.json and any store: `hermes cron store import` (every field
+//! kept, idempotent: a job already there is replaced by the file's record) and `export`
+//! (a jobs.json Python Hermes reads). An unreadable file is refused whole; nothing of it
+//! is copied.
+
+use std::path::Path;
+
+use super::{Store, StoreError};
+use crate::job::{Context, Job};
+use crate::jsonfile::{parse_document, render_document, StoreDocument};
+use crate::lifecycle::JobError;
+
+/// What an import did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    pub added: usize,
+    pub updated: usize,
+}
+
+/// Copies every job of the jobs.json at `path` into `store`.
+pub fn import_jobs_json(
+    store: &dyn Store,
+    path: &Path,
+    ctx: &Context,
+) -> Result<Imported, JobError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            return Err(JobError::Store(StoreError::Unavailable(format!(
+                "cannot read {}: {e}; give the path of a jobs.json with --from",
+                path.display()
+            ))))
+        }
+    };
+    let document = parse_document(&bytes, path)?;
+    let mut imported = Imported::default();
+    for record in document.jobs {
+        let mut job = Job::from_record(record);
+        job.heal(ctx);
+        let id = job.id().to_string();
+        if store.get_job(ctx, &id)?.is_some() {
+            let mut incoming = Some(job);
+            store.update_job(ctx, &id, &mut |stored| {
+                if let Some(job) = incoming.take() {
+                    *stored = job;
+                }
+                Ok(())
+            })?;
+            imported.updated += 1;
+        } else {
+            store.insert_job(ctx, job)?;
+            imported.added += 1;
+        }
+    }
+    Ok(imported)
+}
+
+/// Every job of `store` as a jobs.json document.
+pub fn export_jobs_json(store: &dyn Store, ctx: &Context) -> Result<Vec<u8>, StoreError> {
+    let document = StoreDocument {
+        jobs: store
+            .load_jobs(ctx)?
+            .into_iter()
+            .map(Job::into_record)
+            .collect(),
+        updated_at: Some(ctx.now_text()),
+        ..StoreDocument::default()
+    };
+    Ok(render_document(&document))
+}

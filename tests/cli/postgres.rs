@@ -1,0 +1,331 @@
+//! Several hosts on one PostgreSQL store, through the real binary: each host has its own
+//! HERMES_HOME and shares nothing but the database (a throwaway cluster started once per
+//! test run by `scripts/postgres/test-cluster.sh`, removed when the tests exit).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use chrono::{SecondsFormat, Utc};
+use serde_json::Value;
+
+use crate::support::fixture;
+
+/// A fresh database on the test cluster.
+fn database() -> String {
+    static CLUSTER: OnceLock<String> = OnceLock::new();
+    let base = CLUSTER.get_or_init(|| {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/postgres/test-cluster.sh"
+        );
+        let out = Command::new("bash")
+            .args([script, &std::process::id().to_string()])
+            .output()
+            .expect("run test-cluster.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    });
+    let name = format!("t{:016x}", rand::random::<u64>());
+    let created = Command::new("psql")
+        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .status()
+        .expect("run psql");
+    assert!(created.success());
+    base.replacen("/postgres?", &format!("/{name}?"), 1)
+}
+
+/// One host: its own HERMES_HOME (scripts, config), the shared database.
+struct Host {
+    dir: tempfile::TempDir,
+    store: String,
+    name: String,
+}
+
+impl Host {
+    fn new(store: &str, name: &str) -> Host {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+        Host {
+            dir,
+            store: store.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_hermes"));
+        cmd.args(args)
+            .env_clear()
+            .env("HERMES_HOME", self.path())
+            .env("HOME", self.path())
+            .env("HERMES_TIMEZONE", "UTC")
+            .env("TZ", "UTC")
+            .env("HERMES_MACHINE_ID", &self.name)
+            .env("HERMES_CRON_STORE", &self.store)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "hermes {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+
+    fn script(&self, name: &str, body: &str) {
+        std::fs::write(self.path().join("scripts").join(name), body).unwrap();
+    }
+
+    fn daemon(&self) -> Daemon {
+        let child = self
+            .command(&["cron", "daemon"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Daemon(child)
+    }
+}
+
+struct Daemon(Child);
+
+impl Daemon {
+    fn stop(mut self) {
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn two_hosts_on_one_database_run_each_occurrence_once_and_see_each_other() {
+    let store = database();
+    let side: PathBuf = tempfile::tempdir().unwrap().keep().join("side.txt");
+    let (a, b) = (Host::new(&store, "host-a"), Host::new(&store, "host-b"));
+    for host in [&a, &b] {
+        host.script(
+            "tick.sh",
+            &format!(
+                "echo \"$HERMES_JOB_ID {}\" >> {}\necho done\n",
+                host.name,
+                side.display()
+            ),
+        );
+    }
+    let due =
+        (Utc::now() + chrono::Duration::seconds(2)).to_rfc3339_opts(SecondsFormat::Secs, true);
+    let ids: Vec<String> = (0..12)
+        .map(|n| {
+            let out = a.ok(&[
+                "cron",
+                "add",
+                &due,
+                "--script",
+                "tick.sh",
+                "--no-agent",
+                "--name",
+                &format!("job{n}"),
+            ]);
+            out.lines()
+                .next()
+                .unwrap()
+                .trim_start_matches("Created job: ")
+                .to_string()
+        })
+        .collect();
+    let (first, second) = (a.daemon(), b.daemon());
+    assert!(wait_for(Duration::from_secs(15), || {
+        let jobs = b.json(&["cron", "list", "--all", "--json"]);
+        jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|j| j["state"] == "completed")
+    }));
+    let status = a.json(&["cron", "store", "status", "--json"]);
+    assert_eq!(status["backend"], "postgresql");
+    assert_eq!(status["schema_version"], 1);
+    let hosts: Vec<&str> = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert!(
+        hosts.contains(&"host-a") && hosts.contains(&"host-b"),
+        "{status}"
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    first.stop();
+    second.stop();
+    let lines = std::fs::read_to_string(&side).unwrap();
+    let mut ran: BTreeMap<&str, usize> = BTreeMap::new();
+    for line in lines.lines() {
+        *ran.entry(line.split(' ').next().unwrap()).or_default() += 1;
+    }
+    let runs = a.json(&["cron", "runs", "--json", "--limit", "100"]);
+    for id in &ids {
+        assert_eq!(
+            ran.get(id.as_str()),
+            Some(&1),
+            "job {id} ran {:?} times",
+            ran.get(id.as_str())
+        );
+        let ok: Vec<&Value> = runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["job_id"] == id.as_str())
+            .collect();
+        assert_eq!(ok.len(), 1, "one ledger row for {id}");
+        assert_eq!(ok[0]["status"], "ok");
+    }
+    // Both hosts took part: the claim is shared, not a leader's.
+    assert!(lines.contains("host-a") || lines.contains("host-b"));
+    // Neither host wrote a jobs.json: the database is the store.
+    assert!(!a.path().join("cron/jobs.json").exists() && !b.path().join("cron/jobs.json").exists());
+}
+
+#[test]
+fn import_then_export_keeps_every_field_of_python_hermes_stores() {
+    for name in [
+        "newer_full_store.json",
+        "old_bare_list_store.json",
+        "jobs_keyed_by_id_store.json",
+    ] {
+        let host = Host::new(&database(), "host-a");
+        let path = fixture(name);
+        let out = host.ok(&["cron", "store", "import", "--from", path.to_str().unwrap()]);
+        assert!(out.contains("added"), "{out}");
+        let first = host.json(&["cron", "store", "export"]);
+        // Idempotent: a second import updates the same jobs and changes nothing.
+        let again = host.ok(&["cron", "store", "import", "--from", path.to_str().unwrap()]);
+        assert!(again.contains(" 0 added"), "{again}");
+        let second = host.json(&["cron", "store", "export"]);
+        assert_eq!(first["jobs"], second["jobs"], "{name}");
+        // The same file through the jobs.json store (a copy healed by an edit) holds the
+        // same records: nothing is lost or changed on the way through PostgreSQL.
+        let local = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(local.path().join("cron")).unwrap();
+        std::fs::copy(&path, local.path().join("cron/jobs.json")).unwrap();
+        let exported = first["jobs"].as_array().unwrap();
+        let original: Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap_or(Value::Null);
+        let count = match &original {
+            Value::Array(a) => a.len(),
+            Value::Object(o) => match o.get("jobs") {
+                Some(Value::Array(a)) => a.len(),
+                Some(Value::Object(m)) => m.len(),
+                _ => 0,
+            },
+            _ => 0,
+        };
+        assert_eq!(exported.len(), count, "{name}: every job exported");
+        for job in exported {
+            let id = job["id"].as_str().unwrap();
+            let source = match &original {
+                Value::Array(a) => a.iter().find(|j| j["id"] == id).cloned(),
+                Value::Object(o) => match o.get("jobs") {
+                    Some(Value::Array(a)) => a.iter().find(|j| j["id"] == id).cloned(),
+                    Some(Value::Object(m)) => m.get(id).cloned(),
+                    _ => None,
+                },
+                _ => None,
+            }
+            .unwrap_or(Value::Null);
+            for (key, value) in source.as_object().into_iter().flatten() {
+                let kept = &job[key.as_str()];
+                let healed = [
+                    "schedule",
+                    "schedule_display",
+                    "repeat",
+                    "deliver",
+                    "skills",
+                    "skill",
+                    "next_run_at",
+                    "created_at",
+                    "last_run_at",
+                    "paused_at",
+                    "enabled",
+                    "state",
+                ];
+                if !healed.contains(&key.as_str()) {
+                    assert_eq!(kept, value, "{name}: job {id} key {key}");
+                } else {
+                    assert!(
+                        !kept.is_null() || value.is_null(),
+                        "{name}: job {id} lost {key}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_store_url_that_is_not_postgresql_or_not_reachable_is_a_clear_error() {
+    let host = Host::new("mysql://nope", "host-a");
+    let out = host.run(&["cron", "list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("HERMES_CRON_STORE 'mysql://nope' is not a PostgreSQL URL"),
+        "{err}"
+    );
+    let down = Host::new(
+        "postgresql://postgres@/x?host=/nonexistent-dir&connect_timeout=2",
+        "host-a",
+    );
+    let out = down.run(&["cron", "list"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("PostgreSQL store postgresql://postgres@/x")
+            && err.contains("check that the database is up"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
