@@ -135,6 +135,7 @@ pub fn runs(
             .map(|r| {
                 json!({
                     "id": r.id, "job_id": r.job_id, "occurrence": r.occurrence, "source": r.source,
+                    "host": r.host,
                     "status": r.status, "scheduled_at": r.scheduled_at, "started_at": r.started_at,
                     "finished_at": r.finished_at, "error": r.error, "delivery": r.delivery,
                     "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,

@@ -54,9 +54,18 @@ impl Scheduler {
         if let Err(e) = blocking(|| self.store().prune_history(week_ago, RUNS_KEPT_PER_JOB)) {
             tracing::warn!("cannot prune the run history: {e}");
         }
+        // A store with its own clock (a database) says when jobs are due by that clock:
+        // the wake-up moves onto this host's clock, so a host whose clock runs ahead
+        // neither spins nor fires early.
+        let skew = due
+            .decided_at
+            .map_or(chrono::Duration::zero(), |t| t - ctx.now);
         Ok(PassReport {
             pending,
-            next_wake: [due.next_wake, retry_wake].into_iter().flatten().min(),
+            next_wake: [due.next_wake.map(|at| at - skew), retry_wake]
+                .into_iter()
+                .flatten()
+                .min(),
             ran: true,
         })
     }

@@ -351,6 +351,7 @@ impl Store for FileStore {
             occurrences,
             next_wake,
             ran: true,
+            decided_at: None,
         })
     }
 

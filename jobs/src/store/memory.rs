@@ -241,6 +241,7 @@ impl Store for MemoryStore {
             occurrences,
             next_wake,
             ran: true,
+            decided_at: None,
         })
     }
 

@@ -99,6 +99,9 @@ pub struct DuePass {
     /// False when another scheduler was in the middle of a pass on this store: nothing
     /// was decided.
     pub ran: bool,
+    /// "Now" by the store's clock when it keeps its own (a database), `None` when the
+    /// pass decided by the caller's. The caller sleeps by the same clock.
+    pub decided_at: Option<DateTime<Utc>>,
 }
 
 /// The scheduler's health marks, as `hermes cron status` reads them.

@@ -496,6 +496,7 @@ impl PgStore {
             occurrences,
             next_wake: [wake, fresh_wake].into_iter().flatten().min(),
             ran: true,
+            decided_at: Some(now),
         })
     }
 
