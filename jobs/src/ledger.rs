@@ -84,6 +84,8 @@ pub struct RunEnd {
     pub delivery: Option<String>,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    /// Where the run's output document was saved (as the store's `save_output` said).
+    pub output: Option<String>,
 }
 
 /// The key of one fire: `<job_id>@<scheduled instant, UTC>`.
@@ -154,6 +156,18 @@ impl Ledger {
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
+        // A column added after the first release: a database of an older build gets it.
+        let has_output: bool = conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM pragma_table_info('runs') WHERE name = 'output'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(wrap)?;
+        if !has_output {
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN output TEXT")
+                .map_err(wrap)?;
+        }
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -208,7 +222,7 @@ impl Ledger {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = ?3, error = ?4, delivery = ?5,
-                     prompt_tokens = ?6, completion_tokens = ?7
+                     prompt_tokens = ?6, completion_tokens = ?7, output = ?8
                  WHERE id = ?1",
                 params![
                     id,
@@ -218,6 +232,7 @@ impl Ledger {
                     end.delivery,
                     end.prompt_tokens,
                     end.completion_tokens,
+                    end.output,
                 ],
             )
             .map_err(|e| self.wrap(e))?;
@@ -278,6 +293,18 @@ impl Ledger {
         Ok(rows
             .iter()
             .any(|(pid, row_host)| row_host.as_deref() != Some(host) || pid.is_some_and(is_alive)))
+    }
+
+    /// Where run `id` saved its output document: `None` for no such run, `Some(None)`
+    /// for a run without one.
+    pub fn output_of(&self, id: i64) -> Result<Option<Option<String>>, LedgerError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row("SELECT output FROM runs WHERE id = ?1", params![id], |r| {
+                r.get::<_, Option<String>>(0)
+            })
+            .optional()
+            .map_err(|e| self.wrap(e))
     }
 
     /// Newest rows first, for one job or all.
@@ -380,6 +407,7 @@ mod tests {
             delivery: Some("local".into()),
             prompt_tokens: Some(12),
             completion_tokens: Some(34),
+            output: None,
         };
         ledger
             .finish(done, RunStatus::Ok, at("2026-11-22T09:00:05Z"), &end)

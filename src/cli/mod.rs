@@ -77,6 +77,8 @@ pub enum CronVerb {
     },
     /// Read-only health check; exits 1 when something needs attention.
     Doctor,
+    /// Print the output document of one run (its id as `runs` shows it), from any host.
+    Output { run: i64 },
     /// The store behind the jobs: its status, and copies to and from jobs.json.
     Store {
         #[command(subcommand)]

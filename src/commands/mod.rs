@@ -129,5 +129,6 @@ pub fn run_cron(verb: CronVerb, verbose: u8) -> Result<(), CliError> {
         CronVerb::Runs { job, limit, json } => status::runs(&session, job.as_deref(), limit, json),
         CronVerb::Doctor => status::doctor(&session),
         CronVerb::Store { verb } => store_cmd::store(&session, verb),
+        CronVerb::Output { run } => status::output(&session, run),
     }
 }

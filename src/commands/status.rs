@@ -308,3 +308,19 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
         problems.len()
     )))
 }
+
+/// `hermes cron output RUN`: the output document of one run, wherever the store keeps it.
+pub fn output(session: &Session, run: i64) -> Result<(), CliError> {
+    match session.store.run_output(run)? {
+        Some(Some(document)) => {
+            say!("{}", document.trim_end());
+            Ok(())
+        }
+        Some(None) => Err(CliError::user(format!(
+            "Run {run} has no output document (it saved none, or it was pruned)"
+        ))),
+        None => Err(CliError::user(format!(
+            "No run {run}: see the run ids with 'hermes cron runs'"
+        ))),
+    }
+}

@@ -189,6 +189,7 @@ impl Scheduler {
             delivery: Some(delivery.summary.clone()),
             prompt_tokens: run.outcome.prompt_tokens,
             completion_tokens: run.outcome.completion_tokens,
+            output: output.clone(),
         };
         let finished = self.now();
         if let Err(e) = blocking(|| self.store().finish_run(claimed.run, status, finished, &end)) {

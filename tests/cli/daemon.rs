@@ -497,7 +497,20 @@ fn run_now_runs_a_job_without_moving_its_schedule() {
     let job = home.job(&id);
     assert_eq!(job["next_run_at"], before);
     assert_eq!(job["last_status"], "ok");
-    assert_eq!(home.runs(Some(&id))[0]["source"], "manual");
+    let run = &home.runs(Some(&id))[0];
+    assert_eq!(run["source"], "manual");
+    // The run's document, by its id.
+    let document = home.ok(&["cron", "output", &run["id"].to_string()]);
+    assert!(
+        document.starts_with("# Cron Job: ") && document.contains("## Response\n\nmanual run"),
+        "{document}"
+    );
+    let missing = home.run(&["cron", "output", "999"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr).trim(),
+        "error: No run 999: see the run ids with 'hermes cron runs'"
+    );
     home.ok(&["cron", "pause", &id]);
     let refused = home.run(&["cron", "run", &id]);
     assert_eq!(refused.status.code(), Some(1));

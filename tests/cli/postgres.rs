@@ -222,6 +222,11 @@ fn two_hosts_on_one_database_run_each_occurrence_once_and_see_each_other() {
             .collect();
         assert_eq!(ok.len(), 1, "one ledger row for {id}");
         assert_eq!(ok[0]["status"], "ok");
+        // Whichever host ran it, either host prints its output document.
+        for host in [&a, &b] {
+            let document = host.ok(&["cron", "output", &ok[0]["id"].to_string()]);
+            assert!(document.contains("## Response\n\ndone"), "{document}");
+        }
     }
     // Both hosts took part: the claim is shared, not a leader's.
     assert!(lines.contains("host-a") || lines.contains("host-b"));

@@ -297,9 +297,26 @@ fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
         )
     );
     assert_eq!(rows[0].pid, Some(1));
-    one.finish_run(run, RunStatus::Ok, c.now, &RunEnd::default())
-        .unwrap();
+    let doc = OutputDocument {
+        job_id: "aaaaaaaaaaaa",
+        job_name: "job",
+        schedule: "every 60m",
+        run_time: c.now,
+        zone: chrono_tz::UTC,
+        prompt: "p",
+        result: Ok("the answer"),
+    };
+    let saved = one.save_output(&doc, 5).unwrap();
+    let end = RunEnd {
+        output: Some(saved),
+        ..RunEnd::default()
+    };
+    one.finish_run(run, RunStatus::Ok, c.now, &end).unwrap();
     assert_eq!(two.recent_runs(None, 10).unwrap()[0].status, "ok");
+    // Any process finds the run's document by the run.
+    let document = two.run_output(run).unwrap().unwrap().unwrap();
+    assert!(document.contains("the answer"), "{document}");
+    assert_eq!(two.run_output(run + 1000).unwrap(), None);
 }
 
 fn an_occurrence_of_a_running_job_is_recorded_skipped(backend: &dyn Backend) {

@@ -485,6 +485,17 @@ impl Store for FileStore {
         }
     }
 
+    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+            return Ok(None);
+        }
+        let Some(location) = self.with_ledger(|ledger| ledger.output_of(run))? else {
+            return Ok(None);
+        };
+        let text = location.and_then(|path| std::fs::read_to_string(path).ok());
+        Ok(Some(text))
+    }
+
     fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
         let (name, text) = match beat {
             Beat::Started { pid } => ("daemon.pid", format!("{pid}\n")),

@@ -42,6 +42,8 @@ struct Inner {
     dead: HashSet<u32>,
     /// True while a test holds the pass, as another scheduler holding `.tick.lock` would.
     pass_held: bool,
+    /// Where each run saved its document.
+    run_outputs: BTreeMap<i64, String>,
 }
 
 /// Everything in memory, for tests. Claims are stamped with `owner`.
@@ -274,6 +276,9 @@ impl Store for MemoryStore {
             row.delivery = end.delivery.clone();
             row.prompt_tokens = end.prompt_tokens;
             row.completion_tokens = end.completion_tokens;
+        }
+        if let Some(output) = &end.output {
+            inner.run_outputs.insert(run, output.clone());
         }
         Ok(())
     }
@@ -514,6 +519,18 @@ impl Store for MemoryStore {
             .outputs
             .get(job_id)
             .and_then(|docs| docs.values().next_back().cloned()))
+    }
+
+    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+        let inner = self.lock();
+        let Some(row) = inner.runs.iter().find(|r| r.id == run) else {
+            return Ok(None);
+        };
+        let text = inner.run_outputs.get(&row.id).and_then(|location| {
+            let (job, name) = location.strip_prefix("memory:")?.split_once('/')?;
+            inner.outputs.get(job)?.get(name).cloned()
+        });
+        Ok(Some(text))
     }
 
     fn beat(&self, beat: &Beat) -> Result<(), StoreError> {

@@ -281,6 +281,9 @@ pub trait Store: Send + Sync {
     fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError>;
     /// The text of a job's newest document.
     fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// The output document of run `run`: `None` for no such run, `Some(None)` when the
+    /// run saved none (or it was pruned since).
+    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
 
     // --- the scheduler's heartbeat ---
 

@@ -68,7 +68,8 @@ CREATE TABLE hermes_cron_runs (
     error             text,
     delivery          text,
     prompt_tokens     bigint,
-    completion_tokens bigint
+    completion_tokens bigint,
+    output            text
 );
 CREATE UNIQUE INDEX hermes_cron_runs_scheduled ON hermes_cron_runs (job_id, scheduled_at)
     WHERE source = 'scheduler';
@@ -916,7 +917,7 @@ impl Store for PgStore {
             client
                 .execute(
                     "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
-                         delivery = $4, prompt_tokens = $5, completion_tokens = $6
+                         delivery = $4, prompt_tokens = $5, completion_tokens = $6, output = $7
                      WHERE id = $1",
                     &[
                         &run,
@@ -925,6 +926,7 @@ impl Store for PgStore {
                         &end.delivery,
                         &end.prompt_tokens,
                         &end.completion_tokens,
+                        &end.output,
                     ],
                 )
                 .await
@@ -1222,21 +1224,21 @@ impl Store for PgStore {
         self.block(async {
             let client = self.client().await?;
             let mut n = 0;
-            let (id, name) = loop {
+            let name = loop {
                 let name = match n {
                     0 => format!("{stem}.md"),
                     n => format!("{stem}-{n}.md"),
                 };
-                let row = client
-                    .query_opt(
+                let inserted = client
+                    .execute(
                         "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
-                         ON CONFLICT DO NOTHING RETURNING id",
+                         ON CONFLICT DO NOTHING",
                         &[&doc.job_id, &name, &body],
                     )
                     .await
                     .map_err(|e| self.fail(e))?;
-                if let Some(row) = row {
-                    break (row.get::<_, i64>(0), name);
+                if inserted == 1 {
+                    break name;
                 }
                 n += 1;
             };
@@ -1249,7 +1251,7 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
-            Ok(format!("postgresql:output/{}/{name} (#{id})", doc.job_id))
+            Ok(format!("postgresql:output/{}/{name}", doc.job_id))
         })
     }
 
@@ -1265,6 +1267,35 @@ impl Store for PgStore {
                 .await
                 .map_err(|e| self.fail(e))?;
             Ok(row.map(|r| r.get(0)))
+        })
+    }
+
+    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let Some(row) = client
+                .query_opt("SELECT output FROM hermes_cron_runs WHERE id = $1", &[&run])
+                .await
+                .map_err(|e| self.fail(e))?
+            else {
+                return Ok(None);
+            };
+            let location: Option<String> = row.get(0);
+            let Some((job, name)) = location
+                .as_deref()
+                .and_then(|l| l.strip_prefix("postgresql:output/"))
+                .and_then(|l| l.split_once('/'))
+            else {
+                return Ok(Some(None));
+            };
+            let body = client
+                .query_opt(
+                    "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name = $2",
+                    &[&job, &name],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(Some(body.map(|r| r.get(0))))
         })
     }
 
