@@ -15,6 +15,7 @@ pub mod command;
 pub mod config;
 pub mod prompt;
 pub mod provider;
+pub mod providers;
 pub mod retry;
 pub mod skills;
 pub mod tools;
