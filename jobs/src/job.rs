@@ -155,6 +155,10 @@ pub struct JobSpec<'a> {
     pub skills: &'a [String],
     pub model: Option<&'a str>,
     pub provider: Option<&'a str>,
+    /// The provider an unpinned job resolved to at creation (Hermes' drift guard).
+    pub provider_snapshot: Option<&'a str>,
+    /// The default model an unpinned job resolved to at creation.
+    pub model_snapshot: Option<&'a str>,
     pub script: Option<&'a str>,
     pub no_agent: bool,
     pub schedule: &'a Schedule,
@@ -191,6 +195,8 @@ impl Job {
             ("skill", json!(spec.skills.first())),
             ("model", json!(spec.model)),
             ("provider", json!(spec.provider)),
+            ("provider_snapshot", json!(spec.provider_snapshot)),
+            ("model_snapshot", json!(spec.model_snapshot)),
             ("base_url", Value::Null),
             ("script", json!(spec.script)),
             ("no_agent", json!(spec.no_agent)),

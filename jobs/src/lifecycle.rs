@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
+use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
 use crate::store::{Store, StoreError};
@@ -102,6 +103,21 @@ pub struct NewJob {
     pub paused: bool,
     /// `PLATFORM:CHAT[:THREAD]` — the chat an integration created the job from.
     pub origin: Option<String>,
+    /// The text of the script file (read by the caller, who knows the home), for the
+    /// gateway lifecycle guard; `None` when there is no script or it cannot be read.
+    pub script_text: Option<String>,
+    /// What an unpinned agent job would run on if it ran now, for the snapshots.
+    pub inference_now: InferenceNow,
+}
+
+/// The provider and model an agent job that pins neither would resolve to at creation,
+/// as the binary's configuration resolves them; `None` where that is not known. They
+/// become `provider_snapshot` / `model_snapshot` for each axis the job leaves unpinned,
+/// so Hermes' drift guard can notice a later change of the global default.
+#[derive(Debug, Clone, Default)]
+pub struct InferenceNow {
+    pub provider: Option<String>,
+    pub model: Option<String>,
 }
 
 /// Changes asked by `hermes cron edit`. For string fields `Some("")` clears the field.
@@ -264,6 +280,9 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
         (_, times) => times,
     };
     scan_prompt(&new.prompt)?;
+    if gateway_guard::touches_gateway(&new.prompt, new.script_text.as_deref()) {
+        return Err(JobError::Invalid(gateway_guard::REFUSAL.to_string()));
+    }
     let skills = dedup(new.skills.iter().cloned());
     let script = non_empty(&new.script);
     if let Some(script) = script {
@@ -293,13 +312,29 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
         .map(str::to_string)
         .unwrap_or_else(|| default_name(&new.prompt, &skills, script));
 
+    // Hermes snapshots each axis the job leaves to the global default, and nothing for
+    // a script-only job (it never calls a model).
+    let model = non_empty(&new.model);
+    let provider = non_empty(&new.provider);
+    fn snapshot<'a>(
+        no_agent: bool,
+        pinned: Option<&str>,
+        now: &'a Option<String>,
+    ) -> Option<&'a str> {
+        match (no_agent, pinned) {
+            (false, None) => non_empty(now),
+            _ => None,
+        }
+    }
     let job = Job::create(&JobSpec {
         id: new_id(),
         name,
         prompt: &new.prompt,
         skills: &skills,
-        model: non_empty(&new.model),
-        provider: non_empty(&new.provider),
+        model,
+        provider,
+        provider_snapshot: snapshot(new.no_agent, provider, &new.inference_now.provider),
+        model_snapshot: snapshot(new.no_agent, model, &new.inference_now.model),
         script,
         no_agent: new.no_agent,
         schedule: &schedule,
