@@ -240,9 +240,11 @@ fn system_message(job: &Job, env: &RunEnv, settings: &AgentConfig, has_tools: bo
         .endpoints
         .first()
         .map_or(("", ""), |e| (e.model.as_str(), e.provider.as_str()));
+    let cwd = self::workdir(job, env);
     system_prompt::build(&system_prompt::SystemInputs {
         home: &env.home,
         workdir: workdir.as_deref(),
+        cwd: &cwd,
         has_tools,
         skills: &skills,
         platform: platform.as_deref(),

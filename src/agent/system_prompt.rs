@@ -36,6 +36,9 @@ pub struct SystemInputs<'a> {
     pub home: &'a Path,
     /// The job's workdir: only then are project context files read (as Hermes does).
     pub workdir: Option<&'a Path>,
+    /// Where the tools work (the job's workdir, else the home), named so the model
+    /// knows what relative paths mean.
+    pub cwd: &'a Path,
     /// Whether the model is offered any tool (the guidance is only for tool users).
     pub has_tools: bool,
     pub skills: &'a [IndexEntry],
@@ -57,6 +60,11 @@ pub fn build(inputs: &SystemInputs<'_>) -> String {
     if let Some(index) = skills_index(inputs.skills) {
         parts.push(index);
     }
+    parts.push(format!(
+        "Host: {}\nWorking directory: {}",
+        host_name(),
+        inputs.cwd.display()
+    ));
     parts.push(CRON_HINT.to_string());
     if let Some(hint) = inputs.platform.and_then(platform_hint) {
         parts.push(hint.to_string());
@@ -80,6 +88,16 @@ pub fn build(inputs: &SystemInputs<'_>) -> String {
         .filter(|p| !p.is_empty())
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+/// The operating system as people name it.
+fn host_name() -> &'static str {
+    match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "macOS",
+        "windows" => "Windows",
+        other => other,
+    }
 }
 
 /// `SOUL.md` from the home (scanned and cut like a context file), else the default.
@@ -326,6 +344,7 @@ mod tests {
         SystemInputs {
             home,
             workdir,
+            cwd: Path::new("/w"),
             has_tools: true,
             skills,
             platform: Some("telegram"),
@@ -345,6 +364,7 @@ mod tests {
         assert!(text.starts_with(DEFAULT_IDENTITY), "{text}");
         assert!(text.contains("# Using your tools"));
         assert!(text.contains("scheduled cron job"));
+        assert!(text.contains("\nWorking directory: /w\n"));
         assert!(text.contains("Telegram message"));
         assert!(
             text.ends_with(
