@@ -605,6 +605,13 @@ impl Job {
         self.set("deliver", json!(deliver));
     }
 
+    /// `provider_snapshot` and `model_snapshot`: what the job's unpinned axes resolved to
+    /// when it was created or its inference fields last changed (null = none).
+    pub fn set_inference_snapshots(&mut self, provider: Option<&str>, model: Option<&str>) {
+        self.set("provider_snapshot", json!(provider));
+        self.set("model_snapshot", json!(model));
+    }
+
     pub fn set_no_agent(&mut self, no_agent: bool) {
         self.set("no_agent", json!(no_agent));
     }

@@ -138,6 +138,9 @@ pub struct JobEdit {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub timezone: Option<String>,
+    /// What unpinned axes resolve to now, for the snapshots when the edit changes the
+    /// model, the provider or `no_agent` (Hermes recomputes them then).
+    pub inference_now: InferenceNow,
 }
 
 impl JobEdit {
@@ -263,6 +266,24 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// Hermes' snapshot rule for one axis: the value it resolves to now when the job is an
+/// agent job that leaves the axis unpinned, else nothing.
+fn snapshot<'a>(no_agent: bool, pinned: Option<&str>, now: &'a Option<String>) -> Option<&'a str> {
+    match (no_agent, pinned) {
+        (false, None) => non_empty(now),
+        _ => None,
+    }
+}
+
+/// The fields whose change makes Hermes take new snapshots.
+fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
+    (
+        job.text_field("model").map(str::to_string),
+        job.text_field("provider").map(str::to_string),
+        job.no_agent(),
+    )
+}
+
 /// Creates a job and stores it. Everything is validated before the store is locked.
 pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     let zone = match non_empty(&new.timezone) {
@@ -316,16 +337,6 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
     // a script-only job (it never calls a model).
     let model = non_empty(&new.model);
     let provider = non_empty(&new.provider);
-    fn snapshot<'a>(
-        no_agent: bool,
-        pinned: Option<&str>,
-        now: &'a Option<String>,
-    ) -> Option<&'a str> {
-        match (no_agent, pinned) {
-            (false, None) => non_empty(now),
-            _ => None,
-        }
-    }
     let job = Job::create(&JobSpec {
         id: new_id(),
         name,
@@ -446,6 +457,7 @@ impl<'a> CheckedEdit<'a> {
     /// Everything else: prompt, name, deliver, repeat, skills, script, paths and pins.
     fn apply_fields(&self, job: &mut Job) -> Result<(), JobError> {
         let edit = self.edit;
+        let axes_before = inference_axes(job);
         if let Some(prompt) = &edit.prompt {
             job.set_prompt(prompt);
         }
@@ -488,6 +500,14 @@ impl<'a> CheckedEdit<'a> {
             if let Some(value) = value {
                 set_optional(job, field, value);
             }
+        }
+        let touched = edit.model.is_some() || edit.provider.is_some() || edit.no_agent.is_some();
+        if touched && inference_axes(job) != axes_before {
+            let (model, provider) = (job.text_field("model"), job.text_field("provider"));
+            let now = &edit.inference_now;
+            let provider_snapshot = snapshot(job.no_agent(), provider, &now.provider);
+            let model_snapshot = snapshot(job.no_agent(), model, &now.model);
+            job.set_inference_snapshots(provider_snapshot, model_snapshot);
         }
         Ok(())
     }

@@ -77,6 +77,11 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         model: fields.model,
         provider: fields.provider,
         timezone: fields.timezone,
+        inference_now: crate::agent::config::inference_now(
+            &session.config,
+            &crate::agent::config::Vars::load(&session.home.root),
+            &session.home.root,
+        ),
     };
     if edit.is_empty() {
         return Err(CliError::user(

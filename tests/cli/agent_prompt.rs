@@ -265,6 +265,16 @@ fn snapshots_are_written_for_unpinned_axes_of_agent_jobs_only() {
         ),
         (json!("openrouter"), json!("m-default"))
     );
+    // Pinning the model by an edit drops its snapshot, as Hermes recomputes them then.
+    hermes.cron(&["edit", &unpinned, "--model", "m-edit"]).ok();
+    let job = hermes.job(&unpinned);
+    assert_eq!(
+        (
+            job["provider_snapshot"].clone(),
+            job["model_snapshot"].clone()
+        ),
+        (json!("openrouter"), Value::Null)
+    );
     let pinned = hermes.add("every 1h", "Hi", &["--model", "m-pinned"]);
     let job = hermes.job(&pinned);
     assert_eq!(
