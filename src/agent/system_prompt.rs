@@ -1,10 +1,8 @@
-//! The system message of a run (docs/AGENT.md, "The system message"), built the way
-//! Hermes builds a cron agent's: identity (`SOUL.md` or Hermes' default), tool-use
-//! guidance, the skills index, the cron and delivery-platform hints, the workdir's
-//! project context file (threat-scanned; a file that fails is named, not sent), then
-//! the date, model and provider. It must come out byte-identical for every run of a job
-//! on one day with unchanged files, so provider prompt caches hit: nothing here may
-//! depend on the time of day, the run, or the order a directory lists in.
+//! The system message of a run (docs/AGENT.md, "The system message"), built as Hermes
+//! builds a cron agent's: identity, tool guidance, skills index, hints, the workdir's
+//! project context file (threat-scanned; a failing file is named, not sent), the date.
+//! It must be byte-identical for every run of a job on one day with unchanged files, so
+//! nothing here may depend on the time of day, the run, or a directory's listing order.
 
 use std::path::{Path, PathBuf};
 
