@@ -48,6 +48,14 @@ pub fn resolve_script(scripts_dir: &Path, script: &str) -> Result<PathBuf, Strin
     Ok(resolved)
 }
 
+/// The script's text for the gateway guard at creation, undecodable bytes replaced so
+/// nothing hides in binary noise; `None` when it does not resolve or cannot be read.
+pub fn read_for_scan(scripts_dir: &Path, script: &str) -> Option<String> {
+    let path = resolve_script(scripts_dir, script).ok()?;
+    let bytes = std::fs::read(path).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 fn command_for(path: &Path) -> Command {
     match path.extension().and_then(|e| e.to_str()) {
         Some("sh" | "bash") => {
@@ -55,12 +63,13 @@ fn command_for(path: &Path) -> Command {
             c.arg(path);
             c
         }
-        Some("py") => {
+        // Everything else runs with Python, as in Hermes, which ignores the file's own
+        // shebang and executable bit: a script written for Hermes must run the same here.
+        _ => {
             let mut c = Command::new("python3");
             c.arg(path);
             c
         }
-        _ => Command::new(path),
     }
 }
 

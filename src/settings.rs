@@ -10,8 +10,12 @@ pub struct CronSettings {
     /// `cron.max_parallel_jobs` / `HERMES_CRON_MAX_PARALLEL`; `None` = unbounded (0).
     pub max_parallel: Option<usize>,
     pub catch_up_missed: bool,
+    /// `cron.output_retention` (default 50) documents kept per job; 0 keeps every one
+    /// (Hermes' meaning), which is `usize::MAX` here so no store has to know the rule.
     pub output_retention: usize,
     pub completed_retention_days: i64,
+    /// `HERMES_CRON_SCRIPT_TIMEOUT`, else `cron.script_timeout_seconds`, else 300 s; a value
+    /// that is not positive falls through to the next, as in Hermes.
     pub script_timeout: Duration,
     /// `HERMES_CRON_TIMEOUT`: a run with no activity this long is stopped; `None` = never.
     pub inactivity_timeout: Option<Duration>,
@@ -33,6 +37,24 @@ fn env_number(name: &str) -> Option<u64> {
     }
 }
 
+/// The pre-run script's time limit: `HERMES_CRON_SCRIPT_TIMEOUT` (seconds, fractions
+/// allowed and cut, as Hermes reads it), else the configured value, else 300 s. Zero or
+/// an unreadable value counts as unset.
+fn script_timeout(from_env: Option<&str>, configured: Option<u64>) -> Duration {
+    let from_env = from_env.and_then(|text| match text.trim().parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 1.0 => Some(secs as u64),
+        Ok(_) => None,
+        Err(_) => {
+            tracing::warn!(
+                "HERMES_CRON_SCRIPT_TIMEOUT='{text}' is not a number of seconds; ignoring it"
+            );
+            None
+        }
+    });
+    let secs = from_env.or(configured.filter(|&s| s > 0)).unwrap_or(300);
+    Duration::from_secs(secs)
+}
+
 /// `HERMES_CRON_TIMEOUT` (seconds, default 600, 0 = never): how long a run may show no
 /// activity before it is stopped. Only the environment sets it.
 pub fn inactivity_timeout() -> Option<Duration> {
@@ -51,17 +73,53 @@ impl CronSettings {
         CronSettings {
             max_parallel: (parallel > 0).then_some(parallel as usize),
             catch_up_missed: cron.catch_up_missed.unwrap_or(true),
-            output_retention: cron.output_retention.unwrap_or(50) as usize,
+            output_retention: match cron.output_retention.unwrap_or(50) {
+                0 => usize::MAX,
+                n => usize::try_from(n).unwrap_or(usize::MAX),
+            },
             // Capped far beyond any real use so the scheduler's date arithmetic cannot
             // overflow on a mistyped number.
             completed_retention_days: cron.completed_retention_days.unwrap_or(7).min(1_000_000)
                 as i64,
-            script_timeout: Duration::from_secs(cron.script_timeout_seconds.unwrap_or(300)),
+            script_timeout: script_timeout(
+                std::env::var("HERMES_CRON_SCRIPT_TIMEOUT").ok().as_deref(),
+                cron.script_timeout_seconds,
+            ),
             inactivity_timeout: inactivity_timeout(),
             wrap_response: cron.wrap_response.unwrap_or(true),
             delivery_retry: Duration::from_secs(
                 cron.delivery_retry_hours.unwrap_or(6).saturating_mul(3600),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_script_timeout_reads_the_variable_then_the_config_as_hermes_does() {
+        let secs = |env: Option<&str>, configured| script_timeout(env, configured).as_secs();
+        assert_eq!(secs(None, None), 300);
+        assert_eq!(secs(None, Some(60)), 60);
+        assert_eq!(secs(Some("90"), Some(60)), 90);
+        assert_eq!(secs(Some(" 12.9 "), None), 12, "fractions are cut");
+        for unset in ["0", "0.5", "-3", "soon", ""] {
+            assert_eq!(secs(Some(unset), Some(60)), 60, "{unset:?}");
+        }
+        assert_eq!(secs(None, Some(0)), 300, "0 in the file counts as unset");
+    }
+
+    #[test]
+    fn output_retention_zero_keeps_every_document() {
+        let settings = |text: &str| {
+            let config =
+                Config::parse(text, std::path::Path::new("/h/config.yaml")).unwrap_or_default();
+            CronSettings::from_config(&config).output_retention
+        };
+        assert_eq!(settings("cron: {output_retention: 0}"), usize::MAX);
+        assert_eq!(settings("cron: {output_retention: 7}"), 7);
+        assert_eq!(settings(""), 50);
     }
 }

@@ -10,6 +10,8 @@ mod support;
 mod add;
 #[path = "cli/agent.rs"]
 mod agent;
+#[path = "cli/agent_prompt.rs"]
+mod agent_prompt;
 #[path = "cli/concurrency.rs"]
 mod concurrency;
 #[path = "cli/daemon.rs"]

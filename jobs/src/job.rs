@@ -155,6 +155,10 @@ pub struct JobSpec<'a> {
     pub skills: &'a [String],
     pub model: Option<&'a str>,
     pub provider: Option<&'a str>,
+    /// The provider an unpinned job resolved to at creation (Hermes' drift guard).
+    pub provider_snapshot: Option<&'a str>,
+    /// The default model an unpinned job resolved to at creation.
+    pub model_snapshot: Option<&'a str>,
     pub script: Option<&'a str>,
     pub no_agent: bool,
     pub schedule: &'a Schedule,
@@ -191,6 +195,8 @@ impl Job {
             ("skill", json!(spec.skills.first())),
             ("model", json!(spec.model)),
             ("provider", json!(spec.provider)),
+            ("provider_snapshot", json!(spec.provider_snapshot)),
+            ("model_snapshot", json!(spec.model_snapshot)),
             ("base_url", Value::Null),
             ("script", json!(spec.script)),
             ("no_agent", json!(spec.no_agent)),
@@ -597,6 +603,13 @@ impl Job {
 
     pub fn set_deliver(&mut self, deliver: &str) {
         self.set("deliver", json!(deliver));
+    }
+
+    /// `provider_snapshot` and `model_snapshot`: what the job's unpinned axes resolved to
+    /// when it was created or its inference fields last changed (null = none).
+    pub fn set_inference_snapshots(&mut self, provider: Option<&str>, model: Option<&str>) {
+        self.set("provider_snapshot", json!(provider));
+        self.set("model_snapshot", json!(model));
     }
 
     pub fn set_no_agent(&mut self, no_agent: bool) {

@@ -3,6 +3,7 @@
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
 pub mod due;
+pub mod gateway_guard;
 pub mod job;
 pub mod jsonfile;
 pub mod ledger;
@@ -15,7 +16,8 @@ pub mod threats;
 
 pub use job::{Context, Job, JobState, Repeat};
 pub use lifecycle::{
-    create_job, edit_job, find_job, pause_job, remove_job, resume_job, JobEdit, JobError, NewJob,
+    create_job, edit_job, find_job, pause_job, remove_job, resume_job, InferenceNow, JobEdit,
+    JobError, NewJob,
 };
 pub use store::{FileStore, MemoryStore, Store, StoreError};
 pub use target::{parse_deliver, Platform, Target, TargetError};

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
+use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
 use crate::store::{Store, StoreError};
@@ -102,6 +103,21 @@ pub struct NewJob {
     pub paused: bool,
     /// `PLATFORM:CHAT[:THREAD]` — the chat an integration created the job from.
     pub origin: Option<String>,
+    /// The text of the script file (read by the caller, who knows the home), for the
+    /// gateway lifecycle guard; `None` when there is no script or it cannot be read.
+    pub script_text: Option<String>,
+    /// What an unpinned agent job would run on if it ran now, for the snapshots.
+    pub inference_now: InferenceNow,
+}
+
+/// The provider and model an agent job that pins neither would resolve to at creation,
+/// as the binary's configuration resolves them; `None` where that is not known. They
+/// become `provider_snapshot` / `model_snapshot` for each axis the job leaves unpinned,
+/// so Hermes' drift guard can notice a later change of the global default.
+#[derive(Debug, Clone, Default)]
+pub struct InferenceNow {
+    pub provider: Option<String>,
+    pub model: Option<String>,
 }
 
 /// Changes asked by `hermes cron edit`. For string fields `Some("")` clears the field.
@@ -122,6 +138,9 @@ pub struct JobEdit {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub timezone: Option<String>,
+    /// What unpinned axes resolve to now, for the snapshots when the edit changes the
+    /// model, the provider or `no_agent` (Hermes recomputes them then).
+    pub inference_now: InferenceNow,
 }
 
 impl JobEdit {
@@ -247,6 +266,24 @@ fn non_empty(value: &Option<String>) -> Option<&str> {
     value.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
 
+/// Hermes' snapshot rule for one axis: the value it resolves to now when the job is an
+/// agent job that leaves the axis unpinned, else nothing.
+fn snapshot<'a>(no_agent: bool, pinned: Option<&str>, now: &'a Option<String>) -> Option<&'a str> {
+    match (no_agent, pinned) {
+        (false, None) => non_empty(now),
+        _ => None,
+    }
+}
+
+/// The fields whose change makes Hermes take new snapshots.
+fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
+    (
+        job.text_field("model").map(str::to_string),
+        job.text_field("provider").map(str::to_string),
+        job.no_agent(),
+    )
+}
+
 /// Creates a job and stores it. Everything is validated before the store is locked.
 pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     let zone = match non_empty(&new.timezone) {
@@ -264,6 +301,9 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
         (_, times) => times,
     };
     scan_prompt(&new.prompt)?;
+    if gateway_guard::touches_gateway(&new.prompt, new.script_text.as_deref()) {
+        return Err(JobError::Invalid(gateway_guard::REFUSAL.to_string()));
+    }
     let skills = dedup(new.skills.iter().cloned());
     let script = non_empty(&new.script);
     if let Some(script) = script {
@@ -293,13 +333,19 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
         .map(str::to_string)
         .unwrap_or_else(|| default_name(&new.prompt, &skills, script));
 
+    // Hermes snapshots each axis the job leaves to the global default, and nothing for
+    // a script-only job (it never calls a model).
+    let model = non_empty(&new.model);
+    let provider = non_empty(&new.provider);
     let job = Job::create(&JobSpec {
         id: new_id(),
         name,
         prompt: &new.prompt,
         skills: &skills,
-        model: non_empty(&new.model),
-        provider: non_empty(&new.provider),
+        model,
+        provider,
+        provider_snapshot: snapshot(new.no_agent, provider, &new.inference_now.provider),
+        model_snapshot: snapshot(new.no_agent, model, &new.inference_now.model),
         script,
         no_agent: new.no_agent,
         schedule: &schedule,
@@ -411,6 +457,7 @@ impl<'a> CheckedEdit<'a> {
     /// Everything else: prompt, name, deliver, repeat, skills, script, paths and pins.
     fn apply_fields(&self, job: &mut Job) -> Result<(), JobError> {
         let edit = self.edit;
+        let axes_before = inference_axes(job);
         if let Some(prompt) = &edit.prompt {
             job.set_prompt(prompt);
         }
@@ -453,6 +500,14 @@ impl<'a> CheckedEdit<'a> {
             if let Some(value) = value {
                 set_optional(job, field, value);
             }
+        }
+        let touched = edit.model.is_some() || edit.provider.is_some() || edit.no_agent.is_some();
+        if touched && inference_axes(job) != axes_before {
+            let (model, provider) = (job.text_field("model"), job.text_field("provider"));
+            let now = &edit.inference_now;
+            let provider_snapshot = snapshot(job.no_agent(), provider, &now.provider);
+            let model_snapshot = snapshot(job.no_agent(), model, &now.model);
+            job.set_inference_snapshots(provider_snapshot, model_snapshot);
         }
         Ok(())
     }

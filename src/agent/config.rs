@@ -6,19 +6,21 @@
 //!
 //! Resolution order:
 //! * model: job `model` → `cron.model` → `model.default` (or `model:` as a plain string)
-//!   → `HERMES_MODEL`;
+//!   → `HERMES_MODEL` → the `custom_providers` entry's `model`;
 //! * provider: job `provider` → `model.provider` → inferred: `anthropic` for a Claude
 //!   model named without `anthropic/` when `ANTHROPIC_API_KEY` is set; else `custom` when a
 //!   base URL is configured (job pin, `model.base_url` or `OPENAI_BASE_URL`: a server you
 //!   pointed at is not OpenRouter just because an OpenRouter key is in the environment);
-//!   else `openrouter` when `OPENROUTER_API_KEY` is set; else `openai`;
-//! * base URL: job `base_url` → `model.base_url` → `OPENAI_BASE_URL` → provider default;
-//! * key: `model.api_key`, else the provider's variable (`OPENROUTER_API_KEY`,
-//!   `OPENAI_API_KEY` for `openai`/`custom`, `ANTHROPIC_API_KEY`); none → no auth header.
+//!   else `openrouter` when `OPENROUTER_API_KEY` is set; else `openai`. The name is looked
+//!   up in the registry (`providers`) or `custom_providers`; an unknown one fails;
+//! * base URL: job `base_url` → `model.base_url` (when the run's provider is
+//!   `model.provider`) → the provider's base-URL variable (`GEMINI_BASE_URL`,
+//!   `OPENAI_BASE_URL` for `openai`/`custom`, ...) → the provider's default;
+//! * key: `model.api_key` (same condition), else the provider's key variables in
+//!   Hermes' order; a `custom_providers` entry has its own `api_key` or `key_env`; none →
+//!   no auth header.
 //!
-//! Any other provider name (`ollama`, `vllm`, `llamacpp`, ...) is an OpenAI-compatible
-//! server and needs a base URL. Variables come from the real environment first, then
-//! `<home>/.env`.
+//! Variables come from the real environment first, then `<home>/.env`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use jobs::Job;
 
+use super::providers::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
 use crate::environment::parse_dotenv;
 
@@ -111,32 +114,6 @@ fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn default_base_url(provider: &str) -> Option<&'static str> {
-    match provider {
-        "openrouter" => Some("https://openrouter.ai/api/v1"),
-        "openai" => Some("https://api.openai.com/v1"),
-        "anthropic" => Some("https://api.anthropic.com"),
-        _ => None,
-    }
-}
-
-/// The variable that holds a provider's key.
-fn key_var(provider: &str) -> &'static str {
-    match provider {
-        "openrouter" => "OPENROUTER_API_KEY",
-        "anthropic" => "ANTHROPIC_API_KEY",
-        _ => "OPENAI_API_KEY",
-    }
-}
-
-fn mode_for(provider: &str) -> ApiMode {
-    if provider == "anthropic" {
-        ApiMode::AnthropicMessages
-    } else {
-        ApiMode::ChatCompletions
-    }
-}
-
 /// The host (and port) of a URL, for the credential guard.
 fn host_of(url: &str) -> Option<String> {
     let url = reqwest::Url::parse(url).ok()?;
@@ -204,12 +181,76 @@ pub fn resolve(
     }
     let mut endpoints = vec![primary(job, config, vars, home)?];
     for (n, item) in config.fallback_providers.iter().enumerate() {
-        match fallback(item, vars) {
+        match fallback(item, config, vars, home) {
             Ok(ep) => endpoints.push(ep),
             Err(e) => tracing::warn!("fallback_providers[{n}] ignored: {e}"),
         }
     }
     Ok(common(endpoints))
+}
+
+/// A provider a run may use: an id of the registry, or a `custom_providers` entry.
+enum Named {
+    Registry(&'static Provider),
+    Custom(CustomProvider),
+}
+
+impl Named {
+    /// How it appears in messages and the run's endpoint label.
+    fn label(&self) -> String {
+        match self {
+            Named::Registry(p) => p.id.to_string(),
+            Named::Custom(c) => format!("custom:{}", c.name),
+        }
+    }
+}
+
+/// Finds the provider `name` names: `custom:<name>` is a `custom_providers` entry; any
+/// other name is a registry id or alias, else a `custom_providers` entry by its bare
+/// name. Unknown names fail with the list of known ones.
+fn lookup(name: &str, config: &Config, home: &Path) -> Result<Named, String> {
+    let config_path = home.join("config.yaml");
+    if name.trim().to_ascii_lowercase().starts_with("custom:") {
+        return find_custom(&config.extra, name).map(Named::Custom).ok_or_else(|| {
+            format!(
+                "provider '{name}' is not in custom_providers in {}: add an entry with its name and base_url, or use one of: {}",
+                config_path.display(),
+                providers::known_ids()
+            )
+        });
+    }
+    if let Some(provider) = providers::find(name) {
+        return Ok(Named::Registry(provider));
+    }
+    find_custom(&config.extra, name)
+        .map(Named::Custom)
+        .ok_or_else(|| {
+            format!(
+                "unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}",
+                providers::known_ids(),
+                config_path.display()
+            )
+        })
+}
+
+/// A registry provider's base URL from its own variable. A Gemini URL given as the
+/// native API root (`…/v1beta`) gets the OpenAI-compatible path this client speaks.
+fn base_url_from_var(provider: &Provider, vars: &Vars) -> Option<String> {
+    let url = vars.get(provider.base_url_var?)?;
+    let trimmed = url.trim_end_matches('/');
+    Some(if provider.id == "gemini" && trimmed.ends_with("/v1beta") {
+        format!("{trimmed}/openai")
+    } else {
+        url
+    })
+}
+
+/// The first of a provider's key variables that is set, with its name.
+fn key_from_vars(provider: &Provider, vars: &Vars) -> Option<(String, &'static str)> {
+    provider
+        .key_vars
+        .iter()
+        .find_map(|var| vars.get(var).map(|key| (key, *var)))
 }
 
 fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpoint, String> {
@@ -219,7 +260,46 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
         .map(|m| m.trim().to_string())
         .or_else(|| config.cron.model.clone())
         .or_else(|| section.default.clone())
-        .or_else(|| vars.get("HERMES_MODEL"))
+        .or_else(|| vars.get("HERMES_MODEL"));
+    let job_base = job.text_field("base_url").map(|s| s.trim().to_string());
+    let configured = section
+        .provider
+        .as_ref()
+        .map(|p| p.trim().to_ascii_lowercase());
+    let requested = job
+        .text_field("provider")
+        .map(|p| p.trim().to_ascii_lowercase())
+        .or_else(|| configured.clone());
+    let name = requested.unwrap_or_else(|| {
+        let any_base = job_base.is_some()
+            || section.base_url.is_some()
+            || vars.get("OPENAI_BASE_URL").is_some();
+        if model.as_deref().is_some_and(is_claude) && vars.get("ANTHROPIC_API_KEY").is_some() {
+            "anthropic".into()
+        } else if any_base {
+            "custom".into()
+        } else if vars.get("OPENROUTER_API_KEY").is_some() {
+            "openrouter".into()
+        } else {
+            "openai".into()
+        }
+    });
+    let named = lookup(&name, config, home)?;
+    // `model.base_url` and `model.api_key` belong to `model.provider`: a job that pins
+    // another provider does not carry them there.
+    let same_as_config = match (&configured, job.text_field("provider")) {
+        (_, None) => true,
+        (Some(configured), Some(_)) => {
+            lookup(configured, config, home).is_ok_and(|c| c.label() == named.label())
+        }
+        (None, Some(_)) => false,
+    };
+    let config_base = section.base_url.clone().filter(|_| same_as_config);
+    let model = model
+        .or_else(|| match &named {
+            Named::Custom(c) => c.model.clone(),
+            Named::Registry(_) => None,
+        })
         .ok_or_else(|| {
             format!(
                 "no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one (e.g. 'hermes cron edit {} --model <name>' or 'model: {{default: <name>}}' in config.yaml)",
@@ -228,29 +308,33 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
                 job.id()
             )
         })?;
-    let job_base = job.text_field("base_url").map(|s| s.trim().to_string());
-    let config_base = section
-        .base_url
-        .clone()
-        .or_else(|| vars.get("OPENAI_BASE_URL"));
-    let provider = job
-        .text_field("provider")
-        .map(|p| p.trim().to_ascii_lowercase())
-        .or_else(|| section.provider.as_ref().map(|p| p.to_ascii_lowercase()))
-        .unwrap_or_else(|| {
-            if is_claude(&model) && vars.get("ANTHROPIC_API_KEY").is_some() {
-                "anthropic".into()
-            } else if job_base.is_some() || config_base.is_some() {
-                "custom".into()
-            } else if vars.get("OPENROUTER_API_KEY").is_some() {
-                "openrouter".into()
-            } else {
-                "openai".into()
-            }
-        });
-    let own_base = config_base
-        .clone()
-        .or_else(|| default_base_url(&provider).map(str::to_string));
+    let (own_base, api_key, key_source, mode) = match &named {
+        Named::Registry(p) => {
+            let own_base = config_base
+                .or_else(|| base_url_from_var(p, vars))
+                .or_else(|| (!p.base_url.is_empty()).then(|| p.base_url.to_string()));
+            let (key, source) = match section.api_key.clone().filter(|_| same_as_config) {
+                Some(key) => (Some(key), "model.api_key".to_string()),
+                None => match key_from_vars(p, vars) {
+                    Some((key, var)) => (Some(key), var.to_string()),
+                    None => (None, p.key_vars.join(" or ")),
+                },
+            };
+            (own_base, key, source, p.mode)
+        }
+        Named::Custom(c) => {
+            let (key, source) = match (&c.api_key, &c.key_env) {
+                (Some(key), _) => (
+                    Some(key.clone()),
+                    format!("custom_providers '{}' api_key", c.name),
+                ),
+                (None, Some(var)) => (vars.get(var), var.clone()),
+                (None, None) => (None, String::new()),
+            };
+            (Some(c.base_url.clone()), key, source, c.mode)
+        }
+    };
+    let provider = named.label();
     let base_url = job_base
         .clone()
         .or_else(|| own_base.clone())
@@ -260,10 +344,6 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
                 home.join("config.yaml").display()
             )
         })?;
-    let (api_key, key_source) = match &section.api_key {
-        Some(key) => (Some(key.clone()), "model.api_key".to_string()),
-        None => (vars.get(key_var(&provider)), key_var(&provider).to_string()),
-    };
     if let (Some(pin), Some(_)) = (&job_base, &api_key) {
         let own_host = own_base.as_deref().and_then(host_of);
         if host_of(pin).is_none() || host_of(pin) != own_host {
@@ -273,53 +353,110 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
             ));
         }
     }
-    let model = if provider == "anthropic" {
-        model
-            .strip_prefix("anthropic/")
-            .unwrap_or(&model)
-            .to_string()
-    } else {
-        model
-    };
     Ok(Endpoint {
-        mode: mode_for(&provider),
+        model: strip_anthropic_prefix(&provider, model),
+        mode,
         provider,
-        model,
         base_url,
         api_key,
     })
 }
 
-fn fallback(item: &FallbackProvider, vars: &Vars) -> Result<Endpoint, String> {
-    let provider = item
+/// Anthropic's own API knows its models without the `anthropic/` of OpenRouter names.
+fn strip_anthropic_prefix(provider: &str, model: String) -> String {
+    match model.strip_prefix("anthropic/") {
+        Some(bare) if provider == "anthropic" => bare.to_string(),
+        _ => model,
+    }
+}
+
+fn fallback(
+    item: &FallbackProvider,
+    config: &Config,
+    vars: &Vars,
+    home: &Path,
+) -> Result<Endpoint, String> {
+    let name = item
         .provider
         .as_ref()
-        .map(|p| p.to_ascii_lowercase())
+        .map(|p| p.trim().to_ascii_lowercase())
         .unwrap_or_else(|| "custom".into());
+    let named = lookup(&name, config, home)?;
     let model = item.model.clone().ok_or("no model")?;
+    let provider = named.label();
+    let (own_base, own_key, mode) = match &named {
+        Named::Registry(p) => (
+            base_url_from_var(p, vars)
+                .or_else(|| (!p.base_url.is_empty()).then(|| p.base_url.to_string())),
+            key_from_vars(p, vars).map(|(key, _)| key),
+            p.mode,
+        ),
+        Named::Custom(c) => (
+            Some(c.base_url.clone()),
+            c.api_key
+                .clone()
+                .or_else(|| c.key_env.as_deref().and_then(|var| vars.get(var))),
+            c.mode,
+        ),
+    };
     let base_url = item
         .base_url
         .clone()
-        .or_else(|| default_base_url(&provider).map(str::to_string))
+        .or(own_base)
         .ok_or_else(|| format!("provider '{provider}' needs a base_url"))?;
     let api_key = match &item.api_key_env {
         Some(var) => vars.get(var),
-        None => vars.get(key_var(&provider)),
-    };
-    let model = match provider.as_str() {
-        "anthropic" => model
-            .strip_prefix("anthropic/")
-            .unwrap_or(&model)
-            .to_string(),
-        _ => model,
+        None => own_key,
     };
     Ok(Endpoint {
-        mode: mode_for(&provider),
+        model: strip_anthropic_prefix(&provider, model),
+        mode,
         provider,
-        model,
         base_url,
         api_key,
     })
+}
+
+/// What an agent job that pins neither provider nor model would be snapshotted with
+/// at creation, written as Hermes writes it so its drift guard reads the same value
+/// back: the model is `model.default` (or `model.model`); the provider is known when
+/// Hermes' resolution needs no credential store — `openrouter` (configured, or chosen
+/// because `OPENROUTER_API_KEY` or `model.base_url` is set), `custom` with a base URL,
+/// or another registry id whose key variable is set. Anything else is `None` (Hermes'
+/// guard then stays off for that axis).
+pub fn inference_now(config: &Config, vars: &Vars, home: &Path) -> jobs::InferenceNow {
+    let section = &config.model;
+    let model = section.default.clone().or_else(|| {
+        section
+            .extra
+            .get("model")
+            .and_then(serde_yaml_ng::Value::as_str)
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    });
+    let configured = section
+        .provider
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    let provider = match configured {
+        None if vars.get("OPENROUTER_API_KEY").is_some() || section.base_url.is_some() => {
+            Some("openrouter".to_string())
+        }
+        None => None,
+        Some(name) => match lookup(name, config, home) {
+            Ok(Named::Registry(p)) if p.id == "openrouter" => Some(p.id.to_string()),
+            Ok(Named::Registry(p)) if p.id == "custom" => {
+                section.base_url.as_ref().map(|_| "custom".to_string())
+            }
+            Ok(Named::Registry(p)) if p.id != "openai" => key_from_vars(p, vars)
+                .or_else(|| section.api_key.clone().map(|k| (k, "")))
+                .map(|_| p.id.to_string()),
+            _ => None,
+        },
+    };
+    jobs::InferenceNow { provider, model }
 }
 
 #[cfg(test)]
@@ -460,6 +597,178 @@ mod tests {
         assert_eq!(c.endpoints[1].model, "claude-x");
         assert_eq!(c.endpoints[1].api_key.as_deref(), Some("k"));
         assert_eq!(c.endpoints[1].base_url, "https://api.anthropic.com");
+    }
+
+    #[test]
+    fn registry_providers_resolve_to_their_url_and_key() {
+        let home = Path::new("/h");
+        let resolve_one = |provider: &str, env: &[(&str, &str)]| {
+            resolve(
+                &job(json!({"model": "m", "provider": provider})),
+                &Config::default(),
+                &vars(env),
+                home,
+            )
+            .map(|c| c.endpoints[0].clone())
+        };
+        let gemini = resolve_one("gemini", &[("GEMINI_API_KEY", "g")]).unwrap();
+        assert_eq!(
+            gemini.base_url,
+            "https://generativelanguage.googleapis.com/v1beta/openai"
+        );
+        assert_eq!(gemini.api_key.as_deref(), Some("g"));
+        assert_eq!(gemini.mode, ApiMode::ChatCompletions);
+        // GOOGLE_API_KEY comes first, as in Hermes; the native root gets the OpenAI path.
+        let gemini = resolve_one(
+            "google",
+            &[
+                ("GEMINI_API_KEY", "g"),
+                ("GOOGLE_API_KEY", "goo"),
+                ("GEMINI_BASE_URL", "http://127.0.0.1:9/v1beta"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (gemini.provider.as_str(), gemini.api_key.as_deref()),
+            ("gemini", Some("goo"))
+        );
+        assert_eq!(gemini.base_url, "http://127.0.0.1:9/v1beta/openai");
+        let deepseek = resolve_one(
+            "deepseek",
+            &[
+                ("DEEPSEEK_API_KEY", "d"),
+                ("DEEPSEEK_BASE_URL", "http://127.0.0.1:7/v1"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (deepseek.base_url.as_str(), deepseek.api_key.as_deref()),
+            ("http://127.0.0.1:7/v1", Some("d"))
+        );
+        let claude =
+            resolve_one("anthropic", &[("ANTHROPIC_BASE_URL", "http://127.0.0.1:8")]).unwrap();
+        assert_eq!(
+            (claude.base_url.as_str(), claude.mode),
+            ("http://127.0.0.1:8", ApiMode::AnthropicMessages)
+        );
+        for (id, url, var) in [
+            (
+                "nous",
+                "https://inference-api.nousresearch.com/v1",
+                "NOUS_API_KEY",
+            ),
+            ("xai", "https://api.x.ai/v1", "XAI_API_KEY"),
+            (
+                "fireworks",
+                "https://api.fireworks.ai/inference/v1",
+                "FIREWORKS_API_KEY",
+            ),
+            (
+                "minimax",
+                "https://api.minimax.io/anthropic",
+                "MINIMAX_API_KEY",
+            ),
+        ] {
+            let e = resolve_one(id, &[(var, "k")]).unwrap();
+            assert_eq!(
+                (e.base_url.as_str(), e.api_key.as_deref()),
+                (url, Some("k")),
+                "{id}"
+            );
+        }
+        let e = resolve_one("groq", &[]).unwrap_err();
+        assert!(
+            e.starts_with(
+                "unknown provider 'groq': use one of openrouter, openai, anthropic, nous, gemini"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn model_base_url_and_key_stay_with_model_provider() {
+        let config = yaml("model: {default: m, provider: custom, base_url: 'http://127.0.0.1:1/v1', api_key: local-key}");
+        let c = resolve(
+            &job(json!({"provider": "gemini"})),
+            &config,
+            &vars(&[("GEMINI_API_KEY", "g")]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.endpoints[0].base_url,
+            "https://generativelanguage.googleapis.com/v1beta/openai"
+        );
+        assert_eq!(c.endpoints[0].api_key.as_deref(), Some("g"));
+        let c = resolve(
+            &job(json!({"provider": "custom"})),
+            &config,
+            &vars(&[]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        assert_eq!(c.endpoints[0].api_key.as_deref(), Some("local-key"));
+    }
+
+    #[test]
+    fn custom_providers_are_named_custom_colon_name() {
+        let config = yaml("model: {default: m}\ncustom_providers:\n  - {name: box, base_url: 'http://10.0.0.2:8000/v1', key_env: BOX_KEY}\n");
+        let c = resolve(
+            &job(json!({"provider": "custom:box"})),
+            &config,
+            &vars(&[("BOX_KEY", "b")]),
+            Path::new("/h"),
+        )
+        .unwrap();
+        assert_eq!(c.endpoints[0].provider, "custom:box");
+        assert_eq!(c.endpoints[0].base_url, "http://10.0.0.2:8000/v1");
+        assert_eq!(c.endpoints[0].api_key.as_deref(), Some("b"));
+        let e = resolve(
+            &job(json!({"provider": "custom:nope"})),
+            &config,
+            &vars(&[]),
+            Path::new("/h"),
+        )
+        .unwrap_err();
+        assert!(e.contains("not in custom_providers"), "{e}");
+    }
+
+    #[test]
+    fn snapshots_follow_what_hermes_would_resolve() {
+        let home = Path::new("/h");
+        let now = |text: &str, env: &[(&str, &str)]| {
+            let n = inference_now(&yaml(text), &vars(env), home);
+            (n.provider, n.model)
+        };
+        assert_eq!(
+            now("model: {default: m1, provider: openrouter}", &[]),
+            (Some("openrouter".into()), Some("m1".into()))
+        );
+        assert_eq!(
+            now("model: {default: m1, provider: gemini}", &[]),
+            (None, Some("m1".into()))
+        );
+        assert_eq!(
+            now(
+                "model: {default: m1, provider: gemini}",
+                &[("GEMINI_API_KEY", "g")]
+            ),
+            (Some("gemini".into()), Some("m1".into()))
+        );
+        assert_eq!(
+            now(
+                "model: {default: m1, provider: custom, base_url: 'http://x/v1'}",
+                &[]
+            )
+            .0,
+            Some("custom".into())
+        );
+        assert_eq!(
+            now("model: plain", &[("OPENROUTER_API_KEY", "o")]),
+            (Some("openrouter".into()), Some("plain".into()))
+        );
+        assert_eq!(now("model: plain", &[]), (None, Some("plain".into())));
+        assert_eq!(now("{}", &[]), (None, None));
     }
 
     #[test]

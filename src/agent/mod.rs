@@ -15,8 +15,10 @@ pub mod command;
 pub mod config;
 pub mod prompt;
 pub mod provider;
+pub mod providers;
 pub mod retry;
 pub mod skills;
+pub mod system_prompt;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -161,7 +163,8 @@ async fn agent_loop(
         &env.activity,
     );
     let mut tokens = Tokens::default();
-    let mut messages = vec![Message::user(prompt.clone())];
+    let system = system_message(job, env, settings, !offered.is_empty());
+    let mut messages = vec![Message::system(system), Message::user(prompt.clone())];
     let max = settings.max_turns;
     let consolidate_at = (max * 7).div_ceil(10).max(1);
     let final_at = (max * 9).div_ceil(10).max(1);
@@ -218,6 +221,38 @@ async fn agent_loop(
         }
         Err(e) => outcome(prompt, RunResult::Failed(e), tokens),
     }
+}
+
+/// The run's system message (docs/AGENT.md, "The system message"), named after the
+/// primary endpoint: a fallback keeps it unchanged, so its cache survives a switch.
+fn system_message(job: &Job, env: &RunEnv, settings: &AgentConfig, has_tools: bool) -> String {
+    let skills = skills::index(&env.home);
+    let workdir = job
+        .text_field("workdir")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir());
+    let origin = job
+        .get("origin")
+        .and_then(|o| o.get("platform"))
+        .and_then(Value::as_str);
+    let platform = system_prompt::delivery_platform(&job.deliver(), origin);
+    let (model, provider) = settings
+        .endpoints
+        .first()
+        .map_or(("", ""), |e| (e.model.as_str(), e.provider.as_str()));
+    let cwd = self::workdir(job, env);
+    system_prompt::build(&system_prompt::SystemInputs {
+        home: &env.home,
+        workdir: workdir.as_deref(),
+        cwd: &cwd,
+        has_tools,
+        skills: &skills,
+        platform: platform.as_deref(),
+        model,
+        provider,
+        now: env.ctx.now,
+        zone: env.ctx.zone,
+    })
 }
 
 /// Runs the calls concurrently; results come back in the order of `calls`.

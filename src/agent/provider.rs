@@ -12,6 +12,8 @@ use super::config::{ApiMode, Endpoint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The system message: first, at most one.
+    System,
     User,
     Assistant,
     Tool,
@@ -37,6 +39,15 @@ pub struct Message {
 }
 
 impl Message {
+    pub fn system(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::System,
+            content: text.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
     pub fn user(text: impl Into<String>) -> Message {
         Message {
             role: Role::User,
@@ -294,6 +305,7 @@ fn openai_body(model: &str, request: &ChatRequest<'_>) -> Value {
         .messages
         .iter()
         .map(|m| match m.role {
+            Role::System => json!({"role": "system", "content": m.content}),
             Role::User => json!({"role": "user", "content": m.content}),
             Role::Tool => json!({
                 "role": "tool",
@@ -392,12 +404,29 @@ fn parse_openai(value: &Value) -> Result<ModelReply, String> {
     })
 }
 
+/// Anthropic's prompt-cache breakpoint; Hermes' default five-minute lifetime.
+fn cache_marker() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// Anthropic allows four cache breakpoints: Hermes puts one on the system prompt and
+/// one on each of the last three messages ("system_and_3"), so every call reuses the
+/// cached prefix of the one before.
+const CACHED_MESSAGES: usize = 3;
+
 fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
     // Anthropic wants alternating user/assistant turns: tool results are user-turn
-    // `tool_result` blocks, and consecutive ones share one user message.
+    // `tool_result` blocks, and consecutive ones share one user message. `last_block`
+    // remembers where each of our messages ended up, for the cache breakpoints.
     let mut messages: Vec<Value> = Vec::new();
+    let mut system: Vec<Value> = Vec::new();
+    let mut last_block: Vec<(usize, usize)> = Vec::new();
     for m in request.messages {
         let (role, blocks) = match m.role {
+            Role::System => {
+                system.push(json!({"type": "text", "text": m.content}));
+                continue;
+            }
             Role::User => ("user", vec![json!({"type": "text", "text": m.content})]),
             Role::Tool => (
                 "user",
@@ -419,19 +448,35 @@ fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
                         json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
                     );
                 }
+                if blocks.is_empty() {
+                    // Nothing to say and nothing asked: Anthropic refuses empty blocks.
+                    continue;
+                }
                 ("assistant", blocks)
             }
         };
+        let open = messages.len().wrapping_sub(1);
         match messages.last_mut() {
             Some(last) if last["role"] == role => {
                 if let Some(content) = last["content"].as_array_mut() {
                     content.extend(blocks);
+                    last_block.push((open, content.len() - 1));
                 }
             }
-            _ => messages.push(json!({"role": role, "content": blocks})),
+            _ => {
+                last_block.push((messages.len(), blocks.len() - 1));
+                messages.push(json!({"role": role, "content": blocks}));
+            }
         }
     }
+    for &(message, block) in last_block.iter().rev().take(CACHED_MESSAGES) {
+        messages[message]["content"][block]["cache_control"] = cache_marker();
+    }
     let mut body = json!({"model": model, "max_tokens": 4096, "messages": messages});
+    if let Some(last) = system.last_mut() {
+        last["cache_control"] = cache_marker();
+        body["system"] = Value::Array(system);
+    }
     let history_has_tools = request.messages.iter().any(|m| !m.tool_calls.is_empty());
     if !request.tools.is_empty() {
         body["tools"] = request
@@ -521,6 +566,64 @@ mod tests {
                 Some("Mon, 23 Nov 2026 10:00:00 GMT")
             ),
             Some(Duration::from_secs(30))
+        );
+    }
+
+    #[test]
+    fn anthropic_cache_breakpoints_are_the_system_and_the_last_three_messages() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "x".into(),
+            arguments: "{}".into(),
+        };
+        let messages = vec![
+            Message::system("sys"),
+            Message::user("task"),
+            Message {
+                role: Role::Assistant,
+                content: String::new(),
+                tool_calls: vec![call("a"), call("b")],
+                tool_call_id: None,
+            },
+            Message::tool_result("a", "1".into()),
+            Message::tool_result("b", "2".into()),
+        ];
+        let body = anthropic_body(
+            "m",
+            &ChatRequest {
+                messages: &messages,
+                tools: &[],
+            },
+        );
+        assert_eq!(body["system"][0]["text"], "sys");
+        assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
+        let marked: Vec<String> = body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b.get("cache_control").is_some())
+            .map(|b| {
+                format!(
+                    "{}:{}",
+                    b["type"].as_str().unwrap_or(""),
+                    b["tool_use_id"].as_str().or(b["id"].as_str()).unwrap_or("")
+                )
+            })
+            .collect();
+        // The user task is the fourth-last message: not marked.
+        assert_eq!(marked, vec!["tool_use:b", "tool_result:a", "tool_result:b"]);
+        let short = vec![Message::system("sys"), Message::user("task")];
+        let body = anthropic_body(
+            "m",
+            &ChatRequest {
+                messages: &short,
+                tools: &[],
+            },
+        );
+        assert_eq!(
+            body["messages"][0]["content"][0]["cache_control"]["type"],
+            "ephemeral"
         );
     }
 

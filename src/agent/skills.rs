@@ -57,6 +57,62 @@ fn split_front_matter(text: &str) -> (Option<String>, String) {
     (name, body.trim().to_string())
 }
 
+/// One line of the skills index in the system message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexEntry {
+    /// The front-matter name, else the folder's.
+    pub name: String,
+    /// The front-matter `description` (may be empty).
+    pub description: String,
+    /// The folders between `skills/` and the skill's own folder (`general` when none),
+    /// as Hermes groups its index.
+    pub category: String,
+    /// Where the `SKILL.md` is, so the model can read it.
+    pub path: PathBuf,
+}
+
+/// Every skill under `<home>/skills/`, sorted by category then name, so the index
+/// (and the system message that carries it) is the same bytes from run to run.
+pub fn index(home: &Path) -> Vec<IndexEntry> {
+    let root = home.join("skills");
+    let mut entries: Vec<IndexEntry> = skill_files(&root)
+        .into_iter()
+        .filter_map(|path| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let (name, _) = split_front_matter(&text);
+            let folder = path.parent()?;
+            let category = folder
+                .parent()
+                .and_then(|parent| parent.strip_prefix(&root).ok())
+                .map(|rel| rel.to_string_lossy().replace('\\', "/"))
+                .filter(|rel| !rel.is_empty())
+                .unwrap_or_else(|| "general".to_string());
+            Some(IndexEntry {
+                name: name.unwrap_or_else(|| {
+                    folder
+                        .file_name()
+                        .map_or_else(String::new, |f| f.to_string_lossy().into_owned())
+                }),
+                description: front_matter_text(&text, "description").unwrap_or_default(),
+                category,
+                path,
+            })
+        })
+        .collect();
+    entries.sort_by(|a, b| (&a.category, &a.name).cmp(&(&b.category, &b.name)));
+    entries.dedup_by(|a, b| a.category == b.category && a.name == b.name);
+    entries
+}
+
+/// A text field of the front matter, on one line.
+fn front_matter_text(text: &str, key: &str) -> Option<String> {
+    let rest = text.trim_start_matches('\u{feff}').strip_prefix("---")?;
+    let yaml = &rest[..rest.find("\n---")?];
+    let value = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml).ok()?;
+    let field = value.get(key)?.as_str()?;
+    Some(field.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
 /// Loads `wanted` in order from `<home>/skills/`. Returns the skills found and the
 /// names that were not.
 pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) {

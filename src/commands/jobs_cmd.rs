@@ -32,7 +32,7 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         deliver: fields.deliver,
         repeat: fields.repeat,
         skills: args.skills,
-        script: fields.script,
+        script: fields.script.clone(),
         no_agent: args.no_agent,
         workdir: fields.workdir,
         model: fields.model,
@@ -40,6 +40,14 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         timezone: fields.timezone,
         paused: args.paused,
         origin: args.origin,
+        script_text: fields.script.as_deref().and_then(|script| {
+            crate::script::read_for_scan(&session.home.root.join("scripts"), script)
+        }),
+        inference_now: crate::agent::config::inference_now(
+            &session.config,
+            &crate::agent::config::Vars::load(&session.home.root),
+            &session.home.root,
+        ),
     };
     let job = create_job(&*session.store, &new, &session.ctx)?;
     say!("Created job: {}", job.id());
@@ -69,6 +77,11 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         model: fields.model,
         provider: fields.provider,
         timezone: fields.timezone,
+        inference_now: crate::agent::config::inference_now(
+            &session.config,
+            &crate::agent::config::Vars::load(&session.home.root),
+            &session.home.root,
+        ),
     };
     if edit.is_empty() {
         return Err(CliError::user(

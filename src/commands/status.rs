@@ -150,12 +150,18 @@ pub fn runs(
         return Ok(());
     }
     for r in &rows {
+        // Token usage summed over the run's model calls, when the model reported it.
+        let tokens = match (r.prompt_tokens, r.completion_tokens) {
+            (Some(p), Some(c)) => format!("tokens {p} in / {c} out  "),
+            _ => String::new(),
+        };
         say!(
-            "{}  {:<11} {:<9} {}  {}",
+            "{}  {:<11} {:<9} {}  {}{}",
             r.started_at.as_deref().unwrap_or("-"),
             r.status,
             r.source,
             r.job_id,
+            tokens,
             r.error
                 .as_deref()
                 .map(|e| e.lines().next().unwrap_or(""))

@@ -11,20 +11,20 @@ use serde_json::{json, Value};
 use crate::support::Hermes;
 
 /// One scripted answer: status, extra headers, body.
-type Reply = (u16, Vec<(&'static str, &'static str)>, String);
+pub(crate) type Reply = (u16, Vec<(&'static str, &'static str)>, String);
 
 /// What the fake saw of one request: path, JSON body, auth header.
-type Seen = (String, Value, Option<String>);
+pub(crate) type Seen = (String, Value, Option<String>);
 
 /// A local fake model server: answers requests with the scripted replies in order (the
 /// last repeats) and keeps every request body and its auth headers.
-struct Fake {
-    base: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
+pub(crate) struct Fake {
+    pub(crate) base: String,
+    pub(crate) seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Fake {
-    fn start(replies: Vec<Reply>) -> Fake {
+    pub(crate) fn start(replies: Vec<Reply>) -> Fake {
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let base = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -62,7 +62,7 @@ impl Fake {
         Fake { base, seen }
     }
 
-    fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         self.seen
             .lock()
             .unwrap()
@@ -71,17 +71,17 @@ impl Fake {
             .collect()
     }
 
-    fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         self.seen.lock().unwrap().len()
     }
 }
 
-fn ok(body: Value) -> Reply {
+pub(crate) fn ok(body: Value) -> Reply {
     (200, vec![], body.to_string())
 }
 
 /// An OpenAI-style final text answer.
-fn text(content: &str) -> Reply {
+pub(crate) fn text(content: &str) -> Reply {
     ok(json!({
         "choices": [{"message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 11, "completion_tokens": 5}
@@ -89,7 +89,7 @@ fn text(content: &str) -> Reply {
 }
 
 /// An OpenAI-style answer asking for tool calls `(name, arguments)`.
-fn tools(calls: &[(&str, Value)]) -> Reply {
+pub(crate) fn tools(calls: &[(&str, Value)]) -> Reply {
     let calls: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -104,7 +104,7 @@ fn tools(calls: &[(&str, Value)]) -> Reply {
     }))
 }
 
-fn home_with(config: &str) -> Hermes {
+pub(crate) fn home_with(config: &str) -> Hermes {
     let mut hermes = Hermes::new();
     // Manual runs use the real clock for their run time; keep the add pinned only.
     hermes.now = None;
@@ -112,11 +112,11 @@ fn home_with(config: &str) -> Hermes {
     hermes
 }
 
-fn openai_config(base: &str) -> String {
+pub(crate) fn openai_config(base: &str) -> String {
     format!("model:\n  default: test-model\n  base_url: {base}\nagent:\n  api_max_retries: 2\n")
 }
 
-fn skill(hermes: &Hermes, folder: &str, name: &str, body: &str) {
+pub(crate) fn skill(hermes: &Hermes, folder: &str, name: &str, body: &str) {
     let dir = hermes.home().join("skills").join(folder);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
@@ -127,7 +127,7 @@ fn skill(hermes: &Hermes, folder: &str, name: &str, body: &str) {
 }
 
 /// The newest output document of a job.
-fn output(hermes: &Hermes, id: &str) -> String {
+pub(crate) fn output(hermes: &Hermes, id: &str) -> String {
     let dir = hermes.cron_dir().join("output").join(id);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -137,10 +137,34 @@ fn output(hermes: &Hermes, id: &str) -> String {
     std::fs::read_to_string(files.last().expect("an output document")).unwrap()
 }
 
-fn runs(hermes: &Hermes, id: &str) -> Vec<Value> {
+pub(crate) fn runs(hermes: &Hermes, id: &str) -> Vec<Value> {
     let out = hermes.cron(&["runs", id, "--json"]);
     let v: Value = serde_json::from_str(out.ok()).unwrap();
     v["runs"].as_array().unwrap().clone()
+}
+
+/// The user message of a chat-completions request (the first after the system one).
+pub(crate) fn user_prompt(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The system message of a chat-completions request: there must be exactly one, first.
+pub(crate) fn system_message(request: &Value) -> String {
+    let messages = request["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system", "{request}");
+    assert_eq!(
+        messages.iter().filter(|m| m["role"] == "system").count(),
+        1,
+        "one system message"
+    );
+    messages[0]["content"].as_str().unwrap().to_string()
 }
 
 /// The text of every message of a chat-completions request, in order.
@@ -168,7 +192,7 @@ fn the_request_carries_the_model_cron_notice_skills_in_order_and_the_prompt() {
     assert!(run.ok().contains("All quiet"), "{}", run.stdout);
     let request = &fake.requests()[0];
     assert_eq!(request["model"], "test-model");
-    let prompt = &contents(request)[0];
+    let prompt = &user_prompt(request);
     let order = [
         "running as a scheduled cron job",
         "[SILENT]",
@@ -231,20 +255,20 @@ fn a_terminal_and_read_file_round_trip_ends_in_a_saved_answer() {
     let requests = fake.requests();
     assert_eq!(requests.len(), 3);
     let second = &requests[1]["messages"];
-    assert_eq!(second[1]["tool_calls"][0]["function"]["name"], "terminal");
-    assert_eq!(second[2]["role"], "tool");
-    assert_eq!(second[2]["tool_call_id"], "call_0");
-    let terminal: Value = serde_json::from_str(second[2]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(second[2]["tool_calls"][0]["function"]["name"], "terminal");
+    assert_eq!(second[3]["role"], "tool");
+    assert_eq!(second[3]["tool_call_id"], "call_0");
+    let terminal: Value = serde_json::from_str(second[3]["content"].as_str().unwrap()).unwrap();
     assert_eq!(terminal["exit_code"], 0);
     // Two calls in one turn come back in the order asked.
     let third = &requests[2]["messages"];
-    assert_eq!(third[4]["tool_call_id"], "call_0");
-    assert!(third[4]["content"]
+    assert_eq!(third[5]["tool_call_id"], "call_0");
+    assert!(third[5]["content"]
         .as_str()
         .unwrap()
         .contains("from-the-terminal"));
-    assert_eq!(third[5]["tool_call_id"], "call_1");
-    assert!(third[5]["content"].as_str().unwrap().contains("note.txt"));
+    assert_eq!(third[6]["tool_call_id"], "call_1");
+    assert!(third[6]["content"].as_str().unwrap().contains("note.txt"));
     assert!(output(&hermes, &id).contains("The note says from-the-terminal."));
     let run = &runs(&hermes, &id)[0];
     assert_eq!(run["prompt_tokens"], 7 + 7 + 11);
@@ -377,7 +401,7 @@ fn a_missing_skill_puts_a_notice_first_and_the_job_still_runs() {
     let hermes = home_with(&openai_config(&fake.base));
     let id = hermes.add("every 1h", "Use the skill", &["--skill", "ghost"]);
     hermes.cron(&["run", &id]).ok();
-    let prompt = &contents(&fake.requests()[0])[0];
+    let prompt = &user_prompt(&fake.requests()[0]);
     assert!(
         prompt.starts_with("[SYSTEM: The following skill(s)"),
         "{prompt}"
@@ -389,7 +413,7 @@ fn a_missing_skill_puts_a_notice_first_and_the_job_still_runs() {
 /// The result the model got back for its first tool call.
 fn first_tool_result(fake: &Fake) -> Value {
     let messages = &fake.requests()[1]["messages"];
-    serde_json::from_str(messages[2]["content"].as_str().unwrap()).unwrap()
+    serde_json::from_str(messages[3]["content"].as_str().unwrap()).unwrap()
 }
 
 #[test]
