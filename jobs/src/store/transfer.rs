@@ -36,9 +36,20 @@ pub fn import_jobs_json(
     let mut imported = Imported::default();
     for record in document.jobs {
         let mut job = Job::from_record(record);
+        let existing = match job.text_field("id") {
+            Some(id) => store.get_job(ctx, id)?,
+            None => None,
+        };
+        // A record without a next run gets one computed from now when healed; the same
+        // file imported again keeps the one computed the first time (idempotent).
+        let stored_next = existing.as_ref().and_then(|stored| stored.next_run_at(ctx));
+        if let (None, Some(next)) = (job.text_field("next_run_at"), stored_next) {
+            let zone = job.zone(ctx);
+            job.set_next_run_at(Some(next), zone);
+        }
         job.heal(ctx);
         let id = job.id().to_string();
-        if store.get_job(ctx, &id)?.is_some() {
+        if existing.is_some() {
             let mut incoming = Some(job);
             store.update_job(ctx, &id, &mut |stored| {
                 if let Some(job) = incoming.take() {
