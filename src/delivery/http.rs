@@ -94,13 +94,37 @@ fn report(flight: Flight) {
 
 /// Sends a request once. Transport errors are classified: a failure to connect never
 /// reached the platform (transient); anything after that (timeout, reset) is unknown.
+/// A 2xx answer counts as one item delivered.
 pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failure> {
-    report(Flight::Out);
+    send_judged(
+        request,
+        Some(&|answer: &Answer| (200..300).contains(&answer.status)),
+    )
+    .await
+}
+
+/// [`send_once`] for a request whose answer says in its body whether the item arrived
+/// (a JSON-RPC error inside HTTP 200), or — with `delivered: None` — a step that is not
+/// an item at all (an upload, a lookup): it posts nothing, so it is not reported as a
+/// flight and a crash during it leaves nothing unknown.
+pub async fn send_judged(
+    request: reqwest::RequestBuilder,
+    delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
+) -> Result<Answer, Failure> {
+    let tracked = delivered.is_some();
+    let note = |flight| {
+        if tracked {
+            report(flight);
+        }
+    };
+    note(Flight::Out);
     let response = request.send().await.map_err(|e| {
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
-            report(Flight::Back { delivered: false });
+            note(Flight::Back { delivered: false });
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
+        } else if !tracked {
+            Failure::Transient(format!("the request failed ({})", error_chain(&e)))
         } else if e.is_timeout() {
             Failure::Unknown(format!(
                 "no answer in time after the request was sent ({}); not resent, to never post twice",
@@ -121,14 +145,82 @@ pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failu
         .and_then(|v| v.trim().parse::<f64>().ok())
         .map(seconds);
     let body = response.text().await.unwrap_or_default();
-    report(Flight::Back {
-        delivered: (200..300).contains(&status),
-    });
-    Ok(Answer {
+    let answer = Answer {
         status,
         retry_after,
         body,
-    })
+    };
+    if let Some(delivered) = delivered {
+        report(Flight::Back {
+            delivered: delivered(&answer),
+        });
+    }
+    Ok(answer)
+}
+
+/// How a sender reads one answer of its platform.
+#[derive(Debug)]
+pub enum Verdict {
+    /// The platform took it.
+    Done,
+    /// Too many requests: wait this long, then try again.
+    RateLimited(Duration),
+    /// A server-side failure worth another attempt (5xx and the like).
+    Retry,
+    /// Retrying cannot help (bad token, unknown chat, refused content).
+    Final,
+}
+
+/// One request of a sender, whether it posts an item or only prepares one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Posts a part or a file: reported as a flight, never repeated once out.
+    Item,
+    /// An upload or lookup that posts nothing visible.
+    Step,
+}
+
+/// Sends one request until its platform takes it, within the run's retry budget:
+/// paced per chat when `pacing` is given, transient failures retried with backoff, a
+/// rate limit waited out (holding the chat for every other send), the rest final.
+/// `judge` reads an answer into a [`Verdict`] and the platform's own error text.
+pub async fn exchange(
+    platform: Platform,
+    chat: &str,
+    pacing: Option<Pacing>,
+    kind: Request,
+    build: &(dyn Fn() -> reqwest::RequestBuilder + Sync),
+    judge: &(dyn Fn(&Answer) -> (Verdict, String) + Sync),
+) -> Result<Answer, Failure> {
+    let mut retrier = Retrier::default();
+    let delivered = |answer: &Answer| matches!(judge(answer).0, Verdict::Done);
+    loop {
+        if let Some(pacing) = pacing {
+            pace(platform.as_str(), chat, pacing).await;
+        }
+        let judged: Option<&(dyn Fn(&Answer) -> bool + Sync)> = match kind {
+            Request::Item => Some(&delivered),
+            Request::Step => None,
+        };
+        let answer = match send_judged(build(), judged).await {
+            Ok(answer) => answer,
+            Err(Failure::Transient(m)) => {
+                retrier.transient(m).await?;
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        match judge(&answer) {
+            (Verdict::Done, _) => return Ok(answer),
+            (Verdict::RateLimited(wait), text) => {
+                retrier
+                    .rate_limited(platform.as_str(), chat, wait, text)
+                    .await?
+            }
+            (Verdict::Retry, text) => retrier.transient(text).await?,
+            (Verdict::Final, text) => return Err(Failure::Final(text)),
+        }
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -171,6 +263,51 @@ pub fn credentials<'a>(
         .unwrap_or(default_base)
         .trim_end_matches('/');
     Ok((token, base))
+}
+
+/// The variables a platform's sender needs, every one of them, as Python Hermes names
+/// them: a token, or a server and a token, or an account. Doctor names the missing ones.
+pub fn required_vars(platform: Platform) -> &'static [&'static str] {
+    match platform {
+        Platform::Telegram => &["TELEGRAM_BOT_TOKEN"],
+        Platform::Discord => &["DISCORD_BOT_TOKEN"],
+        Platform::Slack => &["SLACK_BOT_TOKEN"],
+        Platform::Signal => &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"],
+        Platform::Matrix => &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"],
+        Platform::Mattermost => &["MATTERMOST_URL", "MATTERMOST_TOKEN"],
+        Platform::HomeAssistant => &["HASS_URL", "HASS_TOKEN"],
+        Platform::Sms => &[
+            "TWILIO_ACCOUNT_SID",
+            "TWILIO_AUTH_TOKEN",
+            "TWILIO_PHONE_NUMBER",
+        ],
+        Platform::WhatsAppCloud => &[
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+            "WHATSAPP_CLOUD_ACCESS_TOKEN",
+        ],
+        Platform::WhatsApp | Platform::Email => &[],
+    }
+}
+
+/// The values of [`required_vars`], in that order; the first one missing is a final
+/// failure that says what to set. URLs lose a trailing slash.
+pub fn settings(
+    env: &crate::environment::Environment,
+    platform: Platform,
+) -> Result<Vec<&str>, Failure> {
+    required_vars(platform)
+        .iter()
+        .map(|var| {
+            env.get(var)
+                .map(|value| match value.starts_with("http") {
+                    true => value.trim_end_matches('/'),
+                    false => value,
+                })
+                .ok_or_else(|| {
+                    Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"))
+                })
+        })
+        .collect()
 }
 
 pub fn seconds(s: f64) -> Duration {
