@@ -24,6 +24,8 @@ mod legacy;
 mod list;
 #[path = "cli/next.rs"]
 mod next;
+#[path = "cli/platforms.rs"]
+mod platforms;
 #[path = "cli/references.rs"]
 mod references;
 #[path = "cli/safety.rs"]
