@@ -22,11 +22,13 @@ pub enum Platform {
     HomeAssistant,
     /// The official WhatsApp Business Cloud API (`whatsapp` is Hermes' Baileys bridge).
     WhatsAppCloud,
+    DingTalk,
+    Feishu,
 }
 
 impl Platform {
     /// Every platform, in the order messages list them.
-    pub const ALL: [Platform; 11] = [
+    pub const ALL: [Platform; 13] = [
         Platform::Telegram,
         Platform::Discord,
         Platform::Slack,
@@ -38,11 +40,13 @@ impl Platform {
         Platform::Sms,
         Platform::HomeAssistant,
         Platform::WhatsAppCloud,
+        Platform::DingTalk,
+        Platform::Feishu,
     ];
 
     /// Every platform's name, in [`Platform::ALL`] order.
-    pub const NAMES: [&'static str; 11] = {
-        let mut names = [""; 11];
+    pub const NAMES: [&'static str; 13] = {
+        let mut names = [""; 13];
         let mut i = 0;
         while i < names.len() {
             names[i] = Platform::ALL[i].as_str();
@@ -54,7 +58,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 9] = [
+    pub const SENDABLE: [Platform; 11] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -62,6 +66,8 @@ impl Platform {
         Platform::Signal,
         Platform::Mattermost,
         Platform::Sms,
+        Platform::DingTalk,
+        Platform::Feishu,
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
     ];
@@ -80,6 +86,8 @@ impl Platform {
             Platform::Sms => "sms",
             Platform::HomeAssistant => "homeassistant",
             Platform::WhatsAppCloud => "whatsapp_cloud",
+            Platform::DingTalk => "dingtalk",
+            Platform::Feishu => "feishu",
         }
     }
 
@@ -322,7 +330,7 @@ mod tests {
         for canonical in [
             "local",
             "origin,all",
-            "telegram,discord,slack,whatsapp,signal,matrix,mattermost,email,sms,homeassistant,whatsapp_cloud",
+            "telegram,discord,slack,whatsapp,signal,matrix,mattermost,email,sms,homeassistant,whatsapp_cloud,dingtalk,feishu",
             "matrix:!room:example.org:$event1",
             "signal:group:aGVsbG8=",
             "sms:+15551234567",
@@ -417,7 +425,7 @@ mod tests {
             Err(
                 "Unknown delivery target 'pigeon'. Use local, origin, all, a platform \
                  (telegram, discord, slack, whatsapp, signal, matrix, mattermost, email, sms, \
-                 homeassistant, whatsapp_cloud), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
+                 homeassistant, whatsapp_cloud, dingtalk, feishu), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
                     .to_string()
             )
         );
@@ -455,6 +463,8 @@ mod tests {
                 "signal",
                 "mattermost",
                 "sms",
+                "dingtalk",
+                "feishu",
                 "whatsapp_cloud",
                 "homeassistant"
             ]

@@ -138,12 +138,16 @@ pub async fn send_judged(
         }
     })?;
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(seconds);
+    // Feishu names its wait `x-ogw-ratelimit-reset` (seconds); everyone else `Retry-After`.
+    let retry_after = [
+        reqwest::header::RETRY_AFTER.as_str(),
+        "x-ogw-ratelimit-reset",
+    ]
+    .into_iter()
+    .find_map(|name| response.headers().get(name))
+    .and_then(|v| v.to_str().ok())
+    .and_then(|v| v.trim().parse::<f64>().ok())
+    .map(seconds);
     let body = response.text().await.unwrap_or_default();
     let answer = Answer {
         status,
@@ -285,6 +289,8 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
             "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
             "WHATSAPP_CLOUD_ACCESS_TOKEN",
         ],
+        Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
+        Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
         Platform::WhatsApp | Platform::Email => &[],
     }
 }

@@ -13,7 +13,7 @@ use jobs::target::Platform;
 
 use super::format::{markdown_to_telegram_html, split};
 use super::http::{
-    client, exchange, seconds, settings, snippet, Answer, Failure, Request, Verdict,
+    client, exchange, seconds, settings, snippet, Answer, Failure, Pacing, Request, Verdict,
 };
 use super::telegram::read_media;
 use crate::environment::Environment;
@@ -24,6 +24,16 @@ const PLATFORM: Platform = Platform::Matrix;
 /// Hermes' part size for Matrix (`MATRIX_MAX_MESSAGE_LENGTH`); an event, HTML
 /// included, must stay under the homeserver's 64 KiB.
 pub const MAX_CHARS: usize = 16_000;
+
+/// Synapse's default `rc_message` allows a user bursts of 10 messages, then one every
+/// 5 s; at most 10 in any 50 s never crosses it. The limit is per user, not per room,
+/// so the pacing key is the homeserver: every room of the account shares it.
+const PACING: Pacing = Pacing {
+    spacing: std::time::Duration::ZERO,
+    window: std::time::Duration::from_secs(50),
+    window_max: 10,
+    global_per_sec: 50,
+};
 
 pub fn parts(text: &str) -> Vec<String> {
     if text.trim().is_empty() {
@@ -168,9 +178,16 @@ async fn post_event(room: &Room<'_>, index: usize, mut content: Value) -> Result
         room.request(reqwest::Method::PUT, url.clone())
             .json(&content)
     };
-    exchange(PLATFORM, room.id, None, Request::Item, &build, &judge)
-        .await
-        .map(drop)
+    exchange(
+        PLATFORM,
+        room.homeserver,
+        Some(PACING),
+        Request::Item,
+        &build,
+        &judge,
+    )
+    .await
+    .map(drop)
 }
 
 /// Uploads a file to the media repository; returns the message content that shows it.

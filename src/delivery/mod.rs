@@ -21,7 +21,9 @@
 //! returns.
 
 pub mod api;
+pub mod dingtalk;
 pub mod discord;
+pub mod feishu;
 pub mod format;
 pub mod homeassistant;
 pub mod http;
@@ -231,6 +233,8 @@ pub async fn send_to(
                 Platform::WhatsAppCloud => {
                     whatsapp_cloud::send(env, chat, thread, text, media, skip).await
                 }
+                Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
+                Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
                 Platform::WhatsApp | Platform::Email => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }

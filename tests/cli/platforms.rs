@@ -35,9 +35,12 @@ struct Spec {
     text: fn(&Seen) -> Option<String>,
     /// The `.env` lines that point the sender at the fake at `base`.
     env: fn(&str) -> Vec<(&'static str, String)>,
-    /// The credential the wrong-credential test spoils, and the error it must record.
+    /// The credential the wrong-credential test spoils, how, and the error it must record.
     credential: &'static str,
+    spoil: fn(&str) -> String,
     refused: &'static str,
+    /// Whether the platform's rate limit is short enough to wait out within the run.
+    waits_in_run: bool,
     /// The platform's size limit on one message, in characters.
     limit: usize,
 }
@@ -161,7 +164,7 @@ fn check_wrong_credential_is_recorded(spec: &Spec) {
     let spoiled = "wrong-credential-0000000000";
     for (key, value) in env.iter_mut() {
         if *key == spec.credential {
-            *value = spoiled.to_string();
+            *value = (spec.spoil)(value);
         }
     }
     let hermes = home("report\n", &env);
@@ -182,7 +185,9 @@ fn check_wrong_credential_is_recorded(spec: &Spec) {
 /// Runs the shared checks of one platform.
 fn check_all(spec: &Spec) {
     check_long_reply_is_split_in_order(spec);
-    check_fault_is_retried_and_arrives_once(spec, Fault::RateLimited);
+    if spec.waits_in_run {
+        check_fault_is_retried_and_arrives_once(spec, Fault::RateLimited);
+    }
     check_fault_is_retried_and_arrives_once(spec, Fault::ServerError);
     check_wrong_credential_is_recorded(spec);
 }
@@ -202,6 +207,10 @@ fn rich_home(spec: &Spec, fake: &Fake) -> (Hermes, PathBuf) {
     );
     fs::write(hermes.home().join("scripts").join("reply.txt"), reply).unwrap();
     (hermes, chart)
+}
+
+fn spoiled(_: &str) -> String {
+    "wrong-credential-0000000000".to_string()
 }
 
 fn wrapped_for(id: &str, content: &str) -> String {
@@ -303,7 +312,9 @@ const SIGNAL: Spec = Spec {
     text: signal_text,
     env: signal_env,
     credential: "SIGNAL_ACCOUNT",
+    spoil: spoiled,
     refused: "signal:+15557654321: signal-cli error -32602: Specified account does not exist",
+    waits_in_run: true,
     limit: 8000,
 };
 
@@ -429,7 +440,9 @@ const MATRIX: Spec = Spec {
     text: matrix_text,
     env: matrix_env,
     credential: "MATRIX_ACCESS_TOKEN",
+    spoil: spoiled,
     refused: "matrix:!ops:example.org: 401 M_UNKNOWN_TOKEN: Invalid access token passed.",
+    waits_in_run: true,
     limit: 16_000,
 };
 
@@ -568,7 +581,9 @@ const MATTERMOST: Spec = Spec {
     text: mattermost_text,
     env: mattermost_env,
     credential: "MATTERMOST_TOKEN",
+    spoil: spoiled,
     refused: "mattermost:4xp9fdt77pncbef59f4k1qe83o: 401 Invalid or expired session, please login again. (api.context.session_expired.app_error)",
+    waits_in_run: true,
     limit: 4000,
 };
 
@@ -658,7 +673,9 @@ const HASS: Spec = Spec {
     text: hass_text,
     env: hass_env,
     credential: "HASS_TOKEN",
+    spoil: spoiled,
     refused: "homeassistant:mobile_app_pixel_8: 401 401: Unauthorized",
+    waits_in_run: true,
     limit: 4096,
 };
 
@@ -760,7 +777,9 @@ const SMS: Spec = Spec {
     text: twilio_text,
     env: twilio_env,
     credential: "TWILIO_AUTH_TOKEN",
+    spoil: spoiled,
     refused: "sms:+15557654321: 401 Authenticate (Twilio error 20003)",
+    waits_in_run: true,
     limit: 1600,
 };
 
@@ -897,7 +916,9 @@ const WHATSAPP: Spec = Spec {
     text: whatsapp_text,
     env: whatsapp_env,
     credential: "WHATSAPP_CLOUD_ACCESS_TOKEN",
+    spoil: spoiled,
     refused: "whatsapp_cloud:15557654321: 401 Invalid OAuth access token - Cannot parse access token (Graph error 190)",
+    waits_in_run: true,
     limit: 4096,
 };
 
@@ -947,6 +968,286 @@ fn whatsapp_cloud_gets_whatsapp_markup_then_the_uploaded_image_by_id() {
 #[test]
 fn whatsapp_cloud_splits_retries_and_records_refusals() {
     check_all(&WHATSAPP);
+}
+
+// ---------------------------------------------------------------------------- DingTalk
+
+const DINGTALK_TOKEN: &str = "5f1a6a2e9d0c4b7f8e3a1d2c6b9e0f4a5d7c8b1e2f3a4b5c6d7e8f9a0b1c2d3e";
+
+fn dingtalk_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let error = |code: i64, message: &str| ok(json!({"errcode": code, "errmsg": message}));
+    if seen.path != format!("/robot/send?access_token={DINGTALK_TOKEN}") {
+        return error(300001, "token is not exist");
+    }
+    match fault {
+        Some(Fault::RateLimited) => {
+            return error(410100, "send too fast, exceed 20 times per minute")
+        }
+        Some(Fault::ServerError) => return error(-1, "system busy"),
+        None => {}
+    }
+    let message = seen.json();
+    if message["msgtype"] != "text" {
+        return error(40035, "missing msgtype");
+    }
+    if message["text"]["content"]
+        .as_str()
+        .map_or(0, |c| c.chars().count())
+        > 20_000
+    {
+        return error(460101, "message too long, exceed 20000 bytes");
+    }
+    error(0, "ok")
+}
+
+fn dingtalk_text(seen: &Seen) -> Option<String> {
+    seen.json()["text"]["content"].as_str().map(str::to_string)
+}
+
+fn dingtalk_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "DINGTALK_WEBHOOK_URL",
+            format!("{base}/robot/send?access_token={DINGTALK_TOKEN}"),
+        ),
+        ("DINGTALK_HOME_CHANNEL", "ops-group".to_string()),
+    ]
+}
+
+fn spoil_dingtalk_token(url: &str) -> String {
+    url.replace(DINGTALK_TOKEN, "wrong-credential-0000000000")
+}
+
+const DINGTALK: Spec = Spec {
+    target: "dingtalk",
+    api: dingtalk_api,
+    text: dingtalk_text,
+    env: dingtalk_env,
+    credential: "DINGTALK_WEBHOOK_URL",
+    spoil: spoil_dingtalk_token,
+    refused: "dingtalk:ops-group: errcode 300001: token is not exist",
+    waits_in_run: false,
+    limit: 20_000,
+};
+
+#[test]
+fn dingtalk_gets_plain_text_through_the_robot_webhook() {
+    let fake = fake(&DINGTALK, None);
+    let (hermes, chart) = rich_home(&DINGTALK, &fake);
+    let id = add_job(&hermes, "dingtalk", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let mut content = wrapped_for(
+        &id,
+        "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).\n\n\
+         Backups finished at 03:12; nothing to do.\n\n\
+         df -h /srv\n\n\
+         Next check tomorrow.",
+    );
+    content.push_str(&format!(
+        "\n(attachment not sent to DingTalk: {})",
+        chart.display()
+    ));
+    assert_eq!(
+        seen[0].json(),
+        json!({"msgtype": "text", "text": {"content": content}})
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn dingtalk_splits_retries_and_records_refusals() {
+    check_all(&DINGTALK);
+}
+
+/// A throttled robot stays throttled for 10 minutes: the message waits in the outbox
+/// and a later pass delivers it, once.
+#[test]
+fn a_throttled_dingtalk_robot_gets_the_message_once_from_the_outbox() {
+    let fake = fake(&DINGTALK, Some(Fault::RateLimited));
+    let hermes = platform_home(&DINGTALK, &fake, "report\n");
+    let id = add_job(&hermes, "dingtalk", &[]);
+    run(&hermes, &id);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "dingtalk:ops-group: errcode 410100: send too fast, exceed 20 times per minute (will retry)"
+    );
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+    hermes.cron_at("2026-03-01T11:00:00Z", &["tick"]).ok();
+    let sent = texts(&DINGTALK, &fake);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+// ---------------------------------------------------------------------------- Feishu
+
+const FEISHU_APP: &str = "cli_a1b2c3d4e5f6a7b8";
+const FEISHU_SECRET: &str = "feishu-app-secret-0123456789abcdef";
+const FEISHU_TENANT_TOKEN: &str = "t-g1044ghJRUIJJ5ELPP3ZYIGZJIKYDD3N";
+
+fn feishu_error(status: u16, code: i64, message: &str) -> Answer {
+    (
+        status,
+        Vec::new(),
+        json!({"code": code, "msg": message}).to_string(),
+    )
+}
+
+fn feishu_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    if seen.path == "/open-apis/auth/v3/tenant_access_token/internal" {
+        let body = seen.json();
+        if body["app_id"] != FEISHU_APP || body["app_secret"] != FEISHU_SECRET {
+            return feishu_error(400, 10014, "app secret invalid");
+        }
+        return ok(
+            json!({"code": 0, "msg": "ok", "tenant_access_token": FEISHU_TENANT_TOKEN, "expire": 7200}),
+        );
+    }
+    if header(seen, "Authorization") != format!("Bearer {FEISHU_TENANT_TOKEN}") {
+        return feishu_error(
+            400,
+            99991663,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        );
+    }
+    if seen.path == "/open-apis/im/v1/images" {
+        return ok(json!({"code": 0, "msg": "success", "data": {"image_key": "img_v3_0123abcd"}}));
+    }
+    if !seen
+        .path
+        .starts_with("/open-apis/im/v1/messages?receive_id_type=")
+    {
+        return feishu_error(404, 1254000, "not found");
+    }
+    match fault {
+        Some(Fault::RateLimited) => {
+            let mut answer = feishu_error(429, 99991400, "request trigger frequency limit");
+            answer.1.push(("x-ogw-ratelimit-reset".into(), "1".into()));
+            return answer;
+        }
+        Some(Fault::ServerError) => {
+            return (502, Vec::new(), "<html>502 Bad Gateway</html>".into())
+        }
+        None => {}
+    }
+    let message = seen.json();
+    let Ok(content) = serde_json::from_str::<Value>(message["content"].as_str().unwrap_or(""))
+    else {
+        return feishu_error(
+            400,
+            230001,
+            "Your request contains an invalid request parameter.",
+        );
+    };
+    if message["msg_type"] == "post" && feishu_post_text(&content).chars().count() > 30_000 {
+        return feishu_error(
+            400,
+            230025,
+            "The length of the message content reaches its limit.",
+        );
+    }
+    ok(
+        json!({"code": 0, "msg": "success", "data": {"message_id": "om_dc13264520392913993dd051dba21dcf"}}),
+    )
+}
+
+fn feishu_post_text(content: &Value) -> String {
+    content["zh_cn"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|row| row[0]["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn feishu_text(seen: &Seen) -> Option<String> {
+    if !seen.path.starts_with("/open-apis/im/v1/messages") {
+        return None;
+    }
+    let content: Value = serde_json::from_str(seen.json()["content"].as_str()?).ok()?;
+    Some(feishu_post_text(&content))
+}
+
+fn feishu_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("FEISHU_API_BASE", base.to_string()),
+        ("FEISHU_APP_ID", FEISHU_APP.to_string()),
+        ("FEISHU_APP_SECRET", FEISHU_SECRET.to_string()),
+        (
+            "FEISHU_HOME_CHANNEL",
+            "oc_a0553eda9014c201e6969b478895c230".to_string(),
+        ),
+    ]
+}
+
+const FEISHU: Spec = Spec {
+    target: "feishu",
+    api: feishu_api,
+    text: feishu_text,
+    env: feishu_env,
+    credential: "FEISHU_APP_SECRET",
+    spoil: spoiled,
+    refused: "feishu:oc_a0553eda9014c201e6969b478895c230: 400 app secret invalid (code 10014)",
+    waits_in_run: true,
+    limit: 8000,
+};
+
+#[test]
+fn feishu_gets_a_markdown_post_with_the_code_block_in_its_own_row_then_the_image() {
+    let fake = fake(&FEISHU, None);
+    let (hermes, _) = rich_home(&FEISHU, &fake);
+    let id = add_job(&hermes, "feishu", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/open-apis/auth/v3/tenant_access_token/internal",
+            "/open-apis/im/v1/messages?receive_id_type=chat_id",
+            "/open-apis/im/v1/images",
+            "/open-apis/im/v1/messages?receive_id_type=chat_id"
+        ]
+    );
+    let post = seen[1].json();
+    assert_eq!(post["receive_id"], "oc_a0553eda9014c201e6969b478895c230");
+    assert_eq!(post["msg_type"], "post");
+    assert!(post["uuid"].as_str().is_some_and(|u| !u.is_empty()));
+    let content: Value = serde_json::from_str(post["content"].as_str().unwrap()).unwrap();
+    let wrapped = wrapped_for(&id, "X");
+    let (head, tail) = wrapped.split_once('X').unwrap();
+    assert_eq!(
+        content,
+        json!({"zh_cn": {"content": [
+            [{"tag": "md", "text": format!("{head}Disk usage is **fine** on all hosts, see [the dashboard](https://grafana.example.com).\n\nBackups finished at 03:12; nothing to do.\n")}],
+            [{"tag": "md", "text": "```sh\ndf -h /srv\n```"}],
+            [{"tag": "md", "text": format!("\nNext check tomorrow.{tail}")}],
+        ]}})
+    );
+    let upload = String::from_utf8_lossy(&seen[2].body);
+    assert!(
+        upload.contains("name=\"image_type\"\r\n\r\nmessage"),
+        "{upload}"
+    );
+    let image = seen[3].json();
+    assert_eq!(image["msg_type"], "image");
+    assert_eq!(
+        image["content"],
+        json!({"image_key": "img_v3_0123abcd"}).to_string()
+    );
+    assert_ne!(image["uuid"], post["uuid"]);
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn feishu_splits_retries_and_records_refusals() {
+    check_all(&FEISHU);
 }
 
 // ---------------------------------------------------------------------------- every platform
@@ -1021,6 +1322,9 @@ fn doctor_names_each_platforms_missing_credential_and_home_channel() {
         ("homeassistant:mobile_app", "HASS_TOKEN"),
         ("sms:+15557654321", "TWILIO_AUTH_TOKEN"),
         ("whatsapp_cloud:15557654321", "WHATSAPP_CLOUD_ACCESS_TOKEN"),
+        ("dingtalk", "DINGTALK_WEBHOOK_URL"),
+        ("dingtalk", "DINGTALK_HOME_CHANNEL"),
+        ("feishu:oc_1", "FEISHU_APP_SECRET"),
     ]
     .into_iter()
     .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
