@@ -484,6 +484,55 @@ pub fn snippet(body: &str) -> String {
 mod tests {
     use super::*;
 
+    /// A step (upload, lookup) reports no flight; an item reports one, and counts as
+    /// delivered only when the platform's judge says so (an error inside HTTP 200 does not).
+    #[tokio::test]
+    async fn steps_are_no_flights_and_items_count_only_when_judged_done() {
+        let server = tiny_http::Server::http("127.0.0.1:0").expect("bind a local server");
+        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or(0);
+        let answering = std::thread::spawn(move || {
+            for body in [r#"{"ok":1}"#, r#"{"error":{"code":-1}}"#, r#"{"ok":1}"#] {
+                if let Ok(request) = server.recv() {
+                    let _ = request.respond(tiny_http::Response::from_string(body));
+                }
+            }
+        });
+        let flights = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&flights);
+        let recorder: FlightRecorder = std::sync::Arc::new(move |flight| {
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight)
+        });
+        let url = format!("http://127.0.0.1:{port}/");
+        let build = || client().post(&url);
+        let judge = |answer: &Answer| match answer.body.contains("error") {
+            true => (Verdict::Final, "refused".to_string()),
+            false => (Verdict::Done, String::new()),
+        };
+        let results = recording_flights(recorder, async {
+            let step = exchange(Platform::Signal, "c", None, Request::Step, &build, &judge).await;
+            let refused =
+                exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
+            let item = exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
+            (step.is_ok(), refused.err(), item.is_ok())
+        })
+        .await;
+        let _ = answering.join();
+        assert_eq!(
+            results,
+            (true, Some(Failure::Final("refused".into())), true)
+        );
+        let flights = flights.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(
+            flights,
+            [
+                Flight::Out,
+                Flight::Back { delivered: false },
+                Flight::Out,
+                Flight::Back { delivered: true }
+            ]
+        );
+    }
+
     #[test]
     fn pacing_spaces_one_chat_and_caps_groups() {
         let mut state = PacerState::default();
