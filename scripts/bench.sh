@@ -16,3 +16,14 @@ cargo bench -p hermes --bench daemon   # HERMES_BENCH_IDLE_SECS=20 for a quick r
 for scenario in one twenty-chats twenty-jobs; do PARTS=3 bash scripts/bench-delivery/run.sh "$scenario"; done
 PARTS=10 bash scripts/bench-delivery/run.sh one
 PARTS=25 bash scripts/bench-delivery/run.sh group
+# Throughput per platform against fakes that enforce each platform's documented limit.
+for platform in signal matrix mattermost sms whatsapp_cloud feishu homeassistant; do
+    bash scripts/bench-delivery/platforms.sh "$platform" one
+done
+for platform in signal mattermost sms whatsapp_cloud feishu homeassistant; do
+    bash scripts/bench-delivery/platforms.sh "$platform" twenty-chats
+done
+PARTS=1 bash scripts/bench-delivery/platforms.sh matrix twenty-chats
+PARTS=60 bash scripts/bench-delivery/platforms.sh mattermost twenty-chats
+PARTS=60 bash scripts/bench-delivery/platforms.sh whatsapp_cloud one
+PARTS=25 bash scripts/bench-delivery/platforms.sh dingtalk one

@@ -30,6 +30,8 @@ const SECRET_WORDS: &[&str] = &[
     "AUTH",
     "COOKIE",
     "PRIVATE",
+    // A robot's webhook URL carries its token (DINGTALK_WEBHOOK_URL's access_token).
+    "WEBHOOK_URL",
 ];
 
 /// Does this variable or key name look like a credential? One rule for redaction, for
@@ -128,6 +130,10 @@ mod tests {
     fn masks_configured_values_and_known_shapes() {
         let env = Environment::from_pairs(&[
             ("OPENAI_API_KEY", "plain-looking-secret-value"),
+            (
+                "DINGTALK_WEBHOOK_URL",
+                "https://oapi.dingtalk.com/robot/send?access_token=dt0123456789",
+            ),
             ("MAX_TOKENS", "4096"),
             ("MY_LLM", "custom-provider-key-42"),
             ("HOME", "/home/someone"),
@@ -138,12 +144,14 @@ mod tests {
         )
         .unwrap();
         let r = Redactor::from_sources(&env, &config);
-        let text = "k=plain-looking-secret-value c=cfg-secret-123456 m=custom-provider-key-42 \
+        let text = "d=https://oapi.dingtalk.com/robot/send?access_token=dt0123456789 \
+                    k=plain-looking-secret-value c=cfg-secret-123456 m=custom-provider-key-42 \
                     n=4096 sk-proj-abcdefghijklmnopqrstuv Authorization: Bearer abc.def.ghijkl \
                     https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage \
                     xoxb-1234-5678-abcdefghij /home/someone";
         let out = r.redact(text);
         for secret in [
+            "dt0123456789",
             "plain-looking",
             "cfg-secret",
             "custom-provider",

@@ -26,6 +26,8 @@ mod legacy;
 mod list;
 #[path = "cli/next.rs"]
 mod next;
+#[path = "cli/platforms.rs"]
+mod platforms;
 #[path = "cli/postgres.rs"]
 mod postgres;
 #[path = "cli/references.rs"]

@@ -20,11 +20,15 @@ pub enum Platform {
     Email,
     Sms,
     HomeAssistant,
+    /// The official WhatsApp Business Cloud API (`whatsapp` is Hermes' Baileys bridge).
+    WhatsAppCloud,
+    DingTalk,
+    Feishu,
 }
 
 impl Platform {
     /// Every platform, in the order messages list them.
-    pub const ALL: [Platform; 10] = [
+    pub const ALL: [Platform; 13] = [
         Platform::Telegram,
         Platform::Discord,
         Platform::Slack,
@@ -35,11 +39,14 @@ impl Platform {
         Platform::Email,
         Platform::Sms,
         Platform::HomeAssistant,
+        Platform::WhatsAppCloud,
+        Platform::DingTalk,
+        Platform::Feishu,
     ];
 
     /// Every platform's name, in [`Platform::ALL`] order.
-    pub const NAMES: [&'static str; 10] = {
-        let mut names = [""; 10];
+    pub const NAMES: [&'static str; 13] = {
+        let mut names = [""; 13];
         let mut i = 0;
         while i < names.len() {
             names[i] = Platform::ALL[i].as_str();
@@ -49,8 +56,21 @@ impl Platform {
     };
 
     /// The platforms this build has a sender for. Their order is also the order in
-    /// which `origin` without an origin falls back through home channels.
-    pub const SENDABLE: [Platform; 3] = [Platform::Telegram, Platform::Discord, Platform::Slack];
+    /// which `origin` without an origin falls back through home channels: Python
+    /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
+    pub const SENDABLE: [Platform; 11] = [
+        Platform::Matrix,
+        Platform::Telegram,
+        Platform::Discord,
+        Platform::Slack,
+        Platform::Signal,
+        Platform::Mattermost,
+        Platform::Sms,
+        Platform::DingTalk,
+        Platform::Feishu,
+        Platform::WhatsAppCloud,
+        Platform::HomeAssistant,
+    ];
 
     /// The name as stored in `deliver` and `origin.platform`: lowercase ASCII.
     pub const fn as_str(self) -> &'static str {
@@ -65,6 +85,9 @@ impl Platform {
             Platform::Email => "email",
             Platform::Sms => "sms",
             Platform::HomeAssistant => "homeassistant",
+            Platform::WhatsAppCloud => "whatsapp_cloud",
+            Platform::DingTalk => "dingtalk",
+            Platform::Feishu => "feishu",
         }
     }
 
@@ -74,6 +97,41 @@ impl Platform {
         Platform::ALL
             .into_iter()
             .find(|platform| platform.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// Splits the text after `<platform>:` into a chat and an optional thread, by the
+    /// platform's id syntax: a Matrix room id holds a colon (`!room:server`), so only a
+    /// trailing `:$event` is its thread; a Signal group is `group:<id>`; elsewhere the
+    /// thread follows the first colon. `None` when a part is blank or one too many.
+    pub fn split_chat(self, rest: &str) -> Option<(&str, Option<&str>)> {
+        let blank = |part: &str| part.trim().is_empty();
+        let (chat, thread) = match self {
+            Platform::Matrix => match rest.rfind(":$") {
+                Some(at) if at > 0 => (&rest[..at], Some(&rest[at + 1..])),
+                _ => (rest, None),
+            },
+            Platform::Signal if rest.starts_with("group:") => {
+                let group = &rest["group:".len()..];
+                if group.contains(':') {
+                    return None;
+                }
+                (rest, None)
+            }
+            _ => {
+                let mut parts = rest.split(':');
+                let chat = parts.next().unwrap_or("");
+                let thread = parts.next();
+                if parts.next().is_some() {
+                    return None;
+                }
+                (chat, thread)
+            }
+        };
+        let chat_blank = blank(chat) || chat.trim() == "group:";
+        if chat_blank || thread.is_some_and(blank) {
+            return None;
+        }
+        Some((chat, thread))
     }
 
     /// Whether this build can send to the platform (see [`Platform::SENDABLE`]).
@@ -161,13 +219,7 @@ impl FromStr for Target {
             });
         }
         let platform = Platform::parse(head).ok_or_else(unknown)?;
-        let mut parts = rest.split(':');
-        let chat = parts.next().unwrap_or("");
-        let thread = parts.next();
-        let blank = |part: &str| part.trim().is_empty();
-        if parts.next().is_some() || blank(chat) || thread.is_some_and(blank) {
-            return Err(unknown());
-        }
+        let (chat, thread) = platform.split_chat(rest).ok_or_else(unknown)?;
         Ok(Target::Chat {
             platform,
             chat: chat.to_string(),
@@ -278,7 +330,10 @@ mod tests {
         for canonical in [
             "local",
             "origin,all",
-            "telegram,discord,slack,whatsapp,signal,matrix,mattermost,email,sms,homeassistant",
+            "telegram,discord,slack,whatsapp,signal,matrix,mattermost,email,sms,homeassistant,whatsapp_cloud,dingtalk,feishu",
+            "matrix:!room:example.org:$event1",
+            "signal:group:aGVsbG8=",
+            "sms:+15551234567",
             "telegram:-1001234567890:17",
             "discord:123456789012345678",
             "matrix:!room:example.org",
@@ -370,7 +425,7 @@ mod tests {
             Err(
                 "Unknown delivery target 'pigeon'. Use local, origin, all, a platform \
                  (telegram, discord, slack, whatsapp, signal, matrix, mattermost, email, sms, \
-                 homeassistant), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
+                 homeassistant, whatsapp_cloud, dingtalk, feishu), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
                     .to_string()
             )
         );
@@ -398,11 +453,53 @@ mod tests {
             assert_eq!(Platform::parse(platform.as_str()), Some(platform));
         }
         assert_eq!(Platform::NAMES[9], "homeassistant");
-        let sendable: Vec<Platform> = Platform::ALL.into_iter().filter(|p| p.can_send()).collect();
-        assert_eq!(sendable, Platform::SENDABLE);
         assert_eq!(
             Platform::SENDABLE.map(Platform::as_str),
-            ["telegram", "discord", "slack"]
+            [
+                "matrix",
+                "telegram",
+                "discord",
+                "slack",
+                "signal",
+                "mattermost",
+                "sms",
+                "dingtalk",
+                "feishu",
+                "whatsapp_cloud",
+                "homeassistant"
+            ]
         );
+        let unsendable: Vec<Platform> = Platform::ALL
+            .into_iter()
+            .filter(|p| !p.can_send())
+            .collect();
+        assert_eq!(unsendable, [Platform::WhatsApp, Platform::Email]);
+    }
+
+    #[test]
+    fn chat_ids_follow_each_platforms_syntax() {
+        assert_eq!(
+            "matrix:!abc:example.org".parse(),
+            Ok(chat(Platform::Matrix, "!abc:example.org", None))
+        );
+        assert_eq!(
+            "matrix:!abc:example.org:$ev:example.org".parse(),
+            Ok(chat(
+                Platform::Matrix,
+                "!abc:example.org",
+                Some("$ev:example.org")
+            ))
+        );
+        assert_eq!(
+            "signal:group:aGk=".parse(),
+            Ok(chat(Platform::Signal, "group:aGk=", None))
+        );
+        assert_eq!(
+            "signal:+15551234567".parse(),
+            Ok(chat(Platform::Signal, "+15551234567", None))
+        );
+        for bad in ["signal:group:", "signal:group:a:b"] {
+            assert!(bad.parse::<Target>().is_err(), "{bad}");
+        }
     }
 }

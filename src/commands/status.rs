@@ -9,8 +9,7 @@ use jobs::{find_job, JobState};
 
 use super::timefmt::absolute_and_relative;
 use super::Session;
-use crate::delivery::cannot_send;
-use crate::delivery::target::{platform_var, resolve, Destination};
+use crate::delivery::target::{unready, Unready};
 use crate::error::CliError;
 use crate::process::pid_alive;
 
@@ -207,27 +206,17 @@ impl Checkup<'_> {
         }
     }
 
-    /// Every target resolves, to a platform this build sends to, with its token set.
+    /// Every target resolves, to a platform this build sends to, with what that
+    /// platform needs set (its credentials; the home channel of a bare platform).
     fn delivery(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
-        let resolution = resolve(job, &job.deliver(), &self.env);
-        for error in &resolution.errors {
-            problems.push(format!("{label}: {error}"));
-        }
-        for destination in &resolution.destinations {
-            let Destination::Chat { platform, .. } = destination else {
-                continue;
-            };
-            if !platform.can_send() {
-                problems.push(format!("{label}: {}", cannot_send(platform.as_str())));
-                continue;
-            }
-            let var = platform_var(*platform, "BOT_TOKEN");
-            if self.env.get(&var).is_none() {
-                problems.push(format!(
+        for unready in unready(job, &self.env) {
+            problems.push(match unready {
+                Unready::Target(error) => format!("{label}: {error}"),
+                Unready::Unset { platform, var } => format!(
                     "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
                     self.session.home.root.join(".env").display()
-                ));
-            }
+                ),
+            });
         }
     }
 

@@ -94,13 +94,37 @@ fn report(flight: Flight) {
 
 /// Sends a request once. Transport errors are classified: a failure to connect never
 /// reached the platform (transient); anything after that (timeout, reset) is unknown.
+/// A 2xx answer counts as one item delivered.
 pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failure> {
-    report(Flight::Out);
+    send_judged(
+        request,
+        Some(&|answer: &Answer| (200..300).contains(&answer.status)),
+    )
+    .await
+}
+
+/// [`send_once`] for a request whose answer says in its body whether the item arrived
+/// (a JSON-RPC error inside HTTP 200), or — with `delivered: None` — a step that is not
+/// an item at all (an upload, a lookup): it posts nothing, so it is not reported as a
+/// flight and a crash during it leaves nothing unknown.
+pub async fn send_judged(
+    request: reqwest::RequestBuilder,
+    delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
+) -> Result<Answer, Failure> {
+    let tracked = delivered.is_some();
+    let note = |flight| {
+        if tracked {
+            report(flight);
+        }
+    };
+    note(Flight::Out);
     let response = request.send().await.map_err(|e| {
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
-            report(Flight::Back { delivered: false });
+            note(Flight::Back { delivered: false });
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
+        } else if !tracked {
+            Failure::Transient(format!("the request failed ({})", error_chain(&e)))
         } else if e.is_timeout() {
             Failure::Unknown(format!(
                 "no answer in time after the request was sent ({}); not resent, to never post twice",
@@ -114,21 +138,93 @@ pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failu
         }
     })?;
     let status = response.status().as_u16();
-    let retry_after = response
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .map(seconds);
+    // Feishu names its wait `x-ogw-ratelimit-reset` (seconds); everyone else `Retry-After`.
+    let retry_after = [
+        reqwest::header::RETRY_AFTER.as_str(),
+        "x-ogw-ratelimit-reset",
+    ]
+    .into_iter()
+    .find_map(|name| response.headers().get(name))
+    .and_then(|v| v.to_str().ok())
+    .and_then(|v| v.trim().parse::<f64>().ok())
+    .map(seconds);
     let body = response.text().await.unwrap_or_default();
-    report(Flight::Back {
-        delivered: (200..300).contains(&status),
-    });
-    Ok(Answer {
+    let answer = Answer {
         status,
         retry_after,
         body,
-    })
+    };
+    if let Some(delivered) = delivered {
+        report(Flight::Back {
+            delivered: delivered(&answer),
+        });
+    }
+    Ok(answer)
+}
+
+/// How a sender reads one answer of its platform.
+#[derive(Debug)]
+pub enum Verdict {
+    /// The platform took it.
+    Done,
+    /// Too many requests: wait this long, then try again.
+    RateLimited(Duration),
+    /// A server-side failure worth another attempt (5xx and the like).
+    Retry,
+    /// Retrying cannot help (bad token, unknown chat, refused content).
+    Final,
+}
+
+/// One request of a sender, whether it posts an item or only prepares one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Posts a part or a file: reported as a flight, never repeated once out.
+    Item,
+    /// An upload or lookup that posts nothing visible.
+    Step,
+}
+
+/// Sends one request until its platform takes it, within the run's retry budget:
+/// paced per chat when `pacing` is given, transient failures retried with backoff, a
+/// rate limit waited out (holding the chat for every other send), the rest final.
+/// `judge` reads an answer into a [`Verdict`] and the platform's own error text.
+pub async fn exchange(
+    platform: Platform,
+    chat: &str,
+    pacing: Option<Pacing>,
+    kind: Request,
+    build: &(dyn Fn() -> reqwest::RequestBuilder + Sync),
+    judge: &(dyn Fn(&Answer) -> (Verdict, String) + Sync),
+) -> Result<Answer, Failure> {
+    let mut retrier = Retrier::default();
+    let delivered = |answer: &Answer| matches!(judge(answer).0, Verdict::Done);
+    loop {
+        if let Some(pacing) = pacing {
+            pace(platform.as_str(), chat, pacing).await;
+        }
+        let judged: Option<&(dyn Fn(&Answer) -> bool + Sync)> = match kind {
+            Request::Item => Some(&delivered),
+            Request::Step => None,
+        };
+        let answer = match send_judged(build(), judged).await {
+            Ok(answer) => answer,
+            Err(Failure::Transient(m)) => {
+                retrier.transient(m).await?;
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        match judge(&answer) {
+            (Verdict::Done, _) => return Ok(answer),
+            (Verdict::RateLimited(wait), text) => {
+                retrier
+                    .rate_limited(platform.as_str(), chat, wait, text)
+                    .await?
+            }
+            (Verdict::Retry, text) => retrier.transient(text).await?,
+            (Verdict::Final, text) => return Err(Failure::Final(text)),
+        }
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -171,6 +267,53 @@ pub fn credentials<'a>(
         .unwrap_or(default_base)
         .trim_end_matches('/');
     Ok((token, base))
+}
+
+/// The variables a platform's sender needs, every one of them, as Python Hermes names
+/// them: a token, or a server and a token, or an account. Doctor names the missing ones.
+pub fn required_vars(platform: Platform) -> &'static [&'static str] {
+    match platform {
+        Platform::Telegram => &["TELEGRAM_BOT_TOKEN"],
+        Platform::Discord => &["DISCORD_BOT_TOKEN"],
+        Platform::Slack => &["SLACK_BOT_TOKEN"],
+        Platform::Signal => &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"],
+        Platform::Matrix => &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"],
+        Platform::Mattermost => &["MATTERMOST_URL", "MATTERMOST_TOKEN"],
+        Platform::HomeAssistant => &["HASS_URL", "HASS_TOKEN"],
+        Platform::Sms => &[
+            "TWILIO_ACCOUNT_SID",
+            "TWILIO_AUTH_TOKEN",
+            "TWILIO_PHONE_NUMBER",
+        ],
+        Platform::WhatsAppCloud => &[
+            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+            "WHATSAPP_CLOUD_ACCESS_TOKEN",
+        ],
+        Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
+        Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
+        Platform::WhatsApp | Platform::Email => &[],
+    }
+}
+
+/// The values of [`required_vars`], in that order; the first one missing is a final
+/// failure that says what to set. URLs lose a trailing slash.
+pub fn settings(
+    env: &crate::environment::Environment,
+    platform: Platform,
+) -> Result<Vec<&str>, Failure> {
+    required_vars(platform)
+        .iter()
+        .map(|var| {
+            env.get(var)
+                .map(|value| match value.starts_with("http") {
+                    true => value.trim_end_matches('/'),
+                    false => value,
+                })
+                .ok_or_else(|| {
+                    Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"))
+                })
+        })
+        .collect()
 }
 
 pub fn seconds(s: f64) -> Duration {
@@ -340,6 +483,55 @@ pub fn snippet(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A step (upload, lookup) reports no flight; an item reports one, and counts as
+    /// delivered only when the platform's judge says so (an error inside HTTP 200 does not).
+    #[tokio::test]
+    async fn steps_are_no_flights_and_items_count_only_when_judged_done() {
+        let server = tiny_http::Server::http("127.0.0.1:0").expect("bind a local server");
+        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or(0);
+        let answering = std::thread::spawn(move || {
+            for body in [r#"{"ok":1}"#, r#"{"error":{"code":-1}}"#, r#"{"ok":1}"#] {
+                if let Ok(request) = server.recv() {
+                    let _ = request.respond(tiny_http::Response::from_string(body));
+                }
+            }
+        });
+        let flights = std::sync::Arc::new(Mutex::new(Vec::new()));
+        let seen = std::sync::Arc::clone(&flights);
+        let recorder: FlightRecorder = std::sync::Arc::new(move |flight| {
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight)
+        });
+        let url = format!("http://127.0.0.1:{port}/");
+        let build = || client().post(&url);
+        let judge = |answer: &Answer| match answer.body.contains("error") {
+            true => (Verdict::Final, "refused".to_string()),
+            false => (Verdict::Done, String::new()),
+        };
+        let results = recording_flights(recorder, async {
+            let step = exchange(Platform::Signal, "c", None, Request::Step, &build, &judge).await;
+            let refused =
+                exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
+            let item = exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
+            (step.is_ok(), refused.err(), item.is_ok())
+        })
+        .await;
+        let _ = answering.join();
+        assert_eq!(
+            results,
+            (true, Some(Failure::Final("refused".into())), true)
+        );
+        let flights = flights.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(
+            flights,
+            [
+                Flight::Out,
+                Flight::Back { delivered: false },
+                Flight::Out,
+                Flight::Back { delivered: true }
+            ]
+        );
+    }
 
     #[test]
     fn pacing_spaces_one_chat_and_caps_groups() {

@@ -1,5 +1,5 @@
 //! Delivery of a run's result (docs/DELIVERY.md): where it goes, what it says, and sending it
-//! over the real Telegram, Discord and Slack APIs or to a webhook.
+//! over each chat platform's real API (one sender module per platform) or to a webhook.
 //!
 //! * Targets are resolved when the run ends, from the real environment over
 //!   `<home>/.env` (read afresh each run): see [`target`] for the grammar. A target
@@ -21,13 +21,21 @@
 //! returns.
 
 pub mod api;
+pub mod dingtalk;
 pub mod discord;
+pub mod feishu;
 pub mod format;
+pub mod homeassistant;
 pub mod http;
+pub mod matrix;
+pub mod mattermost;
+pub mod signal;
 pub mod slack;
+pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod whatsapp_cloud;
 
 use std::path::Path;
 
@@ -213,13 +221,21 @@ pub async fn send_to(
                 Platform::Telegram => telegram::send(env, chat, thread, text, media, skip).await,
                 Platform::Discord => discord::send(env, chat, thread, text, media, skip).await,
                 Platform::Slack => slack::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsApp
-                | Platform::Signal
-                | Platform::Matrix
-                | Platform::Mattermost
-                | Platform::Email
-                | Platform::Sms
-                | Platform::HomeAssistant => {
+                Platform::Signal => signal::send(env, chat, thread, text, media, skip).await,
+                Platform::Matrix => matrix::send(env, chat, thread, text, media, skip).await,
+                Platform::Mattermost => {
+                    mattermost::send(env, chat, thread, text, media, skip).await
+                }
+                Platform::HomeAssistant => {
+                    homeassistant::send(env, chat, thread, text, media, skip).await
+                }
+                Platform::Sms => sms::send(env, chat, thread, text, media, skip).await,
+                Platform::WhatsAppCloud => {
+                    whatsapp_cloud::send(env, chat, thread, text, media, skip).await
+                }
+                Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
+                Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
+                Platform::WhatsApp | Platform::Email => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }

@@ -40,21 +40,21 @@ impl Destination {
         }
     }
 
-    /// Reads back [`Destination::key`]; `None` for a platform this build does not know.
+    /// Reads back [`Destination::key`] (chat ids split by their platform's syntax, as
+    /// in `deliver`); `None` for a platform this build does not know.
     pub fn from_key(key: &str) -> Option<Destination> {
         if let Some(url) = key.strip_prefix("webhook:") {
             return Some(Destination::Webhook {
                 url: url.to_string(),
             });
         }
-        let mut parts = key.splitn(3, ':');
-        let platform = Platform::parse(parts.next()?)?;
-        let chat = parts.next()?.to_string();
-        let thread = parts.next().map(str::to_string);
+        let (head, rest) = key.split_once(':')?;
+        let platform = Platform::parse(head)?;
+        let (chat, thread) = platform.split_chat(rest)?;
         Some(Destination::Chat {
             platform,
-            chat,
-            thread,
+            chat: chat.to_string(),
+            thread: thread.map(str::to_string),
         })
     }
 }
@@ -111,10 +111,22 @@ fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
     })
 }
 
-/// `<PLATFORM>_HOME_CHANNEL` with its thread: `TELEGRAM_CRON_THREAD_ID` first for
-/// Telegram, then `<PLATFORM>_HOME_CHANNEL_THREAD_ID`.
-fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
-    let var = platform_var(platform, "HOME_CHANNEL");
+/// The variable naming a platform's home channel, as Python Hermes names it
+/// (`_HOME_TARGET_ENV_VARS`): `MATRIX_HOME_ROOM`, `EMAIL_HOME_ADDRESS`, else
+/// `<PLATFORM>_HOME_CHANNEL`. Home Assistant has none: its targets are explicit.
+pub fn home_var(platform: Platform) -> Option<String> {
+    match platform {
+        Platform::Matrix => Some("MATRIX_HOME_ROOM".to_string()),
+        Platform::Email => Some("EMAIL_HOME_ADDRESS".to_string()),
+        Platform::HomeAssistant => None,
+        other => Some(platform_var(other, "HOME_CHANNEL")),
+    }
+}
+
+/// The home channel with its thread: `TELEGRAM_CRON_THREAD_ID` first for Telegram,
+/// then `<HOME VAR>_THREAD_ID`.
+pub fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
+    let var = home_var(platform)?;
     let chat = env.get(&var)?.to_string();
     let cron_thread = (platform == Platform::Telegram)
         .then(|| env.get("TELEGRAM_CRON_THREAD_ID"))
@@ -127,6 +139,71 @@ fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
         chat,
         thread,
     })
+}
+
+/// Why a job's delivery cannot work as things are set now (for `hermes cron doctor`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unready {
+    /// A target that resolves to nothing or to a platform this build cannot send to.
+    Target(String),
+    /// A variable the platform needs (a credential, or the home channel a bare
+    /// platform target reads) is not set.
+    Unset { platform: Platform, var: String },
+}
+
+/// Everything that keeps the job's targets from being delivered to now: unset home
+/// channels named by their variable, platforms without a sender, unset credentials.
+pub fn unready(job: &Job, env: &Environment) -> Vec<Unready> {
+    let resolution = resolve(job, &job.deliver(), env);
+    let mut found = Vec::new();
+    let mut explained = Vec::new();
+    let mut platforms: Vec<Platform> = Vec::new();
+    for item in deliver_items(&job.deliver()) {
+        let Ok(Target::Home(platform)) = item.parse::<Target>() else {
+            continue;
+        };
+        let on_origin = origin_of(job)
+            .and_then(Result::ok)
+            .is_some_and(|o| matches!(o, Destination::Chat { platform: on, .. } if on == platform));
+        if on_origin || home_channel(platform, env).is_some() || !platform.can_send() {
+            continue;
+        }
+        explained.push(format!("no delivery target resolved for deliver={item}"));
+        platforms.push(platform);
+        found.push(match home_var(platform) {
+            Some(var) => Unready::Unset { platform, var },
+            None => Unready::Target(format!(
+                "{platform} has no home channel: name the target, e.g. {platform}:notify_target"
+            )),
+        });
+    }
+    for error in resolution.errors {
+        if !explained.contains(&error) {
+            found.push(Unready::Target(error));
+        }
+    }
+    for destination in &resolution.destinations {
+        if let Destination::Chat { platform, .. } = destination {
+            if !platforms.contains(platform) {
+                platforms.push(*platform);
+            }
+        }
+    }
+    for platform in platforms {
+        if !platform.can_send() {
+            found.push(Unready::Target(cannot_send(platform.as_str())));
+            continue;
+        }
+        for var in super::http::required_vars(platform) {
+            if env.get(var).is_none() {
+                found.push(Unready::Unset {
+                    platform,
+                    var: var.to_string(),
+                });
+            }
+        }
+    }
+    found
 }
 
 /// Resolves every target of `deliver` for this job, now. Each item is parsed on its
@@ -287,6 +364,9 @@ mod tests {
         for d in [
             chat(Platform::Telegram, "-100", Some("3")),
             chat(Platform::Slack, "C1", None),
+            chat(Platform::Matrix, "!room:example.org", Some("$event")),
+            chat(Platform::Matrix, "!room:example.org", None),
+            chat(Platform::Signal, "group:aGk=", None),
             Destination::Webhook {
                 url: "https://x.test/a:b".into(),
             },
@@ -337,7 +417,7 @@ mod tests {
         assert!(r.destinations.is_empty());
         assert_eq!(
             r.errors,
-            vec!["irc:#ops:4: this build cannot send to irc (it sends to telegram, discord, slack and webhooks)"]
+            vec![format!("irc:#ops:4: {}", cannot_send("irc"))]
         );
         let r = resolve(&from_irc, "telegram", &env);
         assert_eq!(r.destinations, vec![chat(Platform::Telegram, "111", None)]);

@@ -18,19 +18,19 @@ const TOKEN: &str = "123456789:AAtesttokentesttokentesttokentest12";
 
 /// What a fake saw of one request.
 #[derive(Debug, Clone)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    at: Instant,
+pub(crate) struct Seen {
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+    pub(crate) at: Instant,
 }
 
 impl Seen {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
 
-    fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -39,12 +39,12 @@ impl Seen {
 }
 
 /// Status, extra headers, body.
-type Answer = (u16, Vec<(String, String)>, String);
+pub(crate) type Answer = (u16, Vec<(String, String)>, String);
 type Responder = Box<dyn Fn(&Seen, usize) -> Answer + Send>;
 
 /// A local fake API: every request is logged, then answered by the responder (given
 /// the request and its index).
-struct Fake {
+pub(crate) struct Fake {
     port: u16,
     seen: Arc<Mutex<Vec<Seen>>>,
     stop: Arc<AtomicBool>,
@@ -52,7 +52,7 @@ struct Fake {
 }
 
 impl Fake {
-    fn start(responder: impl Fn(&Seen, usize) -> Answer + Send + 'static) -> Fake {
+    pub(crate) fn start(responder: impl Fn(&Seen, usize) -> Answer + Send + 'static) -> Fake {
         Fake::on_port(0, Box::new(responder))
     }
 
@@ -104,16 +104,16 @@ impl Fake {
         }
     }
 
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn seen(&self) -> Vec<Seen> {
+    pub(crate) fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 
     /// JSON bodies of the requests whose path ends with `suffix`.
-    fn bodies(&self, suffix: &str) -> Vec<Value> {
+    pub(crate) fn bodies(&self, suffix: &str) -> Vec<Value> {
         self.seen()
             .iter()
             .filter(|s| s.path.ends_with(suffix))
@@ -131,7 +131,7 @@ impl Drop for Fake {
     }
 }
 
-fn ok(body: Value) -> Answer {
+pub(crate) fn ok(body: Value) -> Answer {
     (200, Vec::new(), body.to_string())
 }
 
@@ -151,7 +151,7 @@ fn telegram_error(code: u16, description: &str, parameters: Value) -> Answer {
 }
 
 /// A home with a `report.sh` script that prints `reply`, and a `.env` with `env` lines.
-fn home(reply: &str, env: &[(&str, String)]) -> Hermes {
+pub(crate) fn home(reply: &str, env: &[(&str, String)]) -> Hermes {
     let hermes = Hermes::new();
     let scripts = hermes.home().join("scripts");
     fs::create_dir_all(&scripts).unwrap();
@@ -178,7 +178,7 @@ fn report_home(fake: &Fake) -> Hermes {
 }
 
 /// Adds the "daily report" script job delivering to `deliver`; returns its id.
-fn add_job(hermes: &Hermes, deliver: &str, extra: &[&str]) -> String {
+pub(crate) fn add_job(hermes: &Hermes, deliver: &str, extra: &[&str]) -> String {
     let mut args = vec![
         "--name",
         "daily report",
@@ -193,11 +193,11 @@ fn add_job(hermes: &Hermes, deliver: &str, extra: &[&str]) -> String {
 }
 
 /// `hermes cron run <id>`, which must succeed (the run is ok even when delivery failed).
-fn run(hermes: &Hermes, id: &str) {
+pub(crate) fn run(hermes: &Hermes, id: &str) {
     hermes.cron(&["run", id]).ok();
 }
 
-fn wrapped(content: &str) -> String {
+pub(crate) fn wrapped(content: &str) -> String {
     format!(
         "Cronjob Response: daily report\n(job_id: {{id}})\n-------------\n\n{content}\n\n\
          To stop or manage this job, send me a new message (e.g. \"stop reminder daily report\")."
@@ -339,7 +339,7 @@ fn all_reaches_every_platform_with_a_home_channel() {
 
 /// A 10,000-character reply: prose paragraphs around a fenced code block placed where
 /// a naive 4096-character cut would fall inside it.
-fn long_reply() -> (String, String) {
+pub(crate) fn long_reply() -> (String, String) {
     let paragraph = |n: usize| format!("Paragraph {n:02}: {}", "lorem ipsum dolor ".repeat(16));
     let code = format!(
         "```rust\n{}```",
