@@ -447,7 +447,14 @@ impl PgStore {
         for job in &mut jobs {
             job.heal(&ctx);
         }
-        let planned = plan_pass(&mut jobs, &ctx, scan.options);
+        // A `run_claim` keeps Python Hermes off a one-shot on a shared jobs.json; nothing
+        // else reads a database store, and the ledger's claim does that job here, so a
+        // dispatched one-shot is settled at once (also when its host died running it).
+        let options = crate::due::ScanOptions {
+            run_claim_ttl: chrono::Duration::zero(),
+            ..scan.options
+        };
+        let planned = plan_pass(&mut jobs, &ctx, options);
         for job in &jobs {
             self.write_job(&tx, job, &ctx).await?;
         }
