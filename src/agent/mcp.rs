@@ -11,7 +11,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, JsonObject,
+    ReadResourceRequestParams,
+};
 use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -116,6 +119,30 @@ pub struct McpServers {
     activity: Activity,
 }
 
+/// What a tool of a server does when called.
+#[derive(Debug, Clone, PartialEq)]
+enum Route {
+    /// The server's own tool of this name.
+    Tool(String),
+    /// Hermes' helper tools, offered when the server advertises resources or prompts.
+    ListResources,
+    ReadResource,
+    ListPrompts,
+    GetPrompt,
+}
+
+impl Route {
+    fn label(&self) -> &str {
+        match self {
+            Route::Tool(name) => name,
+            Route::ListResources => "list_resources",
+            Route::ReadResource => "read_resource",
+            Route::ListPrompts => "list_prompts",
+            Route::GetPrompt => "get_prompt",
+        }
+    }
+}
+
 /// One configured server, started or not.
 struct Server {
     /// Its name under `mcp_servers:`.
@@ -123,8 +150,8 @@ struct Server {
     /// `mcp__<sanitised name>__`: every tool of this server starts with it.
     prefix: String,
     timeout: Duration,
-    /// The tools offered to the model, and the server's own name for each.
-    tools: Vec<(ToolSpec, String)>,
+    /// The tools offered to the model, and what each does.
+    tools: Vec<(ToolSpec, Route)>,
     link: Option<Link>,
     /// Why the server cannot be used any more; set once, when it failed to start,
     /// crashed or was stopped for hanging.
@@ -334,7 +361,14 @@ impl McpServers {
             let result = result.unwrap_or_else(|| Err("its start-up task failed".to_string()));
             let server = match result {
                 Ok(connected) => {
-                    let tools = offer(config, connected.tools, setup.disabled_toolsets, &offered);
+                    let helpers = (connected.resources, connected.prompts);
+                    let tools = offer(
+                        config,
+                        connected.tools,
+                        helpers,
+                        setup.disabled_toolsets,
+                        &offered,
+                    );
                     offered.extend(tools.iter().map(|(spec, _)| spec.name.to_string()));
                     tracing::info!(
                         server = %config.name,
@@ -415,7 +449,7 @@ impl McpServers {
                 server.name
             ));
         }
-        let (Some(link), Some((_, tool))) = (
+        let (Some(link), Some((_, route))) = (
             server.link.as_ref(),
             server.tools.iter().find(|(spec, _)| spec.name == name),
         ) else {
@@ -424,15 +458,53 @@ impl McpServers {
                 server.name
             ));
         };
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let (uri, prompt) = (text("uri"), text("name"));
+        match route {
+            Route::ReadResource if uri.is_none() => {
+                return error("Missing required parameter 'uri'")
+            }
+            Route::GetPrompt if prompt.is_none() => {
+                return error("Missing required parameter 'name'")
+            }
+            _ => {}
+        }
+        let peer = &link.peer;
         let work = async {
             let _turn = server.turn.lock().await;
-            let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
-            link.peer.call_tool(params).await
+            match route {
+                Route::Tool(tool) => {
+                    let params = CallToolRequestParams::new(tool.clone()).with_arguments(arguments);
+                    peer.call_tool(params).await.map(|r| render(&r))
+                }
+                Route::ListResources => peer
+                    .list_all_resources()
+                    .await
+                    .map(|r| listed_resources(&r)),
+                Route::ReadResource => {
+                    let params = ReadResourceRequestParams::new(uri.unwrap_or_default());
+                    peer.read_resource(params).await.map(|r| read_resource(&r))
+                }
+                Route::ListPrompts => peer.list_all_prompts().await.map(|p| listed_prompts(&p)),
+                Route::GetPrompt => {
+                    let mut params = GetPromptRequestParams::new(prompt.unwrap_or_default());
+                    if let Some(Value::Object(args)) = arguments.get("arguments") {
+                        params = params.with_arguments(args.clone());
+                    }
+                    peer.get_prompt(params).await.map(|p| got_prompt(&p))
+                }
+            }
         };
+        let tool = route.label();
         let outcome = tokio::time::timeout(server.timeout, work).await;
         self.activity.touch();
         match outcome {
-            Ok(Ok(result)) => render(&result),
+            Ok(Ok(text)) => text,
             // The server answered with a protocol error: it is alive.
             Ok(Err(rmcp::ServiceError::McpError(e))) => {
                 error(format!("MCP call failed: {}", one_line(&e.message)))
@@ -528,10 +600,38 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// A started server: its connection and the tools it listed.
+/// A started server: its connection, the tools it listed, and whether it advertises
+/// resources and prompts.
 struct Connected {
     link: Link,
     tools: Vec<rmcp::model::Tool>,
+    resources: bool,
+    prompts: bool,
+}
+
+impl Connected {
+    fn new(
+        service: RunningService<RoleClient, ()>,
+        tools: Vec<rmcp::model::Tool>,
+        process: Option<Process>,
+    ) -> Connected {
+        let info = service
+            .peer()
+            .peer_info()
+            .and_then(|info| serde_json::to_value(&*info).ok())
+            .unwrap_or(Value::Null);
+        let advertised = |what: &str| !info["capabilities"][what].is_null();
+        Connected {
+            resources: advertised("resources"),
+            prompts: advertised("prompts"),
+            link: Link {
+                peer: service.peer().clone(),
+                service: tokio::sync::Mutex::new(Some(service)),
+                process,
+            },
+            tools,
+        }
+    }
 }
 
 async fn connect(config: &McpServer, vars: &Vars, workdir: &Path) -> Result<Connected, String> {
@@ -615,14 +715,7 @@ async fn connect_stdio(
         }
     });
     match handshake((stdout, stdin), limit).await {
-        Ok(Ok((service, tools))) => Ok(Connected {
-            link: Link {
-                peer: service.peer().clone(),
-                service: tokio::sync::Mutex::new(Some(service)),
-                process: Some(process),
-            },
-            tools,
-        }),
+        Ok(Ok((service, tools))) => Ok(Connected::new(service, tools, Some(process))),
         Ok(Err(why)) => {
             let reason = process.exit_reason(Duration::from_millis(500)).await;
             process.kill();
@@ -702,14 +795,7 @@ async fn connect_http(
         StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(headers),
     );
     match handshake(transport, limit).await {
-        Ok(Ok((service, tools))) => Ok(Connected {
-            link: Link {
-                peer: service.peer().clone(),
-                service: tokio::sync::Mutex::new(Some(service)),
-                process: None,
-            },
-            tools,
-        }),
+        Ok(Ok((service, tools))) => Ok(Connected::new(service, tools, None)),
         Ok(Err(why)) => Err(format!("{url}: {why}")),
         Err(()) => Err(format!(
             "{url} did not answer within {}s (its connect_timeout)",
@@ -719,14 +805,16 @@ async fn connect_http(
 }
 
 /// The tools of one server the run offers: `tools.include` (wins) or `tools.exclude`
-/// by the server's own names, less the names in `agent.disabled_toolsets`, less any name
-/// an earlier server already took.
+/// by the server's own names, then Hermes' resource and prompt helpers when the server
+/// advertises those and `tools.resources` / `tools.prompts` are not false; less the
+/// names in `agent.disabled_toolsets` and any name an earlier server already took.
 fn offer(
     config: &McpServer,
     tools: Vec<rmcp::model::Tool>,
+    (resources, prompts): (bool, bool),
     disabled: &[String],
     taken: &[String],
-) -> Vec<(ToolSpec, String)> {
+) -> Vec<(ToolSpec, Route)> {
     let filter = &config.tools;
     let wanted = |tool: &str| {
         if !filter.include.is_empty() {
@@ -735,30 +823,72 @@ fn offer(
             !filter.exclude.iter().any(|t| t == tool)
         }
     };
-    let mut offered: Vec<(ToolSpec, String)> = Vec::new();
+    let mut candidates: Vec<(String, String, Value, Route)> = Vec::new();
     for tool in tools {
         let own = tool.name.to_string();
-        let name = tool_name(&config.name, &own);
-        if !wanted(&own) || disabled.iter().any(|d| d == &name) {
-            continue;
-        }
-        if taken.contains(&name) || offered.iter().any(|(spec, _)| spec.name == name) {
-            tracing::warn!(server = %config.name, "MCP tool '{own}' is named '{name}' like a tool offered before it; skipped");
+        if !wanted(&own) {
             continue;
         }
         let description = match tool.description.as_deref() {
             Some(d) if !d.trim().is_empty() => d.to_string(),
             _ => format!("MCP tool {own} from {}", config.name),
         };
-        let schema = Value::Object(tool.input_schema.as_ref().clone());
-        offered.push((
-            ToolSpec {
-                name: name.into(),
-                description: description.into(),
-                parameters: normalize_schema(schema),
-            },
-            own,
+        let schema = normalize_schema(Value::Object(tool.input_schema.as_ref().clone()));
+        candidates.push((
+            tool_name(&config.name, &own),
+            description,
+            schema,
+            Route::Tool(own),
         ));
+    }
+    let server = &config.name;
+    let no_arguments = json!({"type": "object", "properties": {}});
+    if resources && filter.resources != Some(false) {
+        candidates.push((
+            tool_name(server, "list_resources"),
+            format!("List available resources from MCP server '{server}'"),
+            no_arguments.clone(),
+            Route::ListResources,
+        ));
+        candidates.push((
+            tool_name(server, "read_resource"),
+            format!("Read a resource by URI from MCP server '{server}'"),
+            json!({"type": "object", "properties": {"uri": {"type": "string", "description": "URI of the resource to read"}}, "required": ["uri"]}),
+            Route::ReadResource,
+        ));
+    }
+    if prompts && filter.prompts != Some(false) {
+        candidates.push((
+            tool_name(server, "list_prompts"),
+            format!("List available prompts from MCP server '{server}'"),
+            no_arguments,
+            Route::ListPrompts,
+        ));
+        candidates.push((
+            tool_name(server, "get_prompt"),
+            format!("Get a prompt by name from MCP server '{server}'"),
+            json!({"type": "object", "properties": {
+                "name": {"type": "string", "description": "Name of the prompt to retrieve"},
+                "arguments": {"type": "object", "description": "Optional arguments to pass to the prompt", "properties": {}, "additionalProperties": true}
+            }, "required": ["name"]}),
+            Route::GetPrompt,
+        ));
+    }
+    let mut offered: Vec<(ToolSpec, Route)> = Vec::new();
+    for (name, description, parameters, route) in candidates {
+        if disabled.iter().any(|d| d == &name) {
+            continue;
+        }
+        if taken.contains(&name) || offered.iter().any(|(spec, _)| spec.name == name) {
+            tracing::warn!(server = %config.name, "MCP tool '{}' is named '{name}' like a tool offered before it; skipped", route.label());
+            continue;
+        }
+        let spec = ToolSpec {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        };
+        offered.push((spec, route));
     }
     offered
 }
@@ -875,6 +1005,96 @@ fn render(result: &CallToolResult) -> String {
         Some(structured) => json!({"result": structured}).to_string(),
         None => json!({"result": text}).to_string(),
     }
+}
+
+/// `{"resources": [{uri, name, description?, mimeType?}]}`, as Hermes lists them.
+fn listed_resources<T: serde::Serialize>(resources: &[T]) -> String {
+    let keep = ["uri", "name", "description", "mimeType"];
+    let items: Vec<Value> = resources
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .map(|r| picked(&r, &keep))
+        .collect();
+    json!({"resources": items}).to_string()
+}
+
+/// The texts of a resource's contents (binary ones by their size), as `result`.
+fn read_resource<T: serde::Serialize>(result: &T) -> String {
+    let result = serde_json::to_value(result).unwrap_or(Value::Null);
+    let parts: Vec<String> = result["contents"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| match (c["text"].as_str(), c["blob"].as_str()) {
+            (Some(text), _) => Some(text.to_string()),
+            (None, Some(blob)) => Some(format!("[binary data, {} bytes]", blob.len() / 4 * 3)),
+            _ => None,
+        })
+        .collect();
+    json!({"result": cap(&parts.join("\n"))}).to_string()
+}
+
+/// `{"prompts": [{name, description?, arguments: [{name, description?, required}]}]}`.
+fn listed_prompts<T: serde::Serialize>(prompts: &[T]) -> String {
+    let items: Vec<Value> = prompts
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .map(|p| {
+            let mut item = picked(&p, &["name", "description"]);
+            let arguments: Vec<Value> = p["arguments"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|a| {
+                    let mut argument = picked(a, &["name", "description"]);
+                    argument["required"] = json!(a["required"].as_bool().unwrap_or(false));
+                    argument
+                })
+                .collect();
+            item["arguments"] = json!(arguments);
+            item
+        })
+        .collect();
+    json!({"prompts": items}).to_string()
+}
+
+/// `{"messages": [{role, content}], "description"?}`: each message's text.
+fn got_prompt<T: serde::Serialize>(result: &T) -> String {
+    let result = serde_json::to_value(result).unwrap_or(Value::Null);
+    let messages: Vec<Value> = result["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            let content = &m["content"];
+            let text = content["text"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| content.as_str().map(str::to_string))
+                .unwrap_or_else(|| content.to_string());
+            json!({"role": m["role"], "content": text})
+        })
+        .collect();
+    let mut out = json!({"messages": messages});
+    if let Some(description) = result["description"].as_str().filter(|d| !d.is_empty()) {
+        out["description"] = json!(description);
+    }
+    out.to_string()
+}
+
+/// The keys of `value` among `keys` that hold something.
+fn picked(value: &Value, keys: &[&str]) -> Value {
+    let mut out = Map::new();
+    for key in keys {
+        match &value[*key] {
+            Value::Null => {}
+            Value::String(s) if s.is_empty() => {}
+            v => {
+                out.insert(key.to_string(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 fn cap(text: &str) -> String {

@@ -316,7 +316,7 @@ fn include_exclude_and_enabled_false_are_obeyed() {
         stdio(
             "inbox",
             &[],
-            "    tools:\n      include: [mark_read]\n      exclude: [mark_read]\n",
+            "    tools:\n      include: [mark_read]\n      exclude: [mark_read]\n      resources: false\n      prompts: false\n",
         ),
         stdio(
             "off",
@@ -338,6 +338,10 @@ fn include_exclude_and_enabled_false_are_obeyed() {
         [
             "mcp__mail__list_unread",
             "mcp__mail__mark_read",
+            "mcp__mail__list_resources",
+            "mcp__mail__read_resource",
+            "mcp__mail__list_prompts",
+            "mcp__mail__get_prompt",
             "mcp__inbox__mark_read"
         ]
     );
@@ -484,5 +488,41 @@ fn a_server_that_crashes_in_a_call_is_named_with_its_exit_status() {
     assert!(
         doc.contains("Note: MCP server 'mail': it stopped during the run (it exited with exit status: 7; its last error output: mail server: segmentation fault (simulated))"),
         "{doc}"
+    );
+}
+
+#[test]
+fn resources_and_prompts_are_reached_through_hermes_helper_tools() {
+    let model = Model::start(vec![
+        json!({"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_0", "type": "function", "function": {"name": "mcp__mail__read_resource",
+             "arguments": json!({"uri": "mail://folders"}).to_string()}},
+            {"id": "call_1", "type": "function", "function": {"name": "mcp__mail__get_prompt",
+             "arguments": json!({"name": "triage", "arguments": {"folder": "Work"}}).to_string()}},
+            {"id": "call_2", "type": "function", "function": {"name": "mcp__mail__list_prompts",
+             "arguments": "{}"}}
+        ]}}]}),
+        answer("Folders: INBOX, Work."),
+    ]);
+    let hermes = home(&model, &stdio("mail", &[], ""));
+    let id = hermes.add("every 1h", "Which folders are there?", &[]);
+    hermes.cron(&["run", &id]).ok();
+    let messages = model.requests()[1]["messages"].clone();
+    let results: Vec<Value> = messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(results[0], json!({"result": "INBOX, Work"}));
+    assert_eq!(
+        results[1]["messages"][0],
+        json!({"role": "user", "content": "Sort the unread messages of Work by urgency."})
+    );
+    assert_eq!(results[2]["prompts"][0]["name"], "triage");
+    assert_eq!(
+        results[2]["prompts"][0]["arguments"][0],
+        json!({"name": "folder", "required": true})
     );
 }
