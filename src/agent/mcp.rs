@@ -1,9 +1,8 @@
-//! MCP servers as tools of one run (docs/AGENT.md, "MCP servers"): which of the
-//! configured `mcp_servers` a job may use, starting them for the run, offering their
-//! tools as `mcp__<server>__<tool>`, calling them, and stopping every one when the run
-//! ends. A stdio server runs in its own process group with only a safe base environment
-//! plus its `env:`; a server that cannot start, crashes or hangs becomes a tool error
-//! and a notice naming it, never a hung run. Never touches the store or delivery.
+//! MCP servers as tools of one run (docs/AGENT.md, "MCP servers"): which configured
+//! servers a job gets, starting them, offering their tools as `mcp__<server>__<tool>`,
+//! calling them, and stopping each (its whole process group) when the run ends. A server
+//! that cannot start, crashes or hangs is a tool error and a notice naming it, never a
+//! hung run. It never passes a server a credential it was not given.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,8 @@
-//! MCP servers through the real binary (docs/AGENT.md, "MCP servers"): a fake mail
-//! server written with the official MCP Python SDK (tests/fixtures/mcp/mail_server.py,
-//! run by the venv of scripts/mcp/setup.sh) over stdio and Streamable HTTP, and a
-//! scripted fake model that calls its tools by their offered names. Each test pins one
-//! behaviour: the round trip, the headers, include/exclude/enabled, and the servers
-//! that exit at start, never answer, hang in a call or crash, which must end up named
-//! in the run's output with nothing of them left running.
+//! MCP servers through the real binary (docs/AGENT.md, "MCP servers"): a mail server
+//! written with the official MCP Python SDK (tests/fixtures/mcp/mail_server.py, venv from
+//! scripts/mcp/setup.sh) over stdio and Streamable HTTP, called by a scripted fake model
+//! by its offered names. A server that exits, never answers, hangs or crashes must be
+//! named in the run's output with nothing of its process group left running.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
