@@ -162,6 +162,19 @@ fn live_in_group(pgid: i64) -> Vec<String> {
     live
 }
 
+/// Asserts that process group `pgid` has no live process left. SIGKILL is delivered
+/// asynchronously, so a member may take a moment to die: it gets up to 3 s.
+#[track_caller]
+fn assert_group_gone(pgid: i64) {
+    let started = Instant::now();
+    let mut live = live_in_group(pgid);
+    while !live.is_empty() && started.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+        live = live_in_group(pgid);
+    }
+    assert_eq!(live, Vec::<String>::new(), "group {pgid} still runs");
+}
+
 /// The pgid a server wrote to its pidfile.
 fn pgid_of(pidfile: &Path) -> i64 {
     let text =
@@ -226,12 +239,7 @@ fn a_stdio_mail_server_is_called_by_its_offered_name_and_the_answer_is_saved() {
     assert!(doc.contains("You have 2 unread messages"), "{doc}");
     assert!(!doc.contains("Note: MCP server"), "{doc}");
     // Stopped with the run.
-    let pgid = pgid_of(&pidfile);
-    assert_eq!(
-        live_in_group(pgid),
-        Vec::<String>::new(),
-        "group {pgid} still runs"
-    );
+    assert_group_gone(pgid_of(&pidfile));
 
     // Its environment: the safe base and its own env:, no credential it was not given.
     let env: Value = serde_json::from_str(&std::fs::read_to_string(&envfile).unwrap()).unwrap();
@@ -407,12 +415,7 @@ fn a_server_that_never_answers_is_stopped_with_its_group_within_its_connect_time
         doc.contains("Note: MCP server 'mail' could not be used in this run: it did not answer within 2s (its connect_timeout)"),
         "{doc}"
     );
-    let pgid = pgid_of(&pidfile);
-    assert_eq!(
-        live_in_group(pgid),
-        Vec::<String>::new(),
-        "group {pgid} still runs"
-    );
+    assert_group_gone(pgid_of(&pidfile));
     // The tools of a server that never started are not offered.
     assert!(!model.offered().iter().any(|n| n.starts_with("mcp__")));
 }
@@ -458,12 +461,7 @@ fn a_call_that_hangs_is_a_tool_error_and_the_server_group_is_stopped() {
     );
     assert!(output(&hermes, &id)
         .contains("Note: MCP server 'mail': a call of 'search' got no answer within 1s"));
-    let pgid = pgid_of(&pidfile);
-    assert_eq!(
-        live_in_group(pgid),
-        Vec::<String>::new(),
-        "group {pgid} still runs"
-    );
+    assert_group_gone(pgid_of(&pidfile));
 }
 
 #[test]
