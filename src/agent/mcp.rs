@@ -652,7 +652,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     let work = async {
-        let service = ().serve(transport).await.map_err(|e| one_line(&e.to_string()))?;
+        let service = ().serve(transport).await.map_err(|e| start_failure(&e))?;
         let tools = service
             .peer()
             .list_all_tools()
@@ -661,6 +661,17 @@ where
         Ok((service, tools))
     };
     tokio::time::timeout(limit, work).await.map_err(|_| ())
+}
+
+/// Why the session could not be set up, without the transport's Rust type names that
+/// rmcp's own message carries.
+fn start_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, context } => {
+            one_line(&format!("{} ({context})", error.error))
+        }
+        other => one_line(&other.to_string()),
+    }
 }
 
 async fn connect_stdio(

@@ -258,29 +258,52 @@ fn a_stdio_mail_server_is_called_by_its_offered_name_and_the_answer_is_saved() {
     }
 }
 
+/// The mail server over Streamable HTTP on 127.0.0.1, answering only requests with
+/// `X-Mail-Token: tok-123456` and logging each one to `log`; killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    port: String,
+}
+
+impl HttpServer {
+    fn start(files: &Path, log: &Path) -> HttpServer {
+        let portfile = files.join("port");
+        let child = std::process::Command::new(python())
+            .args([
+                &mail_server(),
+                "--http",
+                "--require-header",
+                "X-Mail-Token=tok-123456",
+                "--portfile",
+                portfile.to_str().unwrap(),
+                "--headers-log",
+                log.to_str().unwrap(),
+            ])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !portfile.exists() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let port = std::fs::read_to_string(&portfile).expect("the HTTP server started");
+        HttpServer { child, port }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn an_http_mail_server_gets_the_configured_headers_on_every_request() {
     let files = tempfile::tempdir().unwrap();
-    let (portfile, log) = (files.path().join("port"), files.path().join("headers.log"));
-    let mut server = std::process::Command::new(python())
-        .args([
-            &mail_server(),
-            "--http",
-            "--require-header",
-            "X-Mail-Token=tok-123456",
-            "--portfile",
-            portfile.to_str().unwrap(),
-            "--headers-log",
-            log.to_str().unwrap(),
-        ])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    while !portfile.exists() && started.elapsed() < Duration::from_secs(30) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let port = std::fs::read_to_string(&portfile).expect("the HTTP server started");
+    let log = files.path().join("headers.log");
+    let server = HttpServer::start(files.path(), &log);
+    let port = &server.port;
     let model = Model::start(vec![
         call("mcp__mail__list_unread", json!({"folder": "Work"})),
         answer("One unread message: Build failed on main."),
@@ -293,10 +316,8 @@ fn an_http_mail_server_gets_the_configured_headers_on_every_request() {
     );
     std::fs::write(hermes.home().join(".env"), "MAIL_TOKEN=tok-123456\n").unwrap();
     let id = hermes.add("every 1h", "Anything failing at work?", &[]);
-    let run = hermes.cron(&["run", &id]);
-    let _ = server.kill();
-    let _ = server.wait();
-    run.ok();
+    hermes.cron(&["run", &id]).ok();
+    drop(server);
     let result = model.first_tool_result();
     assert!(result.contains("Build failed on main"), "{result}");
     assert!(output(&hermes, &id).contains("One unread message: Build failed on main."));
@@ -521,4 +542,34 @@ fn resources_and_prompts_are_reached_through_hermes_helper_tools() {
         results[2]["prompts"][0]["arguments"][0],
         json!({"name": "folder", "required": true})
     );
+}
+
+#[test]
+fn an_http_server_that_refuses_the_headers_is_named_in_the_output() {
+    let files = tempfile::tempdir().unwrap();
+    let log = files.path().join("headers.log");
+    let server = HttpServer::start(files.path(), &log);
+    let model = Model::start(vec![answer("Could not reach the mail server.")]);
+    let hermes = home(
+        &model,
+        &format!(
+            "  mail:\n    url: http://127.0.0.1:{}/mcp\n    headers:\n      X-Mail-Token: wrong\n    connect_timeout: 20\n",
+            server.port
+        ),
+    );
+    let id = hermes.add("every 1h", "Anything failing at work?", &[]);
+    let started = Instant::now();
+    hermes.cron(&["run", &id]).ok();
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    let doc = output(&hermes, &id);
+    let note = format!(
+        "Note: MCP server 'mail' could not be used in this run: http://127.0.0.1:{}/mcp: ",
+        server.port
+    );
+    assert!(doc.contains(&note), "{doc}");
+    assert!(!model.offered().iter().any(|n| n.starts_with("mcp__")));
 }
