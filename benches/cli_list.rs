@@ -121,7 +121,7 @@ fn job_record(template: &Record, i: u64, ctx: &Context) -> Record {
     let mut set = |key: &str, value: Value| {
         record.insert(key.to_string(), value);
     };
-    let own_zone = (i % 4 == 0).then(|| pick(&ZONES, i, 1));
+    let own_zone = i.is_multiple_of(4).then(|| pick(&ZONES, i, 1));
     let zone: Tz = own_zone.map_or(ctx.zone, |name| name.parse().expect("valid zone"));
     let schedule = parse_schedule(pick(&SCHEDULES, i, 2), ctx.now, zone, None)
         .expect("bench schedules are valid");
@@ -129,8 +129,8 @@ fn job_record(template: &Record, i: u64, ctx: &Context) -> Record {
     let prompt = pick(&PROMPTS, i, 3);
     let paused = i % 10 == 3;
     let failed = recurring && i % 25 == 7;
-    let last_run =
-        (recurring && i % 3 != 0).then(|| ctx.now - TimeDelta::minutes(1 + (mix(i) % 1440) as i64));
+    let last_run = (recurring && !i.is_multiple_of(3))
+        .then(|| ctx.now - TimeDelta::minutes(1 + (mix(i) % 1440) as i64));
     let next_run = schedule.next_run(ctx.now, last_run, zone);
     let at = |t: DateTime<Utc>| json!(format_instant(t, zone));
 
@@ -140,14 +140,18 @@ fn job_record(template: &Record, i: u64, ctx: &Context) -> Record {
         json!(format!("{} #{i}", &prompt[..prompt.len().min(40)])),
     );
     set("prompt", json!(prompt));
-    let skills: Vec<&str> = if i % 7 == 0 { vec!["inbox"] } else { vec![] };
+    let skills: Vec<&str> = if i.is_multiple_of(7) {
+        vec!["inbox"]
+    } else {
+        vec![]
+    };
     set("skill", json!(skills.first()));
     set("skills", json!(skills));
     set("schedule", schedule.to_json());
     set("schedule_display", json!(schedule.display()));
     let times = match &schedule {
         Schedule::Once { .. } => Some(1),
-        _ if i % 9 == 0 => Some(20),
+        _ if i.is_multiple_of(9) => Some(20),
         _ => None,
     };
     let completed = if last_run.is_some() { i % 20 } else { 0 };

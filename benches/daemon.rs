@@ -761,10 +761,14 @@ fn stopped(stop: Option<Duration>) -> String {
 // ---------------------------------------------------------------------------------------
 // 5. Agent start-up and memory
 
-/// A fake OpenAI-compatible model answering at once: tool calls (`terminal`) until the
-/// conversation holds `tool_turns` tool results, then a final text. Sends the arrival
-/// instant of every request on the channel.
-fn scripted_model_server(tool_turns: usize, arrivals: std::sync::mpsc::Sender<Instant>) -> String {
+/// A fake OpenAI-compatible model answering at once: calls of `tool` (`terminal`, or
+/// the MCP mail server's `list_unread`) until the conversation holds `tool_turns` tool
+/// results, then a final text. Sends the arrival instant of every request on the channel.
+fn scripted_model_server(
+    tool_turns: usize,
+    tool: BenchTool,
+    arrivals: std::sync::mpsc::Sender<Instant>,
+) -> String {
     let server = tiny_http::Server::http("127.0.0.1:0").expect("bind");
     let addr = server.server_addr().to_ip().expect("an IP address");
     std::thread::spawn(move || {
@@ -779,8 +783,7 @@ fn scripted_model_server(tool_turns: usize, arrivals: std::sync::mpsc::Sender<In
             let message = if results < tool_turns {
                 json!({"role": "assistant", "content": null, "tool_calls": [{
                     "id": format!("call_{results}"), "type": "function",
-                    "function": {"name": "terminal",
-                                 "arguments": json!({"command": "ls -la /usr/bin | head -200"}).to_string()}}]})
+                    "function": {"name": tool.name(), "arguments": tool.arguments()}}]})
             } else {
                 json!({"role": "assistant", "content": "done"})
             };
@@ -798,6 +801,49 @@ fn scripted_model_server(tool_turns: usize, arrivals: std::sync::mpsc::Sender<In
     format!("http://{addr}/v1")
 }
 
+/// The tool the 10-turn conversation calls.
+#[derive(Debug, Clone, Copy)]
+enum BenchTool {
+    Terminal,
+    McpMail,
+}
+
+impl BenchTool {
+    fn name(self) -> &'static str {
+        match self {
+            BenchTool::Terminal => "terminal",
+            BenchTool::McpMail => "mcp__mail__list_unread",
+        }
+    }
+
+    fn arguments(self) -> String {
+        match self {
+            BenchTool::Terminal => json!({"command": "ls -la /usr/bin | head -200"}),
+            BenchTool::McpMail => json!({"folder": "INBOX"}),
+        }
+        .to_string()
+    }
+}
+
+/// The `mcp_servers:` block for one stdio server, the MCP tests' mail server (the
+/// official MCP Python SDK, from the venv of scripts/mcp/setup.sh); `None` when that venv
+/// cannot be built here.
+fn mcp_mail_server() -> Option<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("bash")
+        .arg(root.join("scripts/mcp/setup.sh"))
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let python = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let server = root.join("tests/fixtures/mcp/mail_server.py");
+    Some(format!(
+        "mcp_servers:\n  mail:\n    command: {python}\n    args: [{}]\n",
+        json!(server.display().to_string())
+    ))
+}
+
 struct AgentFigures {
     first_byte: Vec<Duration>,
     conversation_peaks: Vec<u64>,
@@ -805,11 +851,17 @@ struct AgentFigures {
 }
 
 /// (a) `hermes cron run` of a one-answer job, `starts` times: process start to the first
-/// request at the model. (b) a 10-turn `terminal` conversation, `conversations` times:
-/// peak RSS and wall time.
-fn agent_figures(bin: &Path, starts: usize, conversations: usize) -> AgentFigures {
+/// request at the model. (b) a 10-turn conversation calling `tool`, `conversations`
+/// times: peak RSS and wall time. `extra` is appended to config.yaml (an MCP server).
+fn agent_figures(
+    bin: &Path,
+    starts: usize,
+    conversations: usize,
+    tool: BenchTool,
+    extra: &str,
+) -> AgentFigures {
     let config = |base: &str| {
-        format!("model:\n  default: bench-model\n  provider: custom\n  base_url: {base}\n")
+        format!("model:\n  default: bench-model\n  provider: custom\n  base_url: {base}\n{extra}")
     };
     let created = |out: &str| -> String {
         out.lines()
@@ -820,7 +872,7 @@ fn agent_figures(bin: &Path, starts: usize, conversations: usize) -> AgentFigure
     };
 
     let (tx, rx) = std::sync::mpsc::channel();
-    let home = Home::new(bin, Some(&config(&scripted_model_server(0, tx))));
+    let home = Home::new(bin, Some(&config(&scripted_model_server(0, tool, tx))));
     let id = created(&home.ok(&["cron", "add", "every 1d", "Say done."]));
     home.ok(&["cron", "run", &id]); // warm-up
     let _ = rx.try_iter().count();
@@ -834,7 +886,7 @@ fn agent_figures(bin: &Path, starts: usize, conversations: usize) -> AgentFigure
     first_byte.sort();
 
     let (tx, _rx) = std::sync::mpsc::channel();
-    let home = Home::new(bin, Some(&config(&scripted_model_server(10, tx))));
+    let home = Home::new(bin, Some(&config(&scripted_model_server(10, tool, tx))));
     let id = created(&home.ok(&["cron", "add", "every 1d", "Look around the system."]));
     let mut conversation_peaks = Vec::new();
     let mut conversation_wall = Vec::new();
@@ -1004,32 +1056,42 @@ fn main() {
 
     if wanted(5) {
         let (starts, conversations) = if measuring { (30, 5) } else { (3, 1) };
-        println!(
-            "\n[5] agent: `hermes cron run` start to the first request at a fake model ({starts} runs); a 10-turn terminal conversation ({conversations} runs)"
-        );
-        let agent = agent_figures(&bin, starts, conversations);
-        let p = |sorted: &[Duration], q: f64| {
-            let ms: Vec<f64> = sorted.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
-            percentile(&ms, q)
-        };
-        println!(
-            "  first request: min {:.1} ms, median {:.1} ms, p99 {:.1} ms",
-            p(&agent.first_byte, 0.0),
-            p(&agent.first_byte, 50.0),
-            p(&agent.first_byte, 99.0)
-        );
-        println!(
-            "  10-turn conversation: median {:.0} ms; peak RSS median {:.1} MiB, max {:.1} MiB",
-            ms(median(&agent.conversation_wall)),
-            mib(agent.conversation_peaks[agent.conversation_peaks.len() / 2]),
-            mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
-        );
-        summary.push(format!(
-            "agent: first request {:.1} ms median / {:.1} ms p99 after process start; 10-turn terminal conversation peak RSS {:.1} MiB",
-            p(&agent.first_byte, 50.0),
-            p(&agent.first_byte, 99.0),
-            mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
-        ));
+        let mut variants = vec![("no MCP server", BenchTool::Terminal, String::new())];
+        match mcp_mail_server() {
+            Some(block) => variants.push(("one stdio MCP server", BenchTool::McpMail, block)),
+            None => println!("\n[5] the MCP variant is skipped: scripts/mcp/setup.sh failed"),
+        }
+        for (label, tool, extra) in variants {
+            println!(
+                "\n[5] agent, {label}: `hermes cron run` start to the first request at a fake model ({starts} runs); a 10-turn `{}` conversation ({conversations} runs)",
+                tool.name()
+            );
+            let agent = agent_figures(&bin, starts, conversations, tool, &extra);
+            let p = |sorted: &[Duration], q: f64| {
+                let ms: Vec<f64> = sorted.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+                percentile(&ms, q)
+            };
+            println!(
+                "  first request: min {:.1} ms, median {:.1} ms, p99 {:.1} ms",
+                p(&agent.first_byte, 0.0),
+                p(&agent.first_byte, 50.0),
+                p(&agent.first_byte, 99.0)
+            );
+            println!(
+                "  10-turn conversation: median {:.0} ms; peak RSS median {:.1} MiB, max {:.1} MiB",
+                ms(median(&agent.conversation_wall)),
+                mib(agent.conversation_peaks[agent.conversation_peaks.len() / 2]),
+                mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
+            );
+            summary.push(format!(
+                "agent, {label}: first request {:.1} ms median / {:.1} ms p99 after process start; 10-turn `{}` conversation {:.0} ms median, peak RSS {:.1} MiB",
+                p(&agent.first_byte, 50.0),
+                p(&agent.first_byte, 99.0),
+                tool.name(),
+                ms(median(&agent.conversation_wall)),
+                mib(agent.conversation_peaks[agent.conversation_peaks.len() - 1])
+            ));
+        }
     }
 
     println!("\n===== summary (hermes cron daemon bench, release, {cpus} CPUs) =====");

@@ -29,6 +29,8 @@ pub struct Config {
     pub cron: CronSection,
     /// `tools`: settings of individual tools.
     pub tools: ToolsSection,
+    /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
+    pub mcp_servers: Vec<McpServer>,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
     pub extra: Mapping,
 }
@@ -221,7 +223,8 @@ impl Config {
 
     /// Every mapping of keys this program does not use, with the place it sits: `""` for
     /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`, `tools`,
-    /// `tools.web_fetch`.
+    /// `tools.web_fetch`, and for each MCP server `mcp_servers.<name>.tools` and
+    /// `mcp_servers.<name>`.
     pub fn unknown_keys(&self) -> Vec<(String, &Mapping)> {
         let mut places = vec![
             (String::new(), &self.extra),
@@ -236,11 +239,17 @@ impl Config {
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
         ]);
+        for server in &self.mcp_servers {
+            let place = format!("mcp_servers.{}", server.name);
+            places.push((format!("{place}.tools"), &server.tools.extra));
+            places.push((place, &server.extra));
+        }
         places
     }
 
-    /// The credentials written anywhere in the file. Of the keys read here only
-    /// `model.api_key` holds one and `fallback_providers[].api_key_env` names one; among
+    /// The credentials written anywhere in the file. Of the keys read here
+    /// `model.api_key` and the credential-named `env` and `headers` of MCP servers hold
+    /// one, `fallback_providers[].api_key_env` and `${VAR}` references there name one; among
     /// the keys kept as written, text under any credential-named key counts (custom
     /// providers, platform tokens, ...), as do the variables credential-named `*_env`
     /// keys name.
@@ -252,6 +261,9 @@ impl Config {
                 .iter()
                 .filter_map(|f| f.api_key_env.clone()),
         );
+        for server in &self.mcp_servers {
+            server.collect_secrets(&mut secrets);
+        }
         for (_, keys) in self.unknown_keys() {
             collect_mapping_secrets(keys, &mut secrets);
         }
@@ -642,6 +654,7 @@ impl Section for Config {
             "agent" => self.agent = map.next_value_seed(read())?,
             "cron" => self.cron = map.next_value_seed(read())?,
             "tools" => self.tools = map.next_value_seed(read())?,
+            "mcp_servers" => self.mcp_servers = map.next_value_seed(read())?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -796,6 +809,265 @@ impl Section for WebFetchSection {
     ) -> Result<bool, A::Error> {
         match key {
             "allow_private" => self.allow_private = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// `mcp_servers:` (docs/CONFIG.md, "mcp_servers"), with Python Hermes' keys. Whether an
+// entry is a stdio or an HTTP server, and what `${VAR}` references stand for, is decided
+// where the servers are started (src/agent/mcp.rs): this part only reads what is written.
+
+/// One entry of `mcp_servers:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpServer {
+    /// Its name under `mcp_servers:`, as written.
+    pub name: String,
+    /// `command`: the program of a stdio server.
+    pub command: Option<String>,
+    /// `args`: its arguments, as written.
+    pub args: Vec<String>,
+    /// `env`: variables the stdio server gets on top of a safe base.
+    pub env: Vec<(String, String)>,
+    /// `url`: the endpoint of a Streamable HTTP server.
+    pub url: Option<String>,
+    /// `headers`: sent with every request to the HTTP server.
+    pub headers: Vec<(String, String)>,
+    /// `timeout`: seconds one tool call may take.
+    pub timeout: Option<Seconds>,
+    /// `connect_timeout`: seconds to start, initialise and list the tools.
+    pub connect_timeout: Option<Seconds>,
+    /// `enabled`: `false` leaves the server out without removing its entry.
+    pub enabled: Option<bool>,
+    /// `tools`: which of its tools are offered.
+    pub tools: McpToolFilter,
+    pub extra: Mapping,
+}
+
+/// `mcp_servers.<name>.tools:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct McpToolFilter {
+    /// `include`: only these tools (by the server's own names); wins over `exclude`.
+    pub include: Vec<String>,
+    /// `exclude`: every tool but these.
+    pub exclude: Vec<String>,
+    /// `resources`: offer the resource tools when the server has resources (default on).
+    pub resources: Option<bool>,
+    /// `prompts`: offer the prompt tools when the server has prompts (default on).
+    pub prompts: Option<bool>,
+    pub extra: Mapping,
+}
+
+/// A positive number of seconds, whole or not (`30`, `2.5`, `"10"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seconds(pub f64);
+
+impl McpServer {
+    /// Credential-named `env` and `headers` values, and the variables their `${VAR}`
+    /// references name.
+    fn collect_secrets(&self, secrets: &mut WrittenSecrets) {
+        for (name, value) in self.env.iter().chain(&self.headers) {
+            if !is_secret_name(name) {
+                continue;
+            }
+            secrets.values.push(value.trim().to_string());
+            let mut rest = value.as_str();
+            while let Some(start) = rest.find("${") {
+                let Some(len) = rest[start..].find('}') else {
+                    break;
+                };
+                let reference = rest[start + 2..start + len].trim();
+                let variable = reference.strip_prefix("env:").unwrap_or(reference).trim();
+                secrets.variables.push(variable.to_string());
+                rest = &rest[start + len..];
+            }
+        }
+    }
+}
+
+impl FromYaml for Option<Seconds> {
+    const WANTED: &'static str = "a number of seconds greater than 0";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        let refused = || refusal(Self::WANTED, &scalar.shown());
+        let seconds = match scalar {
+            Scalar::Null => return Ok(None),
+            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
+            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
+            Scalar::Int(n) => n as f64,
+            Scalar::Float(x) => x,
+            Scalar::Bool(_) => return Err(refused()),
+        };
+        if seconds.is_finite() && seconds > 0.0 {
+            Ok(Some(Seconds(seconds)))
+        } else {
+            Err(refused())
+        }
+    }
+}
+
+/// One text exactly as written (an argument may be blank or start with a space); numbers
+/// are read as their digits.
+fn verbatim_text(scalar: Scalar<'_>, wanted: &str) -> Result<String, String> {
+    match scalar {
+        Scalar::Text(s) => Ok(s.to_string()),
+        Scalar::Int(n) => Ok(n.to_string()),
+        Scalar::Float(x) => Ok(x.to_string()),
+        Scalar::Null | Scalar::Bool(_) => Err(refusal(wanted, &scalar.shown())),
+    }
+}
+
+/// An element of `args`.
+struct Argument(String);
+
+impl FromYaml for Argument {
+    const WANTED: &'static str = "a text argument";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        verbatim_text(scalar, Self::WANTED).map(Argument)
+    }
+}
+
+/// `args`: a list of texts, kept as written.
+struct Arguments(Vec<String>);
+
+impl FromYaml for Arguments {
+    const WANTED: &'static str = "a list of arguments, e.g. [\"-y\", \"server\"]";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(Arguments(Vec::new())),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut args = Vec::new();
+        while let Some(Argument(arg)) = seq.next_element_seed(read::<Argument>())? {
+            args.push(arg);
+        }
+        Ok(Arguments(args))
+    }
+}
+
+/// A value of `env` or `headers`.
+struct NamedText(String);
+
+impl FromYaml for NamedText {
+    const WANTED: &'static str = "a text value";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        verbatim_text(scalar, Self::WANTED).map(NamedText)
+    }
+}
+
+/// `env` and `headers`: names with text values, in the file's order.
+struct NamedTexts(Vec<(String, String)>);
+
+impl FromYaml for NamedTexts {
+    const WANTED: &'static str = "a mapping of names to text values";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(NamedTexts(Vec::new())),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut pairs = Vec::new();
+        while let Some(name) = map.next_key::<Value>()? {
+            let name = match name {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                other => return Err(de::Error::custom(refusal("a name", &format!("{other:?}")))),
+            };
+            let NamedText(value) = map.next_value_seed(read::<NamedText>())?;
+            pairs.push((name, value));
+        }
+        Ok(NamedTexts(pairs))
+    }
+}
+
+impl FromYaml for Vec<McpServer> {
+    const WANTED: &'static str = "a mapping of MCP server names to their settings";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        match scalar {
+            Scalar::Null => Ok(Vec::new()),
+            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+        }
+    }
+
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut servers = Vec::new();
+        while let Some(name) = map.next_key::<Value>()? {
+            let name = match name {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                other => {
+                    return Err(de::Error::custom(refusal(
+                        "a server name",
+                        &format!("{other:?}"),
+                    )))
+                }
+            };
+            let mut server = map.next_value_seed(read::<McpServer>())?;
+            server.name = name;
+            servers.push(server);
+        }
+        Ok(servers)
+    }
+}
+
+impl Section for McpServer {
+    const WANTED: &'static str =
+        "a mapping with command, args and env (stdio) or url and headers (HTTP)";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "command" => self.command = map.next_value_seed(read())?,
+            "args" => self.args = map.next_value_seed(read::<Arguments>())?.0,
+            "env" => self.env = map.next_value_seed(read::<NamedTexts>())?.0,
+            "url" => self.url = map.next_value_seed(read())?,
+            "headers" => self.headers = map.next_value_seed(read::<NamedTexts>())?.0,
+            "timeout" => self.timeout = map.next_value_seed(read())?,
+            "connect_timeout" => self.connect_timeout = map.next_value_seed(read())?,
+            "enabled" => self.enabled = map.next_value_seed(read())?,
+            "tools" => self.tools = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for McpToolFilter {
+    const WANTED: &'static str = "a mapping with include or exclude (lists of tool names)";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "include" => self.include = map.next_value_seed(read())?,
+            "exclude" => self.exclude = map.next_value_seed(read())?,
+            "resources" => self.resources = map.next_value_seed(read())?,
+            "prompts" => self.prompts = map.next_value_seed(read())?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -976,6 +1248,75 @@ mod tests {
             ]))
         );
         assert_eq!(parse("agent: {command: []}").agent.command, None);
+    }
+
+    #[test]
+    fn mcp_servers_are_read_with_hermes_keys_in_file_order() {
+        let config = parse(
+            "mcp_servers:\n  mail:\n    command: python3\n    args: [\"-m\", mail, '', 8080]\n    env: {MAIL_TOKEN: '${MAIL_SECRET}', PORT: 993}\n    timeout: 2.5\n    connect_timeout: '10'\n    tools:\n      include: [list_unread]\n      exclude: delete_all\n      resources: false\n    sampling: {enabled: false}\n  remote:\n    url: https://mcp.example.com/mcp\n    headers:\n      Authorization: Bearer abc-secret-123456\n    enabled: no\n",
+        );
+        let names: Vec<&str> = config.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["mail", "remote"]);
+        let mail = &config.mcp_servers[0];
+        assert_eq!(mail.command.as_deref(), Some("python3"));
+        assert_eq!(mail.args, ["-m", "mail", "", "8080"]);
+        assert_eq!(
+            mail.env,
+            [
+                ("MAIL_TOKEN".to_string(), "${MAIL_SECRET}".to_string()),
+                ("PORT".to_string(), "993".to_string())
+            ]
+        );
+        assert_eq!(mail.timeout, Some(Seconds(2.5)));
+        assert_eq!(mail.connect_timeout, Some(Seconds(10.0)));
+        assert_eq!(mail.tools.include, ["list_unread"]);
+        assert_eq!(mail.tools.exclude, ["delete_all"]);
+        assert_eq!(mail.tools.resources, Some(false));
+        assert!(mail.extra.contains_key("sampling"));
+        let remote = &config.mcp_servers[1];
+        assert_eq!(remote.url.as_deref(), Some("https://mcp.example.com/mcp"));
+        assert_eq!(remote.enabled, Some(false));
+        let secrets = config.written_secrets();
+        assert!(secrets
+            .values
+            .contains(&"Bearer abc-secret-123456".to_string()));
+        assert!(secrets.values.contains(&"${MAIL_SECRET}".to_string()));
+        assert_eq!(secrets.variables, ["MAIL_SECRET"]);
+        assert!(config
+            .unknown_keys()
+            .iter()
+            .any(|(place, keys)| place == "mcp_servers.mail" && keys.contains_key("sampling")));
+    }
+
+    #[test]
+    fn a_wrongly_typed_mcp_key_is_named_with_its_line() {
+        let e = error("mcp_servers:\n  mail:\n    command: x\n    timeout: soon\n");
+        assert!(
+            e.contains("mcp_servers.mail.timeout at line 4: expected a number of seconds greater than 0, got \"soon\""),
+            "{e}"
+        );
+        let e = error("mcp_servers:\n  mail:\n    args: -m mail\n");
+        assert!(
+            e.contains("mcp_servers.mail.args at line 3: expected a list of arguments"),
+            "{e}"
+        );
+        let e = error("mcp_servers:\n  mail:\n    env: [A, B]\n");
+        assert!(
+            e.contains(
+                "mcp_servers.mail.env at line 3: expected a mapping of names to text values"
+            ),
+            "{e}"
+        );
+        let e = error("mcp_servers:\n  remote:\n    url: u\n    connect_timeout: 0\n");
+        assert!(
+            e.contains("mcp_servers.remote.connect_timeout at line 4"),
+            "{e}"
+        );
+        let e = error("mcp_servers: [mail]\n");
+        assert!(
+            e.contains("mcp_servers at line 1: expected a mapping of MCP server names"),
+            "{e}"
+        );
     }
 
     #[test]

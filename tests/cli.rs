@@ -24,6 +24,8 @@ mod edit;
 mod legacy;
 #[path = "cli/list.rs"]
 mod list;
+#[path = "cli/mcp.rs"]
+mod mcp;
 #[path = "cli/next.rs"]
 mod next;
 #[path = "cli/platforms.rs"]

@@ -39,7 +39,7 @@ pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -50,7 +50,7 @@ pub fn grouped(n: u64) -> String {
 /// The middle of sorted `times` (the mean of the two middle ones for an even count).
 pub fn median(sorted: &[Duration]) -> Duration {
     let mid = sorted.len() / 2;
-    if sorted.len() % 2 == 0 {
+    if sorted.len().is_multiple_of(2) {
         (sorted[mid - 1] + sorted[mid]) / 2
     } else {
         sorted[mid]

@@ -80,15 +80,15 @@ fn ctx() -> Context {
 /// wrote it — bare-string schedule, naive timestamps, `deliver` list, bare `repeat` count
 /// — so healing has real work; the rest are already canonical.
 fn job_record(i: u64, ctx: &Context) -> Record {
-    let own_zone = (i % 4 == 0).then(|| pick(&ZONES, i, 1));
+    let own_zone = i.is_multiple_of(4).then(|| pick(&ZONES, i, 1));
     let zone: Tz = own_zone.map_or(ctx.zone, |name| name.parse().expect("valid zone"));
     let source = pick(&SCHEDULES, i, 2);
     let schedule = parse_schedule(source, ctx.now, zone, None).expect("bench schedules are valid");
     let recurring = schedule.is_recurring();
     let prompt = pick(&PROMPTS, i, 3);
     let paused = i % 10 == 3;
-    let last_run =
-        (recurring && i % 3 != 0).then(|| ctx.now - TimeDelta::minutes(1 + (mix(i) % 1440) as i64));
+    let last_run = (recurring && !i.is_multiple_of(3))
+        .then(|| ctx.now - TimeDelta::minutes(1 + (mix(i) % 1440) as i64));
     let next_run = schedule.next_run(ctx.now, last_run, zone);
     let legacy = i % 10 == 5;
     let at = |t: DateTime<Utc>| {
@@ -105,7 +105,7 @@ fn job_record(i: u64, ctx: &Context) -> Record {
     };
     let times = match &schedule {
         Schedule::Once { .. } => Some(1),
-        _ if i % 9 == 0 => Some(20),
+        _ if i.is_multiple_of(9) => Some(20),
         _ => None,
     };
     let completed = if last_run.is_some() { i % 20 } else { 0 };
@@ -131,7 +131,11 @@ fn job_record(i: u64, ctx: &Context) -> Record {
         set("schedule_display", json!(schedule.display()));
         set(
             "deliver",
-            json!(if i % 2 == 0 { "local" } else { "origin" }),
+            json!(if i.is_multiple_of(2) {
+                "local"
+            } else {
+                "origin"
+            }),
         );
         set("repeat", json!({"times": times, "completed": completed}));
     }

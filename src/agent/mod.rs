@@ -13,6 +13,7 @@
 
 pub mod command;
 pub mod config;
+pub mod mcp;
 pub mod prompt;
 pub mod provider;
 pub mod providers;
@@ -139,6 +140,8 @@ fn enabled_toolsets(job: &Job) -> Option<Vec<String>> {
     }
 }
 
+/// The built-in agent with its tools: the run's MCP servers start before the first
+/// model call and are stopped after the last (docs/AGENT.md, "MCP servers").
 async fn agent_loop(
     job: &Job,
     env: &RunEnv,
@@ -146,15 +149,43 @@ async fn agent_loop(
     prompt: String,
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
-    let offered = tools::available(
-        enabled_toolsets(job).as_deref(),
+    let enabled = enabled_toolsets(job);
+    let workdir = workdir(job, env);
+    let mcp = mcp::for_run(
+        env,
+        enabled.as_deref(),
         &settings.disabled_toolsets,
-    );
+        &workdir,
+    )
+    .await;
     let ctx = ToolContext {
-        workdir: workdir(job, env),
+        workdir,
         allow_private_fetch: settings.allow_private_fetch,
         activity: env.activity.clone(),
+        mcp: mcp.clone(),
     };
+    let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
+    let system = system_message(job, env, settings, !offered.is_empty());
+    let opening = Opening { system, prompt };
+    let outcome = converse(env, settings, opening, sleeper, &offered, &ctx).await;
+    mcp::finish(mcp, outcome).await
+}
+
+/// The two messages a conversation starts with.
+struct Opening {
+    system: String,
+    prompt: String,
+}
+
+async fn converse(
+    env: &RunEnv,
+    settings: &AgentConfig,
+    opening: Opening,
+    sleeper: &dyn Sleeper,
+    offered: &[ToolSpec],
+    ctx: &ToolContext,
+) -> RunOutcome {
+    let Opening { system, prompt } = opening;
     let mut caller = Caller::new(
         &settings.endpoints,
         settings.api_max_retries,
@@ -163,7 +194,6 @@ async fn agent_loop(
         &env.activity,
     );
     let mut tokens = Tokens::default();
-    let system = system_message(job, env, settings, !offered.is_empty());
     let mut messages = vec![Message::system(system), Message::user(prompt.clone())];
     let max = settings.max_turns;
     let consolidate_at = (max * 7).div_ceil(10).max(1);
@@ -173,7 +203,7 @@ async fn agent_loop(
         let reply = match caller
             .call(&ChatRequest {
                 messages: &messages,
-                tools: &offered,
+                tools: offered,
             })
             .await
         {
@@ -187,7 +217,7 @@ async fn agent_loop(
         }
         let calls = reply.message.tool_calls.clone();
         messages.push(reply.message);
-        let results = run_tools(&calls, &offered, &ctx).await;
+        let results = run_tools(&calls, offered, ctx).await;
         for (call, result) in calls.iter().zip(results) {
             messages.push(Message::tool_result(&call.id, result));
         }

@@ -3,6 +3,7 @@
 //! internal conversation form, so the loop never knows which it talks to. Every failure
 //! is classified (docs/AGENT.md, "Retries and fallback"); retrying is not done here but in `retry`.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -80,11 +81,12 @@ pub struct ModelReply {
     pub usage: Option<Usage>,
 }
 
-/// A tool as offered to the model.
+/// A tool as offered to the model. Built-in tools have static names; an MCP server's
+/// are made at run time.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     pub parameters: Value,
 }
 

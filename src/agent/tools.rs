@@ -9,16 +9,20 @@
 //! clarify tools here at all. Toolsets (for `enabled_toolsets` on the job and
 //! `agent.disabled_toolsets`): `terminal`, `file` (the four file tools), `web`; a tool's
 //! own name works as well.
+//!
+//! The tools of the run's MCP servers (`mcp__<server>__<tool>`, see `mcp`) are offered
+//! after the built-in ones and their calls are handed to `mcp`.
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use regex::Regex;
 use serde_json::{json, Value};
 
+use super::mcp::McpServers;
 use super::provider::ToolSpec;
 use crate::process::GroupKill;
 use crate::runner::{read_output, Activity};
@@ -36,6 +40,8 @@ pub struct ToolContext {
     pub workdir: PathBuf,
     pub allow_private_fetch: bool,
     pub activity: Activity,
+    /// The MCP servers started for this run, if any.
+    pub mcp: Option<Arc<McpServers>>,
 }
 
 fn toolset_of(name: &str) -> &'static str {
@@ -48,8 +54,8 @@ fn toolset_of(name: &str) -> &'static str {
 
 fn spec(name: &'static str, description: &'static str, parameters: Value) -> ToolSpec {
     ToolSpec {
-        name,
-        description,
+        name: name.into(),
+        description: description.into(),
         parameters,
     }
 }
@@ -101,9 +107,23 @@ pub fn available(enabled: Option<&[String]>, disabled: &[String]) -> Vec<ToolSpe
     };
     all_specs()
         .into_iter()
-        .filter(|t| enabled.is_none_or(|e| listed(e, t.name)))
-        .filter(|t| !listed(disabled, t.name))
+        .filter(|t| enabled.is_none_or(|e| listed(e, &t.name)))
+        .filter(|t| !listed(disabled, &t.name))
         .collect()
+}
+
+/// Every tool this run offers: the built-in ones `available` keeps, then the tools of
+/// the run's MCP servers (chosen and filtered by `mcp`).
+pub fn offered(
+    enabled: Option<&[String]>,
+    disabled: &[String],
+    ctx: &ToolContext,
+) -> Vec<ToolSpec> {
+    let mut tools = available(enabled, disabled);
+    if let Some(mcp) = &ctx.mcp {
+        tools.extend(mcp.tools());
+    }
+    tools
 }
 
 fn error(text: impl Into<String>) -> String {
@@ -128,7 +148,8 @@ pub async fn dispatch(
     offered: &[ToolSpec],
     ctx: &ToolContext,
 ) -> String {
-    if !offered.iter().any(|t| t.name == name) {
+    let mcp = ctx.mcp.as_ref().filter(|mcp| mcp.owns(name));
+    if mcp.is_none() && !offered.iter().any(|t| t.name == name) {
         return refused(format!(
             "tool '{name}' is not available in this scheduled run"
         ));
@@ -145,6 +166,11 @@ pub async fn dispatch(
             ))
         }
     };
+    if let (Some(mcp), Value::Object(map)) = (mcp, &args) {
+        // A tool of a server that could not start is not offered, but a call of it
+        // still gets that server's error rather than a bare refusal.
+        return mcp.call(name, map.clone()).await;
+    }
     let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
     let result = match name {
         "terminal" => match text("command") {
@@ -609,6 +635,7 @@ mod tests {
             workdir: dir.path().to_path_buf(),
             allow_private_fetch: false,
             activity: Activity::new(),
+            mcp: None,
         };
         let offered = available(None, &[]);
         let out = dispatch(
