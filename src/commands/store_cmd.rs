@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use jobs::store::{export_jobs_json, import_jobs_json};
+use jobs::store::{export_jobs_json, import_jobs_json, FileStore};
 
 use super::Session;
 use crate::cli::StoreVerb;
@@ -15,7 +15,7 @@ pub fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
     match verb {
         StoreVerb::Status { json } => status(session, json),
         StoreVerb::Import { from } => {
-            let path = from.unwrap_or_else(|| session.home.cron_dir().join("jobs.json"));
+            let path = from.unwrap_or_else(|| FileStore::jobs_file(&session.home.cron_dir()));
             let done = import_jobs_json(&*session.store, &path, &session.ctx)?;
             say!(
                 "Imported {} job(s) from {}: {} added, {} updated",

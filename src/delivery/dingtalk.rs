@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
 use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
-use super::sms::plain_text;
+use super::sms::plain_parts;
 use crate::environment::Environment;
 
 /// The platform this module sends to.
@@ -35,11 +34,7 @@ const THROTTLED_FOR: Duration = Duration::from_secs(600);
 const BUSY: i64 = -1;
 
 pub fn parts(text: &str) -> Vec<String> {
-    let text = plain_text(text);
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split(&text, MAX_CHARS, &|s| s.chars().count())
+    plain_parts(text, MAX_CHARS)
 }
 
 /// Posts to the robot's group, skipping `skip` parts already delivered; see

@@ -12,9 +12,8 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
 use super::http::{exchange, seconds, settings, snippet, Answer, Failure, Request, Verdict};
-use super::sms::plain_text;
+use super::sms::plain_parts;
 use super::telegram::read_media;
 use crate::environment::Environment;
 
@@ -29,11 +28,7 @@ const RATE_LIMITED: i64 = -5;
 const DEFAULT_WAIT: Duration = Duration::from_secs(4);
 
 pub fn parts(text: &str) -> Vec<String> {
-    let text = plain_text(text);
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split(&text, MAX_CHARS, &|s| s.chars().count())
+    plain_parts(text, MAX_CHARS)
 }
 
 /// Sends to a number or `group:<id>`, skipping `skip` items already delivered; see

@@ -55,11 +55,17 @@ fn plain_inline(line: &str) -> String {
 }
 
 pub fn parts(text: &str) -> Vec<String> {
+    plain_parts(text, MAX_CHARS)
+}
+
+/// A reply as plain text in parts of at most `max` characters (none when it is empty):
+/// the parts of every platform that takes plain text.
+pub fn plain_parts(text: &str, max: usize) -> Vec<String> {
     let text = plain_text(text);
     if text.trim().is_empty() {
         return Vec::new();
     }
-    split(&text, MAX_CHARS, &|s| s.chars().count())
+    split(&text, max, &|s| s.chars().count())
 }
 
 /// Sends to a phone number (E.164), skipping `skip` parts already delivered; see

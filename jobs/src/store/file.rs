@@ -94,6 +94,12 @@ impl FileStore {
         self.jobs.cron_dir()
     }
 
+    /// The jobs.json of the home whose `cron/` directory is `cron_dir` (what
+    /// `hermes cron store import` copies by default).
+    pub fn jobs_file(cron_dir: &Path) -> PathBuf {
+        JsonFile::new(cron_dir).jobs_path()
+    }
+
     fn db_path(&self) -> PathBuf {
         self.cron_dir().join("executions.db")
     }
