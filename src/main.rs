@@ -39,7 +39,18 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Cron { verb } => commands::run_cron(verb, cli.verbose),
+        Command::Cron { verb } => commands::run_cron(
+            verb.unwrap_or(cli::CronVerb::List {
+                all: false,
+                json: false,
+            }),
+            cli.verbose,
+        ),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Gateway => commands::run_cron(cli::CronVerb::Daemon, cli.verbose),
     };
     match result {

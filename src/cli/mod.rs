@@ -20,13 +20,19 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Scheduled jobs: add, list, edit, pause, resume, remove, next.
+    /// Scheduled jobs: add, list, edit, pause, resume, remove, next. Bare `hermes cron`
+    /// lists them, as Python Hermes does.
     Cron {
         #[command(subcommand)]
-        verb: CronVerb,
+        verb: Option<CronVerb>,
     },
     /// The scheduler daemon (same as `hermes cron daemon`).
     Gateway,
+    /// Print a shell completion script: `hermes completions bash > /etc/bash_completion.d/hermes`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,11 +73,13 @@ pub enum CronVerb {
         #[arg(long)]
         json: bool,
     },
-    /// Run history from the ledger, newest first.
+    /// Run history from the ledger, newest first (alias: history).
+    #[command(visible_alias = "history")]
     Runs {
         job: Option<String>,
+        /// How many runs: 1 to 500, as Python Hermes clamps it.
         #[arg(long, default_value_t = 20)]
-        limit: usize,
+        limit: i64,
         #[arg(long)]
         json: bool,
     },

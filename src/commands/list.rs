@@ -28,6 +28,11 @@ const LISTING_KEYS: &[&str] = &[
     "last_delivery_error",
     "deliver",
     "origin",
+    "skills",
+    "skill",
+    "script",
+    "no_agent",
+    "workdir",
 ];
 
 pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
@@ -107,6 +112,20 @@ fn render_job(out: &mut String, session: &Session, job: &Job) {
     ));
     out.push_str(&format!("    Next run: {next}\n"));
     out.push_str(&format!("    Deliver:  {}\n", job.deliver()));
+    // The lines Python Hermes shows for what a job runs.
+    let skills = job.skills();
+    if !skills.is_empty() {
+        out.push_str(&format!("    Skills:   {}\n", skills.join(", ")));
+    }
+    if let Some(script) = job.script() {
+        out.push_str(&format!("    Script:   {script}\n"));
+    }
+    if job.no_agent() {
+        out.push_str("    Mode:     no-agent (script stdout delivered directly)\n");
+    }
+    if let Some(workdir) = job.text_field("workdir") {
+        out.push_str(&format!("    Workdir:  {workdir}\n"));
+    }
     out.push_str(&format!("    Last run: {last}\n"));
     if let Some(error) = job.text_field("last_error") {
         out.push_str(&format!("    Error:    {}\n", first_line(error)));

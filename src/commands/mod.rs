@@ -126,7 +126,11 @@ pub fn run_cron(verb: CronVerb, verbose: u8) -> Result<(), CliError> {
         CronVerb::Tick => scheduler_cmd::tick(session),
         CronVerb::Run { job } => scheduler_cmd::run(session, &job),
         CronVerb::Status { json } => status::status(&session, json),
-        CronVerb::Runs { job, limit, json } => status::runs(&session, job.as_deref(), limit, json),
+        CronVerb::Runs { job, limit, json } => {
+            // Python Hermes clamps the limit to 1–500; so do we (0 would hide every run).
+            let limit = limit.clamp(1, 500) as usize;
+            status::runs(&session, job.as_deref(), limit, json)
+        }
         CronVerb::Doctor => status::doctor(&session),
         CronVerb::Store { verb } => store_cmd::store(&session, verb),
         CronVerb::Output { run } => status::output(&session, run),

@@ -107,3 +107,84 @@ fn list_into_a_closed_pipe_exits_quietly() {
     read_one_line_then_close(&hermes, &["cron", "list", "--json"]);
     read_one_line_then_close(&hermes, &["cron", "next", "* * * * *", "-n", "10000"]);
 }
+
+#[test]
+fn bare_cron_lists_the_jobs_with_the_lines_python_hermes_shows() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(hermes.home().join("scripts/fetch.sh"), "echo hi\n").unwrap();
+    let workdir = hermes.home().join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    let id = hermes.add(
+        "every 2h",
+        "summarize inbox",
+        &[
+            "--skill",
+            "mail",
+            "--skill",
+            "triage",
+            "--script",
+            "fetch.sh",
+            "--no-agent",
+            "--workdir",
+            workdir.to_str().unwrap(),
+        ],
+    );
+    let bare = hermes.run(&["cron"]).ok().to_string();
+    assert_eq!(
+        bare,
+        hermes.cron(&["list"]).ok(),
+        "bare `hermes cron` is `list`"
+    );
+    assert!(bare.contains(&id), "{bare}");
+    assert!(bare.contains("    Skills:   mail, triage\n"), "{bare}");
+    assert!(bare.contains("    Script:   fetch.sh\n"), "{bare}");
+    assert!(
+        bare.contains("    Mode:     no-agent (script stdout delivered directly)\n"),
+        "{bare}"
+    );
+    assert!(
+        bare.contains(&format!("    Workdir:  {}\n", workdir.display())),
+        "{bare}"
+    );
+}
+
+#[test]
+fn history_is_runs_and_the_limit_is_clamped_like_python_hermes() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(hermes.home().join("scripts/hi.sh"), "echo hi\n").unwrap();
+    let id = hermes.add("every 2h", "", &["--script", "hi.sh", "--no-agent"]);
+    for second in 1..=3 {
+        let at = format!("2026-03-01T10:00:0{second}Z");
+        hermes.cron_at(&at, &["run", &id]).ok();
+    }
+    let count = |args: &[&str]| {
+        let out: Value = serde_json::from_str(hermes.cron(args).ok()).unwrap();
+        out["runs"].as_array().unwrap().len()
+    };
+    assert_eq!(count(&["history", "--json"]), 3);
+    assert_eq!(
+        count(&["runs", "--json", "--limit", "0"]),
+        1,
+        "0 is clamped up to 1"
+    );
+    assert_eq!(count(&["runs", "--json", "--limit", "2"]), 2);
+    assert_eq!(count(&["runs", "--json", "--limit", "100000"]), 3);
+}
+
+#[test]
+fn completions_are_generated_from_the_command_line_definition() {
+    let hermes = Hermes::new();
+    let bash = hermes.run(&["completions", "bash"]).ok().to_string();
+    assert!(
+        bash.contains("_hermes()") && bash.contains("history") && bash.contains("store"),
+        "{bash}"
+    );
+    let zsh = hermes.run(&["completions", "zsh"]).ok().to_string();
+    assert!(zsh.starts_with("#compdef hermes"), "{zsh}");
+    let fish = hermes.run(&["completions", "fish"]).ok().to_string();
+    assert!(fish.contains("complete -c hermes"), "{fish}");
+    let bad = hermes.run(&["completions", "tcsh"]);
+    assert_eq!(bad.code, Some(1));
+}
