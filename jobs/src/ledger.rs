@@ -343,6 +343,69 @@ impl Ledger {
         Ok(rows)
     }
 
+    /// The attempts Python Hermes recorded in its own `executions` table of the same
+    /// database (a store both schedulers share), newest first, shaped like ours: `id` 0
+    /// (they are not ours to address), the occurrence `python:<its id>`, its states
+    /// named as ours (`completed` → ok, `failed` → error, `unknown` → interrupted).
+    pub fn python_executions(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, LedgerError> {
+        let exists: bool = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'executions'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.wrap(e))?;
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, job_id, source, pid, status, claimed_at, started_at, finished_at, error
+                 FROM executions WHERE (?1 IS NULL OR job_id = ?1)
+                 ORDER BY claimed_at DESC, id DESC LIMIT ?2",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let rows = stmt
+            .query_map(params![job_id, limit], |r| {
+                let status: String = r.get(4)?;
+                let claimed: Option<String> = r.get(5)?;
+                let started: Option<String> = r.get(6)?;
+                Ok(RunRow {
+                    id: 0,
+                    job_id: r.get(1)?,
+                    occurrence: format!("python:{}", r.get::<_, String>(0)?),
+                    source: format!("python-{}", r.get::<_, String>(2)?),
+                    pid: r.get(3)?,
+                    host: None,
+                    status: match status.as_str() {
+                        "completed" => "ok",
+                        "failed" => "error",
+                        "unknown" => "interrupted",
+                        _ => "running",
+                    }
+                    .to_string(),
+                    scheduled_at: None,
+                    started_at: started.or(claimed),
+                    finished_at: r.get(7)?,
+                    error: r.get(8)?,
+                    delivery: None,
+                    prompt_tokens: None,
+                    completion_tokens: None,
+                })
+            })
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.wrap(e))?;
+        Ok(rows)
+    }
+
     /// Keeps the newest `keep` terminal rows per job; running rows are never pruned.
     pub fn prune(&self, keep: usize) -> Result<usize, LedgerError> {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);

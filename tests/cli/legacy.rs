@@ -663,3 +663,53 @@ fn our_one_shot_carries_a_run_claim_while_it_runs_so_python_hermes_keeps_off_it(
     assert_eq!(done["last_status"], "ok");
     assert_eq!(done["state"], "completed");
 }
+
+/// Python Hermes records its attempts in an `executions` table of the shared
+/// `cron/executions.db`; `hermes cron runs` shows them beside ours, newest first.
+#[test]
+fn runs_shows_the_attempts_python_hermes_recorded_beside_ours() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(hermes.home().join("scripts/hi.sh"), "echo hi\n").unwrap();
+    let id = hermes.add("every 2h", "", &["--script", "hi.sh", "--no-agent"]);
+    hermes.cron_at("2026-03-01T10:00:00Z", &["run", &id]).ok();
+    let db = hermes.cron_dir().join("executions.db");
+    // The table exactly as Python Hermes 0.19 creates it (cron/executions.py), two rows.
+    let script = format!(
+        r#"
+import sqlite3
+c = sqlite3.connect({db:?})
+c.execute("""CREATE TABLE IF NOT EXISTS executions (id TEXT PRIMARY KEY, job_id TEXT NOT NULL,
+  source TEXT NOT NULL, process_id TEXT NOT NULL, pid INTEGER NOT NULL, process_started_at INTEGER,
+  status TEXT NOT NULL, claimed_at TEXT NOT NULL, started_at TEXT, finished_at TEXT, error TEXT)""")
+c.execute("""INSERT INTO executions VALUES ('e1', '{id}', 'builtin', 'p', 41, NULL, 'completed',
+  '2026-03-01T11:00:00+00:00', '2026-03-01T11:00:01+00:00', '2026-03-01T11:00:02+00:00', NULL)""")
+c.execute("""INSERT INTO executions VALUES ('e0', '{id}', 'builtin', 'p', 41, NULL, 'failed',
+  '2026-03-01T09:00:00+00:00', '2026-03-01T09:00:01+00:00', '2026-03-01T09:00:02+00:00', 'boom')""")
+c.commit()
+"#,
+        db = db.display().to_string()
+    );
+    let status = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let runs: Value = serde_json::from_str(hermes.cron(&["runs", &id, "--json"]).ok()).unwrap();
+    let runs = runs["runs"].as_array().unwrap();
+    let seen: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| (r["source"].as_str().unwrap(), r["status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("python-builtin", "ok"),
+            ("manual", "ok"),
+            ("python-builtin", "error")
+        ],
+        "newest first: {runs:?}"
+    );
+    assert_eq!(runs[2]["error"], "boom");
+    assert_eq!(runs[0]["occurrence"], "python:e1");
+}

@@ -407,7 +407,27 @@ impl Store for FileStore {
         if lock(&self.ledger).is_none() && !self.db_path().exists() {
             return Ok(Vec::new());
         }
-        self.with_ledger(|ledger| ledger.recent(job_id, limit))
+        // Python Hermes, on a store both share, records its own attempts in the same
+        // database: show them too, merged newest first.
+        let (mut rows, theirs) = self.with_ledger(|ledger| {
+            Ok((
+                ledger.recent(job_id, limit)?,
+                ledger.python_executions(job_id, limit)?,
+            ))
+        })?;
+        if theirs.is_empty() {
+            return Ok(rows);
+        }
+        let started = |row: &RunRow| {
+            row.started_at
+                .as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        rows.extend(theirs);
+        rows.sort_by(|a, b| started(b).cmp(&started(a)));
+        rows.truncate(limit);
+        Ok(rows)
     }
 
     fn keep_delivery(
