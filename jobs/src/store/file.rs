@@ -425,7 +425,7 @@ impl Store for FileStore {
                 .map(|t| t.with_timezone(&Utc))
         };
         rows.extend(theirs);
-        rows.sort_by(|a, b| started(b).cmp(&started(a)));
+        rows.sort_by_key(|row| std::cmp::Reverse(started(row)));
         rows.truncate(limit);
         Ok(rows)
     }
