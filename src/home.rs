@@ -15,20 +15,45 @@ pub struct Home {
 }
 
 impl Home {
-    /// `$HERMES_HOME`, else `~/.hermes`.
-    pub fn resolve() -> Result<Home, CliError> {
-        if let Some(dir) = std::env::var_os("HERMES_HOME").filter(|d| !d.is_empty()) {
-            return Ok(Home {
-                root: PathBuf::from(dir),
-            });
-        }
-        let home = std::env::var_os("HOME")
-            .filter(|d| !d.is_empty())
-            .ok_or_else(|| {
-                CliError::user("Cannot find your home directory: set HERMES_HOME or HOME")
-            })?;
+    /// The home of this command, by Python Hermes' profile rule: `--profile NAME` is
+    /// `<root>/profiles/NAME` (`default` is the root itself); without it, a HERMES_HOME
+    /// that already is a profile directory is used as it is, else the root's sticky
+    /// `active_profile` applies. The root is `$HERMES_HOME`, else `~/.hermes`. A profile
+    /// that does not exist is an error, as in Python Hermes.
+    pub fn resolve(profile: Option<&str>) -> Result<Home, CliError> {
+        let env_home = std::env::var_os("HERMES_HOME").filter(|d| !d.is_empty());
+        let given = match &env_home {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let home = std::env::var_os("HOME")
+                    .filter(|d| !d.is_empty())
+                    .ok_or_else(|| {
+                        CliError::user("Cannot find your home directory: set HERMES_HOME or HOME")
+                    })?;
+                Path::new(&home).join(".hermes")
+            }
+        };
+        let in_profile = given
+            .parent()
+            .and_then(Path::file_name)
+            .is_some_and(|name| name == "profiles");
+        let root = match (in_profile, given.parent().and_then(Path::parent)) {
+            (true, Some(root)) => root.to_path_buf(),
+            _ => given.clone(),
+        };
+        let name = match profile {
+            Some(name) => Some(name.to_string()),
+            None if in_profile => return Ok(Home { root: given }),
+            None => std::fs::read_to_string(root.join("active_profile"))
+                .ok()
+                .map(|text| text.trim().to_string())
+                .filter(|name| !name.is_empty()),
+        };
+        let Some(name) = name else {
+            return Ok(Home { root: given });
+        };
         Ok(Home {
-            root: Path::new(&home).join(".hermes"),
+            root: profile_dir(&root, &name)?,
         })
     }
 
@@ -92,4 +117,33 @@ pub fn configured_zone(config: &Config) -> Tz {
         }
     }
     system_zone()
+}
+
+/// `<root>/profiles/<name>` (the root itself for `default`), which must exist.
+fn profile_dir(root: &Path, name: &str) -> Result<PathBuf, CliError> {
+    let trimmed = name.trim();
+    if trimmed.eq_ignore_ascii_case("default") {
+        return Ok(root.to_path_buf());
+    }
+    let canon = trimmed.to_lowercase();
+    let valid = canon.len() <= 64
+        && canon
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && canon
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+    if !valid {
+        return Err(CliError::user(format!(
+            "Invalid profile name '{trimmed}': use lowercase letters, digits, '-' and '_' (at most 64)"
+        )));
+    }
+    let dir = root.join("profiles").join(&canon);
+    if !dir.is_dir() {
+        return Err(CliError::user(format!(
+            "Profile '{canon}' does not exist. Create it with: hermes profile create {canon}"
+        )));
+    }
+    Ok(dir)
 }

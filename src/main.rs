@@ -45,13 +45,16 @@ fn main() -> ExitCode {
                 json: false,
             }),
             cli.verbose,
+            cli.profile.as_deref(),
         ),
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
-        Command::Gateway => commands::run_cron(cli::CronVerb::Daemon, cli.verbose),
+        Command::Gateway => {
+            commands::run_cron(cli::CronVerb::Daemon, cli.verbose, cli.profile.as_deref())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,6 +12,10 @@ pub struct Cli {
     /// Log more (repeat for even more); RUST_LOG also works.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Use the Hermes profile NAME (`<HERMES_HOME>/profiles/NAME`), as Python Hermes does;
+    /// without it, `active_profile` in the Hermes root applies.
+    #[arg(short, long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -33,8 +33,8 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn open() -> Result<Session, CliError> {
-        let home = Home::resolve()?;
+    pub fn open(profile: Option<&str>) -> Result<Session, CliError> {
+        let home = Home::resolve(profile)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::from_env().map_err(CliError::user)?);
         let (ctx, config) = load_context(&home, clock.now())?;
         let store = open_store(&home, &config)?;
@@ -107,13 +107,13 @@ fn init_logging(scheduler_verb: bool, verbose: u8) {
         .try_init();
 }
 
-pub fn run_cron(verb: CronVerb, verbose: u8) -> Result<(), CliError> {
+pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
     let scheduler_verb = matches!(
         verb,
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
     init_logging(scheduler_verb, verbose);
-    let session = Session::open()?;
+    let session = Session::open(profile)?;
     match verb {
         CronVerb::Add(args) => jobs_cmd::add(&session, args),
         CronVerb::List { all, json } => list::list(&session, all, json),

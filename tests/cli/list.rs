@@ -188,3 +188,32 @@ fn completions_are_generated_from_the_command_line_definition() {
     let bad = hermes.run(&["completions", "tcsh"]);
     assert_eq!(bad.code, Some(1));
 }
+
+#[test]
+fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
+    let hermes = Hermes::new();
+    let refused = hermes.run(&["-p", "work", "cron", "add", "every 2h", "report"]);
+    assert_eq!(
+        refused.user_error(),
+        "error: Profile 'work' does not exist. Create it with: hermes profile create work"
+    );
+    std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
+    let created = hermes.run(&["--profile", "Work", "cron", "add", "every 2h", "report"]);
+    let id = crate::support::created_id(created.ok());
+    assert!(hermes.home().join("profiles/work/cron/jobs.json").exists());
+    assert!(
+        !hermes.jobs_path().exists(),
+        "the root's store is untouched"
+    );
+    assert!(
+        !hermes.cron(&["list"]).ok().contains(&id),
+        "no profile: the root"
+    );
+    // `hermes profile use work` writes the sticky choice; every command follows it.
+    std::fs::write(hermes.home().join("active_profile"), "work\n").unwrap();
+    assert!(hermes.cron(&["list"]).ok().contains(&id));
+    assert!(!hermes
+        .run(&["-p", "default", "cron", "list"])
+        .ok()
+        .contains(&id));
+}
