@@ -52,9 +52,11 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
-        Command::Gateway => {
-            commands::run_cron(cli::CronVerb::Daemon, cli.verbose, cli.profile.as_deref())
-        }
+        Command::Gateway { action } => commands::gateway(
+            action.unwrap_or(cli::GatewayAction::Run),
+            cli.verbose,
+            cli.profile.as_deref(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

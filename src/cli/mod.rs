@@ -30,8 +30,13 @@ pub enum Command {
         #[command(subcommand)]
         verb: Option<CronVerb>,
     },
-    /// The scheduler daemon (same as `hermes cron daemon`).
-    Gateway,
+    /// The scheduler as a service, as Python Hermes' gateway: `run` (the default, same as
+    /// `hermes cron daemon`), `status`, and a systemd user unit: `install`, `uninstall`,
+    /// `start`, `stop`, `restart`.
+    Gateway {
+        #[command(subcommand)]
+        action: Option<GatewayAction>,
+    },
     /// Print a shell completion script: `hermes completions bash > /etc/bash_completion.d/hermes`.
     Completions {
         #[arg(value_enum)]
@@ -96,6 +101,26 @@ pub enum CronVerb {
         #[command(subcommand)]
         verb: StoreVerb,
     },
+}
+
+/// `hermes gateway …`.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum GatewayAction {
+    /// Run the scheduler in the foreground until SIGTERM/SIGINT.
+    Run,
+    /// Is a scheduler running, and what is next (same as `hermes cron status`).
+    Status,
+    /// Write and enable a systemd user unit that runs the scheduler; without systemd,
+    /// print the unit and where it belongs.
+    Install,
+    /// Stop, disable and remove the unit.
+    Uninstall,
+    /// Start the unit.
+    Start,
+    /// Stop the unit.
+    Stop,
+    /// Restart the unit.
+    Restart,
 }
 
 /// `hermes cron store …`.

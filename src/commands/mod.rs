@@ -1,6 +1,7 @@
 //! One function per `hermes cron` verb. Each builds its [`Session`] (home, store, clock,
 //! zones), does its work through the `jobs` crate, and prints what the user asked for.
 
+mod gateway_cmd;
 mod jobs_cmd;
 mod list;
 mod next;
@@ -105,6 +106,20 @@ fn init_logging(scheduler_verb: bool, verbose: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
+}
+
+/// `hermes gateway …`: the scheduler, or its systemd user unit.
+pub fn gateway(
+    action: crate::cli::GatewayAction,
+    verbose: u8,
+    profile: Option<&str>,
+) -> Result<(), CliError> {
+    use crate::cli::GatewayAction;
+    match action {
+        GatewayAction::Run => run_cron(CronVerb::Daemon, verbose, profile),
+        GatewayAction::Status => run_cron(CronVerb::Status { json: false }, verbose, profile),
+        service => gateway_cmd::service(service, &Home::resolve(profile)?),
+    }
 }
 
 pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {

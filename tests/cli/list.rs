@@ -217,3 +217,62 @@ fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
         .ok()
         .contains(&id));
 }
+
+#[test]
+fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
+    // A systemctl that reaches no user manager (as in a container): install shows the
+    // unit, start explains, and nothing is written.
+    let bin = hermes.home().join("fake-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(
+        bin.join("systemctl"),
+        "#!/bin/sh\necho 'Failed to connect to bus' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        bin.join("systemctl"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = |args: &[&str]| {
+        let output = hermes.command(args).env("PATH", &path).output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+            String::from_utf8(output.stderr).unwrap(),
+        )
+    };
+    let (code, out, _) = run(&["-p", "work", "gateway", "install"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("systemd/user/hermes-gateway-work.service"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" gateway run\n") && out.contains("ExecStart="),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "Environment=HERMES_HOME={}",
+            hermes.home().join("profiles/work").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        !hermes.home().join(".config/systemd").exists(),
+        "nothing written"
+    );
+    let (code, _, err) = run(&["gateway", "start"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("hermes gateway run"), "{err}");
+    let status = hermes.run(&["gateway", "status"]).ok().to_string();
+    assert!(status.contains("Scheduler: NOT running"), "{status}");
+}
