@@ -1,22 +1,31 @@
-//! The tools a cron agent may use (docs/AGENT.md, "Tools"): a small registry of name, JSON schema,
-//! availability and handler. Built in: `terminal`, `read_file`, `write_file`,
-//! `list_directory`, `search_files`, `web_fetch`. Results are JSON strings; a refused
-//! call says it was refused and why, so the model can tell the user.
+//! The tools a cron agent may use (docs/AGENT.md, "Tools"): a small registry of name, JSON
+//! schema, availability and handler, with Python Hermes' names and argument schemas.
+//! Built in: `terminal`, `read_file`, `write_file`, `patch`, `list_directory`,
+//! `search_files`, `web_fetch`, `skills_list`, `skill_view`, `todo`, and `execute_code`
+//! when `approvals.cron_mode: approve`. Results are JSON strings; a refused call says it
+//! was refused and why, so the model can tell the user. The handlers of the newer tools
+//! live in `tools/` (`patch`, `skills`, `todo`, `code`; `child` holds the guards of
+//! every child process a tool starts).
 //!
 //! Nobody is there to approve a dangerous command in a cron run, so `terminal` refuses
 //! them outright; `web_fetch` refuses private and loopback addresses unless
 //! `tools.web_fetch.allow_private: true`. There are no cron-management, messaging or
 //! clarify tools here at all. Toolsets (for `enabled_toolsets` on the job and
-//! `agent.disabled_toolsets`): `terminal`, `file` (the four file tools), `web`; a tool's
-//! own name works as well.
+//! `agent.disabled_toolsets`), as Hermes groups them: `terminal`, `file` (the file tools),
+//! `web`, `skills`, `todo`, `code_execution`; a tool's own name works as well.
 //!
 //! The tools of the run's MCP servers (`mcp__<server>__<tool>`, see `mcp`) are offered
 //! after the built-in ones and their calls are handed to `mcp`.
 
+mod child;
+mod code;
+mod patch;
+mod skills;
+mod todo;
+
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use regex::Regex;
@@ -24,8 +33,10 @@ use serde_json::{json, Value};
 
 use super::mcp::McpServers;
 use super::provider::ToolSpec;
-use crate::process::GroupKill;
-use crate::runner::{read_output, Activity};
+use crate::runner::Activity;
+
+pub use self::code::DEFAULT_TIMEOUT as DEFAULT_CODE_TIMEOUT;
+pub use self::todo::TodoList;
 
 /// At most this much of a tool's output goes back to the model.
 const RESULT_CAP: usize = 50_000;
@@ -42,12 +53,25 @@ pub struct ToolContext {
     pub activity: Activity,
     /// The MCP servers started for this run, if any.
     pub mcp: Option<Arc<McpServers>>,
+    /// The Hermes home: skills are read from `<home>/skills/`.
+    pub home: PathBuf,
+    /// The `todo` list of this run. The lock guards the list alone and is held only
+    /// while one call reads or rewrites it.
+    pub todos: Arc<Mutex<TodoList>>,
+    /// Whether `execute_code` is offered (`approvals.cron_mode: approve`).
+    pub execute_code: bool,
+    /// How long one `execute_code` script may run (`code_execution.timeout`).
+    pub code_timeout: Duration,
 }
 
+/// The toolset a built-in tool belongs to, as Hermes names them.
 fn toolset_of(name: &str) -> &'static str {
     match name {
         "terminal" => "terminal",
         "web_fetch" => "web",
+        "skills_list" | "skill_view" => "skills",
+        "todo" => "todo",
+        "execute_code" => "code_execution",
         _ => "file",
     }
 }
@@ -60,8 +84,10 @@ fn spec(name: &'static str, description: &'static str, parameters: Value) -> Too
     }
 }
 
-fn all_specs() -> Vec<ToolSpec> {
-    vec![
+/// Every built-in tool, in the order they are offered (the order is part of the bytes
+/// providers cache). `execute_code` only when `code_timeout` is given.
+fn all_specs(code_timeout: Option<Duration>) -> Vec<ToolSpec> {
+    let mut specs = vec![
         spec(
             "terminal",
             "Run a shell command (bash) in the job's working directory and return its output and exit code.",
@@ -80,6 +106,7 @@ fn all_specs() -> Vec<ToolSpec> {
             "Write (create or replace) a text file.",
             json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
         ),
+        patch::spec(),
         spec(
             "list_directory",
             "List the entries of a directory.",
@@ -95,17 +122,26 @@ fn all_specs() -> Vec<ToolSpec> {
             "GET a web page or text resource (http/https) and return its text.",
             json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
         ),
-    ]
+    ];
+    specs.extend(skills::specs());
+    specs.push(todo::spec());
+    specs.extend(code_timeout.map(code::spec));
+    specs
 }
 
 /// The tools offered to this run: the job's `enabled_toolsets` (when set) narrows the
-/// set, `agent.disabled_toolsets` removes from it.
-pub fn available(enabled: Option<&[String]>, disabled: &[String]) -> Vec<ToolSpec> {
+/// set, `agent.disabled_toolsets` removes from it. `execute_code` is among them only
+/// when `code_timeout` is given (the run may execute code, and for how long).
+pub fn available(
+    enabled: Option<&[String]>,
+    disabled: &[String],
+    code_timeout: Option<Duration>,
+) -> Vec<ToolSpec> {
     let listed = |list: &[String], name: &str| {
         list.iter()
             .any(|e| e.eq_ignore_ascii_case(name) || e.eq_ignore_ascii_case(toolset_of(name)))
     };
-    all_specs()
+    all_specs(code_timeout)
         .into_iter()
         .filter(|t| enabled.is_none_or(|e| listed(e, &t.name)))
         .filter(|t| !listed(disabled, &t.name))
@@ -119,7 +155,8 @@ pub fn offered(
     disabled: &[String],
     ctx: &ToolContext,
 ) -> Vec<ToolSpec> {
-    let mut tools = available(enabled, disabled);
+    let code = ctx.execute_code.then_some(ctx.code_timeout);
+    let mut tools = available(enabled, disabled, code);
     if let Some(mcp) = &ctx.mcp {
         tools.extend(mcp.tools());
     }
@@ -208,6 +245,11 @@ pub async fn dispatch(
             Some(url) => web_fetch(&url, ctx.allow_private_fetch).await,
             None => error("web_fetch needs 'url'"),
         },
+        "patch" => patch::run(&args, &ctx.workdir),
+        "skills_list" => skills::list(&args, &ctx.home),
+        "skill_view" => skills::view(&args, &ctx.home),
+        "todo" => todo::run(&args, &ctx.todos),
+        "execute_code" => code::run(&args, ctx).await,
         other => refused(format!("unknown tool '{other}'")),
     };
     ctx.activity.touch();
@@ -269,49 +311,32 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
             "'{command}' looks like {why}; dangerous commands are not run in scheduled (cron) mode because nobody is there to approve them"
         ));
     }
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&ctx.workdir)
-        .env_clear()
-        .envs(std::env::vars().filter(|(n, _)| !crate::redact::is_secret_name(n)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return error(format!(
-                "cannot start bash in {}: {e}",
-                ctx.workdir.display()
-            ))
+    let run = child::Child {
+        program: "bash",
+        args: &["-c", command],
+        stdin: None,
+        timeout,
+        head: RESULT_CAP * 4,
+        tail: 0,
+        keep_alive: false,
+    };
+    let (stdout, stderr, code) = match child::run(run, ctx).await {
+        Err(why) => return error(why),
+        Ok(child::Ended::TimedOut) => {
+            return json!({
+                "error": format!("the command timed out after {}s and was killed with its child processes", timeout.as_secs()),
+                "exit_code": Value::Null,
+            })
+            .to_string()
         }
+        Ok(child::Ended::Exited {
+            stdout,
+            stderr,
+            code,
+        }) => (stdout, stderr, code),
     };
-    let mut group = GroupKill::new(child.id());
-    let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-        return error("cannot capture the command's output");
-    };
-    let activity = ctx.activity.clone();
-    let work = async {
-        let (o, e) = tokio::join!(
-            read_output(&mut out, activity.clone(), RESULT_CAP * 4),
-            read_output(&mut err, activity.clone(), RESULT_CAP * 4)
-        );
-        (o, e, child.wait().await)
-    };
-    let Ok((o, e, status)) = tokio::time::timeout(timeout, work).await else {
-        group.kill_now();
-        return json!({
-            "error": format!("the command timed out after {}s and was killed with its child processes", timeout.as_secs()),
-            "exit_code": Value::Null,
-        })
-        .to_string();
-    };
-    group.kill_now();
-    let mut output = String::from_utf8_lossy(&o).into_owned();
-    let stderr = String::from_utf8_lossy(&e);
+    let mut output = String::from_utf8_lossy(&stdout.head).into_owned();
+    let stderr = String::from_utf8_lossy(&stderr.head);
     if !stderr.trim().is_empty() {
         if !output.is_empty() && !output.ends_with('\n') {
             output.push('\n');
@@ -320,7 +345,7 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
     }
     json!({
         "output": cap(&output, RESULT_CAP),
-        "exit_code": status.ok().and_then(|s| s.code()),
+        "exit_code": code,
     })
     .to_string()
 }
@@ -614,30 +639,157 @@ mod tests {
     #[test]
     fn toolsets_narrow_the_registry() {
         let names = |v: Vec<ToolSpec>| v.into_iter().map(|t| t.name).collect::<Vec<_>>();
-        assert_eq!(names(available(None, &[])).len(), 6);
         assert_eq!(
-            names(available(Some(&["terminal".into()]), &[])),
+            names(available(None, &[], None)),
+            vec![
+                "terminal",
+                "read_file",
+                "write_file",
+                "patch",
+                "list_directory",
+                "search_files",
+                "web_fetch",
+                "skills_list",
+                "skill_view",
+                "todo"
+            ]
+        );
+        let code = Some(Duration::from_secs(9));
+        assert_eq!(
+            names(available(None, &[], code)).last().cloned(),
+            Some("execute_code".into())
+        );
+        assert_eq!(
+            names(available(Some(&["terminal".into()]), &[], code)),
             vec!["terminal"]
         );
         assert_eq!(
             names(available(
-                Some(&["file".into(), "web".into()]),
-                &["web_fetch".into()]
+                Some(&["file".into(), "web".into(), "code_execution".into()]),
+                &["web_fetch".into(), "patch".into()],
+                code
             )),
-            vec!["read_file", "write_file", "list_directory", "search_files"]
+            vec![
+                "read_file",
+                "write_file",
+                "list_directory",
+                "search_files",
+                "execute_code"
+            ]
+        );
+        assert_eq!(
+            names(available(
+                Some(&["skills".into(), "todo".into()]),
+                &[],
+                None
+            )),
+            vec!["skills_list", "skill_view", "todo"]
+        );
+    }
+
+    fn context(workdir: &Path, code_timeout: Duration) -> ToolContext {
+        ToolContext {
+            workdir: workdir.to_path_buf(),
+            allow_private_fetch: false,
+            activity: Activity::new(),
+            mcp: None,
+            home: workdir.to_path_buf(),
+            todos: Arc::default(),
+            execute_code: true,
+            code_timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn execute_code_runs_python_and_reports_like_hermes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = context(dir.path(), Duration::from_secs(20));
+        let offered = offered(None, &[], &ctx);
+        let call = |code: &str| {
+            let args = json!({"code": code}).to_string();
+            let offered = offered.clone();
+            let ctx = ctx.clone();
+            async move {
+                serde_json::from_str::<Value>(
+                    &dispatch("execute_code", &args, &offered, &ctx).await,
+                )
+                .unwrap()
+            }
+        };
+        let v = call("import os\nprint(os.getcwd())\nprint(sum(range(5)))").await;
+        assert_eq!(v["status"], "success", "{v}");
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(v["output"], format!("{}\n10\n", cwd.display()));
+        assert_eq!(v["exit_code"], 0);
+        let v = call("print('partial')\nraise SystemExit('boom')").await;
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["exit_code"], 1);
+        assert_eq!(v["error"], "boom\n");
+        assert_eq!(v["output"], "partial\n\n--- stderr ---\nboom\n");
+        let v = call("print('x' * 60000, end='')").await;
+        assert_eq!(v["stdout_truncated"], true);
+        assert_eq!(v["stdout_bytes_total"], 60000);
+        assert!(
+            v["output"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("[OUTPUT TRUNCATED - 10,000 bytes omitted out of 60,000 total]")
+                || v["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("[OUTPUT TRUNCATED - 10000 bytes omitted out of 60000 total]")
+        );
+        let v = call("  ").await;
+        assert_eq!(v["error"], "No code provided.");
+        std::env::set_var("HERMES_TEST_SECRET_TOKEN", "s3cr3t");
+        let v = call("import os\nprint(os.environ.get('HERMES_TEST_SECRET_TOKEN'))").await;
+        assert_eq!(
+            v["output"], "None\n",
+            "credential-named variables are not passed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hanging_script_is_killed_with_its_group_at_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = context(dir.path(), Duration::from_secs(1));
+        let offered = offered(None, &[], &ctx);
+        let code = "import subprocess, time\nopen('child.pid', 'w').write(str(subprocess.Popen(['sleep', '60']).pid))\ntime.sleep(60)";
+        let started = std::time::Instant::now();
+        let out = dispatch(
+            "execute_code",
+            &json!({"code": code}).to_string(),
+            &offered,
+            &ctx,
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "timeout", "{v}");
+        assert_eq!(v["error"], "Script timed out after 1s and was killed.");
+        let pid: i64 = std::fs::read_to_string(dir.path().join("child.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !crate::process::pid_alive(pid)
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "the script's child is gone"
         );
     }
 
     #[tokio::test]
     async fn terminal_runs_in_the_workdir_and_refuses_rm_rf_root() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext {
-            workdir: dir.path().to_path_buf(),
-            allow_private_fetch: false,
-            activity: Activity::new(),
-            mcp: None,
-        };
-        let offered = available(None, &[]);
+        let ctx = context(dir.path(), Duration::from_secs(5));
+        let offered = available(None, &[], None);
         let out = dispatch(
             "terminal",
             r#"{"command":"echo hi > f.txt; cat f.txt"}"#,
