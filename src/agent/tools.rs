@@ -20,6 +20,7 @@
 mod child;
 mod code;
 mod patch;
+mod search;
 mod skills;
 mod todo;
 
@@ -90,21 +91,34 @@ fn all_specs(code_timeout: Option<Duration>) -> Vec<ToolSpec> {
     let mut specs = vec![
         spec(
             "terminal",
-            "Run a shell command (bash) in the job's working directory and return its output and exit code.",
+            "Run a shell command (bash) in the job's working directory and return its output and exit code. Commands run in the foreground only: background processes (background, notify_on_complete, watch_patterns) are not available in scheduled runs, and pty is ignored.",
             json!({"type": "object", "properties": {
-                "command": {"type": "string", "description": "The command line"},
-                "timeout": {"type": "integer", "description": "Seconds before the command is killed (default 180, max 600)"}
+                "command": {"type": "string", "description": "The command to execute"},
+                "background": {"type": "boolean", "description": "Not available in scheduled runs: must be false.", "default": false},
+                "timeout": {"type": "integer", "description": "Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.", "minimum": 1},
+                "workdir": {"type": "string", "description": "Working directory for this command (absolute path). Defaults to the session working directory."},
+                "pty": {"type": "boolean", "description": "Ignored in scheduled runs (no pseudo-terminal).", "default": false},
+                "notify_on_complete": {"type": "boolean", "description": "Only with background=true, which scheduled runs do not have.", "default": false},
+                "watch_patterns": {"type": "array", "items": {"type": "string"}, "description": "Only with background=true, which scheduled runs do not have."}
             }, "required": ["command"]}),
         ),
         spec(
             "read_file",
-            "Read a text file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            "Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. Output format: 'LINE_NUM|CONTENT'. Use offset and limit for large files: a read that stops before the end says where to continue.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path to the file to read (absolute, relative, or ~/path)"},
+                "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},
+                "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
+            }, "required": ["path"]}),
         ),
         spec(
             "write_file",
-            "Write (create or replace) a text file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+            "Write content to a file, completely replacing existing content. Creates parent directories automatically. OVERWRITES the entire file: use 'patch' for targeted edits.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
+                "content": {"type": "string", "description": "Complete content to write to the file"},
+                "cross_profile": {"type": "boolean", "description": "Accepted for compatibility; has no effect in scheduled runs.", "default": false}
+            }, "required": ["path", "content"]}),
         ),
         patch::spec(),
         spec(
@@ -112,11 +126,7 @@ fn all_specs(code_timeout: Option<Duration>) -> Vec<ToolSpec> {
             "List the entries of a directory.",
             json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         ),
-        spec(
-            "search_files",
-            "Search file contents under a directory for a regular expression; returns matching lines.",
-            json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}),
-        ),
+        search::spec(),
         spec(
             "web_fetch",
             "GET a web page or text resource (http/https) and return its text.",
@@ -211,18 +221,44 @@ pub async fn dispatch(
     let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
     let result = match name {
         "terminal" => match text("command") {
+            Some(_) if args.get("background").and_then(Value::as_bool) == Some(true) => error(
+                "background processes are not available in scheduled runs: run the command in the foreground (timeout up to 600 seconds)",
+            ),
             Some(command) => {
                 let timeout = args
                     .get("timeout")
                     .and_then(Value::as_u64)
                     .unwrap_or(DEFAULT_TERMINAL_TIMEOUT)
                     .clamp(1, MAX_TERMINAL_TIMEOUT);
-                terminal(&command, Duration::from_secs(timeout), ctx).await
+                match text("workdir").map(|dir| resolve(&ctx.workdir, &dir)) {
+                    Some(dir) if !dir.is_dir() => {
+                        error(format!("workdir {} is not a directory", dir.display()))
+                    }
+                    Some(dir) => {
+                        let here = ToolContext {
+                            workdir: dir,
+                            ..ctx.clone()
+                        };
+                        terminal(&command, Duration::from_secs(timeout), &here).await
+                    }
+                    None => terminal(&command, Duration::from_secs(timeout), ctx).await,
+                }
             }
             None => error("terminal needs 'command'"),
         },
         "read_file" => match text("path") {
-            Some(p) => read_file(&resolve(&ctx.workdir, &p)),
+            Some(p) => {
+                let number = |key: &str, default: i64| {
+                    args.get(key).and_then(Value::as_i64).unwrap_or(default)
+                };
+                let lines = Lines {
+                    offset: usize::try_from(number("offset", 1)).unwrap_or(1).max(1),
+                    limit: usize::try_from(number("limit", 500))
+                        .unwrap_or(1)
+                        .clamp(1, 2000),
+                };
+                read_file(&resolve(&ctx.workdir, &p), lines)
+            }
             None => error("read_file needs 'path'"),
         },
         "write_file" => match (text("path"), text("content")) {
@@ -232,15 +268,13 @@ pub async fn dispatch(
         "list_directory" => {
             list_directory(&resolve(&ctx.workdir, &text("path").unwrap_or(".".into())))
         }
-        "search_files" => match text("pattern") {
-            Some(pattern) => {
-                let root = resolve(&ctx.workdir, &text("path").unwrap_or(".".into()));
-                tokio::task::spawn_blocking(move || search_files(&pattern, &root))
-                    .await
-                    .unwrap_or_else(|e| error(format!("search failed: {e}")))
-            }
-            None => error("search_files needs 'pattern'"),
-        },
+        "search_files" => {
+            let root = resolve(&ctx.workdir, &text("path").unwrap_or(".".into()));
+            let args = args.clone();
+            tokio::task::spawn_blocking(move || search::run(&args, &root))
+                .await
+                .unwrap_or_else(|e| error(format!("search failed: {e}")))
+        }
         "web_fetch" => match text("url") {
             Some(url) => web_fetch(&url, ctx.allow_private_fetch).await,
             None => error("web_fetch needs 'url'"),
@@ -350,11 +384,51 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
     .to_string()
 }
 
-fn read_file(path: &Path) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => json!({"path": path.display().to_string(), "content": cap(&String::from_utf8_lossy(&bytes), RESULT_CAP)}).to_string(),
-        Err(e) => error(format!("cannot read {}: {e}", path.display())),
+/// Which lines `read_file` returns: from `offset` (1-based), at most `limit`.
+struct Lines {
+    offset: usize,
+    limit: usize,
+}
+
+/// Hermes' `read_file`: the lines asked for as `N|text` (each cut at 2,000 characters),
+/// the file's line count and size, and where to go on when more lines follow.
+fn read_file(path: &Path, lines: Lines) -> String {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return error(format!("cannot read {}: {e}", path.display())),
+    };
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return json!({"is_binary": true, "file_size": bytes.len(), "error": "Binary file - cannot display as text. Use appropriate tools to handle this file type."}).to_string();
     }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let total_lines = text.matches('\n').count();
+    let end = lines.offset + lines.limit - 1;
+    let numbered: Vec<String> = text
+        .lines()
+        .enumerate()
+        .skip(lines.offset - 1)
+        .take(lines.limit)
+        .map(|(n, line)| match line.char_indices().nth(2000) {
+            Some((at, _)) => format!("{}|{}... [truncated]", n + 1, &line[..at]),
+            None => format!("{}|{line}", n + 1),
+        })
+        .collect();
+    let mut result = json!({
+        "path": path.display().to_string(),
+        "content": cap(&numbered.join("\n"), RESULT_CAP),
+        "total_lines": total_lines,
+        "file_size": bytes.len(),
+        "truncated": total_lines > end,
+    });
+    if total_lines > end {
+        result["hint"] = json!(format!(
+            "Use offset={} to continue reading (showing {}-{end} of {total_lines} lines)",
+            end + 1,
+            lines.offset
+        ));
+    }
+    result.to_string()
 }
 
 fn write_file(path: &Path, content: &str) -> String {
@@ -392,70 +466,6 @@ fn list_directory(path: &Path) -> String {
         .collect();
     items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     json!({"path": path.display().to_string(), "entries": items}).to_string()
-}
-
-fn search_files(pattern: &str, root: &Path) -> String {
-    let re = match Regex::new(pattern) {
-        Ok(re) => re,
-        Err(e) => {
-            return error(format!(
-                "'{pattern}' is not a valid regular expression: {e}"
-            ))
-        }
-    };
-    let mut matches = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    let mut files_seen = 0;
-    while let Some(dir) = stack.pop() {
-        if dir.is_file() {
-            search_one(&re, &dir, &mut matches);
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            let name = entry.file_name();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if !matches!(name.to_str(), Some(".git" | "node_modules" | "target")) {
-                    stack.push(path);
-                }
-            } else if kind.is_file() {
-                files_seen += 1;
-                search_one(&re, &path, &mut matches);
-            }
-            if matches.len() >= 200 || files_seen >= 20_000 {
-                return json!({"matches": matches, "truncated": true}).to_string();
-            }
-        }
-    }
-    json!({"matches": matches, "truncated": false}).to_string()
-}
-
-fn search_one(re: &Regex, path: &Path, matches: &mut Vec<Value>) {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.len() > 2_000_000 {
-        return;
-    }
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return;
-    };
-    for (n, line) in text.lines().enumerate() {
-        if re.is_match(line) {
-            matches.push(
-                json!({"path": path.display().to_string(), "line": n + 1, "text": cap(line, 500)}),
-            );
-            if matches.len() >= 200 {
-                return;
-            }
-        }
-    }
 }
 
 /// Loopback, private, link-local, unspecified, CGNAT and unique-local addresses.
@@ -785,6 +795,38 @@ mod tests {
         );
     }
 
+    #[test]
+    fn read_file_numbers_lines_and_pages_like_hermes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "\u{feff}one\ntwo\nthree\n").unwrap();
+        let read = |offset, limit| -> Value {
+            serde_json::from_str(&read_file(&path, Lines { offset, limit })).unwrap()
+        };
+        let v = read(1, 500);
+        assert_eq!(v["content"], "1|one\n2|two\n3|three");
+        assert_eq!(
+            (v["total_lines"].as_u64(), v["truncated"].as_bool()),
+            (Some(3), Some(false))
+        );
+        let v = read(2, 1);
+        assert_eq!(v["content"], "2|two");
+        assert_eq!(
+            v["hint"],
+            "Use offset=3 to continue reading (showing 2-2 of 3 lines)"
+        );
+        std::fs::write(&path, b"\x00\x01bin").unwrap();
+        assert_eq!(read(1, 5)["is_binary"], true);
+        assert!(read_file(
+            &dir.path().join("gone"),
+            Lines {
+                offset: 1,
+                limit: 1
+            }
+        )
+        .contains("cannot read"));
+    }
+
     #[tokio::test]
     async fn terminal_runs_in_the_workdir_and_refuses_rm_rf_root() {
         let dir = tempfile::tempdir().unwrap();
@@ -800,6 +842,15 @@ mod tests {
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["output"], "hi\n");
         assert_eq!(v["exit_code"], 0);
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let args = json!({"command": "pwd", "workdir": sub.display().to_string()}).to_string();
+        let v: Value =
+            serde_json::from_str(&dispatch("terminal", &args, &offered, &ctx).await).unwrap();
+        assert_eq!(v["output"], format!("{}\n", sub.display()));
+        let args = r#"{"command":"sleep 1","background":true}"#;
+        let out = dispatch("terminal", args, &offered, &ctx).await;
+        assert!(out.contains("not available in scheduled runs"), "{out}");
         let out = dispatch("terminal", r#"{"command":"rm -rf /"}"#, &offered, &ctx).await;
         assert!(out.contains("refused"), "{out}");
         let out = dispatch(

@@ -84,10 +84,12 @@ pub fn list(args: &Value, home: &Path) -> String {
     {
         skills.retain(|(c, _, _)| c.as_deref() == Some(wanted));
     }
+    // One entry per name, the first found, as Hermes lists them.
+    let mut seen = std::collections::HashSet::new();
+    skills.retain(|(_, name, _)| seen.insert(name.clone()));
     skills.sort_by(|a, b| {
         (a.0.as_deref().unwrap_or(""), &a.1).cmp(&(b.0.as_deref().unwrap_or(""), &b.1))
     });
-    skills.dedup_by(|a, b| a.1 == b.1);
     let mut categories: Vec<&str> = skills.iter().filter_map(|s| s.0.as_deref()).collect();
     categories.sort_unstable();
     categories.dedup();

@@ -93,13 +93,14 @@ fn dedupe_by_id(items: &[Value]) -> Vec<&Value> {
             .unwrap_or_else(|| "?".into()),
         None => format!("\0invalid {n}"),
     };
-    let keys: Vec<String> = items.iter().enumerate().map(|(n, v)| key(n, v)).collect();
-    items
+    let last: std::collections::HashMap<String, usize> = items
         .iter()
         .enumerate()
-        .filter(|(n, _)| !keys[n + 1..].contains(&keys[*n]))
-        .map(|(_, v)| v)
-        .collect()
+        .map(|(n, v)| (key(n, v), n))
+        .collect();
+    let mut keep: Vec<usize> = last.into_values().collect();
+    keep.sort_unstable();
+    keep.into_iter().map(|n| &items[n]).collect()
 }
 
 impl TodoList {
