@@ -31,6 +31,10 @@ pub struct Config {
     pub tools: ToolsSection,
     /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
     pub mcp_servers: Vec<McpServer>,
+    /// `approvals`: what an agent may do with nobody there to approve it.
+    pub approvals: ApprovalsSection,
+    /// `code_execution`: the `execute_code` tool.
+    pub code_execution: CodeExecutionSection,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
     pub extra: Mapping,
 }
@@ -117,6 +121,33 @@ pub struct ToolsSection {
 pub struct WebFetchSection {
     /// `tools.web_fetch.allow_private`: may the tool reach private and loopback addresses.
     pub allow_private: Option<bool>,
+    pub extra: Mapping,
+}
+
+/// `approvals:` (Python Hermes' `tools/approval.py`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ApprovalsSection {
+    /// `approvals.cron_mode`: `approve` lets a cron run do what needs approval (here:
+    /// `execute_code`); anything else, or nothing, denies it.
+    pub cron_mode: Option<CronApproval>,
+    pub extra: Mapping,
+}
+
+/// `approvals.cron_mode`, read as Hermes reads it: `approve` or `allow` (any case) allow,
+/// every other value denies. Hermes also counts `yes` and `off`, but its YAML reader
+/// turns those words, unquoted, into booleans and then denies: so do we, so one file
+/// means the same to both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CronApproval {
+    Approve,
+    Deny,
+}
+
+/// `code_execution:`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CodeExecutionSection {
+    /// `code_execution.timeout`: seconds one `execute_code` script may run.
+    pub timeout: Option<u64>,
     pub extra: Mapping,
 }
 
@@ -238,6 +269,8 @@ impl Config {
             ("cron".to_string(), &self.cron.extra),
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
+            ("approvals".to_string(), &self.approvals.extra),
+            ("code_execution".to_string(), &self.code_execution.extra),
         ]);
         for server in &self.mcp_servers {
             let place = format!("mcp_servers.{}", server.name);
@@ -655,6 +688,8 @@ impl Section for Config {
             "cron" => self.cron = map.next_value_seed(read())?,
             "tools" => self.tools = map.next_value_seed(read())?,
             "mcp_servers" => self.mcp_servers = map.next_value_seed(read())?,
+            "approvals" => self.approvals = map.next_value_seed(read())?,
+            "code_execution" => self.code_execution = map.next_value_seed(read())?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -809,6 +844,63 @@ impl Section for WebFetchSection {
     ) -> Result<bool, A::Error> {
         match key {
             "allow_private" => self.allow_private = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl Section for ApprovalsSection {
+    const WANTED: &'static str = "a mapping of approval settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "cron_mode" => self.cron_mode = map.next_value_seed(read())?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn extra_mut(&mut self) -> &mut Mapping {
+        &mut self.extra
+    }
+}
+
+impl FromYaml for Option<CronApproval> {
+    const WANTED: &'static str = "approve or deny";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+        Ok(match scalar {
+            Scalar::Null => None,
+            Scalar::Text(s) if s.trim().is_empty() => None,
+            Scalar::Text(s)
+                if matches!(s.trim().to_ascii_lowercase().as_str(), "approve" | "allow") =>
+            {
+                Some(CronApproval::Approve)
+            }
+            _ => Some(CronApproval::Deny),
+        })
+    }
+}
+
+impl Section for CodeExecutionSection {
+    const WANTED: &'static str = "a mapping of code_execution settings";
+
+    fn read_key<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "timeout" => self.timeout = map.next_value_seed(read())?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -1129,6 +1221,19 @@ mod tests {
         assert_eq!(config.agent.max_turns, Some(12));
         assert_eq!(config.agent.disabled_toolsets, vec!["web", "terminal"]);
         assert_eq!(config.tools.web_fetch.allow_private, Some(true));
+        let config = parse(
+            "approvals:\n  cron_mode: Approve\n  mode: manual\ncode_execution:\n  timeout: '30'\n",
+        );
+        assert_eq!(config.approvals.cron_mode, Some(CronApproval::Approve));
+        assert_eq!(config.code_execution.timeout, Some(30));
+        for denied in ["deny", "off", "yes", "true", "7"] {
+            let config = parse(&format!("approvals:\n  cron_mode: {denied}\n"));
+            assert_eq!(
+                config.approvals.cron_mode,
+                Some(CronApproval::Deny),
+                "{denied}"
+            );
+        }
         let config = parse("agent:\n  disabled_toolsets: [web, ~, 3]\ncron:\n  model: 4.5\n");
         assert_eq!(config.agent.disabled_toolsets, vec!["web", "3"]);
         assert_eq!(config.cron.model.as_deref(), Some("4.5"));

@@ -12,6 +12,8 @@ mod add;
 mod agent;
 #[path = "cli/agent_prompt.rs"]
 mod agent_prompt;
+#[path = "cli/agent_tools.rs"]
+mod agent_tools;
 #[path = "cli/concurrency.rs"]
 mod concurrency;
 #[path = "cli/daemon.rs"]

@@ -23,6 +23,8 @@ pub mod system_prompt;
 pub mod tools;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use jobs::Job;
 use serde_json::Value;
@@ -33,6 +35,7 @@ use self::provider::ToolSpec;
 use self::provider::{ChatRequest, Message};
 use self::retry::{Caller, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
+use crate::config::CronApproval;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
 
 pub const EMPTY_RESPONSE: &str = "Agent completed but produced empty response";
@@ -163,6 +166,16 @@ async fn agent_loop(
         allow_private_fetch: settings.allow_private_fetch,
         activity: env.activity.clone(),
         mcp: mcp.clone(),
+        home: env.home.clone(),
+        todos: Arc::default(),
+        // Hermes' `tools/approval.py`: arbitrary code in a cron run only when the user said so.
+        execute_code: env.config.approvals.cron_mode == Some(CronApproval::Approve),
+        code_timeout: env
+            .config
+            .code_execution
+            .timeout
+            .filter(|s| *s > 0)
+            .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
     };
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
     let system = system_message(job, env, settings, !offered.is_empty());

@@ -104,11 +104,16 @@ pub fn index(home: &Path) -> Vec<IndexEntry> {
     entries
 }
 
-/// A text field of the front matter, on one line.
-fn front_matter_text(text: &str, key: &str) -> Option<String> {
+/// The YAML front matter of a `SKILL.md`, when it has one that parses.
+pub fn front_matter(text: &str) -> Option<serde_yaml_ng::Value> {
     let rest = text.trim_start_matches('\u{feff}').strip_prefix("---")?;
     let yaml = &rest[..rest.find("\n---")?];
-    let value = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml).ok()?;
+    serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml).ok()
+}
+
+/// A text field of the front matter, on one line.
+pub fn front_matter_text(text: &str, key: &str) -> Option<String> {
+    let value = front_matter(text)?;
     let field = value.get(key)?.as_str()?;
     Some(field.split_whitespace().collect::<Vec<_>>().join(" "))
 }

@@ -258,7 +258,7 @@ fn cursor_rules(workdir: &Path) -> Option<String> {
 }
 
 /// The skills index: every skill's name and description by category, and how to load
-/// one (the model reads its `SKILL.md`). `None` without skills.
+/// one (`skill_view`, or its `SKILL.md` by path). `None` without skills.
 fn skills_index(skills: &[IndexEntry]) -> Option<String> {
     if skills.is_empty() {
         return None;
@@ -282,7 +282,7 @@ fn skills_index(skills: &[IndexEntry]) -> Option<String> {
         ));
     }
     Some(format!(
-        "## Skills\nThese skills are installed. A skill holds the user's own instructions, conventions and proven steps for a kind of task. If one matches your task, even in part, read its SKILL.md (the path in brackets) with read_file before you start and follow it.\n\n<available_skills>\n{}\n</available_skills>",
+        "## Skills\nThese skills are installed. A skill holds the user's own instructions, conventions and proven steps for a kind of task. If one matches your task, even in part, load it with skill_view(name) before you start and follow it (its SKILL.md is at the path in brackets).\n\n<available_skills>\n{}\n</available_skills>",
         lines.join("\n")
     ))
 }

@@ -1,22 +1,32 @@
-//! The tools a cron agent may use (docs/AGENT.md, "Tools"): a small registry of name, JSON schema,
-//! availability and handler. Built in: `terminal`, `read_file`, `write_file`,
-//! `list_directory`, `search_files`, `web_fetch`. Results are JSON strings; a refused
-//! call says it was refused and why, so the model can tell the user.
+//! The tools a cron agent may use (docs/AGENT.md, "Tools"): a small registry of name, JSON
+//! schema, availability and handler, with Python Hermes' names and argument schemas.
+//! Built in: `terminal`, `read_file`, `write_file`, `patch`, `list_directory`,
+//! `search_files`, `web_fetch`, `skills_list`, `skill_view`, `todo`, and `execute_code`
+//! when `approvals.cron_mode: approve`. Results are JSON strings; a refused call says it
+//! was refused and why, so the model can tell the user. The handlers of the newer tools
+//! live in `tools/` (`patch`, `skills`, `todo`, `code`; `child` holds the guards of
+//! every child process a tool starts).
 //!
 //! Nobody is there to approve a dangerous command in a cron run, so `terminal` refuses
 //! them outright; `web_fetch` refuses private and loopback addresses unless
 //! `tools.web_fetch.allow_private: true`. There are no cron-management, messaging or
 //! clarify tools here at all. Toolsets (for `enabled_toolsets` on the job and
-//! `agent.disabled_toolsets`): `terminal`, `file` (the four file tools), `web`; a tool's
-//! own name works as well.
+//! `agent.disabled_toolsets`), as Hermes groups them: `terminal`, `file` (the file tools),
+//! `web`, `skills`, `todo`, `code_execution`; a tool's own name works as well.
 //!
 //! The tools of the run's MCP servers (`mcp__<server>__<tool>`, see `mcp`) are offered
 //! after the built-in ones and their calls are handed to `mcp`.
 
+mod child;
+mod code;
+mod patch;
+mod search;
+mod skills;
+mod todo;
+
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use regex::Regex;
@@ -24,8 +34,10 @@ use serde_json::{json, Value};
 
 use super::mcp::McpServers;
 use super::provider::ToolSpec;
-use crate::process::GroupKill;
-use crate::runner::{read_output, Activity};
+use crate::runner::Activity;
+
+pub use self::code::DEFAULT_TIMEOUT as DEFAULT_CODE_TIMEOUT;
+pub use self::todo::TodoList;
 
 /// At most this much of a tool's output goes back to the model.
 const RESULT_CAP: usize = 50_000;
@@ -42,12 +54,25 @@ pub struct ToolContext {
     pub activity: Activity,
     /// The MCP servers started for this run, if any.
     pub mcp: Option<Arc<McpServers>>,
+    /// The Hermes home: skills are read from `<home>/skills/`.
+    pub home: PathBuf,
+    /// The `todo` list of this run. The lock guards the list alone and is held only
+    /// while one call reads or rewrites it.
+    pub todos: Arc<Mutex<TodoList>>,
+    /// Whether `execute_code` is offered (`approvals.cron_mode: approve`).
+    pub execute_code: bool,
+    /// How long one `execute_code` script may run (`code_execution.timeout`).
+    pub code_timeout: Duration,
 }
 
+/// The toolset a built-in tool belongs to, as Hermes names them.
 fn toolset_of(name: &str) -> &'static str {
     match name {
         "terminal" => "terminal",
         "web_fetch" => "web",
+        "skills_list" | "skill_view" => "skills",
+        "todo" => "todo",
+        "execute_code" => "code_execution",
         _ => "file",
     }
 }
@@ -60,52 +85,73 @@ fn spec(name: &'static str, description: &'static str, parameters: Value) -> Too
     }
 }
 
-fn all_specs() -> Vec<ToolSpec> {
-    vec![
+/// Every built-in tool, in the order they are offered (the order is part of the bytes
+/// providers cache). `execute_code` only when `code_timeout` is given.
+fn all_specs(code_timeout: Option<Duration>) -> Vec<ToolSpec> {
+    let mut specs = vec![
         spec(
             "terminal",
-            "Run a shell command (bash) in the job's working directory and return its output and exit code.",
+            "Run a shell command (bash) in the job's working directory and return its output and exit code. Commands run in the foreground only: background processes (background, notify_on_complete, watch_patterns) are not available in scheduled runs, and pty is ignored.",
             json!({"type": "object", "properties": {
-                "command": {"type": "string", "description": "The command line"},
-                "timeout": {"type": "integer", "description": "Seconds before the command is killed (default 180, max 600)"}
+                "command": {"type": "string", "description": "The command to execute"},
+                "background": {"type": "boolean", "description": "Not available in scheduled runs: must be false.", "default": false},
+                "timeout": {"type": "integer", "description": "Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.", "minimum": 1},
+                "workdir": {"type": "string", "description": "Working directory for this command (absolute path). Defaults to the session working directory."},
+                "pty": {"type": "boolean", "description": "Ignored in scheduled runs (no pseudo-terminal).", "default": false},
+                "notify_on_complete": {"type": "boolean", "description": "Only with background=true, which scheduled runs do not have.", "default": false},
+                "watch_patterns": {"type": "array", "items": {"type": "string"}, "description": "Only with background=true, which scheduled runs do not have."}
             }, "required": ["command"]}),
         ),
         spec(
             "read_file",
-            "Read a text file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            "Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. Output format: 'LINE_NUM|CONTENT'. Use offset and limit for large files: a read that stops before the end says where to continue.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path to the file to read (absolute, relative, or ~/path)"},
+                "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},
+                "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
+            }, "required": ["path"]}),
         ),
         spec(
             "write_file",
-            "Write (create or replace) a text file.",
-            json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}, "required": ["path", "content"]}),
+            "Write content to a file, completely replacing existing content. Creates parent directories automatically. OVERWRITES the entire file: use 'patch' for targeted edits.",
+            json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
+                "content": {"type": "string", "description": "Complete content to write to the file"},
+                "cross_profile": {"type": "boolean", "description": "Accepted for compatibility; has no effect in scheduled runs.", "default": false}
+            }, "required": ["path", "content"]}),
         ),
+        patch::spec(),
         spec(
             "list_directory",
             "List the entries of a directory.",
             json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
         ),
-        spec(
-            "search_files",
-            "Search file contents under a directory for a regular expression; returns matching lines.",
-            json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}),
-        ),
+        search::spec(),
         spec(
             "web_fetch",
             "GET a web page or text resource (http/https) and return its text.",
             json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
         ),
-    ]
+    ];
+    specs.extend(skills::specs());
+    specs.push(todo::spec());
+    specs.extend(code_timeout.map(code::spec));
+    specs
 }
 
 /// The tools offered to this run: the job's `enabled_toolsets` (when set) narrows the
-/// set, `agent.disabled_toolsets` removes from it.
-pub fn available(enabled: Option<&[String]>, disabled: &[String]) -> Vec<ToolSpec> {
+/// set, `agent.disabled_toolsets` removes from it. `execute_code` is among them only
+/// when `code_timeout` is given (the run may execute code, and for how long).
+pub fn available(
+    enabled: Option<&[String]>,
+    disabled: &[String],
+    code_timeout: Option<Duration>,
+) -> Vec<ToolSpec> {
     let listed = |list: &[String], name: &str| {
         list.iter()
             .any(|e| e.eq_ignore_ascii_case(name) || e.eq_ignore_ascii_case(toolset_of(name)))
     };
-    all_specs()
+    all_specs(code_timeout)
         .into_iter()
         .filter(|t| enabled.is_none_or(|e| listed(e, &t.name)))
         .filter(|t| !listed(disabled, &t.name))
@@ -119,7 +165,8 @@ pub fn offered(
     disabled: &[String],
     ctx: &ToolContext,
 ) -> Vec<ToolSpec> {
-    let mut tools = available(enabled, disabled);
+    let code = ctx.execute_code.then_some(ctx.code_timeout);
+    let mut tools = available(enabled, disabled, code);
     if let Some(mcp) = &ctx.mcp {
         tools.extend(mcp.tools());
     }
@@ -174,18 +221,44 @@ pub async fn dispatch(
     let text = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_string);
     let result = match name {
         "terminal" => match text("command") {
+            Some(_) if args.get("background").and_then(Value::as_bool) == Some(true) => error(
+                "background processes are not available in scheduled runs: run the command in the foreground (timeout up to 600 seconds)",
+            ),
             Some(command) => {
                 let timeout = args
                     .get("timeout")
                     .and_then(Value::as_u64)
                     .unwrap_or(DEFAULT_TERMINAL_TIMEOUT)
                     .clamp(1, MAX_TERMINAL_TIMEOUT);
-                terminal(&command, Duration::from_secs(timeout), ctx).await
+                match text("workdir").map(|dir| resolve(&ctx.workdir, &dir)) {
+                    Some(dir) if !dir.is_dir() => {
+                        error(format!("workdir {} is not a directory", dir.display()))
+                    }
+                    Some(dir) => {
+                        let here = ToolContext {
+                            workdir: dir,
+                            ..ctx.clone()
+                        };
+                        terminal(&command, Duration::from_secs(timeout), &here).await
+                    }
+                    None => terminal(&command, Duration::from_secs(timeout), ctx).await,
+                }
             }
             None => error("terminal needs 'command'"),
         },
         "read_file" => match text("path") {
-            Some(p) => read_file(&resolve(&ctx.workdir, &p)),
+            Some(p) => {
+                let number = |key: &str, default: i64| {
+                    args.get(key).and_then(Value::as_i64).unwrap_or(default)
+                };
+                let lines = Lines {
+                    offset: usize::try_from(number("offset", 1)).unwrap_or(1).max(1),
+                    limit: usize::try_from(number("limit", 500))
+                        .unwrap_or(1)
+                        .clamp(1, 2000),
+                };
+                read_file(&resolve(&ctx.workdir, &p), lines)
+            }
             None => error("read_file needs 'path'"),
         },
         "write_file" => match (text("path"), text("content")) {
@@ -195,19 +268,22 @@ pub async fn dispatch(
         "list_directory" => {
             list_directory(&resolve(&ctx.workdir, &text("path").unwrap_or(".".into())))
         }
-        "search_files" => match text("pattern") {
-            Some(pattern) => {
-                let root = resolve(&ctx.workdir, &text("path").unwrap_or(".".into()));
-                tokio::task::spawn_blocking(move || search_files(&pattern, &root))
-                    .await
-                    .unwrap_or_else(|e| error(format!("search failed: {e}")))
-            }
-            None => error("search_files needs 'pattern'"),
-        },
+        "search_files" => {
+            let root = resolve(&ctx.workdir, &text("path").unwrap_or(".".into()));
+            let args = args.clone();
+            tokio::task::spawn_blocking(move || search::run(&args, &root))
+                .await
+                .unwrap_or_else(|e| error(format!("search failed: {e}")))
+        }
         "web_fetch" => match text("url") {
             Some(url) => web_fetch(&url, ctx.allow_private_fetch).await,
             None => error("web_fetch needs 'url'"),
         },
+        "patch" => patch::run(&args, &ctx.workdir),
+        "skills_list" => skills::list(&args, &ctx.home),
+        "skill_view" => skills::view(&args, &ctx.home),
+        "todo" => todo::run(&args, &ctx.todos),
+        "execute_code" => code::run(&args, ctx).await,
         other => refused(format!("unknown tool '{other}'")),
     };
     ctx.activity.touch();
@@ -269,49 +345,32 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
             "'{command}' looks like {why}; dangerous commands are not run in scheduled (cron) mode because nobody is there to approve them"
         ));
     }
-    let mut cmd = tokio::process::Command::new("bash");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&ctx.workdir)
-        .env_clear()
-        .envs(std::env::vars().filter(|(n, _)| !crate::redact::is_secret_name(n)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return error(format!(
-                "cannot start bash in {}: {e}",
-                ctx.workdir.display()
-            ))
+    let run = child::Child {
+        program: "bash",
+        args: &["-c", command],
+        stdin: None,
+        timeout,
+        head: RESULT_CAP * 4,
+        tail: 0,
+        keep_alive: false,
+    };
+    let (stdout, stderr, code) = match child::run(run, ctx).await {
+        Err(why) => return error(why),
+        Ok(child::Ended::TimedOut) => {
+            return json!({
+                "error": format!("the command timed out after {}s and was killed with its child processes", timeout.as_secs()),
+                "exit_code": Value::Null,
+            })
+            .to_string()
         }
+        Ok(child::Ended::Exited {
+            stdout,
+            stderr,
+            code,
+        }) => (stdout, stderr, code),
     };
-    let mut group = GroupKill::new(child.id());
-    let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
-        return error("cannot capture the command's output");
-    };
-    let activity = ctx.activity.clone();
-    let work = async {
-        let (o, e) = tokio::join!(
-            read_output(&mut out, activity.clone(), RESULT_CAP * 4),
-            read_output(&mut err, activity.clone(), RESULT_CAP * 4)
-        );
-        (o, e, child.wait().await)
-    };
-    let Ok((o, e, status)) = tokio::time::timeout(timeout, work).await else {
-        group.kill_now();
-        return json!({
-            "error": format!("the command timed out after {}s and was killed with its child processes", timeout.as_secs()),
-            "exit_code": Value::Null,
-        })
-        .to_string();
-    };
-    group.kill_now();
-    let mut output = String::from_utf8_lossy(&o).into_owned();
-    let stderr = String::from_utf8_lossy(&e);
+    let mut output = String::from_utf8_lossy(&stdout.head).into_owned();
+    let stderr = String::from_utf8_lossy(&stderr.head);
     if !stderr.trim().is_empty() {
         if !output.is_empty() && !output.ends_with('\n') {
             output.push('\n');
@@ -320,16 +379,56 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
     }
     json!({
         "output": cap(&output, RESULT_CAP),
-        "exit_code": status.ok().and_then(|s| s.code()),
+        "exit_code": code,
     })
     .to_string()
 }
 
-fn read_file(path: &Path) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => json!({"path": path.display().to_string(), "content": cap(&String::from_utf8_lossy(&bytes), RESULT_CAP)}).to_string(),
-        Err(e) => error(format!("cannot read {}: {e}", path.display())),
+/// Which lines `read_file` returns: from `offset` (1-based), at most `limit`.
+struct Lines {
+    offset: usize,
+    limit: usize,
+}
+
+/// Hermes' `read_file`: the lines asked for as `N|text` (each cut at 2,000 characters),
+/// the file's line count and size, and where to go on when more lines follow.
+fn read_file(path: &Path, lines: Lines) -> String {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return error(format!("cannot read {}: {e}", path.display())),
+    };
+    if bytes.iter().take(8192).any(|b| *b == 0) {
+        return json!({"is_binary": true, "file_size": bytes.len(), "error": "Binary file - cannot display as text. Use appropriate tools to handle this file type."}).to_string();
     }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let total_lines = text.matches('\n').count();
+    let end = lines.offset + lines.limit - 1;
+    let numbered: Vec<String> = text
+        .lines()
+        .enumerate()
+        .skip(lines.offset - 1)
+        .take(lines.limit)
+        .map(|(n, line)| match line.char_indices().nth(2000) {
+            Some((at, _)) => format!("{}|{}... [truncated]", n + 1, &line[..at]),
+            None => format!("{}|{line}", n + 1),
+        })
+        .collect();
+    let mut result = json!({
+        "path": path.display().to_string(),
+        "content": cap(&numbered.join("\n"), RESULT_CAP),
+        "total_lines": total_lines,
+        "file_size": bytes.len(),
+        "truncated": total_lines > end,
+    });
+    if total_lines > end {
+        result["hint"] = json!(format!(
+            "Use offset={} to continue reading (showing {}-{end} of {total_lines} lines)",
+            end + 1,
+            lines.offset
+        ));
+    }
+    result.to_string()
 }
 
 fn write_file(path: &Path, content: &str) -> String {
@@ -367,70 +466,6 @@ fn list_directory(path: &Path) -> String {
         .collect();
     items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     json!({"path": path.display().to_string(), "entries": items}).to_string()
-}
-
-fn search_files(pattern: &str, root: &Path) -> String {
-    let re = match Regex::new(pattern) {
-        Ok(re) => re,
-        Err(e) => {
-            return error(format!(
-                "'{pattern}' is not a valid regular expression: {e}"
-            ))
-        }
-    };
-    let mut matches = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    let mut files_seen = 0;
-    while let Some(dir) = stack.pop() {
-        if dir.is_file() {
-            search_one(&re, &dir, &mut matches);
-            continue;
-        }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            let name = entry.file_name();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                if !matches!(name.to_str(), Some(".git" | "node_modules" | "target")) {
-                    stack.push(path);
-                }
-            } else if kind.is_file() {
-                files_seen += 1;
-                search_one(&re, &path, &mut matches);
-            }
-            if matches.len() >= 200 || files_seen >= 20_000 {
-                return json!({"matches": matches, "truncated": true}).to_string();
-            }
-        }
-    }
-    json!({"matches": matches, "truncated": false}).to_string()
-}
-
-fn search_one(re: &Regex, path: &Path, matches: &mut Vec<Value>) {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return;
-    };
-    if meta.len() > 2_000_000 {
-        return;
-    }
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return;
-    };
-    for (n, line) in text.lines().enumerate() {
-        if re.is_match(line) {
-            matches.push(
-                json!({"path": path.display().to_string(), "line": n + 1, "text": cap(line, 500)}),
-            );
-            if matches.len() >= 200 {
-                return;
-            }
-        }
-    }
 }
 
 /// Loopback, private, link-local, unspecified, CGNAT and unique-local addresses.
@@ -614,30 +649,189 @@ mod tests {
     #[test]
     fn toolsets_narrow_the_registry() {
         let names = |v: Vec<ToolSpec>| v.into_iter().map(|t| t.name).collect::<Vec<_>>();
-        assert_eq!(names(available(None, &[])).len(), 6);
         assert_eq!(
-            names(available(Some(&["terminal".into()]), &[])),
+            names(available(None, &[], None)),
+            vec![
+                "terminal",
+                "read_file",
+                "write_file",
+                "patch",
+                "list_directory",
+                "search_files",
+                "web_fetch",
+                "skills_list",
+                "skill_view",
+                "todo"
+            ]
+        );
+        let code = Some(Duration::from_secs(9));
+        assert_eq!(
+            names(available(None, &[], code)).last().cloned(),
+            Some("execute_code".into())
+        );
+        assert_eq!(
+            names(available(Some(&["terminal".into()]), &[], code)),
             vec!["terminal"]
         );
         assert_eq!(
             names(available(
-                Some(&["file".into(), "web".into()]),
-                &["web_fetch".into()]
+                Some(&["file".into(), "web".into(), "code_execution".into()]),
+                &["web_fetch".into(), "patch".into()],
+                code
             )),
-            vec!["read_file", "write_file", "list_directory", "search_files"]
+            vec![
+                "read_file",
+                "write_file",
+                "list_directory",
+                "search_files",
+                "execute_code"
+            ]
         );
+        assert_eq!(
+            names(available(
+                Some(&["skills".into(), "todo".into()]),
+                &[],
+                None
+            )),
+            vec!["skills_list", "skill_view", "todo"]
+        );
+    }
+
+    fn context(workdir: &Path, code_timeout: Duration) -> ToolContext {
+        ToolContext {
+            workdir: workdir.to_path_buf(),
+            allow_private_fetch: false,
+            activity: Activity::new(),
+            mcp: None,
+            home: workdir.to_path_buf(),
+            todos: Arc::default(),
+            execute_code: true,
+            code_timeout,
+        }
+    }
+
+    #[tokio::test]
+    async fn execute_code_runs_python_and_reports_like_hermes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = context(dir.path(), Duration::from_secs(20));
+        let offered = offered(None, &[], &ctx);
+        let call = |code: &str| {
+            let args = json!({"code": code}).to_string();
+            let offered = offered.clone();
+            let ctx = ctx.clone();
+            async move {
+                serde_json::from_str::<Value>(
+                    &dispatch("execute_code", &args, &offered, &ctx).await,
+                )
+                .unwrap()
+            }
+        };
+        let v = call("import os\nprint(os.getcwd())\nprint(sum(range(5)))").await;
+        assert_eq!(v["status"], "success", "{v}");
+        let cwd = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(v["output"], format!("{}\n10\n", cwd.display()));
+        assert_eq!(v["exit_code"], 0);
+        let v = call("print('partial')\nraise SystemExit('boom')").await;
+        assert_eq!(v["status"], "error");
+        assert_eq!(v["exit_code"], 1);
+        assert_eq!(v["error"], "boom\n");
+        assert_eq!(v["output"], "partial\n\n--- stderr ---\nboom\n");
+        let v = call("print('x' * 60000, end='')").await;
+        assert_eq!(v["stdout_truncated"], true);
+        assert_eq!(v["stdout_bytes_total"], 60000);
+        assert!(
+            v["output"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("[OUTPUT TRUNCATED - 10,000 bytes omitted out of 60,000 total]")
+                || v["output"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("[OUTPUT TRUNCATED - 10000 bytes omitted out of 60000 total]")
+        );
+        let v = call("  ").await;
+        assert_eq!(v["error"], "No code provided.");
+        std::env::set_var("HERMES_TEST_SECRET_TOKEN", "s3cr3t");
+        let v = call("import os\nprint(os.environ.get('HERMES_TEST_SECRET_TOKEN'))").await;
+        assert_eq!(
+            v["output"], "None\n",
+            "credential-named variables are not passed"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_hanging_script_is_killed_with_its_group_at_the_timeout() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = context(dir.path(), Duration::from_secs(1));
+        let offered = offered(None, &[], &ctx);
+        let code = "import subprocess, time\nopen('child.pid', 'w').write(str(subprocess.Popen(['sleep', '60']).pid))\ntime.sleep(60)";
+        let started = std::time::Instant::now();
+        let out = dispatch(
+            "execute_code",
+            &json!({"code": code}).to_string(),
+            &offered,
+            &ctx,
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["status"], "timeout", "{v}");
+        assert_eq!(v["error"], "Script timed out after 1s and was killed.");
+        let pid: i64 = std::fs::read_to_string(dir.path().join("child.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            !crate::process::pid_alive(pid)
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "the script's child is gone"
+        );
+    }
+
+    #[test]
+    fn read_file_numbers_lines_and_pages_like_hermes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        std::fs::write(&path, "\u{feff}one\ntwo\nthree\n").unwrap();
+        let read = |offset, limit| -> Value {
+            serde_json::from_str(&read_file(&path, Lines { offset, limit })).unwrap()
+        };
+        let v = read(1, 500);
+        assert_eq!(v["content"], "1|one\n2|two\n3|three");
+        assert_eq!(
+            (v["total_lines"].as_u64(), v["truncated"].as_bool()),
+            (Some(3), Some(false))
+        );
+        let v = read(2, 1);
+        assert_eq!(v["content"], "2|two");
+        assert_eq!(
+            v["hint"],
+            "Use offset=3 to continue reading (showing 2-2 of 3 lines)"
+        );
+        std::fs::write(&path, b"\x00\x01bin").unwrap();
+        assert_eq!(read(1, 5)["is_binary"], true);
+        assert!(read_file(
+            &dir.path().join("gone"),
+            Lines {
+                offset: 1,
+                limit: 1
+            }
+        )
+        .contains("cannot read"));
     }
 
     #[tokio::test]
     async fn terminal_runs_in_the_workdir_and_refuses_rm_rf_root() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext {
-            workdir: dir.path().to_path_buf(),
-            allow_private_fetch: false,
-            activity: Activity::new(),
-            mcp: None,
-        };
-        let offered = available(None, &[]);
+        let ctx = context(dir.path(), Duration::from_secs(5));
+        let offered = available(None, &[], None);
         let out = dispatch(
             "terminal",
             r#"{"command":"echo hi > f.txt; cat f.txt"}"#,
@@ -648,6 +842,15 @@ mod tests {
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["output"], "hi\n");
         assert_eq!(v["exit_code"], 0);
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let args = json!({"command": "pwd", "workdir": sub.display().to_string()}).to_string();
+        let v: Value =
+            serde_json::from_str(&dispatch("terminal", &args, &offered, &ctx).await).unwrap();
+        assert_eq!(v["output"], format!("{}\n", sub.display()));
+        let args = r#"{"command":"sleep 1","background":true}"#;
+        let out = dispatch("terminal", args, &offered, &ctx).await;
+        assert!(out.contains("not available in scheduled runs"), "{out}");
         let out = dispatch("terminal", r#"{"command":"rm -rf /"}"#, &offered, &ctx).await;
         assert!(out.contains("refused"), "{out}");
         let out = dispatch(
