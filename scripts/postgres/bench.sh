@@ -36,6 +36,7 @@ PY
     idle=$(for _ in $(seq "$RUNS"); do a=$(ms); "$BIN" cron tick >/dev/null; b=$(ms); echo $((b - a)); done | median)
     due=$((N / 100))
     busy=$(for _ in $(seq "$RUNS"); do
+        sleep 1.1   # a new second: a new occurrence of the same jobs
         psql "$HERMES_CRON_STORE" -qc "UPDATE hermes_cron_jobs SET next_run_at = now() - interval '5 seconds',
             record = jsonb_set(record::jsonb, '{next_run_at}', to_jsonb(to_char((now() - interval '5 seconds') AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"')))::json
             WHERE id IN (SELECT id FROM hermes_cron_jobs ORDER BY position LIMIT $due)"
