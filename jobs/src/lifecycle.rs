@@ -602,6 +602,13 @@ pub fn resume_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<J
 /// Removes a job and its output documents.
 pub fn remove_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<Job, JobError> {
     let id = resolve(store, reference, ctx)?;
+    // The id names the job's output documents; one that could name anything else is
+    // refused before any backend touches anything.
+    if !crate::job::is_safe_id(&id) {
+        return Err(JobError::Invalid(format!(
+            "Job id '{id}' is not a safe file name; fix or remove it in jobs.json by hand"
+        )));
+    }
     store.remove_job(ctx, &id).map_err(|e| match e {
         JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
         other => other,

@@ -74,6 +74,38 @@ pub struct Hermes {
     pub now: Option<String>,
     /// TZ, the system zone legacy naive timestamps are read in.
     pub system_zone: String,
+    /// `HERMES_CRON_STORE`: a database of its own on the test cluster when the suite runs
+    /// against PostgreSQL (`HERMES_TEST_STORE=postgres`); `None`: jobs.json.
+    pub store_url: Option<String>,
+}
+
+/// A fresh database on a throwaway cluster (started once per test process by
+/// `scripts/postgres/test-cluster.sh`, removed when it exits).
+pub fn postgres_database() -> String {
+    static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let base = CLUSTER.get_or_init(|| {
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/postgres/test-cluster.sh"
+        );
+        let out = Command::new("bash")
+            .args([script, &std::process::id().to_string()])
+            .output()
+            .expect("run test-cluster.sh");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    });
+    let name = format!("t{:016x}", rand::random::<u64>());
+    let created = Command::new("psql")
+        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .status()
+        .expect("run psql");
+    assert!(created.success());
+    base.replacen("/postgres?", &format!("/{name}?"), 1)
 }
 
 impl Hermes {
@@ -87,7 +119,15 @@ impl Hermes {
             zone: "UTC".to_string(),
             now: Some(NOW.to_string()),
             system_zone: "UTC".to_string(),
+            store_url: (std::env::var("HERMES_TEST_STORE").as_deref() == Ok("postgres"))
+                .then(postgres_database),
         }
+    }
+
+    /// True when this suite runs against jobs.json (tests of the file itself: its bytes,
+    /// modes, repairs).
+    pub fn on_files(&self) -> bool {
+        self.store_url.is_none()
     }
 
     /// A fresh home whose configured zone is `zone`.
@@ -127,6 +167,9 @@ impl Hermes {
         }
         if let Some(now) = &self.now {
             command.env("HERMES_NOW", now);
+        }
+        if let Some(url) = &self.store_url {
+            command.env("HERMES_CRON_STORE", url);
         }
         command
     }
@@ -173,8 +216,23 @@ impl Hermes {
         created_id(run.ok())
     }
 
-    /// The store's bytes, or `None` when there is no jobs.json.
+    /// The store's bytes, or `None` when there is no jobs.json. On PostgreSQL: the
+    /// store as `hermes cron store export` prints it, `None` while it holds no job.
     pub fn store_bytes(&self) -> Option<Vec<u8>> {
+        if self.store_url.is_some() {
+            let out = self
+                .command(&["cron", "store", "export"])
+                .output()
+                .expect("export");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let value: Value = serde_json::from_slice(&out.stdout).expect("export is JSON");
+            let empty = value["jobs"].as_array().is_some_and(Vec::is_empty);
+            return (!empty).then_some(out.stdout);
+        }
         match fs::read(self.jobs_path()) {
             Ok(bytes) => Some(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -212,10 +270,21 @@ impl Hermes {
             .unwrap_or_else(|| panic!("no job {id} in jobs.json"))
     }
 
-    /// Puts `bytes` in place as `<home>/cron/jobs.json`.
+    /// Puts `bytes` in place as `<home>/cron/jobs.json` (on PostgreSQL: imports them).
     pub fn write_store(&self, bytes: &[u8]) {
         fs::create_dir_all(self.cron_dir()).unwrap();
         fs::write(self.jobs_path(), bytes).unwrap();
+        if self.store_url.is_some() {
+            let out = self
+                .command(&["cron", "store", "import"])
+                .output()
+                .expect("import");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     /// Copies `tests/fixtures/<name>` in as jobs.json and returns its bytes.
