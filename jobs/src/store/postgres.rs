@@ -640,9 +640,12 @@ where
 }
 
 /// Renews this process's lease every [`HEARTBEAT_EVERY`], and marks a change when a
-/// dead process left claims to take over, so a sleeping daemon wakes for them.
+/// dead process left claims to take over or when the earliest due time moved (the
+/// safety net under NOTIFY: a notification lost while the database was away is noticed
+/// here within one beat), so a sleeping daemon wakes for them.
 async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
     let mut every = tokio::time::interval(HEARTBEAT_EVERY);
+    let mut earliest: Option<Option<DateTime<Utc>>> = None;
     loop {
         every.tick().await;
         let Ok(client) = pool.get().await else {
@@ -677,6 +680,19 @@ async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
             if row.get::<_, bool>(0) {
                 changes.fetch_add(1, Ordering::Relaxed);
             }
+        }
+        let due = client
+            .query_one(
+                "SELECT MIN(next_run_at) FROM hermes_cron_jobs WHERE runnable",
+                &[],
+            )
+            .await;
+        if let Ok(row) = due {
+            let now: Option<DateTime<Utc>> = row.get(0);
+            if earliest.is_some_and(|seen| seen != now) {
+                changes.fetch_add(1, Ordering::Relaxed);
+            }
+            earliest = Some(now);
         }
     }
 }
