@@ -5,41 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use chrono::{SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::support::fixture;
-
-/// A fresh database on the test cluster.
-fn database() -> String {
-    static CLUSTER: OnceLock<String> = OnceLock::new();
-    let base = CLUSTER.get_or_init(|| {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/postgres/test-cluster.sh"
-        );
-        let out = Command::new("bash")
-            .args([script, &std::process::id().to_string()])
-            .output()
-            .expect("run test-cluster.sh");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    });
-    let name = format!("t{:016x}", rand::random::<u64>());
-    let created = Command::new("psql")
-        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
-        .status()
-        .expect("run psql");
-    assert!(created.success());
-    base.replacen("/postgres?", &format!("/{name}?"), 1)
-}
+use crate::support::{create_database, fixture, postgres_database, start_postgres_cluster};
 
 /// One host: its own HERMES_HOME (scripts, config), the shared database.
 struct Host {
@@ -142,7 +113,7 @@ fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn two_hosts_on_one_database_run_each_occurrence_once_and_see_each_other() {
-    let store = database();
+    let store = postgres_database();
     let side: PathBuf = tempfile::tempdir().unwrap().keep().join("side.txt");
     let (a, b) = (Host::new(&store, "host-a"), Host::new(&store, "host-b"));
     for host in [&a, &b] {
@@ -244,7 +215,7 @@ fn import_then_export_keeps_every_field_of_python_hermes_stores() {
     let imported: Vec<(Host, PathBuf, Value)> = names
         .iter()
         .map(|name| {
-            let host = Host::new(&database(), "host-a");
+            let host = Host::new(&postgres_database(), "host-a");
             let path = fixture(name);
             let out = host.ok(&["cron", "store", "import", "--from", path.to_str().unwrap()]);
             assert!(out.contains("added"), "{out}");
@@ -343,27 +314,9 @@ fn a_store_url_that_is_not_postgresql_or_not_reachable_is_a_clear_error() {
 /// A cluster of this test's own (the ones that restart it must not disturb the others),
 /// its data directory and the URL of a fresh database on it.
 fn own_cluster() -> (PathBuf, String) {
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/scripts/postgres/test-cluster.sh"
-    );
-    let out = Command::new("bash")
-        .args([script, &std::process::id().to_string()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let base = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let base = start_postgres_cluster();
     let dir = PathBuf::from(base.rsplit("host=").next().unwrap());
-    let created = Command::new("psql")
-        .args([base.as_str(), "-qc", "CREATE DATABASE jobs"])
-        .status()
-        .unwrap();
-    assert!(created.success());
-    (dir, base.replacen("/postgres?", "/jobs?", 1))
+    (dir, create_database(&base, "jobs"))
 }
 
 fn add_once(host: &Host, at: chrono::DateTime<Utc>, script: &str, name: &str) -> String {
@@ -396,7 +349,7 @@ fn marks(file: &Path) -> Vec<String> {
 #[test]
 #[ignore = "slow (~30 s: two 10 s leases run out); run by .ci/run"]
 fn a_host_stopped_for_two_leases_while_holding_a_claim_never_runs_it_twice() {
-    let store = database();
+    let store = postgres_database();
     let side = tempfile::tempdir().unwrap().keep();
     let (a, b) = (Host::new(&store, "host-a"), Host::new(&store, "host-b"));
     for host in [&a, &b] {
@@ -455,11 +408,11 @@ fn a_host_stopped_for_two_leases_while_holding_a_claim_never_runs_it_twice() {
 
 #[test]
 #[ignore = "slow (~20 s: waits for jobs due by the database's clock); run by .ci/run"]
-fn a_host_whose_clock_runs_ahead_fires_nothing_early_and_on_time_by_the_database() {
+fn a_host_whose_clock_runs_ahead_fires_nothing_early_and_on_time_by_the_postgres_database() {
     if Command::new("faketime").arg("--version").output().is_err() {
         panic!("faketime is missing: apt-get install faketime (.ci/run does)");
     }
-    let store = database();
+    let store = postgres_database();
     let side = tempfile::tempdir().unwrap().keep();
     let host = Host::new(&store, "fast");
     host.script(
@@ -636,7 +589,7 @@ fn generated_store(
 #[test]
 #[ignore = "slow (~150 s: two minutes of jobs on three hosts, one killed every 15 s); run by .ci/run"]
 fn three_hosts_with_one_killed_every_15_s_run_every_occurrence_exactly_once() {
-    let store = database();
+    let store = postgres_database();
     let side = tempfile::tempdir().unwrap().keep();
     let hosts: Vec<Host> = ["host-a", "host-b", "host-c"]
         .iter()

@@ -79,33 +79,40 @@ pub struct Hermes {
     pub store_url: Option<String>,
 }
 
-/// A fresh database on a throwaway cluster (started once per test process by
-/// `scripts/postgres/test-cluster.sh`, removed when it exits).
-pub fn postgres_database() -> String {
-    static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    let base = CLUSTER.get_or_init(|| {
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/scripts/postgres/test-cluster.sh"
-        );
-        let out = Command::new("bash")
-            .args([script, &std::process::id().to_string()])
-            .output()
-            .expect("run test-cluster.sh");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    });
-    let name = format!("t{:016x}", rand::random::<u64>());
+/// Starts a throwaway PostgreSQL cluster (`scripts/postgres/test-cluster.sh`, removed
+/// when this test process exits) and returns the URL of its `postgres` database.
+pub fn start_postgres_cluster() -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scripts/postgres/test-cluster.sh"
+    );
+    let out = Command::new("bash")
+        .args([script, &std::process::id().to_string()])
+        .output()
+        .expect("run test-cluster.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A new database `name` on the cluster at `base`; returns its URL.
+pub fn create_database(base: &str, name: &str) -> String {
     let created = Command::new("psql")
-        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .args([base, "-qc", &format!("CREATE DATABASE {name}")])
         .status()
         .expect("run psql");
     assert!(created.success());
     base.replacen("/postgres?", &format!("/{name}?"), 1)
+}
+
+/// A fresh database on the cluster this test process shares.
+pub fn postgres_database() -> String {
+    static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let base = CLUSTER.get_or_init(start_postgres_cluster);
+    create_database(base, &format!("t{:016x}", rand::random::<u64>()))
 }
 
 impl Hermes {
