@@ -18,6 +18,8 @@ mod agent_tools;
 mod concurrency;
 #[path = "cli/daemon.rs"]
 mod daemon;
+#[path = "cli/dashboard.rs"]
+mod dashboard;
 #[path = "cli/delivery.rs"]
 mod delivery;
 #[path = "cli/edit.rs"]
@@ -40,3 +42,5 @@ mod references;
 mod safety;
 #[path = "cli/unreadable.rs"]
 mod unreadable;
+#[path = "cli/webdriver.rs"]
+mod webdriver;
