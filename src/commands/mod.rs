@@ -76,7 +76,14 @@ pub fn open_store(home: &Home, config: &Config) -> Result<Arc<dyn Store>, CliErr
             Arc::new(pid_alive),
         ))),
         Some((_, url)) if url.starts_with("postgresql://") || url.starts_with("postgres://") => {
-            Ok(Arc::new(PgStore::connect(url.trim(), owner)?))
+            let store = PgStore::connect(url.trim(), owner)?;
+            // A pinned clock (HERMES_NOW) decides what is due, as it does on jobs.json.
+            let pinned = std::env::var_os("HERMES_NOW").is_some();
+            Ok(Arc::new(if pinned {
+                store.deciding_on_caller_clock()
+            } else {
+                store
+            }))
         }
         Some((source, url)) => Err(CliError::user(format!(
             "{source} '{url}' is not a PostgreSQL URL: use postgresql://USER@HOST/DB, or leave it unset for jobs.json"

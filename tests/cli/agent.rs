@@ -128,13 +128,7 @@ pub(crate) fn skill(hermes: &Hermes, folder: &str, name: &str, body: &str) {
 
 /// The newest output document of a job.
 pub(crate) fn output(hermes: &Hermes, id: &str) -> String {
-    let dir = hermes.cron_dir().join("output").join(id);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    std::fs::read_to_string(files.last().expect("an output document")).unwrap()
+    hermes.latest_output(id)
 }
 
 pub(crate) fn runs(hermes: &Hermes, id: &str) -> Vec<Value> {

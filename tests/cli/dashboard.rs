@@ -27,14 +27,20 @@ impl Drop for Daemon {
 /// A home with a model (the fake), the API key and port in its `.env`, some jobs, and
 /// its daemon serving the API on `port`.
 fn serve(hermes: &Hermes, model: &Fake, port: u16) -> Daemon {
-    std::fs::write(hermes.home().join("config.yaml"), openai_config(&model.base))
-        .expect("write config.yaml");
+    std::fs::write(
+        hermes.home().join("config.yaml"),
+        openai_config(&model.base),
+    )
+    .expect("write config.yaml");
     std::fs::write(
         hermes.home().join(".env"),
         format!("API_SERVER_KEY={KEY}\nAPI_SERVER_PORT={port}\n"),
     )
     .expect("write .env");
-    for (schedule, name) in [("0 9 * * 1-5", "Morning brief"), ("every 6h", "Inbox sweep")] {
+    for (schedule, name) in [
+        ("0 9 * * 1-5", "Morning brief"),
+        ("every 6h", "Inbox sweep"),
+    ] {
         hermes.add(schedule, "Summarize what changed.", &["--name", name]);
     }
     let log = std::fs::File::create(hermes.home().join("daemon.log")).expect("create the log");

@@ -135,13 +135,7 @@ fn stdio(name: &str, args: &[&str], more: &str) -> String {
 
 /// The newest output document of a job.
 fn output(hermes: &Hermes, id: &str) -> String {
-    let dir = hermes.cron_dir().join("output").join(id);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    std::fs::read_to_string(files.last().expect("an output document")).unwrap()
+    hermes.latest_output(id)
 }
 
 /// Live (not zombie) processes of process group `pgid`.

@@ -108,6 +108,12 @@ pub fn create_database(base: &str, name: &str) -> String {
     base.replacen("/postgres?", &format!("/{name}?"), 1)
 }
 
+/// True when this run of the suite puts every home's store on PostgreSQL
+/// (`HERMES_TEST_STORE=postgres`).
+pub fn on_postgres() -> bool {
+    std::env::var("HERMES_TEST_STORE").as_deref() == Ok("postgres")
+}
+
 /// A fresh database on the cluster this test process shares.
 pub fn postgres_database() -> String {
     static CLUSTER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -126,8 +132,7 @@ impl Hermes {
             zone: "UTC".to_string(),
             now: Some(NOW.to_string()),
             system_zone: "UTC".to_string(),
-            store_url: (std::env::var("HERMES_TEST_STORE").as_deref() == Ok("postgres"))
-                .then(postgres_database),
+            store_url: on_postgres().then(postgres_database),
         }
     }
 
@@ -275,6 +280,22 @@ impl Hermes {
             .into_iter()
             .find(|job| job["id"] == id)
             .unwrap_or_else(|| panic!("no job {id} in jobs.json"))
+    }
+
+    /// The output document of the job's newest run, read the way a user would on any
+    /// backend: the run id from `hermes cron runs --json`, the text from `hermes cron output`.
+    #[track_caller]
+    pub fn latest_output(&self, job: &str) -> String {
+        let runs: Value =
+            serde_json::from_str(self.cron(&["runs", job, "--json"]).ok()).expect("runs JSON");
+        let newest = runs["runs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|run| run["id"].as_i64())
+            .max()
+            .unwrap_or_else(|| panic!("job {job} has no run"));
+        self.cron(&["output", &newest.to_string()]).ok().to_string()
     }
 
     /// Puts `bytes` in place as `<home>/cron/jobs.json` (on PostgreSQL: imports them).

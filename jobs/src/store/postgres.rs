@@ -140,6 +140,9 @@ pub struct PgStore {
     /// Bumped by NOTIFY, by this process's own writes and when a dead host's claims
     /// wait to be taken over: what the daemon watches to wake up.
     changes: Arc<AtomicU64>,
+    /// Whose "now" decides what is due: the database's (always, but for a pinned
+    /// process clock; see [`PgStore::deciding_on_caller_clock`]).
+    caller_clock: bool,
 }
 
 fn unavailable(location: &str, e: impl std::fmt::Display) -> StoreError {
@@ -270,6 +273,7 @@ impl PgStore {
             owner,
             location,
             changes: Arc::new(AtomicU64::new(1)),
+            caller_clock: false,
         };
         store.block(store.migrate())?;
         store.block(store.register())?;
@@ -280,6 +284,16 @@ impl PgStore {
             Arc::clone(&store.changes),
         ));
         Ok(store)
+    }
+
+    /// Due decisions use the caller's "now" instead of the database's. Only for a
+    /// process whose clock is pinned (`HERMES_NOW`: tests and reproductions of a past
+    /// pass), where the database's clock would make every job of the pinned past
+    /// overdue; hosts that share a database always decide on its clock. Leases and
+    /// heartbeats stay on the database's clock either way.
+    pub fn deciding_on_caller_clock(mut self) -> PgStore {
+        self.caller_clock = true;
+        self
     }
 
     /// Runs `future` on the store's runtime and waits for it. From inside another
@@ -417,11 +431,14 @@ impl PgStore {
     async fn claim(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-        let now: DateTime<Utc> = tx
-            .query_one("SELECT now()", &[])
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
+        let now: DateTime<Utc> = if self.caller_clock {
+            ctx.now
+        } else {
+            tx.query_one("SELECT now()", &[])
+                .await
+                .map_err(|e| self.fail(e))?
+                .get(0)
+        };
         let ctx = Context { now, ..*ctx };
         let retention_start = now - scan.completed_retention;
         tx.execute(
