@@ -291,7 +291,14 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         ],
         Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
         Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
-        Platform::WhatsApp | Platform::Email => &[],
+        Platform::WhatsApp => &["WHATSAPP_ENABLED"],
+        Platform::Email
+        | Platform::WeCom
+        | Platform::WeComCallback
+        | Platform::Weixin
+        | Platform::BlueBubbles
+        | Platform::QqBot
+        | Platform::Yuanbao => &[],
     }
 }
 

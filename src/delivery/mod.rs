@@ -35,6 +35,7 @@ pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod whatsapp;
 pub mod whatsapp_cloud;
 
 use std::path::Path;
@@ -235,9 +236,14 @@ pub async fn send_to(
                 }
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsApp | Platform::Email => {
-                    Err((Failure::Final(cannot_send(platform.as_str())), skip))
-                }
+                Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
+                Platform::Email
+                | Platform::WeCom
+                | Platform::WeComCallback
+                | Platform::Weixin
+                | Platform::BlueBubbles
+                | Platform::QqBot
+                | Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
             }
         }
     }
