@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 12] = [
+    pub const SENDABLE: [Platform; 13] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -84,6 +84,7 @@ impl Platform {
         Platform::Sms,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::BlueBubbles,
         Platform::WhatsApp,
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
@@ -489,6 +490,7 @@ mod tests {
                 "sms",
                 "dingtalk",
                 "feishu",
+                "bluebubbles",
                 "whatsapp",
                 "whatsapp_cloud",
                 "homeassistant"
@@ -505,7 +507,6 @@ mod tests {
                 Platform::WeCom,
                 Platform::WeComCallback,
                 Platform::Weixin,
-                Platform::BlueBubbles,
                 Platform::QqBot,
                 Platform::Yuanbao
             ]

@@ -292,11 +292,11 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
         Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
         Platform::WhatsApp => &["WHATSAPP_ENABLED"],
+        Platform::BlueBubbles => &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
         Platform::Email
         | Platform::WeCom
         | Platform::WeComCallback
         | Platform::Weixin
-        | Platform::BlueBubbles
         | Platform::QqBot
         | Platform::Yuanbao => &[],
     }

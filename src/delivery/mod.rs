@@ -21,6 +21,7 @@
 //! returns.
 
 pub mod api;
+pub mod bluebubbles;
 pub mod dingtalk;
 pub mod discord;
 pub mod feishu;
@@ -237,11 +238,13 @@ pub async fn send_to(
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
                 Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
+                Platform::BlueBubbles => {
+                    bluebubbles::send(env, chat, thread, text, media, skip).await
+                }
                 Platform::Email
                 | Platform::WeCom
                 | Platform::WeComCallback
                 | Platform::Weixin
-                | Platform::BlueBubbles
                 | Platform::QqBot
                 | Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
             }

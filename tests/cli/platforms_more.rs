@@ -194,3 +194,264 @@ fn whatsapp_bridge_refusing_a_send_is_recorded_and_never_resent() {
 fn whatsapp_bridge_splits_retries_and_records_refusals() {
     check_all(&WHATSAPP);
 }
+
+// ---------------------------------------------------------------------------- BlueBubbles
+
+const BB_PASSWORD: &str = "bb-server-password-0123456789";
+const BB_CHAT: &str = "iMessage;-;+15557654321";
+
+fn bb_error(status: u16, message: &str, kind: &str, detail: &str) -> Answer {
+    (
+        status,
+        Vec::new(),
+        json!({"status": status, "message": message, "error": {"type": kind, "message": detail}})
+            .to_string(),
+    )
+}
+
+/// The query parameter `name` of a request path, percent-decoded.
+fn query_param(path: &str, name: &str) -> Option<String> {
+    let query = path.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| {
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+    })
+}
+
+/// A BlueBubbles server: the password in the query string, chats by GUID, and the
+/// server's own `{status, message, error}` bodies.
+fn bb_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    if query_param(&seen.path, "password").as_deref() != Some(BB_PASSWORD) {
+        return bb_error(
+            401,
+            "Unauthorized",
+            "Authentication Error",
+            "You are not authorized to access this resource",
+        );
+    }
+    let route = seen.path.split('?').next().unwrap_or("");
+    let sent = |guid: &str| {
+        ok(
+            json!({"status": 200, "message": "Message sent!", "data": {"guid": guid, "isFromMe": true}}),
+        )
+    };
+    match route {
+        "/api/v1/chat/query" => ok(json!({"status": 200, "message": "Success", "data": [
+            {"guid": "iMessage;+;chat493787071395575843", "chatIdentifier": "chat493787071395575843", "displayName": "Ops"},
+            {"guid": BB_CHAT, "chatIdentifier": "+15557654321", "displayName": ""}
+        ]})),
+        "/api/v1/message/text" => {
+            match fault {
+                Some(Fault::ServerError) => {
+                    return (
+                        503,
+                        Vec::new(),
+                        "<html><body><h1>503 Service Unavailable</h1></body></html>".into(),
+                    )
+                }
+                Some(Fault::RateLimited) => {
+                    return (
+                        429,
+                        vec![("Retry-After".into(), "1".into())],
+                        "Too Many Requests".into(),
+                    )
+                }
+                None => {}
+            }
+            let body = seen.json();
+            let (guid, message) = (
+                body["chatGuid"].as_str().unwrap_or(""),
+                body["message"].as_str().unwrap_or(""),
+            );
+            if guid.is_empty() || message.is_empty() || !body["tempGuid"].is_string() {
+                return bb_error(
+                    400,
+                    "Bad Request",
+                    "Validation Error",
+                    "A message and chatGuid are required",
+                );
+            }
+            if !guid.contains(';') {
+                return bb_error(
+                    500,
+                    "Message Send Error",
+                    "iMessage Error",
+                    "Chat does not exist",
+                );
+            }
+            sent("p:0/6B8D1D4E-0001")
+        }
+        "/api/v1/message/attachment" => {
+            let body = String::from_utf8_lossy(&seen.body);
+            let has = |name: &str| body.contains(&format!("name=\"{name}\""));
+            if !(has("chatGuid")
+                && has("name")
+                && has("tempGuid")
+                && body.contains("name=\"attachment\"; filename=\"chart.png\""))
+            {
+                return bb_error(
+                    400,
+                    "Bad Request",
+                    "Validation Error",
+                    "Attachment not provided or was empty!",
+                );
+            }
+            ok(
+                json!({"status": 200, "message": "Attachment sent!", "data": {"guid": "p:0/6B8D1D4E-0002"}}),
+            )
+        }
+        _ => bb_error(404, "Not Found", "Not Found", "Route not found"),
+    }
+}
+
+fn bb_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .starts_with("/api/v1/message/text")
+        .then(|| seen.json()["message"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn bb_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("BLUEBUBBLES_SERVER_URL", format!("{base}/")),
+        ("BLUEBUBBLES_PASSWORD", BB_PASSWORD.to_string()),
+        ("BLUEBUBBLES_HOME_CHANNEL", "+15557654321".to_string()),
+    ]
+}
+
+const BLUEBUBBLES: Spec = Spec {
+    target: "bluebubbles",
+    api: bb_api,
+    text: bb_text,
+    env: bb_env,
+    credential: "BLUEBUBBLES_PASSWORD",
+    spoil: crate::platforms::spoiled,
+    refused:
+        "bluebubbles:+15557654321: 401 Unauthorized: You are not authorized to access this resource",
+    waits_in_run: true,
+    limit: 4000,
+};
+
+#[test]
+fn bluebubbles_gets_one_plain_bubble_per_paragraph_then_the_attachment() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let (hermes, _) = rich_home(&BLUEBUBBLES, &fake);
+    let id = add_job(&hermes, "bluebubbles", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let routes: Vec<&str> = seen
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or(""))
+        .collect();
+    assert_eq!(routes[0], "/api/v1/chat/query");
+    assert_eq!(routes[1..7], ["/api/v1/message/text"; 6]);
+    assert_eq!(routes[7..], ["/api/v1/message/attachment"]);
+    let texts: Vec<Value> = seen[1..7].iter().map(Seen::json).collect();
+    assert!(texts.iter().all(|t| t["chatGuid"] == BB_CHAT), "{texts:?}");
+    let temps: std::collections::HashSet<&str> = texts
+        .iter()
+        .filter_map(|t| t["tempGuid"].as_str())
+        .collect();
+    assert_eq!(temps.len(), 6, "each bubble has its own tempGuid");
+    let bubbles: Vec<&str> = texts.iter().filter_map(|t| t["message"].as_str()).collect();
+    let header = format!("Cronjob Response: daily report\n(job_id: {id})\n-------------");
+    assert_eq!(
+        bubbles,
+        [
+            header.as_str(),
+            "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).",
+            "Backups finished at 03:12; nothing to do.",
+            "df -h /srv",
+            "Next check tomorrow.",
+            "To stop or manage this job, send me a new message (e.g. \"stop reminder daily report\").",
+        ]
+    );
+    let upload = String::from_utf8_lossy(&seen[7].body);
+    assert!(upload.contains(BB_CHAT), "{upload}");
+    assert!(upload.contains("PNG\r\n\x1a\nnot-really-a-png"), "{upload}");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn bluebubbles_long_paragraphs_arrive_in_order_as_bubbles_within_the_limit() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let huge = format!("Opening: {}", "all systems nominal ".repeat(300));
+    let (mut reply, code) = crate::delivery::long_reply();
+    reply = format!("{huge}\n\n{reply}");
+    let hermes = platform_home(&BLUEBUBBLES, &fake, &reply);
+    let id = add_job(&hermes, "bluebubbles:iMessage;-;+15557654321", &[]);
+    run(&hermes, &id);
+
+    let bubbles: Vec<String> = fake.seen().iter().filter_map(bb_text).collect();
+    assert!(bubbles.iter().all(|b| b.chars().count() <= 4000));
+    // The paragraph over the limit is cut in two bubbles, in order, without markers.
+    assert!(huge.starts_with(&bubbles[1]), "{:?}", &bubbles[1][..40]);
+    assert!(
+        huge.trim_end().ends_with(&bubbles[2]),
+        "{:?}",
+        &bubbles[2][..40]
+    );
+    assert_eq!(bubbles[1].len() + bubbles[2].len(), huge.trim_end().len());
+    assert!(bubbles
+        .iter()
+        .all(|b| !b.ends_with(')') || b.ends_with("daily report\").")));
+    let code_body = code
+        .trim_start_matches("```rust\n")
+        .trim_end_matches("```")
+        .trim_end();
+    assert!(
+        bubbles.iter().any(|b| b == code_body),
+        "the code block is one bubble"
+    );
+    let joined = bubbles.concat();
+    let mut last = 0;
+    for n in 0..20 {
+        let at = joined
+            .find(&format!("Paragraph {n:02}:"))
+            .unwrap_or(usize::MAX);
+        assert!(at >= last && at != usize::MAX, "paragraph {n}");
+        last = at;
+    }
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn bluebubbles_refuses_a_target_that_names_no_chat_before_sending() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let hermes = platform_home(&BLUEBUBBLES, &fake, "report\n");
+    let id = add_job(&hermes, "bluebubbles:someone@example.com", &[]);
+    run(&hermes, &id);
+
+    assert_eq!(fake.seen().len(), 1, "only the chat lookup");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "bluebubbles:someone@example.com: BlueBubbles chat not found for target: someone@example.com (name it by its GUID, e.g. iMessage;-;someone@example.com)"
+    );
+}
+
+/// A 429 or a 503 from the tunnel on the first bubble: that bubble is sent again, and
+/// every bubble arrives once, in order.
+#[test]
+fn bluebubbles_retries_the_bubble_that_met_a_429_or_a_503_and_records_refusals() {
+    for fault in [Fault::RateLimited, Fault::ServerError] {
+        let fake = fake(&BLUEBUBBLES, Some(fault));
+        let hermes = platform_home(&BLUEBUBBLES, &fake, "All 12 services are healthy.\n");
+        let id = add_job(&hermes, "bluebubbles", &[]);
+        run(&hermes, &id);
+
+        let sent: Vec<String> = fake.seen().iter().filter_map(bb_text).collect();
+        assert_eq!(sent.len(), 4, "{fault:?}: {sent:?}");
+        assert_eq!(sent[0], sent[1], "{fault:?}: the retry is the same bubble");
+        assert_eq!(sent[2], "All 12 services are healthy.");
+        assert!(sent[3].starts_with("To stop or manage this job"));
+        assert_eq!(hermes.job(&id)["last_status"], "ok", "{fault:?}");
+    }
+    crate::platforms::check_wrong_credential_is_recorded(&BLUEBUBBLES);
+}
