@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 13] = [
+    pub const SENDABLE: [Platform; 14] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -85,6 +85,7 @@ impl Platform {
         Platform::DingTalk,
         Platform::Feishu,
         Platform::BlueBubbles,
+        Platform::QqBot,
         Platform::WhatsApp,
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
@@ -491,6 +492,7 @@ mod tests {
                 "dingtalk",
                 "feishu",
                 "bluebubbles",
+                "qqbot",
                 "whatsapp",
                 "whatsapp_cloud",
                 "homeassistant"
@@ -507,7 +509,6 @@ mod tests {
                 Platform::WeCom,
                 Platform::WeComCallback,
                 Platform::Weixin,
-                Platform::QqBot,
                 Platform::Yuanbao
             ]
         );

@@ -293,11 +293,11 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
         Platform::WhatsApp => &["WHATSAPP_ENABLED"],
         Platform::BlueBubbles => &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
+        Platform::QqBot => &["QQ_APP_ID", "QQ_CLIENT_SECRET"],
         Platform::Email
         | Platform::WeCom
         | Platform::WeComCallback
         | Platform::Weixin
-        | Platform::QqBot
         | Platform::Yuanbao => &[],
     }
 }

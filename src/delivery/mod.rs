@@ -30,6 +30,7 @@ pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;
+pub mod qqbot;
 pub mod signal;
 pub mod slack;
 pub mod sms;
@@ -238,6 +239,7 @@ pub async fn send_to(
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
                 Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
+                Platform::QqBot => qqbot::send(env, chat, thread, text, media, skip).await,
                 Platform::BlueBubbles => {
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
@@ -245,7 +247,6 @@ pub async fn send_to(
                 | Platform::WeCom
                 | Platform::WeComCallback
                 | Platform::Weixin
-                | Platform::QqBot
                 | Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
             }
         }

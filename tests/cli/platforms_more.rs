@@ -455,3 +455,143 @@ fn bluebubbles_retries_the_bubble_that_met_a_429_or_a_503_and_records_refusals()
     }
     crate::platforms::check_wrong_credential_is_recorded(&BLUEBUBBLES);
 }
+
+// ---------------------------------------------------------------------------- QQ bot
+
+const QQ_APP_ID: &str = "102074111";
+const QQ_SECRET: &str = "qq-client-secret-0123456789abcdef";
+const QQ_TOKEN: &str = "qq-access-token-ZmFrZS10b2tlbg";
+const QQ_CHANNEL: &str = "6389524";
+const QQ_USER: &str = "E4F4AEA33253A2797FB897C50B81D7ED";
+
+fn qq_error(status: u16, code: i64, message: &str) -> Answer {
+    (
+        status,
+        Vec::new(),
+        json!({"message": message, "code": code, "err_code": code, "trace_id": "5f0c9e0b-1c1b-4f60"}).to_string(),
+    )
+}
+
+/// QQ's token endpoint and message endpoints: a guild channel, a user (C2C) and no
+/// group are known; an id on the wrong endpoint is refused as unknown.
+fn qq_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    if seen.path == "/app/getAppAccessToken" {
+        let body = seen.json();
+        if body["appId"] != QQ_APP_ID || body["clientSecret"] != QQ_SECRET {
+            return ok(json!({"code": 100016, "message": "invalid appid or secret"}));
+        }
+        return ok(json!({"access_token": QQ_TOKEN, "expires_in": "7200"}));
+    }
+    if header(seen, "Authorization") != format!("QQBot {QQ_TOKEN}") {
+        return qq_error(401, 11244, "token not exist or expire");
+    }
+    match fault {
+        Some(Fault::RateLimited) => {
+            let (status, _, body) = qq_error(429, 22009, "request too fast");
+            return (status, vec![("Retry-After".into(), "1".into())], body);
+        }
+        Some(Fault::ServerError) => return qq_error(500, 10000, "internal server error"),
+        None => {}
+    }
+    let body = seen.json();
+    if body["msg_type"] != 0 || body["content"].as_str().unwrap_or("").is_empty() {
+        return qq_error(400, 40034001, "invalid message content");
+    }
+    if body["content"].as_str().map_or(0, |c| c.chars().count()) > 4000 {
+        return qq_error(400, 40034028, "message too long");
+    }
+    let known = [
+        format!("/channels/{QQ_CHANNEL}/messages"),
+        format!("/v2/users/{QQ_USER}/messages"),
+    ];
+    if !known.contains(&seen.path) {
+        return qq_error(404, 50001, "target not found");
+    }
+    ok(json!({"id": "ROBOT1.0_kzHRKXfGT.bbJHh8u1M9Bg", "timestamp": "2026-03-01T09:00:01+08:00"}))
+}
+
+fn qq_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .ends_with("/messages")
+        .then(|| seen.json()["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn qq_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("QQ_APP_ID", QQ_APP_ID.to_string()),
+        ("QQ_CLIENT_SECRET", QQ_SECRET.to_string()),
+        ("QQBOT_API_BASE", base.to_string()),
+        ("QQBOT_HOME_CHANNEL", QQ_CHANNEL.to_string()),
+    ]
+}
+
+const QQBOT: Spec = Spec {
+    target: "qqbot",
+    api: qq_api,
+    text: qq_text,
+    env: qq_env,
+    credential: "QQ_CLIENT_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "qqbot:6389524: QQ token request failed: code 100016: invalid appid or secret",
+    waits_in_run: true,
+    limit: 4000,
+};
+
+#[test]
+fn qqbot_finds_the_users_endpoint_and_gets_plain_text_naming_the_file() {
+    let fake = fake(&QQBOT, None);
+    let (hermes, chart) = rich_home(&QQBOT, &fake);
+    let id = add_job(&hermes, &format!("qqbot:{QQ_USER}"), &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/app/getAppAccessToken".to_string(),
+            format!("/channels/{QQ_USER}/messages"),
+            format!("/v2/users/{QQ_USER}/messages"),
+        ]
+    );
+    assert_eq!(
+        seen[0].json(),
+        json!({"appId": QQ_APP_ID, "clientSecret": QQ_SECRET})
+    );
+    let mut content = wrapped_for(
+        &id,
+        "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).\n\n\
+         Backups finished at 03:12; nothing to do.\n\n\
+         df -h /srv\n\n\
+         Next check tomorrow.",
+    );
+    content.push_str(&format!(
+        "\n(attachment not sent to QQ: {})",
+        chart.display()
+    ));
+    assert_eq!(seen[2].json(), json!({"content": content, "msg_type": 0}));
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn qqbot_reports_every_endpoints_refusal_when_none_knows_the_chat() {
+    let fake = fake(&QQBOT, None);
+    let hermes = platform_home(&QQBOT, &fake, "report\n");
+    let id = add_job(&hermes, "qqbot:UNKNOWN0PENID", &[]);
+    run(&hermes, &id);
+
+    assert_eq!(fake.seen().len(), 4, "the token, then each endpoint once");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "qqbot:UNKNOWN0PENID: no QQ endpoint took chat UNKNOWN0PENID (channel: 404 target not found (code 50001); \
+         c2c: 404 target not found (code 50001); group: 404 target not found (code 50001))"
+    );
+}
+
+#[test]
+fn qqbot_splits_retries_and_records_refusals() {
+    check_all(&QQBOT);
+}
