@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 14] = [
+    pub const SENDABLE: [Platform; 15] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -89,6 +89,7 @@ impl Platform {
         Platform::WhatsApp,
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
+        Platform::WeComCallback,
     ];
 
     /// The name as stored in `deliver` and `origin.platform`: lowercase ASCII.
@@ -495,7 +496,8 @@ mod tests {
                 "qqbot",
                 "whatsapp",
                 "whatsapp_cloud",
-                "homeassistant"
+                "homeassistant",
+                "wecom_callback"
             ]
         );
         let unsendable: Vec<Platform> = Platform::ALL
@@ -507,7 +509,6 @@ mod tests {
             [
                 Platform::Email,
                 Platform::WeCom,
-                Platform::WeComCallback,
                 Platform::Weixin,
                 Platform::Yuanbao
             ]

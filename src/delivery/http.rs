@@ -294,11 +294,12 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         Platform::WhatsApp => &["WHATSAPP_ENABLED"],
         Platform::BlueBubbles => &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
         Platform::QqBot => &["QQ_APP_ID", "QQ_CLIENT_SECRET"],
-        Platform::Email
-        | Platform::WeCom
-        | Platform::WeComCallback
-        | Platform::Weixin
-        | Platform::Yuanbao => &[],
+        Platform::WeComCallback => &[
+            "WECOM_CALLBACK_CORP_ID",
+            "WECOM_CALLBACK_CORP_SECRET",
+            "WECOM_CALLBACK_AGENT_ID",
+        ],
+        Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
     }
 }
 

@@ -37,6 +37,7 @@ pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod wecom_callback;
 pub mod whatsapp;
 pub mod whatsapp_cloud;
 
@@ -239,15 +240,16 @@ pub async fn send_to(
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
                 Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
+                Platform::WeComCallback => {
+                    wecom_callback::send(env, chat, thread, text, media, skip).await
+                }
                 Platform::QqBot => qqbot::send(env, chat, thread, text, media, skip).await,
                 Platform::BlueBubbles => {
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
-                Platform::Email
-                | Platform::WeCom
-                | Platform::WeComCallback
-                | Platform::Weixin
-                | Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
+                Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
+                    Err((Failure::Final(cannot_send(platform.as_str())), skip))
+                }
             }
         }
     }

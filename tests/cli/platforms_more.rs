@@ -595,3 +595,160 @@ fn qqbot_reports_every_endpoints_refusal_when_none_knows_the_chat() {
 fn qqbot_splits_retries_and_records_refusals() {
     check_all(&QQBOT);
 }
+
+// ---------------------------------------------------------------------------- WeCom callback app
+
+const WECOM_CORP: &str = "ww8f4e2d1c0b9a7e6d";
+const WECOM_SECRET: &str = "wecom-app-secret-0123456789abcdef0123";
+const WECOM_TOKEN: &str = "wecom-access-token-3Hq8vAbCdEf";
+
+fn wecom_error(code: i64, message: &str) -> Answer {
+    ok(json!({"errcode": code, "errmsg": message}))
+}
+
+/// WeCom's gettoken and message/send: errors as `errcode` in HTTP 200 bodies, the
+/// 2048-byte text limit, and one known member.
+fn wecom_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let route = seen.path.split('?').next().unwrap_or("");
+    if route == "/cgi-bin/gettoken" {
+        if query_param(&seen.path, "corpid").as_deref() != Some(WECOM_CORP) {
+            return wecom_error(40013, "invalid corpid");
+        }
+        if query_param(&seen.path, "corpsecret").as_deref() != Some(WECOM_SECRET) {
+            return wecom_error(
+                40001,
+                "invalid credential, hint: [1772359200_12_4f1e], from ip: 127.0.0.1",
+            );
+        }
+        return ok(
+            json!({"errcode": 0, "errmsg": "ok", "access_token": WECOM_TOKEN, "expires_in": 7200}),
+        );
+    }
+    if route != "/cgi-bin/message/send" {
+        return (404, Vec::new(), "404 page not found".into());
+    }
+    if query_param(&seen.path, "access_token").as_deref() != Some(WECOM_TOKEN) {
+        return wecom_error(40014, "invalid access_token");
+    }
+    if fault.is_some() {
+        return wecom_error(-1, "system busy");
+    }
+    let body = seen.json();
+    if body["msgtype"] != "text" || body["agentid"] != 1000002 {
+        return wecom_error(40008, "invalid message type");
+    }
+    if body["text"]["content"].as_str().map_or(0, str::len) > 2048 {
+        return wecom_error(45002, "content size out of limit");
+    }
+    if body["touser"] != "zhangsan" {
+        return wecom_error(81013, "user & party & tag all invalid");
+    }
+    ok(json!({"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": "mF2xJ0b2NlAhQ1Kk"}))
+}
+
+fn wecom_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .starts_with("/cgi-bin/message/send")
+        .then(|| seen.json()["text"]["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn wecom_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WECOM_CALLBACK_CORP_ID", WECOM_CORP.to_string()),
+        ("WECOM_CALLBACK_CORP_SECRET", WECOM_SECRET.to_string()),
+        ("WECOM_CALLBACK_AGENT_ID", "1000002".to_string()),
+        ("WECOM_CALLBACK_API_BASE", base.to_string()),
+    ]
+}
+
+const WECOM_CALLBACK: Spec = Spec {
+    target: "wecom_callback:zhangsan",
+    api: wecom_api,
+    text: wecom_text,
+    env: wecom_env,
+    credential: "WECOM_CALLBACK_CORP_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "wecom_callback:zhangsan: errcode 40001: invalid credential",
+    waits_in_run: false,
+    limit: 2048,
+};
+
+#[test]
+fn wecom_callback_app_gets_plain_text_for_a_corp_scoped_member() {
+    let fake = fake(&WECOM_CALLBACK, None);
+    let (hermes, chart) = rich_home(&WECOM_CALLBACK, &fake);
+    let id = add_job(
+        &hermes,
+        &format!("wecom_callback:{WECOM_CORP}:zhangsan"),
+        &[],
+    );
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].path.starts_with("/cgi-bin/gettoken?"));
+    assert_eq!(
+        seen[1].path,
+        format!("/cgi-bin/message/send?access_token={WECOM_TOKEN}")
+    );
+    let mut content = wrapped_for(
+        &id,
+        "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).\n\n\
+         Backups finished at 03:12; nothing to do.\n\n\
+         df -h /srv\n\n\
+         Next check tomorrow.",
+    );
+    content.push_str(&format!(
+        "\n(attachment not sent to WeCom: {})",
+        chart.display()
+    ));
+    assert_eq!(
+        seen[1].json(),
+        json!({"touser": "zhangsan", "msgtype": "text", "agentid": 1000002,
+               "text": {"content": content}, "safe": 0})
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_callback_fetches_a_new_token_once_when_the_old_one_expired() {
+    let tokens = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let fake = crate::delivery::Fake::start(move |seen, _| {
+        if seen.path.starts_with("/cgi-bin/gettoken") {
+            let n = tokens.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let token = if n == 0 { "expired-token" } else { WECOM_TOKEN };
+            return ok(
+                json!({"errcode": 0, "errmsg": "ok", "access_token": token, "expires_in": 7200}),
+            );
+        }
+        if query_param(&seen.path, "access_token").as_deref() == Some("expired-token") {
+            return wecom_error(42001, "access_token expired");
+        }
+        wecom_api(seen, None)
+    });
+    let hermes = platform_home(&WECOM_CALLBACK, &fake, "report\n");
+    let id = add_job(&hermes, WECOM_CALLBACK.target, &[]);
+    run(&hermes, &id);
+
+    let routes: Vec<String> = fake
+        .seen()
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "/cgi-bin/gettoken",
+            "/cgi-bin/message/send",
+            "/cgi-bin/gettoken",
+            "/cgi-bin/message/send"
+        ]
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_callback_splits_retries_and_records_refusals() {
+    check_all(&WECOM_CALLBACK);
+}
