@@ -752,3 +752,95 @@ fn wecom_callback_fetches_a_new_token_once_when_the_old_one_expired() {
 fn wecom_callback_splits_retries_and_records_refusals() {
     check_all(&WECOM_CALLBACK);
 }
+
+#[test]
+fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
+    let hermes = crate::delivery::home("report\n", &[("QQ_APP_ID", "102074111".to_string())]);
+    let ids: Vec<(String, &str)> = [
+        ("whatsapp:15557654321", "WHATSAPP_ENABLED"),
+        ("whatsapp", "WHATSAPP_HOME_CHANNEL"),
+        (
+            "bluebubbles:iMessage;-;+15557654321",
+            "BLUEBUBBLES_PASSWORD",
+        ),
+        ("bluebubbles", "BLUEBUBBLES_HOME_CHANNEL"),
+        ("qqbot:6389524", "QQ_CLIENT_SECRET"),
+        ("qqbot", "QQBOT_HOME_CHANNEL"),
+        ("wecom_callback:zhangsan", "WECOM_CALLBACK_AGENT_ID"),
+    ]
+    .into_iter()
+    .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
+    .collect();
+    let out = hermes.cron(&["doctor"]);
+    assert_eq!(out.code, Some(1));
+    for (id, var) in &ids {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.contains(id.as_str()) && l.contains(&format!("{var} is not set"))),
+            "{id} {var}:\n{}",
+            out.stdout
+        );
+    }
+    assert!(
+        !out.stdout.contains("QQ_APP_ID is not set"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn all_and_origin_reach_the_new_home_channels_in_hermes_order() {
+    let fake = crate::delivery::Fake::start(|seen, _| {
+        if seen.path.starts_with("/bb/") {
+            ok(json!({"status": 200, "message": "Message sent!", "data": {"guid": "g"}}))
+        } else if seen.path.ends_with("/getAppAccessToken") {
+            ok(json!({"access_token": QQ_TOKEN, "expires_in": "7200"}))
+        } else {
+            ok(json!({"success": true, "messageId": "m", "id": "q"}))
+        }
+    });
+    let base = fake.base();
+    let env = vec![
+        ("QQ_APP_ID", QQ_APP_ID.to_string()),
+        ("QQ_CLIENT_SECRET", QQ_SECRET.to_string()),
+        ("QQBOT_API_BASE", format!("{base}/qq")),
+        ("QQ_HOME_CHANNEL", QQ_CHANNEL.to_string()),
+        ("WHATSAPP_ENABLED", "true".to_string()),
+        ("WHATSAPP_API_BASE", format!("{base}/wa")),
+        ("WHATSAPP_HOME_CHANNEL", "15557654321".to_string()),
+        ("BLUEBUBBLES_SERVER_URL", format!("{base}/bb")),
+        ("BLUEBUBBLES_PASSWORD", BB_PASSWORD.to_string()),
+        ("BLUEBUBBLES_HOME_CHANNEL", BB_CHAT.to_string()),
+    ];
+    let hermes = crate::delivery::home("report\n", &env);
+    let all = add_job(&hermes, "all", &[]);
+    run(&hermes, &all);
+    let paths: Vec<String> = fake.seen().iter().map(|s| s.path.clone()).collect();
+    assert!(paths.contains(&"/wa/send".to_string()), "{paths:?}");
+    assert!(
+        paths.contains(&format!("/qq/channels/{QQ_CHANNEL}/messages")),
+        "{paths:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.starts_with("/bb/api/v1/message/text")),
+        "{paths:?}"
+    );
+    assert_eq!(hermes.job(&all)["last_status"], "ok");
+
+    // Without an origin, `origin` takes the first home in Hermes' order: BlueBubbles
+    // comes before QQ and WhatsApp. QQ's home is read from its former name too.
+    let before = fake.seen().len();
+    let origin = add_job(&hermes, "origin", &[]);
+    run(&hermes, &origin);
+    let new: Vec<String> = fake.seen()[before..]
+        .iter()
+        .map(|s| s.path.clone())
+        .collect();
+    assert!(
+        !new.is_empty() && new.iter().all(|p| p.starts_with("/bb/")),
+        "{new:?}"
+    );
+}
