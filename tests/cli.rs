@@ -34,6 +34,8 @@ mod mcp;
 mod next;
 #[path = "cli/platforms.rs"]
 mod platforms;
+#[path = "cli/platforms_more.rs"]
+mod platforms_more;
 #[path = "cli/postgres.rs"]
 mod postgres;
 #[path = "cli/references.rs"]

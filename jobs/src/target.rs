@@ -24,11 +24,21 @@ pub enum Platform {
     WhatsAppCloud,
     DingTalk,
     Feishu,
+    /// WeCom (Enterprise WeChat) through an AI bot's WebSocket.
+    WeCom,
+    /// WeCom through a self-built app's access-token API.
+    WeComCallback,
+    /// WeChat personal accounts through Tencent's iLink bot API.
+    Weixin,
+    /// iMessage through a BlueBubbles server.
+    BlueBubbles,
+    QqBot,
+    Yuanbao,
 }
 
 impl Platform {
     /// Every platform, in the order messages list them.
-    pub const ALL: [Platform; 13] = [
+    pub const ALL: [Platform; 19] = [
         Platform::Telegram,
         Platform::Discord,
         Platform::Slack,
@@ -42,11 +52,17 @@ impl Platform {
         Platform::WhatsAppCloud,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::WeCom,
+        Platform::WeComCallback,
+        Platform::Weixin,
+        Platform::BlueBubbles,
+        Platform::QqBot,
+        Platform::Yuanbao,
     ];
 
     /// Every platform's name, in [`Platform::ALL`] order.
-    pub const NAMES: [&'static str; 13] = {
-        let mut names = [""; 13];
+    pub const NAMES: [&'static str; 19] = {
+        let mut names = [""; 19];
         let mut i = 0;
         while i < names.len() {
             names[i] = Platform::ALL[i].as_str();
@@ -58,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 11] = [
+    pub const SENDABLE: [Platform; 15] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -68,8 +84,12 @@ impl Platform {
         Platform::Sms,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::BlueBubbles,
+        Platform::QqBot,
+        Platform::WhatsApp,
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
+        Platform::WeComCallback,
     ];
 
     /// The name as stored in `deliver` and `origin.platform`: lowercase ASCII.
@@ -88,6 +108,12 @@ impl Platform {
             Platform::WhatsAppCloud => "whatsapp_cloud",
             Platform::DingTalk => "dingtalk",
             Platform::Feishu => "feishu",
+            Platform::WeCom => "wecom",
+            Platform::WeComCallback => "wecom_callback",
+            Platform::Weixin => "weixin",
+            Platform::BlueBubbles => "bluebubbles",
+            Platform::QqBot => "qqbot",
+            Platform::Yuanbao => "yuanbao",
         }
     }
 
@@ -425,7 +451,8 @@ mod tests {
             Err(
                 "Unknown delivery target 'pigeon'. Use local, origin, all, a platform \
                  (telegram, discord, slack, whatsapp, signal, matrix, mattermost, email, sms, \
-                 homeassistant, whatsapp_cloud, dingtalk, feishu), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
+                 homeassistant, whatsapp_cloud, dingtalk, feishu, wecom, wecom_callback, weixin, \
+                 bluebubbles, qqbot, yuanbao), <platform>:<chat_id>[:<thread_id>] or webhook:<https-url>"
                     .to_string()
             )
         );
@@ -465,15 +492,27 @@ mod tests {
                 "sms",
                 "dingtalk",
                 "feishu",
+                "bluebubbles",
+                "qqbot",
+                "whatsapp",
                 "whatsapp_cloud",
-                "homeassistant"
+                "homeassistant",
+                "wecom_callback"
             ]
         );
         let unsendable: Vec<Platform> = Platform::ALL
             .into_iter()
             .filter(|p| !p.can_send())
             .collect();
-        assert_eq!(unsendable, [Platform::WhatsApp, Platform::Email]);
+        assert_eq!(
+            unsendable,
+            [
+                Platform::Email,
+                Platform::WeCom,
+                Platform::Weixin,
+                Platform::Yuanbao
+            ]
+        );
     }
 
     #[test]

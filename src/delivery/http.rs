@@ -291,7 +291,15 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         ],
         Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
         Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
-        Platform::WhatsApp | Platform::Email => &[],
+        Platform::WhatsApp => &["WHATSAPP_ENABLED"],
+        Platform::BlueBubbles => &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
+        Platform::QqBot => &["QQ_APP_ID", "QQ_CLIENT_SECRET"],
+        Platform::WeComCallback => &[
+            "WECOM_CALLBACK_CORP_ID",
+            "WECOM_CALLBACK_CORP_SECRET",
+            "WECOM_CALLBACK_AGENT_ID",
+        ],
+        Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
     }
 }
 

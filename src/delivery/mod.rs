@@ -21,6 +21,7 @@
 //! returns.
 
 pub mod api;
+pub mod bluebubbles;
 pub mod dingtalk;
 pub mod discord;
 pub mod feishu;
@@ -29,12 +30,15 @@ pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;
+pub mod qqbot;
 pub mod signal;
 pub mod slack;
 pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod wecom_callback;
+pub mod whatsapp;
 pub mod whatsapp_cloud;
 
 use std::path::Path;
@@ -235,7 +239,15 @@ pub async fn send_to(
                 }
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsApp | Platform::Email => {
+                Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
+                Platform::WeComCallback => {
+                    wecom_callback::send(env, chat, thread, text, media, skip).await
+                }
+                Platform::QqBot => qqbot::send(env, chat, thread, text, media, skip).await,
+                Platform::BlueBubbles => {
+                    bluebubbles::send(env, chat, thread, text, media, skip).await
+                }
+                Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }

@@ -113,21 +113,26 @@ fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
 
 /// The variable naming a platform's home channel, as Python Hermes names it
 /// (`_HOME_TARGET_ENV_VARS`): `MATRIX_HOME_ROOM`, `EMAIL_HOME_ADDRESS`, else
-/// `<PLATFORM>_HOME_CHANNEL`. Home Assistant has none: its targets are explicit.
+/// `<PLATFORM>_HOME_CHANNEL`. Home Assistant, WeCom callback apps and Yuanbao have
+/// none in Hermes' cron: their targets are explicit.
 pub fn home_var(platform: Platform) -> Option<String> {
     match platform {
         Platform::Matrix => Some("MATRIX_HOME_ROOM".to_string()),
         Platform::Email => Some("EMAIL_HOME_ADDRESS".to_string()),
-        Platform::HomeAssistant => None,
+        Platform::HomeAssistant | Platform::WeComCallback | Platform::Yuanbao => None,
         other => Some(platform_var(other, "HOME_CHANNEL")),
     }
 }
 
 /// The home channel with its thread: `TELEGRAM_CRON_THREAD_ID` first for Telegram,
-/// then `<HOME VAR>_THREAD_ID`.
+/// then `<HOME VAR>_THREAD_ID`. QQ's home is still read from its former name
+/// `QQ_HOME_CHANNEL` when `QQBOT_HOME_CHANNEL` is unset, as Hermes does.
 pub fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
     let var = home_var(platform)?;
-    let chat = env.get(&var)?.to_string();
+    let legacy = (platform == Platform::QqBot)
+        .then(|| env.get("QQ_HOME_CHANNEL"))
+        .flatten();
+    let chat = env.get(&var).or(legacy)?.to_string();
     let cron_thread = (platform == Platform::Telegram)
         .then(|| env.get("TELEGRAM_CRON_THREAD_ID"))
         .flatten();

@@ -583,15 +583,12 @@ fn doctor_names_a_platform_this_build_cannot_send_to_instead_of_its_token() {
         "say.sh",
         "--no-agent",
         "--deliver",
-        "whatsapp:+15550100",
+        "yuanbao:direct:10001",
     ]);
     let out = home.run(&["cron", "doctor"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.contains(&id)).unwrap_or("");
-    assert!(
-        line.contains("this build cannot send to whatsapp"),
-        "{text}"
-    );
-    assert!(!text.contains("WHATSAPP_BOT_TOKEN"), "{text}");
+    assert!(line.contains("this build cannot send to yuanbao"), "{text}");
+    assert!(!text.contains("YUANBAO_BOT_TOKEN"), "{text}");
 }

@@ -20,33 +20,33 @@ use crate::support::Hermes;
 
 /// A fault the fake injects into the first message request of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Fault {
+pub(crate) enum Fault {
     RateLimited,
     ServerError,
 }
 
 /// One platform as the shared checks see it.
-struct Spec {
+pub(crate) struct Spec {
     /// The `deliver` target of the tests.
-    target: &'static str,
+    pub(crate) target: &'static str,
     /// The fake API: answers a request, injecting `fault` when given.
-    api: fn(&Seen, Option<Fault>) -> Answer,
+    pub(crate) api: fn(&Seen, Option<Fault>) -> Answer,
     /// The text of a message request (`None` for other requests: uploads, lookups).
-    text: fn(&Seen) -> Option<String>,
+    pub(crate) text: fn(&Seen) -> Option<String>,
     /// The `.env` lines that point the sender at the fake at `base`.
-    env: fn(&str) -> Vec<(&'static str, String)>,
+    pub(crate) env: fn(&str) -> Vec<(&'static str, String)>,
     /// The credential the wrong-credential test spoils, how, and the error it must record.
-    credential: &'static str,
-    spoil: fn(&str) -> String,
-    refused: &'static str,
+    pub(crate) credential: &'static str,
+    pub(crate) spoil: fn(&str) -> String,
+    pub(crate) refused: &'static str,
     /// Whether the platform's rate limit is short enough to wait out within the run.
-    waits_in_run: bool,
+    pub(crate) waits_in_run: bool,
     /// The platform's size limit on one message, in characters.
-    limit: usize,
+    pub(crate) limit: usize,
 }
 
 /// Starts the spec's fake; the first message request gets `fault`.
-fn fake(spec: &Spec, fault: Option<Fault>) -> Fake {
+pub(crate) fn fake(spec: &Spec, fault: Option<Fault>) -> Fake {
     let (api, text) = (spec.api, spec.text);
     let messages = Arc::new(AtomicUsize::new(0));
     Fake::start(move |seen, _| {
@@ -56,17 +56,17 @@ fn fake(spec: &Spec, fault: Option<Fault>) -> Fake {
 }
 
 /// A home whose script replies `reply`, with the spec's env pointing at `fake`.
-fn platform_home(spec: &Spec, fake: &Fake, reply: &str) -> Hermes {
+pub(crate) fn platform_home(spec: &Spec, fake: &Fake, reply: &str) -> Hermes {
     home(reply, &(spec.env)(&fake.base()))
 }
 
-fn texts(spec: &Spec, fake: &Fake) -> Vec<String> {
+pub(crate) fn texts(spec: &Spec, fake: &Fake) -> Vec<String> {
     fake.seen().iter().filter_map(spec.text).collect()
 }
 
 /// A reply over the platform's limit arrives in ordered parts, each within the limit,
 /// the code block whole in one of them.
-fn check_long_reply_is_split_in_order(spec: &Spec) {
+pub(crate) fn check_long_reply_is_split_in_order(spec: &Spec) {
     let fake = fake(spec, None);
     let (mut reply, code) = long_reply();
     while reply.chars().count() < spec.limit * 2 + 100 {
@@ -124,7 +124,7 @@ fn check_long_reply_is_split_in_order(spec: &Spec) {
 }
 
 /// A 429 or a 5xx on the first message is retried, and the message arrives once.
-fn check_fault_is_retried_and_arrives_once(spec: &Spec, fault: Fault) {
+pub(crate) fn check_fault_is_retried_and_arrives_once(spec: &Spec, fault: Fault) {
     let fake = fake(spec, Some(fault));
     let hermes = platform_home(spec, &fake, "All 12 services are healthy.\n");
     let id = add_job(&hermes, spec.target, &[]);
@@ -158,7 +158,7 @@ fn check_fault_is_retried_and_arrives_once(spec: &Spec, fault: Fault) {
 
 /// A wrong credential is a final delivery error carrying the platform's own text,
 /// never the credential.
-fn check_wrong_credential_is_recorded(spec: &Spec) {
+pub(crate) fn check_wrong_credential_is_recorded(spec: &Spec) {
     let fake = fake(spec, None);
     let mut env = (spec.env)(&fake.base());
     let spoiled = "wrong-credential-0000000000";
@@ -183,7 +183,7 @@ fn check_wrong_credential_is_recorded(spec: &Spec) {
 }
 
 /// Runs the shared checks of one platform.
-fn check_all(spec: &Spec) {
+pub(crate) fn check_all(spec: &Spec) {
     check_long_reply_is_split_in_order(spec);
     if spec.waits_in_run {
         check_fault_is_retried_and_arrives_once(spec, Fault::RateLimited);
@@ -193,7 +193,7 @@ fn check_all(spec: &Spec) {
 }
 
 /// The rich reply of the shape tests, with its `MEDIA:` file written in the home.
-fn rich_home(spec: &Spec, fake: &Fake) -> (Hermes, PathBuf) {
+pub(crate) fn rich_home(spec: &Spec, fake: &Fake) -> (Hermes, PathBuf) {
     let hermes = platform_home(spec, fake, "");
     let chart = hermes.home().join("chart.png");
     fs::write(&chart, b"\x89PNG\r\n\x1a\nnot-really-a-png").unwrap();
@@ -209,19 +209,19 @@ fn rich_home(spec: &Spec, fake: &Fake) -> (Hermes, PathBuf) {
     (hermes, chart)
 }
 
-fn spoiled(_: &str) -> String {
+pub(crate) fn spoiled(_: &str) -> String {
     "wrong-credential-0000000000".to_string()
 }
 
-fn wrapped_for(id: &str, content: &str) -> String {
+pub(crate) fn wrapped_for(id: &str, content: &str) -> String {
     wrapped(content).replace("{id}", id)
 }
 
-fn png_base64() -> String {
+pub(crate) fn png_base64() -> String {
     base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\nnot-really-a-png")
 }
 
-fn header(seen: &Seen, name: &str) -> String {
+pub(crate) fn header(seen: &Seen, name: &str) -> String {
     seen.header(name).unwrap_or_default()
 }
 

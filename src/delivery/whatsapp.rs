@@ -1,0 +1,236 @@
+//! WhatsApp sender through Hermes' local Baileys bridge, as Python Hermes' whatsapp
+//! plugin speaks to it: `POST /send` (`chatId`, `message`) and `POST /send-media`
+//! (`chatId`, `filePath`, `mediaType`, `caption`, `fileName`) on the bridge
+//! (`WHATSAPP_API_BASE`, default `http://localhost:3000`), enabled by `WHATSAPP_ENABLED`.
+//! The bridge reads `MEDIA:` files from disk itself, so only their paths travel.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use jobs::target::Platform;
+
+use super::format::split;
+use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
+use super::telegram::read_media;
+use crate::environment::Environment;
+
+/// The platform this module sends to.
+const PLATFORM: Platform = Platform::WhatsApp;
+
+/// Hermes' part size for the bridge (its `max_message_length`).
+pub const MAX_CHARS: usize = 4096;
+
+/// The bridge Hermes starts listens on loopback port 3000 unless told otherwise.
+const DEFAULT_BASE: &str = "http://localhost:3000";
+
+/// Hermes leaves 0.3 s between the parts of one reply so WhatsApp does not flag the
+/// account for bursts.
+const PACING: Pacing = Pacing {
+    spacing: Duration::from_millis(300),
+    window: Duration::from_secs(60),
+    window_max: usize::MAX,
+    global_per_sec: 20,
+};
+
+/// Files that carry a caption on their bubble (Hermes' captionable kinds): a reply with
+/// exactly one of these rides on it instead of going as a message of its own.
+const CAPTIONABLE: &[&str] = &[
+    "jpg", "jpeg", "png", "webp", "gif", "mp4", "mov", "avi", "mkv", "3gp", "pdf", "doc", "docx",
+    "txt", "md", "csv", "xlsx", "zip",
+];
+
+pub fn parts(text: &str) -> Vec<String> {
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    split(text, MAX_CHARS, &|s| s.chars().count())
+}
+
+/// A chat as the bridge wants it: a bare phone number becomes `<digits>@s.whatsapp.net`,
+/// a `user:device@server` id loses its device, any other JID is kept.
+pub fn jid(chat: &str) -> String {
+    let chat = chat.trim();
+    if let Some((user, server)) = chat.split_once('@') {
+        let user = user.split(':').next().unwrap_or(user);
+        return format!("{user}@{server}");
+    }
+    let phone_like = chat
+        .chars()
+        .all(|c| c.is_ascii_digit() || " ().-+".contains(c))
+        && chat.chars().skip(1).all(|c| c != '+');
+    let digits: String = chat.chars().filter(char::is_ascii_digit).collect();
+    match phone_like && !digits.is_empty() {
+        true => format!("{digits}@s.whatsapp.net"),
+        false => chat.to_string(),
+    }
+}
+
+fn extension(path: &str) -> String {
+    Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase()
+}
+
+/// The bridge's `mediaType` for a file: it picks the native bubble by it.
+fn media_type(path: &str) -> &'static str {
+    match extension(path).as_str() {
+        "jpg" | "jpeg" | "png" | "webp" | "gif" => "image",
+        "mp4" | "mov" | "avi" | "mkv" | "webm" | "3gp" => "video",
+        "ogg" | "opus" | "mp3" | "wav" | "m4a" | "flac" => "audio",
+        _ => "document",
+    }
+}
+
+/// The caption a reply becomes when it rides on its only file, as Hermes decides it.
+fn caption_for(text: &str, media: &[String]) -> Option<String> {
+    let text = text.trim();
+    let [path] = media else { return None };
+    let fits = !text.is_empty() && text.chars().count() <= MAX_CHARS;
+    (fits && CAPTIONABLE.contains(&extension(path).as_str())).then(|| text.to_string())
+}
+
+/// Sends to a chat (phone number or JID), skipping `skip` items already delivered; see
+/// [`super::telegram::send`] for the contract. WhatsApp has no threads.
+pub async fn send(
+    env: &Environment,
+    chat: &str,
+    _thread: Option<&str>,
+    text: &str,
+    media: &[String],
+    skip: usize,
+) -> Result<usize, (Failure, usize)> {
+    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
+    if !matches!(vars[0].to_ascii_lowercase().as_str(), "true" | "1" | "yes") {
+        return Err((
+            Failure::Final(format!(
+                "WHATSAPP_ENABLED is '{}', not true (set WHATSAPP_ENABLED=true once the bridge is paired)",
+                vars[0]
+            )),
+            skip,
+        ));
+    }
+    let bridge = Bridge {
+        base: env
+            .get("WHATSAPP_API_BASE")
+            .unwrap_or(DEFAULT_BASE)
+            .trim_end_matches('/'),
+        chat: jid(chat),
+    };
+    if let Some(caption) = caption_for(text, media) {
+        if skip == 0 {
+            bridge
+                .media(&media[0], Some(&caption))
+                .await
+                .map_err(|f| (f, 0))?;
+        }
+        return Ok(1);
+    }
+    let parts = parts(text);
+    for (index, part) in parts.iter().enumerate().skip(skip) {
+        let body = json!({"chatId": bridge.chat, "message": part});
+        bridge.post("send", &body).await.map_err(|f| (f, index))?;
+    }
+    for (offset, path) in media.iter().enumerate() {
+        let index = parts.len() + offset;
+        if index >= skip {
+            bridge.media(path, None).await.map_err(|f| (f, index))?;
+        }
+    }
+    Ok(parts.len() + media.len())
+}
+
+struct Bridge<'a> {
+    base: &'a str,
+    chat: String,
+}
+
+impl Bridge<'_> {
+    async fn post(&self, endpoint: &str, body: &Value) -> Result<(), Failure> {
+        let url = format!("{}/{endpoint}", self.base);
+        let build = || client().post(&url).json(body);
+        exchange(
+            PLATFORM,
+            &self.chat,
+            Some(PACING),
+            Request::Item,
+            &build,
+            &judge,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// Sends one file as its native bubble; a document keeps its file name.
+    async fn media(&self, path: &str, caption: Option<&str>) -> Result<(), Failure> {
+        // The bridge reads the file itself; this only applies our refusals (a
+        // credential file, a missing or oversized file) before asking it to.
+        let (name, _) = read_media(Path::new(path))?;
+        let kind = media_type(path);
+        let mut body = json!({"chatId": self.chat, "filePath": path, "mediaType": kind});
+        if kind == "document" {
+            body["fileName"] = json!(name);
+        }
+        if let Some(caption) = caption {
+            body["caption"] = json!(caption);
+        }
+        self.post("send-media", &body).await
+    }
+}
+
+/// The bridge answers `{"success": true, "messageId": …}`, or `{"error": "…"}` with 503
+/// while WhatsApp is not connected (nothing left: worth retrying), 400 for a bad
+/// request, 404 for a missing file and 500 when the send failed inside Baileys — which
+/// includes its send timeout, after which the message may still arrive, so a 500 is
+/// never repeated.
+fn judge(answer: &Answer) -> (Verdict, String) {
+    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let error = body["error"]
+        .as_str()
+        .map_or_else(|| snippet(&answer.body), str::to_string);
+    let text = format!("WhatsApp bridge error ({}): {error}", answer.status);
+    let verdict = match answer.status {
+        200..=299 => Verdict::Done,
+        429 => Verdict::RateLimited(answer.retry_after.unwrap_or(Duration::from_secs(1))),
+        502..=599 => Verdict::Retry,
+        _ => Verdict::Final,
+    };
+    (verdict, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chats_become_bridge_jids() {
+        assert_eq!(jid("+1 (555) 765-4321"), "15557654321@s.whatsapp.net");
+        assert_eq!(jid("15557654321"), "15557654321@s.whatsapp.net");
+        assert_eq!(jid("120363040@g.us"), "120363040@g.us");
+        assert_eq!(
+            jid("15557654321:12@s.whatsapp.net"),
+            "15557654321@s.whatsapp.net"
+        );
+        assert_eq!(jid("team-room"), "team-room");
+        assert_eq!(jid("1+2"), "1+2");
+    }
+
+    #[test]
+    fn only_one_captionable_file_takes_the_text_as_caption() {
+        let one = |p: &str| vec![p.to_string()];
+        assert_eq!(
+            caption_for(" hi ", &one("/a/chart.png")),
+            Some("hi".to_string())
+        );
+        assert_eq!(caption_for("hi", &one("/a/voice.ogg")), None);
+        assert_eq!(caption_for("", &one("/a/chart.png")), None);
+        assert_eq!(
+            caption_for("hi", &["/a.png".to_string(), "/b.png".to_string()]),
+            None
+        );
+        assert_eq!(caption_for(&"x".repeat(4097), &one("/a/chart.png")), None);
+    }
+}

@@ -1,0 +1,846 @@
+//! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots and
+//! WeCom self-built apps through the real binary, each against a local fake that checks
+//! what the real service checks (path, auth, request shape, size limit) and answers
+//! with its real success and error bodies; the shared checks of `platforms` (a long
+//! reply split in order, a 429 or 5xx retried once, a wrong credential recorded) run
+//! for each, plus one test of exactly what a rich reply — three paragraphs, a code
+//! block and a `MEDIA:` file — posts.
+
+use std::fs;
+
+use serde_json::{json, Value};
+
+use crate::delivery::{add_job, ok, run, Answer, Seen};
+use crate::platforms::{
+    check_all, fake, header, platform_home, rich_home, wrapped_for, Fault, Spec,
+};
+
+/// The rich reply of the shape tests, as Markdown (before any platform's rendering).
+const RICH: &str =
+    "Disk usage is **fine** on all hosts, see [the dashboard](https://grafana.example.com).\n\n\
+                    Backups finished at 03:12; nothing to do.\n\n\
+                    ```sh\ndf -h /srv\n```\n\n\
+                    Next check tomorrow.";
+
+// ---------------------------------------------------------------------------- WhatsApp bridge
+
+fn bridge_error(status: u16, error: &str) -> Answer {
+    (status, Vec::new(), json!({ "error": error }).to_string())
+}
+
+/// Hermes' Baileys bridge: loopback hosts only, JIDs only (Baileys cannot decode a bare
+/// number), 503 while WhatsApp is not connected, and files read from disk by path.
+fn bridge_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let host = header(seen, "Host");
+    let host = host.rsplit_once(':').map_or(host.as_str(), |(h, _)| h);
+    if !["localhost", "127.0.0.1", "[::1]"].contains(&host) {
+        return bridge_error(
+            400,
+            "Invalid Host header. Bridge accepts loopback hosts only.",
+        );
+    }
+    if fault.is_some() {
+        return bridge_error(503, "Not connected to WhatsApp");
+    }
+    let body = seen.json();
+    let chat = body["chatId"].as_str().unwrap_or("");
+    let bad_jid = || {
+        bridge_error(
+            500,
+            "Cannot destructure property 'user' of 'jidDecode(...)' as it is undefined.",
+        )
+    };
+    match seen.path.as_str() {
+        "/send" => {
+            if chat.is_empty() || body["message"].as_str().unwrap_or("").is_empty() {
+                return bridge_error(400, "chatId and message are required");
+            }
+            if !chat.contains('@') {
+                return bad_jid();
+            }
+            ok(
+                json!({"success": true, "messageId": "3EB0C431C26A1916", "messageIds": ["3EB0C431C26A1916"]}),
+            )
+        }
+        "/send-media" => {
+            let path = body["filePath"].as_str().unwrap_or("");
+            if chat.is_empty() || path.is_empty() {
+                return bridge_error(400, "chatId and filePath are required");
+            }
+            if !chat.contains('@') {
+                return bad_jid();
+            }
+            if !std::path::Path::new(path).exists() {
+                return bridge_error(404, &format!("File not found: {path}"));
+            }
+            ok(json!({"success": true, "messageId": "3EB0C431C26A1917"}))
+        }
+        _ => (404, Vec::new(), format!("Cannot POST {}", seen.path)),
+    }
+}
+
+fn bridge_text(seen: &Seen) -> Option<String> {
+    let body = seen.json();
+    match seen.path.as_str() {
+        "/send" => body["message"].as_str().map(str::to_string),
+        "/send-media" => Some(body["caption"].as_str().unwrap_or("").to_string()),
+        _ => None,
+    }
+}
+
+fn bridge_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WHATSAPP_ENABLED", "true".to_string()),
+        ("WHATSAPP_API_BASE", base.to_string()),
+        ("WHATSAPP_HOME_CHANNEL", "15557654321".to_string()),
+    ]
+}
+
+fn disabled(_: &str) -> String {
+    "false".to_string()
+}
+
+const WHATSAPP: Spec = Spec {
+    target: "whatsapp",
+    api: bridge_api,
+    text: bridge_text,
+    env: bridge_env,
+    credential: "WHATSAPP_ENABLED",
+    spoil: disabled,
+    refused: "whatsapp:15557654321: WHATSAPP_ENABLED is 'false', not true",
+    waits_in_run: false,
+    limit: 4096,
+};
+
+#[test]
+fn whatsapp_bridge_gets_the_reply_as_the_caption_of_its_only_image() {
+    let fake = fake(&WHATSAPP, None);
+    let (hermes, chart) = rich_home(&WHATSAPP, &fake);
+    let id = add_job(&hermes, "whatsapp", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].path, "/send-media");
+    assert_eq!(
+        seen[0].json(),
+        json!({"chatId": "15557654321@s.whatsapp.net", "filePath": chart.display().to_string(),
+               "mediaType": "image", "caption": wrapped_for(&id, RICH)})
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn whatsapp_bridge_gets_the_text_then_each_file_when_no_caption_fits() {
+    let fake = fake(&WHATSAPP, None);
+    let hermes = platform_home(&WHATSAPP, &fake, "");
+    let (voice, log) = (
+        hermes.home().join("voice.ogg"),
+        hermes.home().join("run.log"),
+    );
+    fs::write(&voice, b"OggS").unwrap();
+    fs::write(&log, b"done\n").unwrap();
+    let reply = format!(
+        "{RICH}\nMEDIA:{}\nMEDIA:{}\n",
+        voice.display(),
+        log.display()
+    );
+    fs::write(hermes.home().join("scripts").join("reply.txt"), reply).unwrap();
+    let id = add_job(&hermes, "whatsapp:120363040512345678@g.us", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let bodies: Vec<(&str, Value)> = seen.iter().map(|s| (s.path.as_str(), s.json())).collect();
+    let group = "120363040512345678@g.us";
+    assert_eq!(
+        bodies,
+        [
+            (
+                "/send",
+                json!({"chatId": group, "message": wrapped_for(&id, RICH)})
+            ),
+            (
+                "/send-media",
+                json!({"chatId": group, "filePath": voice.display().to_string(), "mediaType": "audio"})
+            ),
+            (
+                "/send-media",
+                json!({"chatId": group, "filePath": log.display().to_string(), "mediaType": "document", "fileName": "run.log"})
+            ),
+        ]
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn whatsapp_bridge_refusing_a_send_is_recorded_and_never_resent() {
+    let fake = fake(&WHATSAPP, None);
+    let hermes = platform_home(&WHATSAPP, &fake, "report\n");
+    // A Baileys failure (500) may come after the message left: it is not repeated.
+    let id = add_job(&hermes, "whatsapp:team-room", &[]);
+    run(&hermes, &id);
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+
+    assert_eq!(fake.seen().len(), 1);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "whatsapp:team-room: WhatsApp bridge error (500): Cannot destructure property 'user' of 'jidDecode(...)' as it is undefined."
+    );
+}
+
+#[test]
+fn whatsapp_bridge_splits_retries_and_records_refusals() {
+    check_all(&WHATSAPP);
+}
+
+// ---------------------------------------------------------------------------- BlueBubbles
+
+const BB_PASSWORD: &str = "bb-server-password-0123456789";
+const BB_CHAT: &str = "iMessage;-;+15557654321";
+
+fn bb_error(status: u16, message: &str, kind: &str, detail: &str) -> Answer {
+    (
+        status,
+        Vec::new(),
+        json!({"status": status, "message": message, "error": {"type": kind, "message": detail}})
+            .to_string(),
+    )
+}
+
+/// The query parameter `name` of a request path, percent-decoded.
+fn query_param(path: &str, name: &str) -> Option<String> {
+    let query = path.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| {
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+    })
+}
+
+/// A BlueBubbles server: the password in the query string, chats by GUID, and the
+/// server's own `{status, message, error}` bodies.
+fn bb_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    if query_param(&seen.path, "password").as_deref() != Some(BB_PASSWORD) {
+        return bb_error(
+            401,
+            "Unauthorized",
+            "Authentication Error",
+            "You are not authorized to access this resource",
+        );
+    }
+    let route = seen.path.split('?').next().unwrap_or("");
+    let sent = |guid: &str| {
+        ok(
+            json!({"status": 200, "message": "Message sent!", "data": {"guid": guid, "isFromMe": true}}),
+        )
+    };
+    match route {
+        "/api/v1/chat/query" => ok(json!({"status": 200, "message": "Success", "data": [
+            {"guid": "iMessage;+;chat493787071395575843", "chatIdentifier": "chat493787071395575843", "displayName": "Ops"},
+            {"guid": BB_CHAT, "chatIdentifier": "+15557654321", "displayName": ""}
+        ]})),
+        "/api/v1/message/text" => {
+            match fault {
+                Some(Fault::ServerError) => {
+                    return (
+                        503,
+                        Vec::new(),
+                        "<html><body><h1>503 Service Unavailable</h1></body></html>".into(),
+                    )
+                }
+                Some(Fault::RateLimited) => {
+                    return (
+                        429,
+                        vec![("Retry-After".into(), "1".into())],
+                        "Too Many Requests".into(),
+                    )
+                }
+                None => {}
+            }
+            let body = seen.json();
+            let (guid, message) = (
+                body["chatGuid"].as_str().unwrap_or(""),
+                body["message"].as_str().unwrap_or(""),
+            );
+            if guid.is_empty() || message.is_empty() || !body["tempGuid"].is_string() {
+                return bb_error(
+                    400,
+                    "Bad Request",
+                    "Validation Error",
+                    "A message and chatGuid are required",
+                );
+            }
+            if !guid.contains(';') {
+                return bb_error(
+                    500,
+                    "Message Send Error",
+                    "iMessage Error",
+                    "Chat does not exist",
+                );
+            }
+            sent("p:0/6B8D1D4E-0001")
+        }
+        "/api/v1/message/attachment" => {
+            let body = String::from_utf8_lossy(&seen.body);
+            let has = |name: &str| body.contains(&format!("name=\"{name}\""));
+            if !(has("chatGuid")
+                && has("name")
+                && has("tempGuid")
+                && body.contains("name=\"attachment\"; filename=\"chart.png\""))
+            {
+                return bb_error(
+                    400,
+                    "Bad Request",
+                    "Validation Error",
+                    "Attachment not provided or was empty!",
+                );
+            }
+            ok(
+                json!({"status": 200, "message": "Attachment sent!", "data": {"guid": "p:0/6B8D1D4E-0002"}}),
+            )
+        }
+        _ => bb_error(404, "Not Found", "Not Found", "Route not found"),
+    }
+}
+
+fn bb_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .starts_with("/api/v1/message/text")
+        .then(|| seen.json()["message"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn bb_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("BLUEBUBBLES_SERVER_URL", format!("{base}/")),
+        ("BLUEBUBBLES_PASSWORD", BB_PASSWORD.to_string()),
+        ("BLUEBUBBLES_HOME_CHANNEL", "+15557654321".to_string()),
+    ]
+}
+
+const BLUEBUBBLES: Spec = Spec {
+    target: "bluebubbles",
+    api: bb_api,
+    text: bb_text,
+    env: bb_env,
+    credential: "BLUEBUBBLES_PASSWORD",
+    spoil: crate::platforms::spoiled,
+    refused:
+        "bluebubbles:+15557654321: 401 Unauthorized: You are not authorized to access this resource",
+    waits_in_run: true,
+    limit: 4000,
+};
+
+#[test]
+fn bluebubbles_gets_one_plain_bubble_per_paragraph_then_the_attachment() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let (hermes, _) = rich_home(&BLUEBUBBLES, &fake);
+    let id = add_job(&hermes, "bluebubbles", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let routes: Vec<&str> = seen
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or(""))
+        .collect();
+    assert_eq!(routes[0], "/api/v1/chat/query");
+    assert_eq!(routes[1..7], ["/api/v1/message/text"; 6]);
+    assert_eq!(routes[7..], ["/api/v1/message/attachment"]);
+    let texts: Vec<Value> = seen[1..7].iter().map(Seen::json).collect();
+    assert!(texts.iter().all(|t| t["chatGuid"] == BB_CHAT), "{texts:?}");
+    let temps: std::collections::HashSet<&str> = texts
+        .iter()
+        .filter_map(|t| t["tempGuid"].as_str())
+        .collect();
+    assert_eq!(temps.len(), 6, "each bubble has its own tempGuid");
+    let bubbles: Vec<&str> = texts.iter().filter_map(|t| t["message"].as_str()).collect();
+    let header = format!("Cronjob Response: daily report\n(job_id: {id})\n-------------");
+    assert_eq!(
+        bubbles,
+        [
+            header.as_str(),
+            "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).",
+            "Backups finished at 03:12; nothing to do.",
+            "df -h /srv",
+            "Next check tomorrow.",
+            "To stop or manage this job, send me a new message (e.g. \"stop reminder daily report\").",
+        ]
+    );
+    let upload = String::from_utf8_lossy(&seen[7].body);
+    assert!(upload.contains(BB_CHAT), "{upload}");
+    assert!(upload.contains("PNG\r\n\x1a\nnot-really-a-png"), "{upload}");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn bluebubbles_long_paragraphs_arrive_in_order_as_bubbles_within_the_limit() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let huge = format!("Opening: {}", "all systems nominal ".repeat(300));
+    let (mut reply, code) = crate::delivery::long_reply();
+    reply = format!("{huge}\n\n{reply}");
+    let hermes = platform_home(&BLUEBUBBLES, &fake, &reply);
+    let id = add_job(&hermes, "bluebubbles:iMessage;-;+15557654321", &[]);
+    run(&hermes, &id);
+
+    let bubbles: Vec<String> = fake.seen().iter().filter_map(bb_text).collect();
+    assert!(bubbles.iter().all(|b| b.chars().count() <= 4000));
+    // The paragraph over the limit is cut in two bubbles, in order, without markers.
+    assert!(huge.starts_with(&bubbles[1]), "{:?}", &bubbles[1][..40]);
+    assert!(
+        huge.trim_end().ends_with(&bubbles[2]),
+        "{:?}",
+        &bubbles[2][..40]
+    );
+    assert_eq!(bubbles[1].len() + bubbles[2].len(), huge.trim_end().len());
+    assert!(bubbles
+        .iter()
+        .all(|b| !b.ends_with(')') || b.ends_with("daily report\").")));
+    let code_body = code
+        .trim_start_matches("```rust\n")
+        .trim_end_matches("```")
+        .trim_end();
+    assert!(
+        bubbles.iter().any(|b| b == code_body),
+        "the code block is one bubble"
+    );
+    let joined = bubbles.concat();
+    let mut last = 0;
+    for n in 0..20 {
+        let at = joined
+            .find(&format!("Paragraph {n:02}:"))
+            .unwrap_or(usize::MAX);
+        assert!(at >= last && at != usize::MAX, "paragraph {n}");
+        last = at;
+    }
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn bluebubbles_refuses_a_target_that_names_no_chat_before_sending() {
+    let fake = fake(&BLUEBUBBLES, None);
+    let hermes = platform_home(&BLUEBUBBLES, &fake, "report\n");
+    let id = add_job(&hermes, "bluebubbles:someone@example.com", &[]);
+    run(&hermes, &id);
+
+    assert_eq!(fake.seen().len(), 1, "only the chat lookup");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "bluebubbles:someone@example.com: BlueBubbles chat not found for target: someone@example.com (name it by its GUID, e.g. iMessage;-;someone@example.com)"
+    );
+}
+
+/// A 429 or a 503 from the tunnel on the first bubble: that bubble is sent again, and
+/// every bubble arrives once, in order.
+#[test]
+fn bluebubbles_retries_the_bubble_that_met_a_429_or_a_503_and_records_refusals() {
+    for fault in [Fault::RateLimited, Fault::ServerError] {
+        let fake = fake(&BLUEBUBBLES, Some(fault));
+        let hermes = platform_home(&BLUEBUBBLES, &fake, "All 12 services are healthy.\n");
+        let id = add_job(&hermes, "bluebubbles", &[]);
+        run(&hermes, &id);
+
+        let sent: Vec<String> = fake.seen().iter().filter_map(bb_text).collect();
+        assert_eq!(sent.len(), 4, "{fault:?}: {sent:?}");
+        assert_eq!(sent[0], sent[1], "{fault:?}: the retry is the same bubble");
+        assert_eq!(sent[2], "All 12 services are healthy.");
+        assert!(sent[3].starts_with("To stop or manage this job"));
+        assert_eq!(hermes.job(&id)["last_status"], "ok", "{fault:?}");
+    }
+    crate::platforms::check_wrong_credential_is_recorded(&BLUEBUBBLES);
+}
+
+// ---------------------------------------------------------------------------- QQ bot
+
+const QQ_APP_ID: &str = "102074111";
+const QQ_SECRET: &str = "qq-client-secret-0123456789abcdef";
+const QQ_TOKEN: &str = "qq-access-token-ZmFrZS10b2tlbg";
+const QQ_CHANNEL: &str = "6389524";
+const QQ_USER: &str = "E4F4AEA33253A2797FB897C50B81D7ED";
+
+fn qq_error(status: u16, code: i64, message: &str) -> Answer {
+    (
+        status,
+        Vec::new(),
+        json!({"message": message, "code": code, "err_code": code, "trace_id": "5f0c9e0b-1c1b-4f60"}).to_string(),
+    )
+}
+
+/// QQ's token endpoint and message endpoints: a guild channel, a user (C2C) and no
+/// group are known; an id on the wrong endpoint is refused as unknown.
+fn qq_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    if seen.path == "/app/getAppAccessToken" {
+        let body = seen.json();
+        if body["appId"] != QQ_APP_ID || body["clientSecret"] != QQ_SECRET {
+            return ok(json!({"code": 100016, "message": "invalid appid or secret"}));
+        }
+        return ok(json!({"access_token": QQ_TOKEN, "expires_in": "7200"}));
+    }
+    if header(seen, "Authorization") != format!("QQBot {QQ_TOKEN}") {
+        return qq_error(401, 11244, "token not exist or expire");
+    }
+    match fault {
+        Some(Fault::RateLimited) => {
+            let (status, _, body) = qq_error(429, 22009, "request too fast");
+            return (status, vec![("Retry-After".into(), "1".into())], body);
+        }
+        Some(Fault::ServerError) => return qq_error(500, 10000, "internal server error"),
+        None => {}
+    }
+    let body = seen.json();
+    if body["msg_type"] != 0 || body["content"].as_str().unwrap_or("").is_empty() {
+        return qq_error(400, 40034001, "invalid message content");
+    }
+    if body["content"].as_str().map_or(0, |c| c.chars().count()) > 4000 {
+        return qq_error(400, 40034028, "message too long");
+    }
+    let known = [
+        format!("/channels/{QQ_CHANNEL}/messages"),
+        format!("/v2/users/{QQ_USER}/messages"),
+    ];
+    if !known.contains(&seen.path) {
+        return qq_error(404, 50001, "target not found");
+    }
+    ok(json!({"id": "ROBOT1.0_kzHRKXfGT.bbJHh8u1M9Bg", "timestamp": "2026-03-01T09:00:01+08:00"}))
+}
+
+fn qq_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .ends_with("/messages")
+        .then(|| seen.json()["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn qq_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("QQ_APP_ID", QQ_APP_ID.to_string()),
+        ("QQ_CLIENT_SECRET", QQ_SECRET.to_string()),
+        ("QQBOT_API_BASE", base.to_string()),
+        ("QQBOT_HOME_CHANNEL", QQ_CHANNEL.to_string()),
+    ]
+}
+
+const QQBOT: Spec = Spec {
+    target: "qqbot",
+    api: qq_api,
+    text: qq_text,
+    env: qq_env,
+    credential: "QQ_CLIENT_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "qqbot:6389524: QQ token request failed: code 100016: invalid appid or secret",
+    waits_in_run: true,
+    limit: 4000,
+};
+
+#[test]
+fn qqbot_finds_the_users_endpoint_and_gets_plain_text_naming_the_file() {
+    let fake = fake(&QQBOT, None);
+    let (hermes, chart) = rich_home(&QQBOT, &fake);
+    let id = add_job(&hermes, &format!("qqbot:{QQ_USER}"), &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let paths: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/app/getAppAccessToken".to_string(),
+            format!("/channels/{QQ_USER}/messages"),
+            format!("/v2/users/{QQ_USER}/messages"),
+        ]
+    );
+    assert_eq!(
+        seen[0].json(),
+        json!({"appId": QQ_APP_ID, "clientSecret": QQ_SECRET})
+    );
+    let mut content = wrapped_for(
+        &id,
+        "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).\n\n\
+         Backups finished at 03:12; nothing to do.\n\n\
+         df -h /srv\n\n\
+         Next check tomorrow.",
+    );
+    content.push_str(&format!(
+        "\n(attachment not sent to QQ: {})",
+        chart.display()
+    ));
+    assert_eq!(seen[2].json(), json!({"content": content, "msg_type": 0}));
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn qqbot_reports_every_endpoints_refusal_when_none_knows_the_chat() {
+    let fake = fake(&QQBOT, None);
+    let hermes = platform_home(&QQBOT, &fake, "report\n");
+    let id = add_job(&hermes, "qqbot:UNKNOWN0PENID", &[]);
+    run(&hermes, &id);
+
+    assert_eq!(fake.seen().len(), 4, "the token, then each endpoint once");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "qqbot:UNKNOWN0PENID: no QQ endpoint took chat UNKNOWN0PENID (channel: 404 target not found (code 50001); \
+         c2c: 404 target not found (code 50001); group: 404 target not found (code 50001))"
+    );
+}
+
+#[test]
+fn qqbot_splits_retries_and_records_refusals() {
+    check_all(&QQBOT);
+}
+
+// ---------------------------------------------------------------------------- WeCom callback app
+
+const WECOM_CORP: &str = "ww8f4e2d1c0b9a7e6d";
+const WECOM_SECRET: &str = "wecom-app-secret-0123456789abcdef0123";
+const WECOM_TOKEN: &str = "wecom-access-token-3Hq8vAbCdEf";
+
+fn wecom_error(code: i64, message: &str) -> Answer {
+    ok(json!({"errcode": code, "errmsg": message}))
+}
+
+/// WeCom's gettoken and message/send: errors as `errcode` in HTTP 200 bodies, the
+/// 2048-byte text limit, and one known member.
+fn wecom_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let route = seen.path.split('?').next().unwrap_or("");
+    if route == "/cgi-bin/gettoken" {
+        if query_param(&seen.path, "corpid").as_deref() != Some(WECOM_CORP) {
+            return wecom_error(40013, "invalid corpid");
+        }
+        if query_param(&seen.path, "corpsecret").as_deref() != Some(WECOM_SECRET) {
+            return wecom_error(
+                40001,
+                "invalid credential, hint: [1772359200_12_4f1e], from ip: 127.0.0.1",
+            );
+        }
+        return ok(
+            json!({"errcode": 0, "errmsg": "ok", "access_token": WECOM_TOKEN, "expires_in": 7200}),
+        );
+    }
+    if route != "/cgi-bin/message/send" {
+        return (404, Vec::new(), "404 page not found".into());
+    }
+    if query_param(&seen.path, "access_token").as_deref() != Some(WECOM_TOKEN) {
+        return wecom_error(40014, "invalid access_token");
+    }
+    if fault.is_some() {
+        return wecom_error(-1, "system busy");
+    }
+    let body = seen.json();
+    if body["msgtype"] != "text" || body["agentid"] != 1000002 {
+        return wecom_error(40008, "invalid message type");
+    }
+    if body["text"]["content"].as_str().map_or(0, str::len) > 2048 {
+        return wecom_error(45002, "content size out of limit");
+    }
+    if body["touser"] != "zhangsan" {
+        return wecom_error(81013, "user & party & tag all invalid");
+    }
+    ok(json!({"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": "mF2xJ0b2NlAhQ1Kk"}))
+}
+
+fn wecom_text(seen: &Seen) -> Option<String> {
+    seen.path
+        .starts_with("/cgi-bin/message/send")
+        .then(|| seen.json()["text"]["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn wecom_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WECOM_CALLBACK_CORP_ID", WECOM_CORP.to_string()),
+        ("WECOM_CALLBACK_CORP_SECRET", WECOM_SECRET.to_string()),
+        ("WECOM_CALLBACK_AGENT_ID", "1000002".to_string()),
+        ("WECOM_CALLBACK_API_BASE", base.to_string()),
+    ]
+}
+
+const WECOM_CALLBACK: Spec = Spec {
+    target: "wecom_callback:zhangsan",
+    api: wecom_api,
+    text: wecom_text,
+    env: wecom_env,
+    credential: "WECOM_CALLBACK_CORP_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "wecom_callback:zhangsan: errcode 40001: invalid credential",
+    waits_in_run: false,
+    limit: 2048,
+};
+
+#[test]
+fn wecom_callback_app_gets_plain_text_for_a_corp_scoped_member() {
+    let fake = fake(&WECOM_CALLBACK, None);
+    let (hermes, chart) = rich_home(&WECOM_CALLBACK, &fake);
+    let id = add_job(
+        &hermes,
+        &format!("wecom_callback:{WECOM_CORP}:zhangsan"),
+        &[],
+    );
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(seen[0].path.starts_with("/cgi-bin/gettoken?"));
+    assert_eq!(
+        seen[1].path,
+        format!("/cgi-bin/message/send?access_token={WECOM_TOKEN}")
+    );
+    let mut content = wrapped_for(
+        &id,
+        "Disk usage is fine on all hosts, see the dashboard (https://grafana.example.com).\n\n\
+         Backups finished at 03:12; nothing to do.\n\n\
+         df -h /srv\n\n\
+         Next check tomorrow.",
+    );
+    content.push_str(&format!(
+        "\n(attachment not sent to WeCom: {})",
+        chart.display()
+    ));
+    assert_eq!(
+        seen[1].json(),
+        json!({"touser": "zhangsan", "msgtype": "text", "agentid": 1000002,
+               "text": {"content": content}, "safe": 0})
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_callback_fetches_a_new_token_once_when_the_old_one_expired() {
+    let tokens = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let fake = crate::delivery::Fake::start(move |seen, _| {
+        if seen.path.starts_with("/cgi-bin/gettoken") {
+            let n = tokens.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let token = if n == 0 { "expired-token" } else { WECOM_TOKEN };
+            return ok(
+                json!({"errcode": 0, "errmsg": "ok", "access_token": token, "expires_in": 7200}),
+            );
+        }
+        if query_param(&seen.path, "access_token").as_deref() == Some("expired-token") {
+            return wecom_error(42001, "access_token expired");
+        }
+        wecom_api(seen, None)
+    });
+    let hermes = platform_home(&WECOM_CALLBACK, &fake, "report\n");
+    let id = add_job(&hermes, WECOM_CALLBACK.target, &[]);
+    run(&hermes, &id);
+
+    let routes: Vec<String> = fake
+        .seen()
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "/cgi-bin/gettoken",
+            "/cgi-bin/message/send",
+            "/cgi-bin/gettoken",
+            "/cgi-bin/message/send"
+        ]
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_callback_splits_retries_and_records_refusals() {
+    check_all(&WECOM_CALLBACK);
+}
+
+#[test]
+fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
+    let hermes = crate::delivery::home("report\n", &[("QQ_APP_ID", "102074111".to_string())]);
+    let ids: Vec<(String, &str)> = [
+        ("whatsapp:15557654321", "WHATSAPP_ENABLED"),
+        ("whatsapp", "WHATSAPP_HOME_CHANNEL"),
+        (
+            "bluebubbles:iMessage;-;+15557654321",
+            "BLUEBUBBLES_PASSWORD",
+        ),
+        ("bluebubbles", "BLUEBUBBLES_HOME_CHANNEL"),
+        ("qqbot:6389524", "QQ_CLIENT_SECRET"),
+        ("qqbot", "QQBOT_HOME_CHANNEL"),
+        ("wecom_callback:zhangsan", "WECOM_CALLBACK_AGENT_ID"),
+    ]
+    .into_iter()
+    .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
+    .collect();
+    let out = hermes.cron(&["doctor"]);
+    assert_eq!(out.code, Some(1));
+    for (id, var) in &ids {
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.contains(id.as_str()) && l.contains(&format!("{var} is not set"))),
+            "{id} {var}:\n{}",
+            out.stdout
+        );
+    }
+    assert!(
+        !out.stdout.contains("QQ_APP_ID is not set"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn all_and_origin_reach_the_new_home_channels_in_hermes_order() {
+    let fake = crate::delivery::Fake::start(|seen, _| {
+        if seen.path.starts_with("/bb/") {
+            ok(json!({"status": 200, "message": "Message sent!", "data": {"guid": "g"}}))
+        } else if seen.path.ends_with("/getAppAccessToken") {
+            ok(json!({"access_token": QQ_TOKEN, "expires_in": "7200"}))
+        } else {
+            ok(json!({"success": true, "messageId": "m", "id": "q"}))
+        }
+    });
+    let base = fake.base();
+    let env = vec![
+        ("QQ_APP_ID", QQ_APP_ID.to_string()),
+        ("QQ_CLIENT_SECRET", QQ_SECRET.to_string()),
+        ("QQBOT_API_BASE", format!("{base}/qq")),
+        ("QQ_HOME_CHANNEL", QQ_CHANNEL.to_string()),
+        ("WHATSAPP_ENABLED", "true".to_string()),
+        ("WHATSAPP_API_BASE", format!("{base}/wa")),
+        ("WHATSAPP_HOME_CHANNEL", "15557654321".to_string()),
+        ("BLUEBUBBLES_SERVER_URL", format!("{base}/bb")),
+        ("BLUEBUBBLES_PASSWORD", BB_PASSWORD.to_string()),
+        ("BLUEBUBBLES_HOME_CHANNEL", BB_CHAT.to_string()),
+    ];
+    let hermes = crate::delivery::home("report\n", &env);
+    let all = add_job(&hermes, "all", &[]);
+    run(&hermes, &all);
+    let paths: Vec<String> = fake.seen().iter().map(|s| s.path.clone()).collect();
+    assert!(paths.contains(&"/wa/send".to_string()), "{paths:?}");
+    assert!(
+        paths.contains(&format!("/qq/channels/{QQ_CHANNEL}/messages")),
+        "{paths:?}"
+    );
+    assert!(
+        paths
+            .iter()
+            .any(|p| p.starts_with("/bb/api/v1/message/text")),
+        "{paths:?}"
+    );
+    assert_eq!(hermes.job(&all)["last_status"], "ok");
+
+    // Without an origin, `origin` takes the first home in Hermes' order: BlueBubbles
+    // comes before QQ and WhatsApp. QQ's home is read from its former name too.
+    let before = fake.seen().len();
+    let origin = add_job(&hermes, "origin", &[]);
+    run(&hermes, &origin);
+    let new: Vec<String> = fake.seen()[before..]
+        .iter()
+        .map(|s| s.path.clone())
+        .collect();
+    assert!(
+        !new.is_empty() && new.iter().all(|p| p.starts_with("/bb/")),
+        "{new:?}"
+    );
+}
