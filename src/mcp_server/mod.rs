@@ -87,8 +87,9 @@ impl ServerHandler for CronServer {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client closes stdin or SIGTERM/SIGINT arrives;
-/// then runs of this process left unfinished are recorded as interrupted.
+/// Serves MCP on stdin/stdout until the client closes stdin (calls under way finish and
+/// are answered first) or SIGTERM/SIGINT arrives (at once: a run under way is stopped
+/// and recorded as interrupted).
 pub fn serve(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session)?;
     let server = CronServer {
@@ -117,7 +118,7 @@ pub fn serve(session: Session) -> Result<(), CliError> {
         }
         let interrupted = scheduler.interrupt_own_runs()?;
         if interrupted > 0 {
-            tracing::warn!("{interrupted} run(s) left unfinished by the MCP client are recorded as interrupted");
+            tracing::warn!("stopped with {interrupted} run(s) unfinished: recorded as interrupted");
         }
         Ok(())
     })
