@@ -13,6 +13,7 @@ mod environment;
 mod error;
 mod hermes_runner;
 mod home;
+mod mcp_server;
 mod process;
 mod redact;
 mod runner;

@@ -30,6 +30,8 @@ mod legacy;
 mod list;
 #[path = "cli/mcp.rs"]
 mod mcp;
+#[path = "cli/mcp_server.rs"]
+mod mcp_server;
 #[path = "cli/next.rs"]
 mod next;
 #[path = "cli/platforms.rs"]

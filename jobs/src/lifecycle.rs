@@ -196,21 +196,25 @@ fn check_script(script: &str) -> Result<(), JobError> {
     Ok(())
 }
 
+/// `PLATFORM:CHAT[:THREAD]` as the object Python Hermes' cronjob tool stores: all five
+/// keys, the two it cannot know here (`chat_name`, `user_id`) null. The chat and thread
+/// split by the platform's id syntax, so a Matrix room id keeps its colon.
 fn parse_origin(text: &str) -> Result<Value, JobError> {
-    let mut parts = text.trim().splitn(3, ':');
-    let platform = Platform::parse(parts.next().unwrap_or("").trim());
-    let chat = parts.next().unwrap_or("").trim();
-    let thread = parts.next().map(str::trim).filter(|t| !t.is_empty());
-    let Some(platform) = platform.filter(|_| !chat.is_empty()) else {
-        return Err(JobError::Invalid(format!(
+    let invalid = || {
+        JobError::Invalid(format!(
             "Invalid origin '{text}': use PLATFORM:CHAT[:THREAD], e.g. telegram:-1001234567890:17"
-        )));
+        ))
     };
-    let mut origin = json!({"platform": platform.as_str(), "chat_id": chat});
-    if let Some(thread) = thread {
-        origin["thread_id"] = json!(thread);
-    }
-    Ok(origin)
+    let (name, rest) = text.trim().split_once(':').ok_or_else(invalid)?;
+    let platform = Platform::parse(name.trim()).ok_or_else(invalid)?;
+    let (chat, thread) = platform.split_chat(rest.trim()).ok_or_else(invalid)?;
+    Ok(json!({
+        "platform": platform.as_str(),
+        "chat_id": chat.trim(),
+        "chat_name": null,
+        "thread_id": thread.map(str::trim),
+        "user_id": null,
+    }))
 }
 
 fn repeat_times(text: &str) -> Result<Option<u64>, JobError> {

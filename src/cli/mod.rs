@@ -96,6 +96,9 @@ pub enum CronVerb {
     Doctor,
     /// Print the output document of one run (its id as `runs` shows it), from any host.
     Output { run: i64 },
+    /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
+    /// chat agent's MCP client (docs/COMMANDS.md, "mcp").
+    Mcp,
     /// The store behind the jobs: its status, and copies to and from jobs.json.
     Store {
         #[command(subcommand)]

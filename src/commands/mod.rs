@@ -5,7 +5,7 @@ mod gateway_cmd;
 mod jobs_cmd;
 mod list;
 mod next;
-mod scheduler_cmd;
+pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
 pub mod timefmt;
@@ -156,5 +156,6 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         CronVerb::Doctor => status::doctor(&session),
         CronVerb::Store { verb } => store_cmd::store(&session, verb),
         CronVerb::Output { run } => status::output(&session, run),
+        CronVerb::Mcp => crate::mcp_server::serve(session),
     }
 }

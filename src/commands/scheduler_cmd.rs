@@ -14,7 +14,7 @@ use crate::hermes_runner::HermesRunner;
 use crate::process::host_name;
 use crate::scheduler::{self, Parts, RunReport, Scheduler};
 
-fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -24,7 +24,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 
 /// The scheduler of this home: its store, the system clock, the Hermes runner and
 /// delivery over the real platform APIs, settings read from the home on every pass.
-fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliError> {
+pub(crate) fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliError> {
     let home = session.home.root.clone();
     Scheduler::new(Parts {
         store: Arc::clone(&session.store),
@@ -42,7 +42,7 @@ fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliError> {
 }
 
 /// Completes on SIGTERM or SIGINT.
-async fn stop_signal() -> Result<impl std::future::Future<Output = ()>, CliError> {
+pub(crate) async fn stop_signal() -> Result<impl std::future::Future<Output = ()>, CliError> {
     let mut sigterm = signal(SignalKind::terminate())
         .map_err(|e| CliError::internal(format!("cannot listen for SIGTERM: {e}")))?;
     let mut sigint = signal(SignalKind::interrupt())

@@ -239,3 +239,35 @@ fn add_refuses_an_unknown_delivery_platform() {
     assert!(message.contains("pigeon"), "{message}");
     assert!(hermes.store_bytes().is_none());
 }
+
+#[test]
+fn add_origin_is_stored_with_python_hermes_keys_and_a_matrix_room_keeps_its_colon() {
+    let hermes = Hermes::new();
+    let telegram = hermes.add(
+        "every 2h",
+        "check",
+        &["--origin", "telegram:-1001234567890:17"],
+    );
+    assert_eq!(
+        hermes.job(&telegram)["origin"],
+        json!({"platform": "telegram", "chat_id": "-1001234567890", "chat_name": null,
+               "thread_id": "17", "user_id": null})
+    );
+    assert_eq!(hermes.job(&telegram)["deliver"], "origin");
+    let matrix = hermes.add(
+        "every 2h",
+        "check",
+        &["--origin", "matrix:!room:example.org"],
+    );
+    assert_eq!(
+        hermes.job(&matrix)["origin"]["chat_id"],
+        "!room:example.org"
+    );
+    assert_eq!(hermes.job(&matrix)["origin"]["thread_id"], Value::Null);
+
+    let refused = hermes.cron(&["add", "every 2h", "check", "--origin", "telegram:1:2:3"]);
+    assert_eq!(
+        refused.user_error(),
+        "error: Invalid origin 'telegram:1:2:3': use PLATFORM:CHAT[:THREAD], e.g. telegram:-1001234567890:17"
+    );
+}

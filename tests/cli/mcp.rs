@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::support::Hermes;
 
 /// The python of the MCP test venv, built by scripts/mcp/setup.sh when it is missing.
-fn python() -> &'static Path {
+pub(crate) fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp/setup.sh");

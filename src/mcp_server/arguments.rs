@@ -1,0 +1,207 @@
+//! The `cronjob` tool's arguments as a model sends them, read leniently where models
+//! are known to stray from the schema (a number for a chat id, a list for `deliver`, the
+//! `{model, provider}` object Python Hermes' schema uses) and turned into the texts the
+//! job lifecycle takes. Never touches the store.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use jobs::Platform;
+
+/// Every argument of the tool; unknown keys are ignored, as Python Hermes does.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Arguments {
+    pub action: String,
+    pub job_id: Option<String>,
+    pub schedule: Option<String>,
+    pub prompt: Option<String>,
+    pub name: Option<String>,
+    pub repeat: Option<Value>,
+    pub deliver: Option<Value>,
+    pub skills: Option<Vec<String>>,
+    pub script: Option<String>,
+    pub no_agent: Option<bool>,
+    pub workdir: Option<String>,
+    pub model: Option<Value>,
+    pub provider: Option<String>,
+    pub timezone: Option<String>,
+    pub reason: Option<String>,
+    pub include_disabled: Option<bool>,
+    pub origin: Option<Map<String, Value>>,
+}
+
+impl Arguments {
+    /// Reads the call's arguments; a value of the wrong type is named in the error.
+    pub fn parse(arguments: Option<Map<String, Value>>) -> Result<Arguments, String> {
+        let value = Value::Object(arguments.unwrap_or_default());
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            format!("Invalid argument '{path}': {}", e.into_inner())
+        })
+    }
+
+    /// `repeat` as the lifecycle reads it: a count, or "forever" for 0 and below
+    /// (Python Hermes' rule); a word ("once", "forever") passes through.
+    pub fn repeat_text(&self) -> Result<Option<String>, String> {
+        match &self.repeat {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_i64() {
+                Some(count) if count <= 0 => Ok(Some("forever".into())),
+                Some(count) => Ok(Some(count.to_string())),
+                None => Err(format!("Invalid repeat {n}: use a whole number")),
+            },
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(format!("Invalid repeat {other}: use a whole number")),
+        }
+    }
+
+    /// `deliver` as one comma-separated text; a list is joined (some clients send one).
+    pub fn deliver_text(&self) -> Result<Option<String>, String> {
+        match &self.deliver {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text.clone())),
+            Some(Value::Array(items)) => {
+                let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
+                Ok(Some(parts.join(",")))
+            }
+            Some(other) => Err(format!(
+                "Invalid deliver {other}: use a text such as 'origin' or 'telegram:-100123:17'"
+            )),
+        }
+    }
+
+    /// The model and provider pins: `model` as a text, or Python Hermes'
+    /// `{"model": …, "provider": …}` object.
+    pub fn model_and_provider(&self) -> Result<(Option<String>, Option<String>), String> {
+        let provider = self.provider.clone();
+        match &self.model {
+            None | Some(Value::Null) => Ok((None, provider)),
+            Some(Value::String(model)) => Ok((Some(model.clone()), provider)),
+            Some(Value::Object(pins)) => {
+                let text = |key: &str| pins.get(key).and_then(scalar_text);
+                Ok((text("model"), text("provider").or(provider)))
+            }
+            Some(other) => Err(format!(
+                "Invalid model {other}: give the model's name as a text"
+            )),
+        }
+    }
+
+    /// The origin as the lifecycle's `PLATFORM:CHAT[:THREAD]`, checked so that the text
+    /// splits back into exactly the chat and thread given.
+    pub fn origin_text(&self) -> Result<Option<String>, String> {
+        let Some(origin) = &self.origin else {
+            return Ok(None);
+        };
+        let field = |key: &str| {
+            origin
+                .get(key)
+                .and_then(scalar_text)
+                .map(|text| text.trim().to_string())
+                .filter(|text| !text.is_empty())
+        };
+        let Some(name) = field("platform") else {
+            return Err("origin needs platform and chat_id, e.g. {\"platform\": \"telegram\", \"chat_id\": \"-1001234567890\"}".into());
+        };
+        let Some(platform) = Platform::parse(&name) else {
+            let known: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+            return Err(format!(
+                "Unknown origin platform '{name}': use one of {}",
+                known.join(", ")
+            ));
+        };
+        let Some(chat) = field("chat_id") else {
+            return Err("origin needs chat_id: the id of the chat the request came from".into());
+        };
+        let thread = field("thread_id");
+        let rest = match &thread {
+            Some(thread) => format!("{chat}:{thread}"),
+            None => chat.clone(),
+        };
+        if platform.split_chat(&rest) != Some((chat.as_str(), thread.as_deref())) {
+            let thread = thread
+                .map(|t| format!(" with thread_id '{t}'"))
+                .unwrap_or_default();
+            return Err(format!(
+                "origin chat_id '{chat}'{thread} is not a {platform} chat: outside Matrix rooms and Signal groups an id holds no ':', and a Matrix thread is an event id ('$…')"
+            ));
+        }
+        Ok(Some(format!("{}:{rest}", platform.as_str())))
+    }
+}
+
+/// A text or a number as text (chat ids are often sent as numbers).
+fn scalar_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(value: Value) -> Arguments {
+        let Value::Object(map) = value else {
+            panic!("an object")
+        };
+        Arguments::parse(Some(map)).unwrap()
+    }
+
+    #[test]
+    fn origin_accepts_numeric_ids_and_keeps_a_matrix_room_colon() {
+        let telegram = args(
+            json!({"action": "create", "origin": {"platform": "Telegram", "chat_id": -1001234567890i64, "thread_id": 17}}),
+        );
+        assert_eq!(
+            telegram.origin_text().unwrap().as_deref(),
+            Some("telegram:-1001234567890:17")
+        );
+        let matrix = args(
+            json!({"action": "create", "origin": {"platform": "matrix", "chat_id": "!room:example.org"}}),
+        );
+        assert_eq!(
+            matrix.origin_text().unwrap().as_deref(),
+            Some("matrix:!room:example.org")
+        );
+    }
+
+    #[test]
+    fn origin_without_a_chat_or_with_a_colon_in_a_plain_chat_id_is_refused() {
+        let missing = args(json!({"action": "create", "origin": {"platform": "telegram"}}));
+        assert!(missing.origin_text().unwrap_err().contains("chat_id"));
+        let colon = args(
+            json!({"action": "create", "origin": {"platform": "slack", "chat_id": "C1:x", "thread_id": "9"}}),
+        );
+        assert!(colon.origin_text().unwrap_err().contains("holds no ':'"));
+        let unknown =
+            args(json!({"action": "create", "origin": {"platform": "pigeon", "chat_id": "1"}}));
+        assert!(unknown
+            .origin_text()
+            .unwrap_err()
+            .starts_with("Unknown origin platform 'pigeon'"));
+    }
+
+    #[test]
+    fn repeat_zero_means_forever_and_a_wrong_type_names_the_argument() {
+        assert_eq!(
+            args(json!({"action": "update", "repeat": 0}))
+                .repeat_text()
+                .unwrap()
+                .as_deref(),
+            Some("forever")
+        );
+        let Value::Object(map) = json!({"action": "list", "include_disabled": "yes"}) else {
+            unreachable!()
+        };
+        let error = Arguments::parse(Some(map)).unwrap_err();
+        assert!(
+            error.starts_with("Invalid argument 'include_disabled'"),
+            "{error}"
+        );
+    }
+}

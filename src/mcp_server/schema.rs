@@ -1,0 +1,105 @@
+//! The one tool this server offers, `cronjob`: its description and its JSON Schema.
+//! The schema is written by hand and stays flat — typed properties and one `enum`, never
+//! `anyOf`, `oneOf`, `allOf` or `$ref` — because several model providers refuse tool
+//! schemas that use them.
+
+use std::sync::Arc;
+
+use rmcp::model::{Tool, ToolAnnotations};
+use serde_json::{json, Map, Value};
+
+use jobs::Platform;
+
+pub const TOOL_NAME: &str = "cronjob";
+
+/// The actions, in the order the description lists them.
+pub const ACTIONS: [&str; 7] = [
+    "create", "list", "update", "pause", "resume", "remove", "run",
+];
+
+const DESCRIPTION: &str = "\
+Manage scheduled jobs of hermes-cron with one tool.
+
+action='create' schedules a new job from a prompt, skills or a script; 'list' shows the jobs; \
+'update', 'pause', 'resume', 'remove' and 'run' act on one job named by job_id (its id, or \
+its exact name). Never guess a job_id: list first.
+
+Pass origin (platform, chat_id, thread_id) on create to have the job's results sent back \
+into that chat and thread: deliver then defaults to 'origin'.
+
+Schedules are read in the job's time zone (timezone, else the configured zone). Every create \
+and update reply lists the job's next three run times in that zone (next_runs).
+
+A job runs later in a fresh session with no memory of this chat: make the prompt \
+self-contained. Its final answer is what gets delivered. A job must not schedule more jobs.";
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+/// The `cronjob` tool as `tools/list` shows it.
+pub fn cronjob_tool() -> Tool {
+    let mut tool = Tool::new(TOOL_NAME, DESCRIPTION, Arc::new(input_schema()));
+    tool.annotations = Some(
+        ToolAnnotations::with_title("Scheduled jobs")
+            .read_only(false)
+            .destructive(true)
+            .open_world(true),
+    );
+    tool
+}
+
+/// The tool's arguments: a flat object whose only required key is `action`.
+pub fn input_schema() -> Map<String, Value> {
+    let platforms: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+    let properties = json!({
+        "action": {
+            "type": "string",
+            "enum": ACTIONS,
+            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove and run need job_id."
+        },
+        "job_id": string("The job's id or exact name, for update, pause, resume, remove and run."),
+        "schedule": string("When it runs, for create and update: '30m' (once, in 30 minutes), 'every 2h', '0 9 * * *' (cron), 'weekdays at 9am', or an ISO time '2026-06-01T09:00' (once). Read in the job's time zone."),
+        "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run."),
+        "name": string("A short human-friendly name (default: the start of the prompt)."),
+        "repeat": {
+            "type": "integer",
+            "description": "How many runs before the job completes. Omit for the default: once for a one-time schedule, forever for a recurring one; 0 means forever."
+        },
+        "deliver": string("Where results go. Omit to send them back to the origin chat (or keep them local without an origin). Values: 'origin', 'local' (save only), 'all' (every home channel), a platform name (its home channel), 'platform:chat_id[:thread_id]', or a comma list. On update, '' restores the default."),
+        "skills": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Skills the run loads, in order, before the prompt. On update, an empty list removes them."
+        },
+        "script": string("A script under <HERMES_HOME>/scripts/ (a relative path) run before the agent; its output becomes context. On update, '' removes it."),
+        "no_agent": {
+            "type": "boolean",
+            "description": "True: no model at all, the script's output is the message (empty output sends nothing). Needs script."
+        },
+        "workdir": string("Absolute path of an existing directory the job works in. On update, '' removes it."),
+        "model": string("Model for this job (default: the configured one). On update, '' removes the pin."),
+        "provider": string("Provider for this job's model (default: the configured one). On update, '' removes the pin."),
+        "timezone": string("IANA time zone the schedule is read in, e.g. 'Europe/Berlin' (default: the configured zone). On update, '' returns to the default."),
+        "reason": string("For pause: why, shown in the job listing."),
+        "include_disabled": {
+            "type": "boolean",
+            "description": "For list: include paused and completed jobs (default true)."
+        },
+        "origin": {
+            "type": "object",
+            "description": "For create: the chat this request came from, so the job's results can be sent back into it.",
+            "properties": {
+                "platform": {"type": "string", "enum": platforms, "description": "The chat platform."},
+                "chat_id": string("The chat's id on that platform, e.g. '-1001234567890'."),
+                "thread_id": string("The thread or topic inside the chat, if any.")
+            },
+            "required": ["platform", "chat_id"]
+        }
+    });
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), properties);
+    schema.insert("required".into(), json!(["action"]));
+    schema
+}
