@@ -22,6 +22,8 @@ mod daemon;
 mod delivery;
 #[path = "cli/edit.rs"]
 mod edit;
+#[path = "cli/email.rs"]
+mod email;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]

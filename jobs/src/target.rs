@@ -58,7 +58,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 11] = [
+    pub const SENDABLE: [Platform; 12] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -66,6 +66,7 @@ impl Platform {
         Platform::Signal,
         Platform::Mattermost,
         Platform::Sms,
+        Platform::Email,
         Platform::DingTalk,
         Platform::Feishu,
         Platform::WhatsAppCloud,
@@ -463,6 +464,7 @@ mod tests {
                 "signal",
                 "mattermost",
                 "sms",
+                "email",
                 "dingtalk",
                 "feishu",
                 "whatsapp_cloud",
@@ -473,7 +475,7 @@ mod tests {
             .into_iter()
             .filter(|p| !p.can_send())
             .collect();
-        assert_eq!(unsendable, [Platform::WhatsApp, Platform::Email]);
+        assert_eq!(unsendable, [Platform::WhatsApp]);
     }
 
     #[test]

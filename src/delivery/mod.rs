@@ -23,6 +23,7 @@
 pub mod api;
 pub mod dingtalk;
 pub mod discord;
+pub mod email;
 pub mod feishu;
 pub mod format;
 pub mod homeassistant;
@@ -235,9 +236,8 @@ pub async fn send_to(
                 }
                 Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
                 Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsApp | Platform::Email => {
-                    Err((Failure::Final(cannot_send(platform.as_str())), skip))
-                }
+                Platform::Email => email::send(env, chat, thread, text, media, skip).await,
+                Platform::WhatsApp => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
             }
         }
     }
