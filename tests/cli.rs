@@ -24,6 +24,8 @@ mod dashboard;
 mod delivery;
 #[path = "cli/edit.rs"]
 mod edit;
+#[path = "cli/email.rs"]
+mod email;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]

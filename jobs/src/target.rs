@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 15] = [
+    pub const SENDABLE: [Platform; 16] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -82,6 +82,7 @@ impl Platform {
         Platform::Signal,
         Platform::Mattermost,
         Platform::Sms,
+        Platform::Email,
         Platform::DingTalk,
         Platform::Feishu,
         Platform::BlueBubbles,
@@ -490,6 +491,7 @@ mod tests {
                 "signal",
                 "mattermost",
                 "sms",
+                "email",
                 "dingtalk",
                 "feishu",
                 "bluebubbles",
@@ -506,12 +508,7 @@ mod tests {
             .collect();
         assert_eq!(
             unsendable,
-            [
-                Platform::Email,
-                Platform::WeCom,
-                Platform::Weixin,
-                Platform::Yuanbao
-            ]
+            [Platform::WeCom, Platform::Weixin, Platform::Yuanbao]
         );
     }
 

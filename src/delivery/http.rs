@@ -88,7 +88,9 @@ pub async fn recording_flights<F: std::future::Future>(
     FLIGHTS.scope(recorder, sending).await
 }
 
-fn report(flight: Flight) {
+/// Tells the recorder of the send under way (if any) about one item's flight; for
+/// senders that do not speak HTTP (email), which report their own.
+pub fn report(flight: Flight) {
     let _ = FLIGHTS.try_with(|recorder| recorder(flight));
 }
 
@@ -299,7 +301,8 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
             "WECOM_CALLBACK_CORP_SECRET",
             "WECOM_CALLBACK_AGENT_ID",
         ],
-        Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
+        Platform::Email => &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
+        Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
     }
 }
 

@@ -24,6 +24,7 @@ pub mod api;
 pub mod bluebubbles;
 pub mod dingtalk;
 pub mod discord;
+pub mod email;
 pub mod feishu;
 pub mod format;
 pub mod homeassistant;
@@ -247,7 +248,8 @@ pub async fn send_to(
                 Platform::BlueBubbles => {
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
-                Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
+                Platform::Email => email::send(env, chat, thread, text, media, skip).await,
+                Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }
