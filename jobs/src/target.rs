@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 15] = [
+    pub const SENDABLE: [Platform; 16] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -84,6 +84,7 @@ impl Platform {
         Platform::Sms,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::Weixin,
         Platform::BlueBubbles,
         Platform::QqBot,
         Platform::WhatsApp,
@@ -492,6 +493,7 @@ mod tests {
                 "sms",
                 "dingtalk",
                 "feishu",
+                "weixin",
                 "bluebubbles",
                 "qqbot",
                 "whatsapp",
@@ -506,12 +508,7 @@ mod tests {
             .collect();
         assert_eq!(
             unsendable,
-            [
-                Platform::Email,
-                Platform::WeCom,
-                Platform::Weixin,
-                Platform::Yuanbao
-            ]
+            [Platform::Email, Platform::WeCom, Platform::Yuanbao]
         );
     }
 

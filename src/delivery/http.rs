@@ -299,7 +299,8 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
             "WECOM_CALLBACK_CORP_SECRET",
             "WECOM_CALLBACK_AGENT_ID",
         ],
-        Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
+        Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
+        Platform::Email | Platform::WeCom | Platform::Yuanbao => &[],
     }
 }
 

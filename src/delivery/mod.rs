@@ -38,6 +38,7 @@ pub mod target;
 pub mod telegram;
 pub mod webhook;
 pub mod wecom_callback;
+pub mod weixin;
 pub mod whatsapp;
 pub mod whatsapp_cloud;
 
@@ -247,7 +248,8 @@ pub async fn send_to(
                 Platform::BlueBubbles => {
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
-                Platform::Email | Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
+                Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
+                Platform::Email | Platform::WeCom | Platform::Yuanbao => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }

@@ -753,6 +753,230 @@ fn wecom_callback_splits_retries_and_records_refusals() {
     check_all(&WECOM_CALLBACK);
 }
 
+// ---------------------------------------------------------------------------- Weixin (iLink)
+
+const WX_TOKEN: &str = "wx-ilink-bot-token-0123456789abcdef";
+const WX_ACCOUNT: &str = "a1b2c3d4e5f6@im.bot";
+const WX_USER: &str = "o9cq804svxfyCCTIqzddDqRBeMC0@im.wechat";
+
+fn ilink_error(ret: i64, errmsg: &str) -> Answer {
+    ok(json!({"ret": ret, "errmsg": errmsg}))
+}
+
+/// iLink's checks on every call: its headers (a bot token, a base64 decimal uin) and
+/// `base_info` in the body.
+fn ilink_refusal(seen: &Seen) -> Option<Answer> {
+    let uin = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        header(seen, "X-WECHAT-UIN"),
+    )
+    .unwrap_or_default();
+    let headers_ok = header(seen, "AuthorizationType") == "ilink_bot_token"
+        && header(seen, "iLink-App-Id") == "bot"
+        && header(seen, "iLink-App-ClientVersion") == "131584"
+        && !uin.is_empty()
+        && uin.iter().all(u8::is_ascii_digit)
+        && header(seen, "Content-Type") == "application/json";
+    if !headers_ok || seen.json()["base_info"]["channel_version"] != "2.2.0" {
+        return Some((400, Vec::new(), "bad request".into()));
+    }
+    if header(seen, "Authorization") != format!("Bearer {WX_TOKEN}") {
+        return Some(ilink_error(-14, "session timeout"));
+    }
+    None
+}
+
+/// iLink's sendmessage and getuploadurl and the WeChat CDN's upload: errors as `ret` in
+/// HTTP 200 bodies (-14 an expired session, -2 the frequency limit), 2000 characters
+/// of text, one known peer, and ciphertext in whole AES blocks.
+fn weixin_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let route = seen.path.split('?').next().unwrap_or("");
+    if route == "/c2c/upload" {
+        let filekey = query_param(&seen.path, "filekey").unwrap_or_default();
+        let param = query_param(&seen.path, "encrypted_query_param").unwrap_or_default();
+        let whole_blocks = !seen.body.is_empty() && seen.body.len().is_multiple_of(16);
+        if param != format!("UP-{filekey}") || !whole_blocks {
+            return (400, Vec::new(), "invalid upload".into());
+        }
+        let header = ("x-encrypted-param".to_string(), format!("ENC-{filekey}"));
+        return (200, vec![header], String::new());
+    }
+    if let Some(refusal) = ilink_refusal(seen) {
+        return refusal;
+    }
+    let body = seen.json();
+    match route {
+        "/ilink/bot/getuploadurl" => {
+            let filekey = body["filekey"].as_str().unwrap_or("");
+            if filekey.len() != 32 || body["aeskey"].as_str().map_or(0, str::len) != 32 {
+                return ilink_error(-1, "invalid param");
+            }
+            ok(json!({"ret": 0, "upload_param": format!("UP-{filekey}")}))
+        }
+        "/ilink/bot/sendmessage" => {
+            let msg = &body["msg"];
+            let shape_ok = msg["message_type"] == 2
+                && msg["message_state"] == 2
+                && msg["from_user_id"] == ""
+                && msg["client_id"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("hermes-weixin-"))
+                && msg["item_list"].as_array().map_or(0, Vec::len) == 1;
+            if !shape_ok {
+                return ilink_error(-1, "invalid param");
+            }
+            if msg["to_user_id"] != WX_USER {
+                return ilink_error(-1, "invalid to_user_id");
+            }
+            let text = msg["item_list"][0]["text_item"]["text"].as_str();
+            if text.is_some_and(|t| t.chars().count() > 2000) {
+                return ilink_error(-1, "text too long");
+            }
+            match fault {
+                Some(Fault::RateLimited) => ilink_error(-2, "freq limit"),
+                Some(Fault::ServerError) => {
+                    (502, Vec::new(), "<html>502 Bad Gateway</html>".into())
+                }
+                None => ok(json!({"ret": 0})),
+            }
+        }
+        _ => (404, Vec::new(), "404 page not found".into()),
+    }
+}
+
+fn weixin_text(seen: &Seen) -> Option<String> {
+    let item = &seen.json()["msg"]["item_list"][0];
+    (seen.path == "/ilink/bot/sendmessage" && item["type"] == 1)
+        .then(|| item["text_item"]["text"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn weixin_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WEIXIN_TOKEN", WX_TOKEN.to_string()),
+        ("WEIXIN_ACCOUNT_ID", WX_ACCOUNT.to_string()),
+        ("WEIXIN_BASE_URL", base.to_string()),
+        ("WEIXIN_CDN_BASE_URL", format!("{base}/c2c")),
+        ("WEIXIN_HOME_CHANNEL", WX_USER.to_string()),
+        // Hermes' own knobs, shortened so the checks stay fast: the pause between
+        // parts (1.5 s) and the cooldown after a frequency limit (30 s).
+        ("WEIXIN_SEND_CHUNK_DELAY_SECONDS", "0.05".to_string()),
+        ("WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS", "1".to_string()),
+    ]
+}
+
+const WEIXIN: Spec = Spec {
+    target: "weixin",
+    api: weixin_api,
+    text: weixin_text,
+    env: weixin_env,
+    credential: "WEIXIN_TOKEN",
+    spoil: crate::platforms::spoiled,
+    refused: "iLink ilink/bot/sendmessage error: ret=-14 errmsg=session timeout",
+    waits_in_run: true,
+    limit: 2000,
+};
+
+#[test]
+fn weixin_gets_the_markdown_text_then_the_file_encrypted_on_the_cdn() {
+    use aes::cipher::{block_padding::Pkcs7, BlockDecryptMut, KeyInit};
+    use md5::Digest;
+
+    let fake = fake(&WEIXIN, None);
+    let (hermes, chart) = rich_home(&WEIXIN, &fake);
+    let id = add_job(&hermes, "weixin", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let routes: Vec<&str> = seen
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "/ilink/bot/sendmessage",
+            "/ilink/bot/getuploadurl",
+            "/c2c/upload",
+            "/ilink/bot/sendmessage"
+        ]
+    );
+    let text = seen[0].json();
+    assert_eq!(
+        text["msg"]["item_list"],
+        json!([{"type": 1, "text_item": {"text": wrapped_for(&id, RICH)}}])
+    );
+    assert!(text["msg"].get("context_token").is_none());
+
+    let plain = fs::read(&chart).unwrap();
+    let ask = seen[1].json();
+    let (filekey, aeskey) = (
+        ask["filekey"].as_str().unwrap(),
+        ask["aeskey"].as_str().unwrap(),
+    );
+    assert_eq!(
+        ask,
+        json!({"filekey": filekey, "media_type": 1, "to_user_id": WX_USER,
+               "rawsize": plain.len(), "rawfilemd5": hex::encode(md5::Md5::digest(&plain)),
+               "filesize": 32, "no_need_thumb": true, "aeskey": aeskey,
+               "base_info": {"channel_version": "2.2.0"}})
+    );
+    let key: [u8; 16] = hex::decode(aeskey).unwrap().try_into().unwrap();
+    let decrypted = ecb::Decryptor::<aes::Aes128>::new(&key.into())
+        .decrypt_padded_vec_mut::<Pkcs7>(&seen[2].body)
+        .unwrap();
+    assert_eq!(
+        decrypted, plain,
+        "the CDN gets the file under the announced key"
+    );
+    assert_eq!(header(&seen[2], "Content-Type"), "application/octet-stream");
+
+    let aes_key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, aeskey);
+    assert_eq!(
+        seen[3].json()["msg"]["item_list"],
+        json!([{"type": 2, "image_item": {"media": {"encrypt_query_param": format!("ENC-{filekey}"),
+               "aes_key": aes_key, "encrypt_type": 1}, "mid_size": 32}}])
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn weixin_drops_a_stale_conversation_token_once_and_sends_without_it() {
+    let fake = crate::delivery::Fake::start(|seen, _| {
+        if seen.json()["msg"]["context_token"] == "ctx-stale" {
+            return ilink_error(-14, "session timeout");
+        }
+        weixin_api(seen, None)
+    });
+    let hermes = platform_home(&WEIXIN, &fake, "report\n");
+    let accounts = hermes.home().join("weixin").join("accounts");
+    fs::create_dir_all(&accounts).unwrap();
+    fs::write(
+        accounts.join(format!("{WX_ACCOUNT}.context-tokens.json")),
+        json!({ WX_USER: "ctx-stale" }).to_string(),
+    )
+    .unwrap();
+    let id = add_job(&hermes, &format!("weixin:{WX_USER}"), &[]);
+    run(&hermes, &id);
+
+    let msgs: Vec<Value> = fake
+        .bodies("/sendmessage")
+        .iter()
+        .map(|b| b["msg"].clone())
+        .collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs[0]["context_token"], "ctx-stale");
+    assert!(msgs[1].get("context_token").is_none());
+    assert_eq!(msgs[0]["client_id"], msgs[1]["client_id"]);
+    assert_eq!(msgs[0]["item_list"], msgs[1]["item_list"]);
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn weixin_splits_retries_and_records_refusals() {
+    check_all(&WEIXIN);
+}
+
 #[test]
 fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
     let hermes = crate::delivery::home("report\n", &[("QQ_APP_ID", "102074111".to_string())]);
@@ -767,6 +991,8 @@ fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
         ("qqbot:6389524", "QQ_CLIENT_SECRET"),
         ("qqbot", "QQBOT_HOME_CHANNEL"),
         ("wecom_callback:zhangsan", "WECOM_CALLBACK_AGENT_ID"),
+        ("weixin:wxid_abc123", "WEIXIN_TOKEN"),
+        ("weixin", "WEIXIN_HOME_CHANNEL"),
     ]
     .into_iter()
     .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
