@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 16] = [
+    pub const SENDABLE: [Platform; 17] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -84,6 +84,7 @@ impl Platform {
         Platform::Sms,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::WeCom,
         Platform::Weixin,
         Platform::BlueBubbles,
         Platform::QqBot,
@@ -493,6 +494,7 @@ mod tests {
                 "sms",
                 "dingtalk",
                 "feishu",
+                "wecom",
                 "weixin",
                 "bluebubbles",
                 "qqbot",
@@ -506,10 +508,7 @@ mod tests {
             .into_iter()
             .filter(|p| !p.can_send())
             .collect();
-        assert_eq!(
-            unsendable,
-            [Platform::Email, Platform::WeCom, Platform::Yuanbao]
-        );
+        assert_eq!(unsendable, [Platform::Email, Platform::Yuanbao]);
     }
 
     #[test]

@@ -88,7 +88,9 @@ pub async fn recording_flights<F: std::future::Future>(
     FLIGHTS.scope(recorder, sending).await
 }
 
-fn report(flight: Flight) {
+/// Tells the recorder of this send (if any) about a request that does not go through
+/// [`send_judged`] (a WebSocket frame).
+pub fn report(flight: Flight) {
     let _ = FLIGHTS.try_with(|recorder| recorder(flight));
 }
 
@@ -300,7 +302,8 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
             "WECOM_CALLBACK_AGENT_ID",
         ],
         Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
-        Platform::Email | Platform::WeCom | Platform::Yuanbao => &[],
+        Platform::WeCom => &["WECOM_BOT_ID", "WECOM_SECRET"],
+        Platform::Email | Platform::Yuanbao => &[],
     }
 }
 

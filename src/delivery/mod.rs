@@ -37,6 +37,7 @@ pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod wecom;
 pub mod wecom_callback;
 pub mod weixin;
 pub mod whatsapp;
@@ -249,7 +250,8 @@ pub async fn send_to(
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
                 Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
-                Platform::Email | Platform::WeCom | Platform::Yuanbao => {
+                Platform::WeCom => wecom::send(env, chat, thread, text, media, skip).await,
+                Platform::Email | Platform::Yuanbao => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }

@@ -977,9 +977,199 @@ fn weixin_splits_retries_and_records_refusals() {
     check_all(&WEIXIN);
 }
 
+// ---------------------------------------------------------------------------- WeCom AI bot
+
+const WECOM_BOT: &str = "aibGq3kT2mNf8xWqR5vZ";
+const WECOM_BOT_SECRET: &str = "wecom-bot-secret-9f8e7d6c5b4a3210";
+const WECOM_CHAT: &str = "wrkSFfCgAAkJb4nHq3oRzbxPyg1hKr9Q";
+
+/// A gateway frame answering `seen`: its `req_id`, an errcode and a body.
+fn wecom_frame(seen: &Seen, code: i64, message: &str, body: Value) -> String {
+    let mut frame = json!({"headers": {"req_id": seen.json()["headers"]["req_id"]},
+                           "errcode": code, "errmsg": message});
+    if !body.is_null() {
+        frame["body"] = body;
+    }
+    frame.to_string()
+}
+
+/// WeCom's bot gateway: the subscription checks the bot id and secret (and closes the
+/// connection when they are wrong), `aibot_send_msg` takes Markdown of up to 4000
+/// characters or an uploaded media id for the one known chat, uploads go init, chunks,
+/// finish; errors are `errcode`s, -1 meaning busy.
+fn wecom_bot_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let frame = seen.json();
+    let body = &frame["body"];
+    let answer = |code, message: &str, reply: Value| {
+        (200, Vec::new(), wecom_frame(seen, code, message, reply))
+    };
+    match seen.path.as_str() {
+        "aibot_subscribe" => {
+            let known = body["bot_id"] == WECOM_BOT && body["secret"] == WECOM_BOT_SECRET;
+            if !known || body["device_id"].as_str().unwrap_or("").is_empty() {
+                let refusal = wecom_frame(seen, 853000, "invalid bot_id or secret", Value::Null);
+                return (400, Vec::new(), refusal);
+            }
+            answer(0, "ok", Value::Null)
+        }
+        "aibot_upload_media_init" => {
+            let md5 = body["md5"].as_str().unwrap_or("");
+            if md5.len() != 32 || body["total_chunks"] != 1 || body["filename"].is_null() {
+                return answer(40001, "invalid upload request", Value::Null);
+            }
+            answer(0, "ok", json!({"upload_id": format!("UP-{}", &md5[..8])}))
+        }
+        "aibot_upload_media_chunk" => answer(0, "ok", Value::Null),
+        "aibot_upload_media_finish" => {
+            let id = body["upload_id"].as_str().unwrap_or("");
+            answer(
+                0,
+                "ok",
+                json!({"type": "image", "media_id": format!("MEDIA-{id}"), "created_at": "1772359200"}),
+            )
+        }
+        "aibot_send_msg" => {
+            if body["chatid"] != WECOM_CHAT {
+                return answer(93006, "invalid chatid", Value::Null);
+            }
+            let content = body["markdown"]["content"].as_str();
+            if content.is_some_and(|c| c.chars().count() > 4000) {
+                return answer(40058, "markdown.content exceed max length", Value::Null);
+            }
+            if fault.is_some() {
+                return answer(-1, "system busy", Value::Null);
+            }
+            answer(0, "ok", Value::Null)
+        }
+        _ => answer(40008, "invalid cmd", Value::Null),
+    }
+}
+
+fn wecom_bot_text(seen: &Seen) -> Option<String> {
+    let body = &seen.json()["body"];
+    (seen.path == "aibot_send_msg" && body["msgtype"] == "markdown")
+        .then(|| body["markdown"]["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn wecom_bot_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WECOM_BOT_ID", WECOM_BOT.to_string()),
+        ("WECOM_SECRET", WECOM_BOT_SECRET.to_string()),
+        ("WECOM_WEBSOCKET_URL", base.replacen("http", "ws", 1)),
+        ("WECOM_HOME_CHANNEL", WECOM_CHAT.to_string()),
+    ]
+}
+
+const WECOM_BOT_SPEC: Spec = Spec {
+    target: "wecom",
+    api: wecom_bot_api,
+    text: wecom_bot_text,
+    env: wecom_bot_env,
+    credential: "WECOM_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "the bot's subscription was refused (WeCom errcode 853000: invalid bot_id or secret)",
+    waits_in_run: false,
+    limit: 4000,
+};
+
+#[test]
+fn wecom_bot_subscribes_then_sends_the_markdown_and_the_uploaded_file() {
+    let fake = fake(&WECOM_BOT_SPEC, None);
+    let (hermes, chart) = rich_home(&WECOM_BOT_SPEC, &fake);
+    let id = add_job(&hermes, "wecom", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let cmds: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        cmds,
+        [
+            "aibot_subscribe",
+            "aibot_send_msg",
+            "aibot_upload_media_init",
+            "aibot_upload_media_chunk",
+            "aibot_upload_media_finish",
+            "aibot_send_msg"
+        ]
+    );
+    let bodies: Vec<Value> = seen.iter().map(|s| s.json()["body"].clone()).collect();
+    assert_eq!(bodies[0]["bot_id"], WECOM_BOT);
+    assert_eq!(
+        bodies[1],
+        json!({"chatid": WECOM_CHAT, "msgtype": "markdown",
+               "markdown": {"content": wrapped_for(&id, RICH)}})
+    );
+    let plain = fs::read(&chart).unwrap();
+    let md5 = hex::encode(<md5::Md5 as md5::Digest>::digest(&plain));
+    assert_eq!(
+        bodies[2],
+        json!({"type": "image", "filename": "chart.png", "total_size": plain.len(),
+               "total_chunks": 1, "md5": md5})
+    );
+    let upload = format!("UP-{}", &md5[..8]);
+    assert_eq!(
+        bodies[3],
+        json!({"upload_id": upload, "chunk_index": 0, "base64_data": crate::platforms::png_base64()})
+    );
+    assert_eq!(bodies[4], json!({"upload_id": upload}));
+    assert_eq!(
+        bodies[5],
+        json!({"chatid": WECOM_CHAT, "msgtype": "image", "image": {"media_id": format!("MEDIA-{upload}")}})
+    );
+    let req_ids: std::collections::HashSet<String> = seen
+        .iter()
+        .map(|s| {
+            s.json()["headers"]["req_id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(req_ids.len(), 6, "every frame has its own req_id");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_bot_connection_lost_after_a_message_left_is_never_resent() {
+    let fake = crate::delivery::Fake::websocket(|seen, _| match seen.path.as_str() {
+        // The gateway drops the connection without answering the message.
+        "aibot_send_msg" => (500, Vec::new(), String::new()),
+        _ => wecom_bot_api(seen, None),
+    });
+    let hermes = platform_home(&WECOM_BOT_SPEC, &fake, "report\n");
+    let id = add_job(&hermes, &format!("wecom:{WECOM_CHAT}"), &[]);
+    run(&hermes, &id);
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+
+    let sends = fake
+        .seen()
+        .iter()
+        .filter(|s| s.path == "aibot_send_msg")
+        .count();
+    assert_eq!(sends, 1);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        format!("wecom:{WECOM_CHAT}: the WeCom connection closed after the message was sent; not resent, to never post twice")
+    );
+}
+
+#[test]
+fn wecom_bot_splits_retries_and_records_refusals() {
+    check_all(&WECOM_BOT_SPEC);
+}
+
 #[test]
 fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
-    let hermes = crate::delivery::home("report\n", &[("QQ_APP_ID", "102074111".to_string())]);
+    let hermes = crate::delivery::home(
+        "report\n",
+        &[
+            ("QQ_APP_ID", "102074111".to_string()),
+            ("WECOM_BOT_ID", WECOM_BOT.to_string()),
+        ],
+    );
     let ids: Vec<(String, &str)> = [
         ("whatsapp:15557654321", "WHATSAPP_ENABLED"),
         ("whatsapp", "WHATSAPP_HOME_CHANNEL"),
@@ -993,6 +1183,8 @@ fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
         ("wecom_callback:zhangsan", "WECOM_CALLBACK_AGENT_ID"),
         ("weixin:wxid_abc123", "WEIXIN_TOKEN"),
         ("weixin", "WEIXIN_HOME_CHANNEL"),
+        ("wecom:wrkSFfCgAA", "WECOM_SECRET"),
+        ("wecom", "WECOM_HOME_CHANNEL"),
     ]
     .into_iter()
     .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
