@@ -1,5 +1,5 @@
-//! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots and
-//! WeCom self-built apps through the real binary, each against a local fake that checks
+//! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots, WeCom
+//! AI bots (a WebSocket gateway) and WeCom self-built apps through the real binary, each against a local fake that checks
 //! what the real service checks (path, auth, request shape, size limit) and answers
 //! with its real success and error bodies; the shared checks of `platforms` (a long
 //! reply split in order, a 429 or 5xx retried once, a wrong credential recorded) run
@@ -1260,5 +1260,49 @@ fn all_and_origin_reach_the_new_home_channels_in_hermes_order() {
     assert!(
         !new.is_empty() && new.iter().all(|p| p.starts_with("/bb/")),
         "{new:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------- Yuanbao
+
+const YUANBAO_REASON: &str = "yuanbao cannot be sent to from outside Hermes' gateway (Yuanbao messages go only through the running gateway's own WebSocket session): deliver to another platform, or let Python Hermes' gateway run this job";
+
+#[test]
+fn yuanbao_is_refused_with_its_reason_when_created_edited_and_run() {
+    let hermes = crate::delivery::home("report\n", &[]);
+    let created = hermes.cron(&[
+        "add",
+        "every 1d",
+        "daily report",
+        "--script",
+        "report.sh",
+        "--no-agent",
+        "--deliver",
+        "telegram:5550001,yuanbao:direct:10001",
+    ]);
+    let id = crate::support::created_id(created.ok());
+    assert_eq!(
+        created.stderr.trim(),
+        format!("warning: yuanbao:direct:10001: {YUANBAO_REASON}")
+    );
+    let edited = hermes.cron(&["edit", &id, "--deliver", "yuanbao"]);
+    edited.ok();
+    assert_eq!(
+        edited.stderr.trim(),
+        format!("warning: yuanbao: {YUANBAO_REASON}")
+    );
+    let renamed = hermes.cron(&["edit", &id, "--name", "nightly report"]);
+    renamed.ok();
+    assert!(renamed.stderr.is_empty(), "{}", renamed.stderr);
+
+    hermes
+        .cron(&["edit", &id, "--deliver", "yuanbao:group:328306697"])
+        .ok();
+    run(&hermes, &id);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        format!("yuanbao:group:328306697: {YUANBAO_REASON}")
     );
 }
