@@ -1,10 +1,10 @@
 //! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots, WeCom
-//! AI bots (a WebSocket gateway) and WeCom self-built apps through the real binary, each against a local fake that checks
-//! what the real service checks (path, auth, request shape, size limit) and answers
-//! with its real success and error bodies; the shared checks of `platforms` (a long
-//! reply split in order, a 429 or 5xx retried once, a wrong credential recorded) run
-//! for each, plus one test of exactly what a rich reply — three paragraphs, a code
-//! block and a `MEDIA:` file — posts.
+//! AI bots (a WebSocket gateway) and WeCom self-built apps through the real binary, each
+//! against a local fake that checks what the real service checks (path, auth, request
+//! shape, size limit) and answers with its real success and error bodies; the shared
+//! checks of `platforms` (a long reply split in order, a 429 or 5xx retried once, a wrong
+//! credential recorded) run for each, plus one test of exactly what a rich reply — three
+//! paragraphs, a code block and a `MEDIA:` file — posts. Yuanbao is refused with its reason.
 
 use std::fs;
 
