@@ -4,12 +4,15 @@
 //! writes `.env`.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A snapshot of the variables delivery may use.
 #[derive(Debug, Clone, Default)]
 pub struct Environment {
     vars: HashMap<String, String>,
+    /// The home the variables were loaded from: a sender reads the state Hermes'
+    /// gateway keeps there (Weixin's conversation tokens).
+    home: Option<PathBuf>,
 }
 
 impl Environment {
@@ -20,7 +23,10 @@ impl Environment {
             Err(_) => HashMap::new(),
         };
         vars.extend(std::env::vars());
-        Environment { vars }
+        Environment {
+            vars,
+            home: Some(home.to_path_buf()),
+        }
     }
 
     /// A fixed set of variables (tests).
@@ -31,7 +37,13 @@ impl Environment {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            home: None,
         }
+    }
+
+    /// The home this environment was loaded from (`None` in unit tests).
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
     }
 
     /// The value of `name`, when set and not blank.

@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 16] = [
+    pub const SENDABLE: [Platform; 18] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -85,6 +85,8 @@ impl Platform {
         Platform::Email,
         Platform::DingTalk,
         Platform::Feishu,
+        Platform::WeCom,
+        Platform::Weixin,
         Platform::BlueBubbles,
         Platform::QqBot,
         Platform::WhatsApp,
@@ -494,6 +496,8 @@ mod tests {
                 "email",
                 "dingtalk",
                 "feishu",
+                "wecom",
+                "weixin",
                 "bluebubbles",
                 "qqbot",
                 "whatsapp",
@@ -506,10 +510,7 @@ mod tests {
             .into_iter()
             .filter(|p| !p.can_send())
             .collect();
-        assert_eq!(
-            unsendable,
-            [Platform::WeCom, Platform::Weixin, Platform::Yuanbao]
-        );
+        assert_eq!(unsendable, [Platform::Yuanbao]);
     }
 
     #[test]

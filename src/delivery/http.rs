@@ -89,7 +89,7 @@ pub async fn recording_flights<F: std::future::Future>(
 }
 
 /// Tells the recorder of the send under way (if any) about one item's flight; for
-/// senders that do not speak HTTP (email), which report their own.
+/// senders that do not speak HTTP (email, a WebSocket frame), which report their own.
 pub fn report(flight: Flight) {
     let _ = FLIGHTS.try_with(|recorder| recorder(flight));
 }
@@ -302,7 +302,9 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
             "WECOM_CALLBACK_AGENT_ID",
         ],
         Platform::Email => &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
-        Platform::WeCom | Platform::Weixin | Platform::Yuanbao => &[],
+        Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
+        Platform::WeCom => &["WECOM_BOT_ID", "WECOM_SECRET"],
+        Platform::Yuanbao => &[],
     }
 }
 

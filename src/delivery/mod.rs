@@ -38,7 +38,9 @@ pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod wecom;
 pub mod wecom_callback;
+pub mod weixin;
 pub mod whatsapp;
 pub mod whatsapp_cloud;
 
@@ -249,7 +251,9 @@ pub async fn send_to(
                     bluebubbles::send(env, chat, thread, text, media, skip).await
                 }
                 Platform::Email => email::send(env, chat, thread, text, media, skip).await,
-                Platform::WeCom | Platform::Weixin | Platform::Yuanbao => {
+                Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
+                Platform::WeCom => wecom::send(env, chat, thread, text, media, skip).await,
+                Platform::Yuanbao => {
                     Err((Failure::Final(cannot_send(platform.as_str())), skip))
                 }
             }
@@ -260,8 +264,36 @@ pub async fn send_to(
 /// The delivery error for a chat on a platform without a sender in this build (see
 /// [`Platform::SENDABLE`]); `platform` may be a name this build does not know at all.
 pub fn cannot_send(platform: &str) -> String {
+    if platform == Platform::Yuanbao.as_str() {
+        // Yuanbao bots send only on the gateway's own authenticated WebSocket session
+        // (sign-token, AUTH_BIND, protobuf frames); Python Hermes has no out-of-process
+        // path either, and its send needs the running gateway's connection.
+        return "yuanbao cannot be sent to from outside Hermes' gateway (Yuanbao messages go \
+                only through the running gateway's own WebSocket session): deliver to another \
+                platform, or let Python Hermes' gateway run this job"
+            .to_string();
+    }
     let sendable = Platform::SENDABLE.map(Platform::as_str).join(", ");
     format!("this build cannot send to {platform} (it sends to {sendable} and webhooks)")
+}
+
+/// The warning for each `deliver` item this build cannot send to, shown when a job is
+/// created or edited (the job is kept: Python Hermes may run it).
+pub fn unsendable_warnings(deliver: &str) -> Vec<String> {
+    jobs::target::deliver_items(deliver)
+        .filter_map(|item| match item.parse::<jobs::target::Target>() {
+            Ok(jobs::target::Target::Home(platform))
+            | Ok(jobs::target::Target::Chat { platform, .. })
+                if !platform.can_send() =>
+            {
+                Some(format!(
+                    "warning: {item}: {}",
+                    cannot_send(platform.as_str())
+                ))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// Resolves the job's targets and sends the run's message to each, in order.

@@ -589,6 +589,9 @@ fn doctor_names_a_platform_this_build_cannot_send_to_instead_of_its_token() {
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().find(|l| l.contains(&id)).unwrap_or("");
-    assert!(line.contains("this build cannot send to yuanbao"), "{text}");
+    assert!(
+        line.contains("yuanbao cannot be sent to from outside Hermes' gateway"),
+        "{text}"
+    );
     assert!(!text.contains("YUANBAO_BOT_TOKEN"), "{text}");
 }

@@ -41,6 +41,8 @@ impl Seen {
 /// Status, extra headers, body.
 pub(crate) type Answer = (u16, Vec<(String, String)>, String);
 type Responder = Box<dyn Fn(&Seen, usize) -> Answer + Send>;
+/// A responder shared by the connections of a [`Fake::websocket`].
+type SharedResponder = Arc<dyn Fn(&Seen, usize) -> Answer + Send + Sync>;
 
 /// A local fake API: every request is logged, then answered by the responder (given
 /// the request and its index).
@@ -104,6 +106,45 @@ impl Fake {
         }
     }
 
+    /// A local fake WebSocket gateway: every text frame a client sends is logged as a
+    /// [`Seen`] (`path` is its `cmd`, `body` the frame) and answered with the
+    /// responder's body as one text frame (none when empty); a status of 400 or more
+    /// closes the connection after answering, as a gateway does after a refused login.
+    pub(crate) fn websocket(
+        responder: impl Fn(&Seen, usize) -> Answer + Send + Sync + 'static,
+    ) -> Fake {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the fake");
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (log, stopped) = (Arc::clone(&seen), Arc::clone(&stop));
+        let responder: SharedResponder = Arc::new(responder);
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                while !stopped.load(Ordering::SeqCst) {
+                    let accepted =
+                        tokio::time::timeout(Duration::from_millis(50), listener.accept()).await;
+                    if let Ok(Ok((stream, _))) = accepted {
+                        let (log, responder) = (Arc::clone(&log), Arc::clone(&responder));
+                        tokio::spawn(serve_websocket(stream, log, responder));
+                    }
+                }
+            });
+        });
+        Fake {
+            port,
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
     pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
@@ -119,6 +160,46 @@ impl Fake {
             .filter(|s| s.path.ends_with(suffix))
             .map(Seen::json)
             .collect()
+    }
+}
+
+/// One client connection of [`Fake::websocket`].
+async fn serve_websocket(
+    stream: tokio::net::TcpStream,
+    log: Arc<Mutex<Vec<Seen>>>,
+    responder: SharedResponder,
+) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let Ok(mut socket) = tokio_tungstenite::accept_async(stream).await else {
+        return;
+    };
+    while let Some(Ok(frame)) = socket.next().await {
+        let Message::Text(text) = frame else { continue };
+        let body = text.as_bytes().to_vec();
+        let cmd = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null)["cmd"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let seen = Seen {
+            path: cmd,
+            headers: Vec::new(),
+            body,
+            at: Instant::now(),
+        };
+        let index = {
+            let mut log = log.lock().unwrap();
+            log.push(seen.clone());
+            log.len() - 1
+        };
+        let (status, _, reply) = responder(&seen, index);
+        if !reply.is_empty() && socket.send(Message::text(reply)).await.is_err() {
+            return;
+        }
+        if status >= 400 {
+            let _ = socket.close(None).await;
+            return;
+        }
     }
 }
 

@@ -49,11 +49,19 @@ pub(crate) struct Spec {
 pub(crate) fn fake(spec: &Spec, fault: Option<Fault>) -> Fake {
     let (api, text) = (spec.api, spec.text);
     let messages = Arc::new(AtomicUsize::new(0));
-    Fake::start(move |seen, _| {
+    let responder = move |seen: &Seen, _| {
         let first = text(seen).is_some() && messages.fetch_add(1, Ordering::SeqCst) == 0;
         api(seen, fault.filter(|_| first))
-    })
+    };
+    match WEBSOCKET_PLATFORMS.contains(&spec.target.split(':').next().unwrap_or("")) {
+        true => Fake::websocket(responder),
+        false => Fake::start(responder),
+    }
 }
+
+/// The platforms whose senders speak a WebSocket instead of HTTP: their fakes are
+/// [`Fake::websocket`] gateways.
+const WEBSOCKET_PLATFORMS: &[&str] = &["wecom"];
 
 /// A home whose script replies `reply`, with the spec's env pointing at `fake`.
 pub(crate) fn platform_home(spec: &Spec, fake: &Fake, reply: &str) -> Hermes {

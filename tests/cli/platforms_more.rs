@@ -1,10 +1,10 @@
-//! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots and
-//! WeCom self-built apps through the real binary, each against a local fake that checks
-//! what the real service checks (path, auth, request shape, size limit) and answers
-//! with its real success and error bodies; the shared checks of `platforms` (a long
-//! reply split in order, a 429 or 5xx retried once, a wrong credential recorded) run
-//! for each, plus one test of exactly what a rich reply — three paragraphs, a code
-//! block and a `MEDIA:` file — posts.
+//! The senders for Hermes' WhatsApp bridge, BlueBubbles (iMessage), Weixin, QQ bots, WeCom
+//! AI bots (a WebSocket gateway) and WeCom self-built apps through the real binary, each
+//! against a local fake that checks what the real service checks (path, auth, request
+//! shape, size limit) and answers with its real success and error bodies; the shared
+//! checks of `platforms` (a long reply split in order, a 429 or 5xx retried once, a wrong
+//! credential recorded) run for each, plus one test of exactly what a rich reply — three
+//! paragraphs, a code block and a `MEDIA:` file — posts. Yuanbao is refused with its reason.
 
 use std::fs;
 
@@ -753,9 +753,423 @@ fn wecom_callback_splits_retries_and_records_refusals() {
     check_all(&WECOM_CALLBACK);
 }
 
+// ---------------------------------------------------------------------------- Weixin (iLink)
+
+const WX_TOKEN: &str = "wx-ilink-bot-token-0123456789abcdef";
+const WX_ACCOUNT: &str = "a1b2c3d4e5f6@im.bot";
+const WX_USER: &str = "o9cq804svxfyCCTIqzddDqRBeMC0@im.wechat";
+
+fn ilink_error(ret: i64, errmsg: &str) -> Answer {
+    ok(json!({"ret": ret, "errmsg": errmsg}))
+}
+
+/// iLink's checks on every call: its headers (a bot token, a base64 decimal uin) and
+/// `base_info` in the body.
+fn ilink_refusal(seen: &Seen) -> Option<Answer> {
+    let uin = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        header(seen, "X-WECHAT-UIN"),
+    )
+    .unwrap_or_default();
+    let headers_ok = header(seen, "AuthorizationType") == "ilink_bot_token"
+        && header(seen, "iLink-App-Id") == "bot"
+        && header(seen, "iLink-App-ClientVersion") == "131584"
+        && !uin.is_empty()
+        && uin.iter().all(u8::is_ascii_digit)
+        && header(seen, "Content-Type") == "application/json";
+    if !headers_ok || seen.json()["base_info"]["channel_version"] != "2.2.0" {
+        return Some((400, Vec::new(), "bad request".into()));
+    }
+    if header(seen, "Authorization") != format!("Bearer {WX_TOKEN}") {
+        return Some(ilink_error(-14, "session timeout"));
+    }
+    None
+}
+
+/// iLink's sendmessage and getuploadurl and the WeChat CDN's upload: errors as `ret` in
+/// HTTP 200 bodies (-14 an expired session, -2 the frequency limit), 2000 characters
+/// of text, one known peer, and ciphertext in whole AES blocks.
+fn weixin_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let route = seen.path.split('?').next().unwrap_or("");
+    if route == "/c2c/upload" {
+        let filekey = query_param(&seen.path, "filekey").unwrap_or_default();
+        let param = query_param(&seen.path, "encrypted_query_param").unwrap_or_default();
+        let whole_blocks = !seen.body.is_empty() && seen.body.len().is_multiple_of(16);
+        if param != format!("UP-{filekey}") || !whole_blocks {
+            return (400, Vec::new(), "invalid upload".into());
+        }
+        let header = ("x-encrypted-param".to_string(), format!("ENC-{filekey}"));
+        return (200, vec![header], String::new());
+    }
+    if let Some(refusal) = ilink_refusal(seen) {
+        return refusal;
+    }
+    let body = seen.json();
+    match route {
+        "/ilink/bot/getuploadurl" => {
+            let filekey = body["filekey"].as_str().unwrap_or("");
+            if filekey.len() != 32 || body["aeskey"].as_str().map_or(0, str::len) != 32 {
+                return ilink_error(-1, "invalid param");
+            }
+            ok(json!({"ret": 0, "upload_param": format!("UP-{filekey}")}))
+        }
+        "/ilink/bot/sendmessage" => {
+            let msg = &body["msg"];
+            let shape_ok = msg["message_type"] == 2
+                && msg["message_state"] == 2
+                && msg["from_user_id"] == ""
+                && msg["client_id"]
+                    .as_str()
+                    .is_some_and(|c| c.starts_with("hermes-weixin-"))
+                && msg["item_list"].as_array().map_or(0, Vec::len) == 1;
+            if !shape_ok {
+                return ilink_error(-1, "invalid param");
+            }
+            if msg["to_user_id"] != WX_USER {
+                return ilink_error(-1, "invalid to_user_id");
+            }
+            let text = msg["item_list"][0]["text_item"]["text"].as_str();
+            if text.is_some_and(|t| t.chars().count() > 2000) {
+                return ilink_error(-1, "text too long");
+            }
+            match fault {
+                Some(Fault::RateLimited) => ilink_error(-2, "freq limit"),
+                Some(Fault::ServerError) => {
+                    (502, Vec::new(), "<html>502 Bad Gateway</html>".into())
+                }
+                None => ok(json!({"ret": 0})),
+            }
+        }
+        _ => (404, Vec::new(), "404 page not found".into()),
+    }
+}
+
+fn weixin_text(seen: &Seen) -> Option<String> {
+    let item = &seen.json()["msg"]["item_list"][0];
+    (seen.path == "/ilink/bot/sendmessage" && item["type"] == 1)
+        .then(|| item["text_item"]["text"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn weixin_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WEIXIN_TOKEN", WX_TOKEN.to_string()),
+        ("WEIXIN_ACCOUNT_ID", WX_ACCOUNT.to_string()),
+        ("WEIXIN_BASE_URL", base.to_string()),
+        ("WEIXIN_CDN_BASE_URL", format!("{base}/c2c")),
+        ("WEIXIN_HOME_CHANNEL", WX_USER.to_string()),
+        // Hermes' own knobs, shortened so the checks stay fast: the pause between
+        // parts (1.5 s) and the cooldown after a frequency limit (30 s).
+        ("WEIXIN_SEND_CHUNK_DELAY_SECONDS", "0.05".to_string()),
+        ("WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS", "1".to_string()),
+    ]
+}
+
+const WEIXIN: Spec = Spec {
+    target: "weixin",
+    api: weixin_api,
+    text: weixin_text,
+    env: weixin_env,
+    credential: "WEIXIN_TOKEN",
+    spoil: crate::platforms::spoiled,
+    refused: "iLink ilink/bot/sendmessage error: ret=-14 errmsg=session timeout",
+    waits_in_run: true,
+    limit: 2000,
+};
+
+#[test]
+fn weixin_gets_the_markdown_text_then_the_file_encrypted_on_the_cdn() {
+    use aes::cipher::{block_padding::Pkcs7, BlockDecryptMut, KeyInit};
+    use md5::Digest;
+
+    let fake = fake(&WEIXIN, None);
+    let (hermes, chart) = rich_home(&WEIXIN, &fake);
+    let id = add_job(&hermes, "weixin", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let routes: Vec<&str> = seen
+        .iter()
+        .map(|s| s.path.split('?').next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        routes,
+        [
+            "/ilink/bot/sendmessage",
+            "/ilink/bot/getuploadurl",
+            "/c2c/upload",
+            "/ilink/bot/sendmessage"
+        ]
+    );
+    let text = seen[0].json();
+    assert_eq!(
+        text["msg"]["item_list"],
+        json!([{"type": 1, "text_item": {"text": wrapped_for(&id, RICH)}}])
+    );
+    assert!(text["msg"].get("context_token").is_none());
+
+    let plain = fs::read(&chart).unwrap();
+    let ask = seen[1].json();
+    let (filekey, aeskey) = (
+        ask["filekey"].as_str().unwrap(),
+        ask["aeskey"].as_str().unwrap(),
+    );
+    assert_eq!(
+        ask,
+        json!({"filekey": filekey, "media_type": 1, "to_user_id": WX_USER,
+               "rawsize": plain.len(), "rawfilemd5": hex::encode(md5::Md5::digest(&plain)),
+               "filesize": 32, "no_need_thumb": true, "aeskey": aeskey,
+               "base_info": {"channel_version": "2.2.0"}})
+    );
+    let key: [u8; 16] = hex::decode(aeskey).unwrap().try_into().unwrap();
+    let decrypted = ecb::Decryptor::<aes::Aes128>::new(&key.into())
+        .decrypt_padded_vec_mut::<Pkcs7>(&seen[2].body)
+        .unwrap();
+    assert_eq!(
+        decrypted, plain,
+        "the CDN gets the file under the announced key"
+    );
+    assert_eq!(header(&seen[2], "Content-Type"), "application/octet-stream");
+
+    let aes_key = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, aeskey);
+    assert_eq!(
+        seen[3].json()["msg"]["item_list"],
+        json!([{"type": 2, "image_item": {"media": {"encrypt_query_param": format!("ENC-{filekey}"),
+               "aes_key": aes_key, "encrypt_type": 1}, "mid_size": 32}}])
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn weixin_drops_a_stale_conversation_token_once_and_sends_without_it() {
+    let fake = crate::delivery::Fake::start(|seen, _| {
+        if seen.json()["msg"]["context_token"] == "ctx-stale" {
+            return ilink_error(-14, "session timeout");
+        }
+        weixin_api(seen, None)
+    });
+    let hermes = platform_home(&WEIXIN, &fake, "report\n");
+    let accounts = hermes.home().join("weixin").join("accounts");
+    fs::create_dir_all(&accounts).unwrap();
+    fs::write(
+        accounts.join(format!("{WX_ACCOUNT}.context-tokens.json")),
+        json!({ WX_USER: "ctx-stale" }).to_string(),
+    )
+    .unwrap();
+    let id = add_job(&hermes, &format!("weixin:{WX_USER}"), &[]);
+    run(&hermes, &id);
+
+    let msgs: Vec<Value> = fake
+        .bodies("/sendmessage")
+        .iter()
+        .map(|b| b["msg"].clone())
+        .collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs[0]["context_token"], "ctx-stale");
+    assert!(msgs[1].get("context_token").is_none());
+    assert_eq!(msgs[0]["client_id"], msgs[1]["client_id"]);
+    assert_eq!(msgs[0]["item_list"], msgs[1]["item_list"]);
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn weixin_splits_retries_and_records_refusals() {
+    check_all(&WEIXIN);
+}
+
+// ---------------------------------------------------------------------------- WeCom AI bot
+
+const WECOM_BOT: &str = "aibGq3kT2mNf8xWqR5vZ";
+const WECOM_BOT_SECRET: &str = "wecom-bot-secret-9f8e7d6c5b4a3210";
+const WECOM_CHAT: &str = "wrkSFfCgAAkJb4nHq3oRzbxPyg1hKr9Q";
+
+/// A gateway frame answering `seen`: its `req_id`, an errcode and a body.
+fn wecom_frame(seen: &Seen, code: i64, message: &str, body: Value) -> String {
+    let mut frame = json!({"headers": {"req_id": seen.json()["headers"]["req_id"]},
+                           "errcode": code, "errmsg": message});
+    if !body.is_null() {
+        frame["body"] = body;
+    }
+    frame.to_string()
+}
+
+/// WeCom's bot gateway: the subscription checks the bot id and secret (and closes the
+/// connection when they are wrong), `aibot_send_msg` takes Markdown of up to 4000
+/// characters or an uploaded media id for the one known chat, uploads go init, chunks,
+/// finish; errors are `errcode`s, -1 meaning busy.
+fn wecom_bot_api(seen: &Seen, fault: Option<Fault>) -> Answer {
+    let frame = seen.json();
+    let body = &frame["body"];
+    let answer = |code, message: &str, reply: Value| {
+        (200, Vec::new(), wecom_frame(seen, code, message, reply))
+    };
+    match seen.path.as_str() {
+        "aibot_subscribe" => {
+            let known = body["bot_id"] == WECOM_BOT && body["secret"] == WECOM_BOT_SECRET;
+            if !known || body["device_id"].as_str().unwrap_or("").is_empty() {
+                let refusal = wecom_frame(seen, 853000, "invalid bot_id or secret", Value::Null);
+                return (400, Vec::new(), refusal);
+            }
+            answer(0, "ok", Value::Null)
+        }
+        "aibot_upload_media_init" => {
+            let md5 = body["md5"].as_str().unwrap_or("");
+            if md5.len() != 32 || body["total_chunks"] != 1 || body["filename"].is_null() {
+                return answer(40001, "invalid upload request", Value::Null);
+            }
+            answer(0, "ok", json!({"upload_id": format!("UP-{}", &md5[..8])}))
+        }
+        "aibot_upload_media_chunk" => answer(0, "ok", Value::Null),
+        "aibot_upload_media_finish" => {
+            let id = body["upload_id"].as_str().unwrap_or("");
+            answer(
+                0,
+                "ok",
+                json!({"type": "image", "media_id": format!("MEDIA-{id}"), "created_at": "1772359200"}),
+            )
+        }
+        "aibot_send_msg" => {
+            if body["chatid"] != WECOM_CHAT {
+                return answer(93006, "invalid chatid", Value::Null);
+            }
+            let content = body["markdown"]["content"].as_str();
+            if content.is_some_and(|c| c.chars().count() > 4000) {
+                return answer(40058, "markdown.content exceed max length", Value::Null);
+            }
+            if fault.is_some() {
+                return answer(-1, "system busy", Value::Null);
+            }
+            answer(0, "ok", Value::Null)
+        }
+        _ => answer(40008, "invalid cmd", Value::Null),
+    }
+}
+
+fn wecom_bot_text(seen: &Seen) -> Option<String> {
+    let body = &seen.json()["body"];
+    (seen.path == "aibot_send_msg" && body["msgtype"] == "markdown")
+        .then(|| body["markdown"]["content"].as_str().map(str::to_string))
+        .flatten()
+}
+
+fn wecom_bot_env(base: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("WECOM_BOT_ID", WECOM_BOT.to_string()),
+        ("WECOM_SECRET", WECOM_BOT_SECRET.to_string()),
+        ("WECOM_WEBSOCKET_URL", base.replacen("http", "ws", 1)),
+        ("WECOM_HOME_CHANNEL", WECOM_CHAT.to_string()),
+    ]
+}
+
+const WECOM_BOT_SPEC: Spec = Spec {
+    target: "wecom",
+    api: wecom_bot_api,
+    text: wecom_bot_text,
+    env: wecom_bot_env,
+    credential: "WECOM_SECRET",
+    spoil: crate::platforms::spoiled,
+    refused: "the bot's subscription was refused (WeCom errcode 853000: invalid bot_id or secret)",
+    waits_in_run: false,
+    limit: 4000,
+};
+
+#[test]
+fn wecom_bot_subscribes_then_sends_the_markdown_and_the_uploaded_file() {
+    let fake = fake(&WECOM_BOT_SPEC, None);
+    let (hermes, chart) = rich_home(&WECOM_BOT_SPEC, &fake);
+    let id = add_job(&hermes, "wecom", &[]);
+    run(&hermes, &id);
+
+    let seen = fake.seen();
+    let cmds: Vec<&str> = seen.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(
+        cmds,
+        [
+            "aibot_subscribe",
+            "aibot_send_msg",
+            "aibot_upload_media_init",
+            "aibot_upload_media_chunk",
+            "aibot_upload_media_finish",
+            "aibot_send_msg"
+        ]
+    );
+    let bodies: Vec<Value> = seen.iter().map(|s| s.json()["body"].clone()).collect();
+    assert_eq!(bodies[0]["bot_id"], WECOM_BOT);
+    assert_eq!(
+        bodies[1],
+        json!({"chatid": WECOM_CHAT, "msgtype": "markdown",
+               "markdown": {"content": wrapped_for(&id, RICH)}})
+    );
+    let plain = fs::read(&chart).unwrap();
+    let md5 = hex::encode(<md5::Md5 as md5::Digest>::digest(&plain));
+    assert_eq!(
+        bodies[2],
+        json!({"type": "image", "filename": "chart.png", "total_size": plain.len(),
+               "total_chunks": 1, "md5": md5})
+    );
+    let upload = format!("UP-{}", &md5[..8]);
+    assert_eq!(
+        bodies[3],
+        json!({"upload_id": upload, "chunk_index": 0, "base64_data": crate::platforms::png_base64()})
+    );
+    assert_eq!(bodies[4], json!({"upload_id": upload}));
+    assert_eq!(
+        bodies[5],
+        json!({"chatid": WECOM_CHAT, "msgtype": "image", "image": {"media_id": format!("MEDIA-{upload}")}})
+    );
+    let req_ids: std::collections::HashSet<String> = seen
+        .iter()
+        .map(|s| {
+            s.json()["headers"]["req_id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(req_ids.len(), 6, "every frame has its own req_id");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn wecom_bot_connection_lost_after_a_message_left_is_never_resent() {
+    let fake = crate::delivery::Fake::websocket(|seen, _| match seen.path.as_str() {
+        // The gateway drops the connection without answering the message.
+        "aibot_send_msg" => (500, Vec::new(), String::new()),
+        _ => wecom_bot_api(seen, None),
+    });
+    let hermes = platform_home(&WECOM_BOT_SPEC, &fake, "report\n");
+    let id = add_job(&hermes, &format!("wecom:{WECOM_CHAT}"), &[]);
+    run(&hermes, &id);
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+
+    let sends = fake
+        .seen()
+        .iter()
+        .filter(|s| s.path == "aibot_send_msg")
+        .count();
+    assert_eq!(sends, 1);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        format!("wecom:{WECOM_CHAT}: the WeCom connection closed after the message was sent; not resent, to never post twice")
+    );
+}
+
+#[test]
+fn wecom_bot_splits_retries_and_records_refusals() {
+    check_all(&WECOM_BOT_SPEC);
+}
+
 #[test]
 fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
-    let hermes = crate::delivery::home("report\n", &[("QQ_APP_ID", "102074111".to_string())]);
+    let hermes = crate::delivery::home(
+        "report\n",
+        &[
+            ("QQ_APP_ID", "102074111".to_string()),
+            ("WECOM_BOT_ID", WECOM_BOT.to_string()),
+        ],
+    );
     let ids: Vec<(String, &str)> = [
         ("whatsapp:15557654321", "WHATSAPP_ENABLED"),
         ("whatsapp", "WHATSAPP_HOME_CHANNEL"),
@@ -767,6 +1181,10 @@ fn doctor_names_each_new_platforms_missing_credential_and_home_channel() {
         ("qqbot:6389524", "QQ_CLIENT_SECRET"),
         ("qqbot", "QQBOT_HOME_CHANNEL"),
         ("wecom_callback:zhangsan", "WECOM_CALLBACK_AGENT_ID"),
+        ("weixin:wxid_abc123", "WEIXIN_TOKEN"),
+        ("weixin", "WEIXIN_HOME_CHANNEL"),
+        ("wecom:wrkSFfCgAA", "WECOM_SECRET"),
+        ("wecom", "WECOM_HOME_CHANNEL"),
     ]
     .into_iter()
     .map(|(deliver, var)| (add_job(&hermes, deliver, &[]), var))
@@ -842,5 +1260,49 @@ fn all_and_origin_reach_the_new_home_channels_in_hermes_order() {
     assert!(
         !new.is_empty() && new.iter().all(|p| p.starts_with("/bb/")),
         "{new:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------- Yuanbao
+
+const YUANBAO_REASON: &str = "yuanbao cannot be sent to from outside Hermes' gateway (Yuanbao messages go only through the running gateway's own WebSocket session): deliver to another platform, or let Python Hermes' gateway run this job";
+
+#[test]
+fn yuanbao_is_refused_with_its_reason_when_created_edited_and_run() {
+    let hermes = crate::delivery::home("report\n", &[]);
+    let created = hermes.cron(&[
+        "add",
+        "every 1d",
+        "daily report",
+        "--script",
+        "report.sh",
+        "--no-agent",
+        "--deliver",
+        "telegram:5550001,yuanbao:direct:10001",
+    ]);
+    let id = crate::support::created_id(created.ok());
+    assert_eq!(
+        created.stderr.trim(),
+        format!("warning: yuanbao:direct:10001: {YUANBAO_REASON}")
+    );
+    let edited = hermes.cron(&["edit", &id, "--deliver", "yuanbao"]);
+    edited.ok();
+    assert_eq!(
+        edited.stderr.trim(),
+        format!("warning: yuanbao: {YUANBAO_REASON}")
+    );
+    let renamed = hermes.cron(&["edit", &id, "--name", "nightly report"]);
+    renamed.ok();
+    assert!(renamed.stderr.is_empty(), "{}", renamed.stderr);
+
+    hermes
+        .cron(&["edit", &id, "--deliver", "yuanbao:group:328306697"])
+        .ok();
+    run(&hermes, &id);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        format!("yuanbao:group:328306697: {YUANBAO_REASON}")
     );
 }

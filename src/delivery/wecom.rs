@@ -1,0 +1,402 @@
+//! WeCom (Enterprise WeChat) AI bot sender over the bot's WebSocket, as Python Hermes'
+//! wecom adapter sends out of process: connect to `WECOM_WEBSOCKET_URL` (default
+//! `wss://openws.work.weixin.qq.com`), subscribe with `WECOM_BOT_ID` and `WECOM_SECRET`,
+//! then `aibot_send_msg` each Markdown part (4000 characters) and each `MEDIA:` file
+//! (uploaded first in 512 KiB chunks); every frame is answered by one with its `req_id`.
+//! One connection per delivery; it never answers or reads the chats' messages.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use futures_util::{SinkExt, StreamExt};
+use md5::Digest;
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+
+use jobs::target::Platform;
+
+use super::format::split;
+use super::http::{pace, report, settings, Failure, Flight, Pacing, Request, Retrier, Verdict};
+use super::telegram::read_media;
+use crate::environment::Environment;
+
+/// The platform this module sends to.
+const PLATFORM: Platform = Platform::WeCom;
+
+/// Hermes' WeCom message limit, in characters.
+pub const MAX_CHARS: usize = 4000;
+
+const DEFAULT_URL: &str = "wss://openws.work.weixin.qq.com";
+/// Hermes waits 20 s for the connection and its subscription, 15 s for each answer.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Uploads go in chunks of 512 KiB; WeCom takes files up to 20 MB, images and videos up
+/// to 10 MB and AMR voice up to 2 MB (bigger ones, and other audio, go as plain files).
+const CHUNK: usize = 512 * 1024;
+const MB: usize = 1024 * 1024;
+const MAX_FILE: usize = 20 * MB;
+
+/// A bot may send about 30 messages a minute to one chat.
+const PACING: Pacing = Pacing {
+    spacing: Duration::ZERO,
+    window: Duration::from_millis(60_500),
+    window_max: 30,
+    global_per_sec: 20,
+};
+
+/// Frequency limits: wait a minute.
+const RATE_LIMITED: &[i64] = &[45009, 45033];
+/// "System busy, try again".
+const BUSY: i64 = -1;
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+pub fn parts(text: &str) -> Vec<String> {
+    if text.trim().is_empty() {
+        return Vec::new();
+    }
+    split(text, MAX_CHARS, &|s| s.chars().count())
+}
+
+/// Sends to a user or group chat id, skipping `skip` items already delivered; see
+/// [`super::telegram::send`] for the contract. WeCom has no threads.
+pub async fn send(
+    env: &Environment,
+    chat: &str,
+    _thread: Option<&str>,
+    text: &str,
+    media: &[String],
+    skip: usize,
+) -> Result<usize, (Failure, usize)> {
+    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
+    let parts = parts(text);
+    let total = parts.len() + media.len();
+    if skip >= total {
+        return Ok(total);
+    }
+    let mut bot = Bot {
+        url: env.get("WECOM_WEBSOCKET_URL").unwrap_or(DEFAULT_URL),
+        bot_id: vars[0],
+        secret: vars[1],
+        chat,
+        socket: None,
+    };
+    for (index, part) in parts.iter().enumerate().skip(skip) {
+        let body = json!({"chatid": chat, "msgtype": "markdown", "markdown": {"content": part}});
+        bot.call("aibot_send_msg", &body, Request::Item)
+            .await
+            .map_err(|f| (f, index))?;
+    }
+    for (offset, path) in media.iter().enumerate() {
+        let index = parts.len() + offset;
+        if index >= skip {
+            bot.send_file(path).await.map_err(|f| (f, index))?;
+        }
+    }
+    bot.close().await;
+    Ok(total)
+}
+
+/// One delivery's connection to the bot gateway, opened on first use and again after
+/// it broke.
+struct Bot<'a> {
+    url: &'a str,
+    bot_id: &'a str,
+    secret: &'a str,
+    chat: &'a str,
+    socket: Option<Socket>,
+}
+
+impl Bot<'_> {
+    /// Sends one command until WeCom takes it, within the run's retry budget: a broken
+    /// connection before the frame left, "busy" and 5xx-like failures are retried, a
+    /// frequency limit waited out, the rest final.
+    async fn call(&mut self, cmd: &str, body: &Value, kind: Request) -> Result<Value, Failure> {
+        let mut retrier = Retrier::default();
+        loop {
+            if kind == Request::Item {
+                pace(PLATFORM.as_str(), self.chat, PACING).await;
+            }
+            let answer = match self.request(cmd, body, kind).await {
+                Ok(answer) => answer,
+                Err(Failure::Transient(text)) => {
+                    retrier.transient(text).await?;
+                    continue;
+                }
+                Err(other) => return Err(other),
+            };
+            match judge(&answer) {
+                (Verdict::Done, _) => return Ok(answer),
+                (Verdict::RateLimited(wait), text) => {
+                    let chat = self.chat;
+                    retrier
+                        .rate_limited(PLATFORM.as_str(), chat, wait, text)
+                        .await?
+                }
+                (Verdict::Retry, text) => retrier.transient(text).await?,
+                (Verdict::Final, text) => return Err(Failure::Final(text)),
+            }
+        }
+    }
+
+    /// One frame and its answer. A frame that could not be written never reached WeCom
+    /// (transient); a connection lost after it was written leaves the outcome unknown.
+    async fn request(&mut self, cmd: &str, body: &Value, kind: Request) -> Result<Value, Failure> {
+        if self.socket.is_none() {
+            self.socket = Some(self.open().await?);
+        }
+        let Some(socket) = self.socket.as_mut() else {
+            return Err(Failure::Transient("no WeCom connection".into()));
+        };
+        let req_id = new_req_id(cmd);
+        let frame = json!({"cmd": cmd, "headers": {"req_id": req_id}, "body": body});
+        let item = kind == Request::Item;
+        let note = |flight| {
+            if item {
+                report(flight)
+            }
+        };
+        note(Flight::Out);
+        if let Err(e) = socket.send(Frame::text(frame.to_string())).await {
+            note(Flight::Back { delivered: false });
+            self.socket = None;
+            return Err(Failure::Transient(format!(
+                "the WeCom connection failed ({e})"
+            )));
+        }
+        match answer_to(socket, &req_id, REQUEST_TIMEOUT).await {
+            Ok(answer) => {
+                note(Flight::Back {
+                    delivered: code_of(&answer).is_none(),
+                });
+                Ok(answer)
+            }
+            Err(gone) => {
+                self.socket = None;
+                Err(match item {
+                    true => Failure::Unknown(format!(
+                        "{gone} after the message was sent; not resent, to never post twice"
+                    )),
+                    false => Failure::Transient(gone),
+                })
+            }
+        }
+    }
+
+    /// Connects and subscribes as the bot.
+    async fn open(&self) -> Result<Socket, Failure> {
+        let connecting =
+            tokio_tungstenite::connect_async_tls_with_config(self.url, None, true, Some(tls()?));
+        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
+            Err(_) => {
+                return Err(Failure::Transient(
+                    "cannot connect: no answer in 20 s".into(),
+                ))
+            }
+            Ok(Err(e)) => return Err(connect_failure(e)),
+            Ok(Ok((socket, _))) => socket,
+        };
+        let req_id = new_req_id("aibot_subscribe");
+        let device_id = hex::encode(rand::random::<[u8; 16]>());
+        let frame = json!({"cmd": "aibot_subscribe", "headers": {"req_id": req_id},
+            "body": {"bot_id": self.bot_id, "secret": self.secret, "device_id": device_id}});
+        if let Err(e) = socket.send(Frame::text(frame.to_string())).await {
+            return Err(Failure::Transient(format!(
+                "the WeCom connection failed ({e})"
+            )));
+        }
+        let answer = answer_to(&mut socket, &req_id, CONNECT_TIMEOUT)
+            .await
+            .map_err(|gone| Failure::Transient(format!("WeCom subscribe: {gone}")))?;
+        match judge(&answer) {
+            (Verdict::Done, _) => Ok(socket),
+            (Verdict::Final, text) => Err(Failure::Final(format!(
+                "the bot's subscription was refused ({text}); check WECOM_BOT_ID and WECOM_SECRET"
+            ))),
+            (_, text) => Err(Failure::Transient(format!(
+                "the bot's subscription failed ({text})"
+            ))),
+        }
+    }
+
+    /// Uploads a file (init, chunks, finish) and sends it as its kind of message.
+    async fn send_file(&mut self, path: &str) -> Result<(), Failure> {
+        let (name, data) = read_media(Path::new(path))?;
+        let kind = media_kind(path, data.len())?;
+        let chunks: Vec<&[u8]> = data.chunks(CHUNK).collect();
+        let init = json!({"type": kind, "filename": name, "total_size": data.len(),
+            "total_chunks": chunks.len(), "md5": hex::encode(md5::Md5::digest(&data))});
+        let answer = self
+            .call("aibot_upload_media_init", &init, Request::Step)
+            .await?;
+        let upload_id = field(&answer, "upload_id", "media upload init")?;
+        for (index, chunk) in chunks.iter().enumerate() {
+            // 0-based, as WeCom's own SDK numbers them.
+            let body = json!({"upload_id": upload_id, "chunk_index": index,
+                "base64_data": base64::engine::general_purpose::STANDARD.encode(chunk)});
+            self.call("aibot_upload_media_chunk", &body, Request::Step)
+                .await?;
+        }
+        let finish = json!({"upload_id": upload_id});
+        let answer = self
+            .call("aibot_upload_media_finish", &finish, Request::Step)
+            .await?;
+        let media_id = field(&answer, "media_id", "media upload finish")?;
+        let kind = answer["body"]["type"].as_str().unwrap_or(kind);
+        let message = json!({"chatid": self.chat, "msgtype": kind, kind: {"media_id": media_id}});
+        self.call("aibot_send_msg", &message, Request::Item)
+            .await
+            .map(drop)
+    }
+
+    async fn close(&mut self) {
+        if let Some(mut socket) = self.socket.take() {
+            let _ = socket.close(None).await;
+        }
+    }
+}
+
+/// TLS on ring with the webpki roots, as every other client of ours.
+fn tls() -> Result<Connector, Failure> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Failure::Final(format!("cannot set up TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Connector::Rustls(Arc::new(config)))
+}
+
+fn connect_failure(error: WsError) -> Failure {
+    match error {
+        WsError::Http(response) => {
+            let status = response.status().as_u16();
+            let text = format!("the WeCom gateway refused the WebSocket (HTTP {status})");
+            match status {
+                429 | 500..=599 => Failure::Transient(text),
+                _ => Failure::Final(text),
+            }
+        }
+        WsError::Url(e) => Failure::Final(format!(
+            "WECOM_WEBSOCKET_URL is not a ws:// or wss:// URL ({e})"
+        )),
+        other => Failure::Transient(format!("cannot connect ({other})")),
+    }
+}
+
+/// Waits for the frame answering `req_id`, skipping pings and pushed messages.
+async fn answer_to(socket: &mut Socket, req_id: &str, limit: Duration) -> Result<Value, String> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let next = tokio::time::timeout_at(deadline, socket.next()).await;
+        let frame = match next {
+            Err(_) => return Err(format!("no answer from WeCom in {} s", limit.as_secs())),
+            Ok(None) | Ok(Some(Ok(Frame::Close(_)))) => {
+                return Err("the WeCom connection closed".to_string())
+            }
+            Ok(Some(Err(e))) => return Err(format!("the WeCom connection failed ({e})")),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(text) = frame.to_text() else { continue };
+        let payload: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        if payload["headers"]["req_id"].as_str() == Some(req_id) {
+            return Ok(payload);
+        }
+    }
+}
+
+fn new_req_id(cmd: &str) -> String {
+    format!("{cmd}-{}", hex::encode(rand::random::<[u8; 16]>()))
+}
+
+/// A non-zero `errcode` and its `errmsg`.
+fn code_of(answer: &Value) -> Option<(i64, &str)> {
+    let code = answer["errcode"].as_i64().filter(|c| *c != 0)?;
+    Some((code, answer["errmsg"].as_str().unwrap_or("unknown error")))
+}
+
+/// WeCom answers `{"headers": {"req_id"}, "errcode": 0, "errmsg": "ok", "body": …}`.
+fn judge(answer: &Value) -> (Verdict, String) {
+    let Some((code, message)) = code_of(answer) else {
+        return (Verdict::Done, String::new());
+    };
+    let text = format!("WeCom errcode {code}: {message}");
+    let verdict = match code {
+        c if RATE_LIMITED.contains(&c) => Verdict::RateLimited(Duration::from_secs(60)),
+        BUSY => Verdict::Retry,
+        _ => Verdict::Final,
+    };
+    (verdict, text)
+}
+
+fn field<'v>(answer: &'v Value, name: &str, step: &str) -> Result<&'v str, Failure> {
+    answer["body"][name]
+        .as_str()
+        .filter(|v| !v.trim().is_empty())
+        .ok_or_else(|| Failure::Final(format!("{step} failed: WeCom answered without {name}")))
+}
+
+/// WeCom's kind for a file, as Hermes picks it: image, video, voice (AMR only) or file,
+/// bigger images, videos and voice notes going as files; over 20 MB is refused.
+fn media_kind(path: &str, size: usize) -> Result<&'static str, Failure> {
+    if size == 0 || size > MAX_FILE {
+        return Err(Failure::Final(format!(
+            "MEDIA file {path} is empty or over WeCom's 20 MB limit; not sent"
+        )));
+    }
+    let mime = match path.to_ascii_lowercase().ends_with(".amr") {
+        true => "audio/amr".to_string(),
+        false => mime_guess::from_path(path)
+            .first_or_octet_stream()
+            .essence_str()
+            .to_string(),
+    };
+    Ok(match mime.split('/').next().unwrap_or("") {
+        "image" if size <= 10 * MB => "image",
+        "video" if size <= 10 * MB => "video",
+        "audio" if mime == "audio/amr" && size <= 2 * MB => "voice",
+        _ => "file",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_take_wecoms_kinds_and_limits() {
+        assert_eq!(media_kind("/a/chart.png", 100).ok(), Some("image"));
+        assert_eq!(media_kind("/a/chart.png", 11 * MB).ok(), Some("file"));
+        assert_eq!(media_kind("/a/clip.mp4", 100).ok(), Some("video"));
+        assert_eq!(media_kind("/a/note.amr", 100).ok(), Some("voice"));
+        assert_eq!(media_kind("/a/note.amr", 3 * MB).ok(), Some("file"));
+        assert_eq!(media_kind("/a/song.mp3", 100).ok(), Some("file"));
+        assert_eq!(media_kind("/a/run.log", 100).ok(), Some("file"));
+        assert!(media_kind("/a/huge.zip", 21 * MB).is_err());
+    }
+
+    #[test]
+    fn answers_are_read_by_errcode() {
+        assert!(matches!(
+            judge(&json!({"errcode": 0, "errmsg": "ok"})).0,
+            Verdict::Done
+        ));
+        assert!(matches!(judge(&json!({"errcode": -1})).0, Verdict::Retry));
+        assert!(matches!(
+            judge(&json!({"errcode": 45009, "errmsg": "freq"})).0,
+            Verdict::RateLimited(_)
+        ));
+        let (verdict, text) =
+            judge(&json!({"errcode": 853000, "errmsg": "invalid bot_id or secret"}));
+        assert!(matches!(verdict, Verdict::Final));
+        assert_eq!(text, "WeCom errcode 853000: invalid bot_id or secret");
+    }
+}
