@@ -37,7 +37,14 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE UNIQUE INDEX IF NOT EXISTS outbox_occurrence_target ON outbox(occurrence, target);
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(state, next_attempt_at);
+-- Every pass expires the pending rows whose window closed; without this index that
+-- reads every queued row (payload included) on every pass.
+CREATE INDEX IF NOT EXISTS outbox_expiry ON outbox(state, expires_at);
 ";
+
+/// Closes the pending rows whose retry window has closed (run on every claim).
+const EXPIRE: &str = "UPDATE outbox SET state = 'expired', finished_at = ?1
+                      WHERE state = 'pending' AND expires_at <= ?1";
 
 /// Where a row stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,11 +239,7 @@ impl Outbox {
     ) -> Result<Vec<OutboxItem>, LedgerError> {
         let now_text = ledger_time(now);
         self.conn
-            .execute(
-                "UPDATE outbox SET state = 'expired', finished_at = ?1
-                 WHERE state = 'pending' AND expires_at <= ?1",
-                params![now_text],
-            )
+            .execute(EXPIRE, params![now_text])
             .map_err(|e| self.wrap(e))?;
         let mut stmt = self
             .conn
@@ -515,6 +518,24 @@ mod tests {
         assert_eq!(
             a.state_of("abc@1", "discord:2").unwrap().as_deref(),
             Some("expired")
+        );
+    }
+
+    #[test]
+    fn expiring_rows_reads_the_expiry_index_not_every_queued_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = Outbox::open(&dir.path().join("executions.db")).unwrap();
+        let plan: Vec<String> = outbox
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {EXPIRE}"))
+            .unwrap()
+            .query_map(params!["2026-03-01T10:00:00Z"], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("outbox_expiry")),
+            "{plan:?}"
         );
     }
 

@@ -29,7 +29,7 @@ class Down(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Down).serve_forever()
 PY
-trap 'kill $DOWN; rm -rf "$ROOT"' EXIT
+trap 'kill $DOWN; [ -n "$KEEP" ] || rm -rf "$ROOT"' EXIT
 until curl -s -o /dev/null http://127.0.0.1:$PORT/; do sleep 0.2; done
 export HERMES_TIMEZONE=UTC HERMES_CRON_MAX_PARALLEL=0
 
@@ -80,14 +80,14 @@ db.commit(); db.execute("PRAGMA wal_checkpoint(TRUNCATE)"); db.execute("VACUUM")
 PY
 }
 
+fill $ROOT/empty 0 later
+BASE_SIZE=$(stat -c %s $ROOT/empty/cron/executions.db)
 printf "%-8s %-7s %14s %14s %12s %10s\n" queued due db_bytes bytes_per_row peak_rss_kb wall_s
-BASE_SIZE=
 for n in $COUNTS; do
   for when in later now; do
     H=$ROOT/h$n-$when
     fill $H $n $when
     size=$(stat -c %s $H/cron/executions.db)
-    [ -z "$BASE_SIZE" ] && BASE_SIZE=$size
     per=$([ "$n" -gt 0 ] && echo $(( (size - BASE_SIZE) / n )) || echo -)
     START=$(date +%s.%N)
     HERMES_HOME=$H /usr/bin/time -o $H/rss -f %M $BIN cron tick >/dev/null 2>&1 || true
