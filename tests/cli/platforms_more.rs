@@ -629,7 +629,11 @@ fn qqbot_paces_a_long_reply_under_the_channels_five_messages_a_second() {
     let id = add_job(&hermes, &format!("qqbot:{QQ_CHANNEL}"), &[]);
     run(&hermes, &id);
 
-    assert_eq!(refused.load(Ordering::SeqCst), 0, "parts refused as too fast");
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        0,
+        "parts refused as too fast"
+    );
     let parts = texts(&QQBOT, &fake);
     assert!(parts.len() >= 12, "{} parts", parts.len());
     let joined = parts.concat();
@@ -637,7 +641,10 @@ fn qqbot_paces_a_long_reply_under_the_channels_five_messages_a_second() {
         .map(|n| joined.find(&format!("Paragraph {n:02}:")))
         .collect();
     assert!(at.iter().all(Option::is_some), "a paragraph is missing");
-    assert!(at.windows(2).all(|w| w[0] < w[1]), "paragraphs out of order");
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "paragraphs out of order"
+    );
     assert_eq!(hermes.job(&id)["last_status"], "ok");
 }
 
