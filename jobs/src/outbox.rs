@@ -37,7 +37,21 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE UNIQUE INDEX IF NOT EXISTS outbox_occurrence_target ON outbox(occurrence, target);
 CREATE INDEX IF NOT EXISTS outbox_state ON outbox(state);
 CREATE INDEX IF NOT EXISTS outbox_due ON outbox(state, next_attempt_at);
+-- Every pass expires the pending rows whose window closed; without this index that
+-- reads every queued row (payload included) on every pass.
+CREATE INDEX IF NOT EXISTS outbox_expiry ON outbox(state, expires_at);
+-- Likewise for pruning the finished rows, also done on every pass.
+CREATE INDEX IF NOT EXISTS outbox_finished ON outbox(state, created_at);
 ";
+
+/// Closes the pending rows whose retry window has closed (run on every claim).
+const EXPIRE: &str = "UPDATE outbox SET state = 'expired', finished_at = ?1
+                      WHERE state = 'pending' AND expires_at <= ?1";
+
+/// Drops the finished rows (sent, failed, expired) created before ?1. Naming the states
+/// (not "NOT IN pending, sending") lets it read the index instead of every row.
+const PRUNE: &str = "DELETE FROM outbox WHERE state IN ('sent', 'failed', 'expired')
+                     AND created_at < ?1";
 
 /// Where a row stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,11 +246,7 @@ impl Outbox {
     ) -> Result<Vec<OutboxItem>, LedgerError> {
         let now_text = ledger_time(now);
         self.conn
-            .execute(
-                "UPDATE outbox SET state = 'expired', finished_at = ?1
-                 WHERE state = 'pending' AND expires_at <= ?1",
-                params![now_text],
-            )
+            .execute(EXPIRE, params![now_text])
             .map_err(|e| self.wrap(e))?;
         let mut stmt = self
             .conn
@@ -432,11 +442,7 @@ impl Outbox {
     /// Drops finished rows older than `before`.
     pub fn prune(&self, before: DateTime<Utc>) -> Result<usize, LedgerError> {
         self.conn
-            .execute(
-                "DELETE FROM outbox WHERE state NOT IN ('pending', 'sending')
-                     AND created_at < ?1",
-                params![ledger_time(before)],
-            )
+            .execute(PRUNE, params![ledger_time(before)])
             .map_err(|e| self.wrap(e))
     }
 }
@@ -516,6 +522,35 @@ mod tests {
             a.state_of("abc@1", "discord:2").unwrap().as_deref(),
             Some("expired")
         );
+    }
+
+    /// SQLite's plan for `sql`, one line per step.
+    fn plan(outbox: &Outbox, sql: &str) -> Vec<String> {
+        outbox
+            .conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(params!["2026-03-01T10:00:00Z"], |r| r.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_pass_expires_and_prunes_through_indexes_not_every_queued_row() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = Outbox::open(&dir.path().join("executions.db")).unwrap();
+        let expire = plan(&outbox, EXPIRE);
+        assert!(
+            expire.iter().any(|s| s.contains("outbox_expiry")),
+            "{expire:?}"
+        );
+        let prune = plan(&outbox, PRUNE);
+        assert!(
+            prune.iter().any(|s| s.contains("outbox_finished")),
+            "{prune:?}"
+        );
+        assert!(!prune.iter().any(|s| s.starts_with("SCAN")), "{prune:?}");
     }
 
     #[test]

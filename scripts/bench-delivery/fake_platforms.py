@@ -1,5 +1,6 @@
 """A fake of the Signal (signal-cli JSON-RPC), Matrix, Mattermost, Home Assistant, Twilio,
-WhatsApp Cloud, DingTalk and Feishu APIs for the delivery bench. Where a platform documents a send limit,
+WhatsApp Cloud, DingTalk, Feishu, Hermes' WhatsApp bridge, BlueBubbles, QQ bot and WeCom
+app APIs for the delivery bench. Where a platform documents a send limit,
 the fake enforces it and answers like the real service when a sender exceeds it:
   - Matrix:      Synapse's default rc_message, per user: burst 10, then 0.2 msg/s
                  (429 M_LIMIT_EXCEEDED with retry_after_ms)
@@ -8,8 +9,13 @@ the fake enforces it and answers like the real service when a sender exceeds it:
                  (400, Graph error 131056), and 80 msg/s per business number
   - DingTalk:    20 messages a minute per robot (errcode 410100)
   - Feishu:      5 messages a second per chat, 50 per app (429, code 99991400)
-Signal (signal-cli paces itself and Signal documents no text limit), Home Assistant and
-Twilio (which queues messages instead of refusing them) accept everything.
+  - QQ bot:      5 messages a second per guild sub-channel (429, code 22009
+                 "msg limit exceed")
+  - WeCom app:   30 messages a minute per member (errcode 45009 in an HTTP 200; WeCom
+                 documents that it drops the excess, the fake refuses it to make it seen)
+Signal (signal-cli paces itself and Signal documents no text limit), Home Assistant,
+Twilio (which queues messages instead of refusing them), the WhatsApp bridge (Baileys,
+no documented limit) and BlueBubbles (no documented limit) accept everything.
 Logs every message request and every refusal to a JSON-lines file."""
 import json, sys, threading, time
 from collections import defaultdict
@@ -45,6 +51,18 @@ def bucket(key, capacity, per_sec):
     return buckets[key]
 
 
+def window_full(key, limit, span):
+    """A sliding window: True when `limit` messages already went in the last `span` seconds,
+    else counts this one."""
+    now = time.monotonic()
+    recent = [t for t in (buckets[key] or []) if now - t < span]
+    buckets[key] = recent
+    if len(recent) >= limit:
+        return True
+    recent.append(now)
+    return False
+
+
 def record(platform, chat, status):
     log.write(json.dumps({"t": time.monotonic(), "platform": platform, "chat": chat, "status": status}) + "\n")
     log.flush()
@@ -68,6 +86,8 @@ class H(BaseHTTPRequestHandler):
         self.do_POST()
 
     def do_GET(self):
+        if self.path.startswith("/cgi-bin/gettoken"):
+            return self.answer(200, {"errcode": 0, "errmsg": "ok", "access_token": "wecom-bench", "expires_in": 7200})
         # Matrix: no room is encrypted.
         self.answer(404, {"errcode": "M_NOT_FOUND", "error": "Event not found."})
 
@@ -75,6 +95,8 @@ class H(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         path = self.path
         with lock:
+            if self.newer_platforms(path, raw):
+                return
             if path == "/api/v1/rpc":
                 body = json.loads(raw)
                 record("signal", str(body["params"].get("recipient")), 200)
@@ -141,6 +163,42 @@ class H(BaseHTTPRequestHandler):
                 record("whatsapp_cloud", to, 200)
                 return self.answer(200, {"messaging_product": "whatsapp", "messages": [{"id": "wamid.1"}]})
             self.answer(404, {"error": "not found"})
+
+
+    def newer_platforms(self, path, raw):
+        """The WhatsApp bridge, BlueBubbles, QQ bot and WeCom app; False for any other path."""
+        route = path.split("?")[0]
+        if route == "/send":
+            body = json.loads(raw)
+            record("whatsapp", body["chatId"], 200)
+            self.answer(200, {"success": True, "messageId": "3EB0C431C26A1916"})
+        elif route == "/api/v1/message/text":
+            body = json.loads(raw)
+            record("bluebubbles", body["chatGuid"], 200)
+            self.answer(200, {"status": 200, "message": "Message sent!", "data": {"guid": "p:0/1"}})
+        elif route == "/app/getAppAccessToken":
+            self.answer(200, {"access_token": "qq-bench", "expires_in": "7200"})
+        elif route.startswith("/channels/") and route.endswith("/messages"):
+            channel = route.split("/")[2]
+            if window_full("qq:" + channel, 5, 1.0):
+                record("qqbot", channel, 429)
+                self.answer(429, {"message": "msg limit exceed", "code": 22009, "err_code": 22009,
+                                  "trace_id": "bench"})
+            else:
+                record("qqbot", channel, 200)
+                self.answer(200, {"id": "ROBOT1.0_bench", "timestamp": "2026-03-01T09:00:01+08:00"})
+        elif route == "/cgi-bin/message/send":
+            body = json.loads(raw)
+            member = body["touser"]
+            if window_full("wecom:" + member, 30, 60.0):
+                record("wecom_callback", member, 45009)
+                self.answer(200, {"errcode": 45009, "errmsg": "api freq out of limit"})
+            else:
+                record("wecom_callback", member, 200)
+                self.answer(200, {"errcode": 0, "errmsg": "ok", "invaliduser": "", "msgid": "m1"})
+        else:
+            return False
+        return True
 
 
 ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Measures delivery throughput per platform of the real binary against
 # fake_platforms.py, which enforces each platform's documented send limit.
-# usage: platforms.sh <signal|matrix|mattermost|homeassistant|sms|whatsapp_cloud|dingtalk|feishu>
+# usage: platforms.sh <signal|matrix|mattermost|homeassistant|sms|whatsapp_cloud|dingtalk|feishu|
+#                      whatsapp|bluebubbles|qqbot|wecom_callback>
 #                     <one|twenty-chats> [binary]
 # PARTS=N sets the parts per reply (default 20 for one chat, 3 for twenty chats).
 set -e
@@ -9,7 +10,8 @@ PLATFORM=$1; SCEN=$2; BIN=${3:-"$(dirname "$0")/../../target/release/hermes"}
 H=$(mktemp -d); PORT=$((20000 + RANDOM % 20000)); LOG=$H/fake.log
 python3 "$(dirname "$0")/fake_platforms.py" $PORT $LOG & FAKE=$!
 trap "kill $FAKE" EXIT
-sleep 0.5
+# Wait for the fake to listen (it starts slowly on a loaded machine).
+until curl -s -o /dev/null http://127.0.0.1:$PORT/; do sleep 0.2; done
 mkdir -p $H/scripts
 export HERMES_HOME=$H HERMES_TIMEZONE=UTC HERMES_CRON_MAX_PARALLEL=0
 BASE=http://127.0.0.1:$PORT
@@ -33,12 +35,24 @@ DINGTALK_WEBHOOK_URL=$BASE/robot/send?access_token=benchtokenbenchtoken
 FEISHU_API_BASE=$BASE
 FEISHU_APP_ID=cli_bench
 FEISHU_APP_SECRET=benchsecretbenchsecret
+WHATSAPP_ENABLED=true
+WHATSAPP_API_BASE=$BASE
+BLUEBUBBLES_SERVER_URL=$BASE
+BLUEBUBBLES_PASSWORD=benchpasswordbenchpassword
+QQ_APP_ID=102074111
+QQ_CLIENT_SECRET=benchsecretbenchsecret
+QQBOT_API_BASE=$BASE
+WECOM_CALLBACK_CORP_ID=ww8f4e2d1c0b9a7e6d
+WECOM_CALLBACK_CORP_SECRET=benchsecretbenchsecret
+WECOM_CALLBACK_AGENT_ID=1000002
+WECOM_CALLBACK_API_BASE=$BASE
 EOT
 # One paragraph per part, each just under the platform's part size.
 case $PLATFORM in
   signal) SIZE=7800 ;; matrix) SIZE=15800 ;; mattermost) SIZE=3800 ;;
   homeassistant|whatsapp_cloud) SIZE=3900 ;; sms) SIZE=1500 ;;
   dingtalk) SIZE=19800 ;; feishu) SIZE=7800 ;;
+  whatsapp) SIZE=4000 ;; bluebubbles|qqbot) SIZE=3900 ;; wecom_callback) SIZE=2000 ;;
   *) echo "unknown platform $PLATFORM" >&2; exit 2 ;;
 esac
 case $SCEN in one) DEFAULT_PARTS=20 ;; *) DEFAULT_PARTS=3 ;; esac
@@ -54,6 +68,8 @@ chat() {
     mattermost) echo "channel$1" ;; homeassistant) echo "mobile_app_$1" ;;
     whatsapp_cloud) echo "1555700$(printf %04d $1)" ;; dingtalk) echo "group$1" ;;
     feishu) echo "oc_chat$1" ;;
+    whatsapp) echo "1555700$(printf %04d $1)" ;; bluebubbles) echo "iMessage;-;+1555700$(printf %04d $1)" ;;
+    qqbot) echo "63895$(printf %02d $1)" ;; wecom_callback) echo "member$1" ;;
   esac
 }
 case $SCEN in

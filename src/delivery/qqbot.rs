@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Request, Verdict};
+use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
 use super::sms::plain_parts;
 use crate::environment::Environment;
 
@@ -25,6 +25,17 @@ const API_BASE: &str = "https://api.sgroup.qq.com";
 const TOKEN_URL: &str = "https://bots.qq.com/app/getAppAccessToken";
 /// Hermes waits a minute when QQ says "too fast" without saying how long.
 const RATE_LIMIT_DELAY: Duration = Duration::from_secs(60);
+
+/// QQ takes at most 5 messages a second in a guild sub-channel (active or passive)
+/// before `22009 msg limit exceed`, and a refused part costs Hermes' minute-long wait:
+/// the parts of a reply go a little over 0.2 s apart. QQ names no limit per bot, so the
+/// bot-wide rate only keeps many chats from arriving as one burst.
+const PACING: Pacing = Pacing {
+    spacing: Duration::from_millis(210),
+    window: Duration::from_secs(1),
+    window_max: usize::MAX,
+    global_per_sec: 50,
+};
 
 /// The endpoints a chat id may belong to, in the order Hermes tries them.
 const KINDS: [(&str, &str); 3] = [
@@ -96,7 +107,7 @@ async fn post_to_first_kind<'k>(
                 .header("Authorization", format!("QQBot {token}"))
                 .json(body)
         };
-        match exchange(PLATFORM, chat, None, Request::Item, &build, &judge).await {
+        match exchange(PLATFORM, chat, Some(PACING), Request::Item, &build, &judge).await {
             Ok(_) => return Ok((kind, path)),
             Err(Failure::Final(text)) if !text.starts_with("401 ") => {
                 refusals.push(format!("{kind}: {text}"));

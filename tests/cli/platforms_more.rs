@@ -7,12 +7,15 @@
 //! paragraphs, a code block and a `MEDIA:` file — posts. Yuanbao is refused with its reason.
 
 use std::fs;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::delivery::{add_job, ok, run, Answer, Seen};
+use crate::delivery::{add_job, ok, run, Answer, Fake, Seen};
 use crate::platforms::{
-    check_all, fake, header, platform_home, rich_home, wrapped_for, Fault, Spec,
+    check_all, fake, header, platform_home, rich_home, texts, wrapped_for, Fault, Spec,
 };
 
 /// The rich reply of the shape tests, as Markdown (before any platform's rendering).
@@ -594,6 +597,55 @@ fn qqbot_reports_every_endpoints_refusal_when_none_knows_the_chat() {
 #[test]
 fn qqbot_splits_retries_and_records_refusals() {
     check_all(&QQBOT);
+}
+
+/// QQ refuses a sixth message within a second in one guild sub-channel with `22009 msg
+/// limit exceed` and names no wait, so each refusal would cost the reply a minute: a
+/// reply of a dozen parts must arrive paced, without one refusal.
+#[test]
+fn qqbot_paces_a_long_reply_under_the_channels_five_messages_a_second() {
+    let refused = Arc::new(AtomicUsize::new(0));
+    let accepted: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let fake = {
+        let (refused, accepted) = (Arc::clone(&refused), Arc::clone(&accepted));
+        Fake::start(move |seen, _| {
+            if seen.path == format!("/channels/{QQ_CHANNEL}/messages") {
+                let mut accepted = accepted.lock().unwrap();
+                let second = Duration::from_secs(1);
+                let recent = accepted.iter().filter(|t| seen.at - **t < second).count();
+                if recent >= 5 {
+                    refused.fetch_add(1, Ordering::SeqCst);
+                    return qq_error(429, 22009, "msg limit exceed");
+                }
+                accepted.push(seen.at);
+            }
+            qq_api(seen, None)
+        })
+    };
+    let reply: Vec<String> = (0..12)
+        .map(|n| format!("Paragraph {n:02}: {}", "all green ".repeat(390)))
+        .collect();
+    let hermes = platform_home(&QQBOT, &fake, &reply.join("\n\n"));
+    let id = add_job(&hermes, &format!("qqbot:{QQ_CHANNEL}"), &[]);
+    run(&hermes, &id);
+
+    assert_eq!(
+        refused.load(Ordering::SeqCst),
+        0,
+        "parts refused as too fast"
+    );
+    let parts = texts(&QQBOT, &fake);
+    assert!(parts.len() >= 12, "{} parts", parts.len());
+    let joined = parts.concat();
+    let at: Vec<Option<usize>> = (0..12)
+        .map(|n| joined.find(&format!("Paragraph {n:02}:")))
+        .collect();
+    assert!(at.iter().all(Option::is_some), "a paragraph is missing");
+    assert!(
+        at.windows(2).all(|w| w[0] < w[1]),
+        "paragraphs out of order"
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
 }
 
 // ---------------------------------------------------------------------------- WeCom callback app
