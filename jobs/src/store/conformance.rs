@@ -488,7 +488,10 @@ fn the_latest_run_of_each_job_and_the_outbox_depth_read_back(backend: &dyn Backe
     assert_eq!(latest["aaaaaaaaaaaa"].id, second);
     assert_eq!(latest["aaaaaaaaaaaa"].status, "running");
     assert_eq!(latest["bbbbbbbbbbbb"].id, other);
-    let sending = store.keep_delivery(&item("a@1", now), true).unwrap().unwrap();
+    let sending = store
+        .keep_delivery(&item("a@1", now), true)
+        .unwrap()
+        .unwrap();
     store.keep_delivery(&item("a@2", now), false).unwrap();
     assert_eq!(store.outbox_depth().unwrap(), 2);
     store

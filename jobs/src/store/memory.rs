@@ -323,7 +323,9 @@ impl Store for MemoryStore {
     fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
         let mut latest = HashMap::new();
         for run in self.lock().runs.iter().rev() {
-            latest.entry(run.job_id.clone()).or_insert_with(|| run.clone());
+            latest
+                .entry(run.job_id.clone())
+                .or_insert_with(|| run.clone());
         }
         Ok(latest)
     }
