@@ -69,7 +69,7 @@ impl Guard {
         host == self.bind_host
             || host == "localhost"
             || ip.is_some_and(|ip| ip.is_loopback())
-            || self.allowed_hosts.iter().any(|h| *h == host)
+            || self.allowed_hosts.contains(&host)
             || (ip.is_some() && matches!(self.bind_host.as_str(), "0.0.0.0" | "::" | "[::]"))
     }
 
