@@ -4,7 +4,7 @@
 # API and measures list and create latency (p50/p99) and the /metrics scrape; then the
 # same list and create against Python Hermes' own api_server on an identical store when
 # its venv exists (scripts/python-hermes/setup.sh). Prints the figures.
-# Usage: scripts/bench-api/run.sh      HERMES_BIN=path skips the release build.
+# Usage: scripts/bench-api/run.sh   HERMES_BIN=path skips the release build; SIZES="1000" picks the stores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${HERMES_BIN:-}" ]; then
@@ -14,7 +14,7 @@ fi
 KEY="bench-key-0123456789abcdef"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hermes-apibench.XXXXXX")"
 PID=""
-stop() { [ -n "$PID" ] && kill "$PID" 2>/dev/null && wait "$PID" 2>/dev/null; PID=""; return 0; }
+stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=""; }
 trap 'stop; rm -rf "$WORK"' EXIT
 NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 PY_HERMES="$(bash scripts/python-hermes/setup.sh 2>/dev/null || true)"
@@ -28,7 +28,7 @@ wait_for() { # file, text
     echo "run.sh: no '$2' in $1" >&2; cat "$1" >&2; exit 1
 }
 
-for N in 1000 10000; do
+for N in ${SIZES:-1000 10000}; do
     if [ "$N" = 1000 ]; then REPS=(--list 200 --create 200); else REPS=(--list 30 --create 50); fi
     home="$WORK/rs-$N"; mkdir -p "$home/cron" "$home/scripts"
     python3 scripts/python-hermes/gen_store.py "$home/cron/jobs.json" "$N" --due 0 --now "$NOW"

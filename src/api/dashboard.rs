@@ -128,9 +128,6 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
             "schedule is required",
         ));
     };
-    if let Some(prompt) = text(body, "prompt")? {
-        jobs::threats::scan_prompt(&prompt).map_err(|b| Failure::bad_request(b.to_string()))?;
-    }
     Ok(NewJob {
         schedule,
         prompt: text(body, "prompt")?.unwrap_or_default(),

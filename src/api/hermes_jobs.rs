@@ -37,6 +37,9 @@ pub fn routes() -> Router<Arc<ApiState>> {
 
 /// `{"error": "<message>"}` with the failure's status; internal messages are redacted.
 fn error(state: &ApiState, failure: Failure) -> Response {
+    if failure.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return super::security::too_large();
+    }
     let message = state.shown_error(&failure);
     (failure.status, Json(json!({ "error": message }))).into_response()
 }
