@@ -4,6 +4,7 @@
 #[macro_use]
 mod output;
 mod agent;
+mod api;
 mod cli;
 mod clock;
 mod commands;

@@ -122,6 +122,10 @@ CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id, id);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 ";
 
+/// The columns of a [`RunRow`], in its field order.
+const RUN_COLUMNS: &str = "id, job_id, occurrence, source, pid, host, status, scheduled_at, \
+    started_at, finished_at, error, delivery, prompt_tokens, completion_tokens";
+
 pub struct Ledger {
     conn: Connection,
     path: PathBuf,
@@ -310,16 +314,30 @@ impl Ledger {
     /// Newest rows first, for one job or all.
     pub fn recent(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, LedgerError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT id, job_id, occurrence, source, pid, host, status, scheduled_at,
-                        started_at, finished_at, error, delivery, prompt_tokens, completion_tokens
-                 FROM runs WHERE (?1 IS NULL OR job_id = ?1) ORDER BY id DESC LIMIT ?2",
-            )
-            .map_err(|e| self.wrap(e))?;
+        self.select_runs(
+            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE (?1 IS NULL OR job_id = ?1) ORDER BY id DESC LIMIT ?2"),
+            params![job_id, limit],
+        )
+    }
+
+    /// The newest row of every job that has one (one indexed scan, however many jobs).
+    pub fn latest_per_job(&self) -> Result<Vec<RunRow>, LedgerError> {
+        self.select_runs(
+            &format!(
+                "SELECT {RUN_COLUMNS} FROM runs WHERE id IN (SELECT MAX(id) FROM runs GROUP BY job_id)"
+            ),
+            params![],
+        )
+    }
+
+    fn select_runs(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<RunRow>, LedgerError> {
+        let mut stmt = self.conn.prepare(sql).map_err(|e| self.wrap(e))?;
         let rows = stmt
-            .query_map(params![job_id, limit], |r| {
+            .query_map(params, |r| {
                 Ok(RunRow {
                     id: r.get(0)?,
                     job_id: r.get(1)?,

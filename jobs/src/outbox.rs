@@ -414,6 +414,18 @@ impl Outbox {
             .map_err(|e| self.wrap(e))
     }
 
+    /// How many rows are waiting to go out or being sent (the outbox depth).
+    pub fn depth(&self) -> Result<usize, LedgerError> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM outbox WHERE state IN ('pending', 'sending')",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n as usize)
+            .map_err(|e| self.wrap(e))
+    }
+
     /// When the earliest pending row is due, so a sleeping scheduler wakes for it.
     pub fn earliest_due(&self) -> Result<Option<DateTime<Utc>>, LedgerError> {
         let next: Option<String> = self

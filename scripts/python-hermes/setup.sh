@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Creates (or reuses) a Python virtualenv holding the real Python Hermes agent
-# (hermes-agent from PyPI, pinned) for the side-by-side bench and the store
-# compatibility check. The venv lives outside the clone so `git status` stays clean;
-# it is rebuilt when the pinned version changes. Prints the venv's python path on stdout.
+# (hermes-agent from PyPI, pinned) for the side-by-side bench, the store
+# compatibility check and the API compatibility check. The venv lives outside the clone
+# so `git status` stays clean; it is rebuilt when the pinned version changes. Prints the venv's python path on stdout.
 # Needs python3 >= 3.11 (hermes-agent requires <3.14,>=3.11) and PyPI access.
 set -euo pipefail
 HERMES_AGENT_VERSION="${HERMES_AGENT_VERSION:-0.19.0}"
 VENV="${PYTHON_HERMES_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-cron/python-hermes-venv}"
 PY="${PYTHON:-python3}"
 STAMP="$VENV/.hermes-agent-version"
+AIOHTTP="aiohttp==3.14.1"
 
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$HERMES_AGENT_VERSION" ] \
     && "$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' 2>/dev/null; then
+    # aiohttp (pinned as hermes-agent's own extras pin it) runs Python Hermes' API
+    # server for the API compatibility check; a venv built before that check gets it here.
+    if ! "$VENV/bin/python" -c 'import aiohttp' 2>/dev/null; then
+        "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$AIOHTTP" >&2
+    fi
     echo "$VENV/bin/python"
     exit 0
 fi
@@ -28,7 +34,7 @@ mkdir -p "$(dirname "$VENV")"
 # tzdata: zoneinfo needs an IANA database; on a minimal machine without /usr/share/zoneinfo
 # the venv brings its own (the wheel only pins it on Windows).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "hermes-agent==$HERMES_AGENT_VERSION" tzdata >&2
+    "hermes-agent==$HERMES_AGENT_VERSION" tzdata "$AIOHTTP" >&2
 "$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' >&2
 echo "$HERMES_AGENT_VERSION" > "$STAMP"
 "$VENV/bin/python" - >&2 <<'PY'

@@ -1,77 +1,280 @@
-//! The web dashboard: one self-contained page (`dashboard.html`, no build step) served at
-//! `/` of the API listener, with a Content-Security-Policy that allows exactly its own
-//! inline style and script (by SHA-256 hash), API calls to the same origin, and nothing
-//! else: no `unsafe-eval`, no `unsafe-inline`, no foreign origin, no framing. The page
-//! asks for the API key once per browser tab and calls no API before it has it.
+//! The dashboard's cron routes under `/api/cron/` (Python Hermes'
+//! `hermes_cli/web_server.py`): jobs as bare objects and lists, `PUT` with
+//! `{"updates": {...}}`, pause/resume/trigger, a job's runs and the delivery targets,
+//! errors as `{"detail": "<message>"}`. One profile: the home this daemon serves
+//! (`profile` is always `default`). The key is checked by the layer around these routes.
 
-use std::sync::OnceLock;
+use std::sync::Arc;
 
-use base64::Engine as _;
-use sha2::{Digest, Sha256};
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
 
-/// The page's bytes and the policy that goes with them.
-pub struct Page {
-    pub html: &'static str,
-    pub content_security_policy: String,
+use jobs::{JobEdit, NewJob, Platform};
+
+use super::hermes_jobs::job_edit;
+use super::ops::{Failure, Record};
+use super::{off_thread, read_object, ApiState};
+use crate::environment::Environment;
+
+pub fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/api/cron/jobs", get(list).post(create))
+        .route("/api/cron/jobs/{id}", get(show).put(update).delete(remove))
+        .route("/api/cron/jobs/{id}/runs", get(runs))
+        .route("/api/cron/jobs/{id}/pause", post(pause))
+        .route("/api/cron/jobs/{id}/resume", post(resume))
+        .route("/api/cron/jobs/{id}/trigger", post(trigger))
+        .route("/api/cron/delivery-targets", get(delivery_targets))
 }
 
-const HTML: &str = include_str!("dashboard.html");
+fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(failure) => {
+            let message = state.shown_error(&failure);
+            (failure.status, Json(json!({ "detail": message }))).into_response()
+        }
+    }
+}
 
-/// The dashboard page, its policy computed once from the inline blocks it carries.
-pub fn page() -> &'static Page {
-    static PAGE: OnceLock<Page> = OnceLock::new();
-    PAGE.get_or_init(|| Page {
-        html: HTML,
-        content_security_policy: policy(HTML),
+/// The dashboard's profile fields on a job.
+fn annotated(state: &ApiState, mut job: Record) -> Value {
+    job.insert("profile".into(), json!("default"));
+    job.insert("profile_name".into(), json!("default"));
+    job.insert(
+        "hermes_home".into(),
+        json!(state.home.display().to_string()),
+    );
+    job.insert("is_default_profile".into(), json!(true));
+    Value::Object(job)
+}
+
+async fn list(State(state): State<Arc<ApiState>>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let jobs = s.list_jobs(true)?;
+        Ok(Value::Array(
+            jobs.into_iter().map(|j| annotated(&s, j)).collect(),
+        ))
+    })
+    .await;
+    reply(&state, result)
+}
+
+async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(annotated(&s, s.get_job(&id)?))).await;
+    reply(&state, result)
+}
+
+#[derive(Deserialize)]
+struct RunsQuery {
+    limit: Option<String>,
+}
+
+async fn runs(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    Query(query): Query<RunsQuery>,
+) -> Response {
+    let limit = query
+        .limit
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(20)
+        .clamp(1, 100);
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let rows = s.scheduler.store().recent_runs(Some(&id), limit)?;
+        Ok(json!({ "runs": rows, "limit": limit }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+fn text(body: &Map<String, Value>, key: &str) -> Result<Option<String>, Failure> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
+        Some(_) => Err(Failure::bad_request(format!("{key} must be a string"))),
+    }
+}
+
+/// A list given as a JSON list or as comma- or newline-separated text.
+fn names(value: Option<&Value>) -> Vec<String> {
+    let items: Vec<String> = match value {
+        Some(Value::String(s)) => s.split([',', '\n']).map(str::to_string).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|i| i.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    };
+    items
+        .into_iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
+    let Some(schedule) = text(body, "schedule")? else {
+        return Err(Failure::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "schedule is required",
+        ));
+    };
+    Ok(NewJob {
+        schedule,
+        prompt: text(body, "prompt")?.unwrap_or_default(),
+        name: text(body, "name")?,
+        deliver: Some(text(body, "deliver")?.unwrap_or_else(|| "local".into())),
+        skills: names(body.get("skills")),
+        script: text(body, "script")?,
+        no_agent: body
+            .get("no_agent")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        workdir: text(body, "workdir")?,
+        model: text(body, "model")?,
+        provider: text(body, "provider")?,
+        ..NewJob::default()
     })
 }
 
-/// `'sha256-…'` sources for every inline `<tag>` block of `html`, in order.
-fn inline_hashes(html: &str, tag: &str) -> Vec<String> {
-    let (open, close) = (format!("<{tag}>"), format!("</{tag}>"));
-    let mut hashes = Vec::new();
-    let mut rest = html;
-    while let Some(start) = rest.find(&open) {
-        let body = &rest[start + open.len()..];
-        let Some(end) = body.find(&close) else { break };
-        let digest = Sha256::digest(body[..end].as_bytes());
-        let encoded = base64::engine::general_purpose::STANDARD.encode(digest);
-        hashes.push(format!("'sha256-{encoded}'"));
-        rest = &body[end + close.len()..];
-    }
-    hashes
+async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
+    let body = match read_object(body).await {
+        Ok(body) => body,
+        Err(failure) => return reply(&state, Err(failure)),
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(annotated(&s, s.create_job(new_job(&body)?)?))).await;
+    reply(&state, result)
 }
 
-fn policy(html: &str) -> String {
-    format!(
-        "default-src 'none'; script-src {}; style-src {}; connect-src 'self'; img-src 'self'; \
-         base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-        inline_hashes(html, "script").join(" "),
-        inline_hashes(html, "style").join(" "),
-    )
+/// The fields the dashboard's edit form sends beyond Hermes' PATCH set.
+fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
+    const KNOWN: &[&str] = &[
+        "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled", "script",
+        "workdir", "model", "provider", "no_agent", "timezone",
+    ];
+    if let Some(unknown) = updates.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+        return Err(Failure::bad_request(format!(
+            "Cron job field '{unknown}' cannot be updated here"
+        )));
+    }
+    let (mut edit, enabled) = job_edit(updates)?;
+    let cleared = |key: &str| -> Result<Option<String>, Failure> {
+        Ok(updates
+            .contains_key(key)
+            .then(|| text(updates, key))
+            .transpose()?
+            .map(Option::unwrap_or_default))
+    };
+    edit.script = cleared("script")?;
+    edit.workdir = cleared("workdir")?;
+    edit.model = cleared("model")?;
+    edit.provider = cleared("provider")?;
+    edit.timezone = cleared("timezone")?;
+    edit.no_agent = updates.get("no_agent").and_then(Value::as_bool);
+    Ok((edit, enabled))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+async fn update(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let body = match read_object(body).await {
+        Ok(body) => body,
+        Err(failure) => return reply(&state, Err(failure)),
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let Some(Value::Object(updates)) = body.get("updates") else {
+            return Err(Failure::new(
+                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+                "updates must be an object",
+            ));
+        };
+        s.get_job(&id)?;
+        let (edit, enabled) = dashboard_edit(updates)?;
+        Ok(annotated(&s, s.update_job(&id, edit, enabled)?))
+    })
+    .await;
+    reply(&state, result)
+}
 
-    #[test]
-    fn the_policy_allows_only_the_page_own_blocks() {
-        let policy = &page().content_security_policy;
-        assert!(!policy.contains("unsafe"), "{policy}");
-        assert!(!policy.contains('*'), "{policy}");
-        let scripts = inline_hashes(HTML, "script");
-        assert_eq!(scripts.len(), 1, "one inline script");
-        assert!(policy.contains(&format!("script-src {}", scripts[0])), "{policy}");
-        // A changed script byte is a different hash: the browser would refuse it.
-        let changed = HTML.replacen("\"use strict\";", "\"use strict\"; ", 1);
-        assert_ne!(inline_hashes(&changed, "script"), scripts);
-    }
+async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        s.remove_job(&id)?;
+        Ok(json!({ "ok": true }))
+    })
+    .await;
+    reply(&state, result)
+}
 
-    #[test]
-    fn the_page_loads_nothing_from_elsewhere() {
-        for needle in ["src=\"http", "href=\"http", "innerHTML", "eval(", "new Function"] {
-            assert!(!HTML.contains(needle), "the page must not use {needle}");
+async fn pause(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(annotated(&s, s.pause_job(&id)?))).await;
+    reply(&state, result)
+}
+
+async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(annotated(&s, s.resume_job(&id)?))).await;
+    reply(&state, result)
+}
+
+/// Starts the job now, like `POST /api/jobs/{id}/run`.
+async fn trigger(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(annotated(&s, s.run_job(&id)?))).await;
+    reply(&state, result)
+}
+
+/// `local`, then every platform whose sender has its credentials in the environment,
+/// with whether its home channel is set (cron jobs delivering to the platform need it).
+async fn delivery_targets(State(state): State<Arc<ApiState>>) -> Response {
+    let env = Environment::load(&state.home);
+    let mut targets = vec![json!({
+        "id": "local",
+        "name": "Local (save only)",
+        "home_target_set": true,
+        "home_env_var": null,
+    })];
+    for platform in Platform::SENDABLE {
+        let configured = crate::delivery::http::required_vars(platform)
+            .iter()
+            .all(|var| env.get(var).is_some());
+        if !configured {
+            continue;
         }
+        let home_var = crate::delivery::target::home_var(platform);
+        targets.push(json!({
+            "id": platform.as_str(),
+            "name": title(platform.as_str()),
+            "home_target_set": crate::delivery::target::home_channel(platform, &env).is_some(),
+            "home_env_var": home_var,
+        }));
     }
+    Json(json!({ "targets": targets })).into_response()
+}
+
+/// `whatsapp_cloud` → `Whatsapp Cloud`, as Python Hermes titles platform names.
+fn title(name: &str) -> String {
+    name.split('_')
+        .map(|word| {
+            let mut chars = word.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -24,7 +24,10 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
 
 /// The scheduler of this home: its store, the system clock, the Hermes runner and
 /// delivery over the real platform APIs, settings read from the home on every pass.
-pub(crate) fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliError> {
+pub(crate) fn scheduler_for(
+    session: &Session,
+    observer: Option<Arc<dyn scheduler::Observer>>,
+) -> Result<Arc<Scheduler>, CliError> {
     let home = session.home.root.clone();
     Scheduler::new(Parts {
         store: Arc::clone(&session.store),
@@ -38,6 +41,7 @@ pub(crate) fn scheduler_for(session: &Session) -> Result<Arc<Scheduler>, CliErro
             std::process::id(),
         ),
         home,
+        observer,
     })
 }
 
@@ -55,11 +59,35 @@ pub(crate) async fn stop_signal() -> Result<impl std::future::Future<Output = ()
     })
 }
 
+/// The scheduler until SIGTERM or SIGINT, and beside it the HTTP API when
+/// `API_SERVER_KEY` asks for it; one signal stops both.
 pub fn daemon(session: Session) -> Result<(), CliError> {
-    let scheduler = scheduler_for(&session)?;
+    let metrics = Arc::new(crate::api::Metrics::default());
+    let observer: Arc<dyn scheduler::Observer> = metrics.clone();
+    let scheduler = scheduler_for(&session, Some(observer))?;
     runtime()?.block_on(async move {
-        let shutdown = stop_signal().await?;
-        scheduler::run(scheduler, shutdown).await
+        let signal = stop_signal().await?;
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let api_state = crate::api::ApiState {
+            scheduler: Arc::clone(&scheduler),
+            home: session.home.root.clone(),
+            metrics,
+        };
+        let mut api_stopped = stopped.clone();
+        let api = crate::api::start(api_state, async move {
+            let _ = api_stopped.wait_for(|stop| *stop).await;
+        })
+        .await;
+        let result = scheduler::run(scheduler, async move {
+            signal.await;
+            let _ = stop.send(true);
+        })
+        .await;
+        if let Some(api) = api {
+            let _ = api.await;
+        }
+        drop(stopped);
+        result
     })
 }
 
@@ -83,7 +111,7 @@ fn print_report(report: &RunReport) {
 }
 
 pub fn tick(session: Session) -> Result<(), CliError> {
-    let scheduler = scheduler_for(&session)?;
+    let scheduler = scheduler_for(&session, None)?;
     let reports = runtime()?.block_on(async move { scheduler.tick().await })?;
     match reports {
         None => say!("Another scheduler is running a pass; nothing done."),
@@ -103,7 +131,7 @@ pub fn run(session: Session, reference: &str) -> Result<(), CliError> {
             job.id()
         )));
     }
-    let scheduler = scheduler_for(&session)?;
+    let scheduler = scheduler_for(&session, None)?;
     let report = runtime()?.block_on(async move { scheduler.run_now(job).await })?;
     print_report(&report);
     if let Some(response) = &report.response {

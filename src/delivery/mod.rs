@@ -253,9 +253,7 @@ pub async fn send_to(
                 Platform::Email => email::send(env, chat, thread, text, media, skip).await,
                 Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
                 Platform::WeCom => wecom::send(env, chat, thread, text, media, skip).await,
-                Platform::Yuanbao => {
-                    Err((Failure::Final(cannot_send(platform.as_str())), skip))
-                }
+                Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
             }
         }
     }

@@ -91,7 +91,7 @@ impl ServerHandler for CronServer {
 /// are answered first) or SIGTERM/SIGINT arrives (at once: a run under way is stopped
 /// and recorded as interrupted).
 pub fn serve(session: Session) -> Result<(), CliError> {
-    let scheduler = scheduler_for(&session)?;
+    let scheduler = scheduler_for(&session, None)?;
     let server = CronServer {
         tool: schema::cronjob_tool(),
         cron: Cron {

@@ -86,6 +86,8 @@ impl Scheduler {
         match (&decision, claimed) {
             (Decision::Fire { scheduled_at, .. }, Claimed::Run { run }) => {
                 lock(&self.running).insert(id);
+                let late = (ctx.now - *scheduled_at).to_std().unwrap_or_default();
+                self.observe(|o| o.fired_late(late));
                 Some(Pending::Run(ClaimedRun {
                     job,
                     scheduled_at: Some(*scheduled_at),
@@ -95,11 +97,13 @@ impl Scheduler {
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
+                self.observe(|o| o.run_ended(status));
                 self.leave_missed_note(&job, *scheduled_at, ctx, settings);
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
                 None
             }
             (_, Claimed::Recorded { status, reason }) => {
+                self.observe(|o| o.run_ended(status));
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
                 None
             }

@@ -78,7 +78,10 @@ impl Scheduler {
         running: &mut JoinSet<RunReport>,
     ) -> Option<chrono::DateTime<chrono::Utc>> {
         self.beat(Beat::Alive(self.now()));
-        let next_wake = match self.pass().await {
+        let timer = std::time::Instant::now();
+        let pass = self.pass().await;
+        self.observe(|o| o.pass_took(timer.elapsed()));
+        let next_wake = match pass {
             Ok(report) => {
                 for pending in report.pending {
                     running.spawn(pending.run(Arc::clone(self)));
@@ -101,21 +104,26 @@ impl Scheduler {
     /// No new runs; running ones get [`DRAIN`] to finish, the rest are stopped and
     /// recorded as interrupted.
     async fn drain(&self, mut running: JoinSet<RunReport>) {
+        // Manual runs (the API's "run now") drain with the scheduled ones.
+        let mut manual = std::mem::take(&mut *super::lock(&self.manual));
         tracing::info!(
-            running = running.len(),
+            running = running.len() + manual.len(),
             "stopping: no new runs; waiting up to 30 s for running jobs"
         );
         let drained = tokio::time::timeout(DRAIN, async {
             while running.join_next().await.is_some() {}
+            while manual.join_next().await.is_some() {}
         })
         .await;
         if drained.is_err() {
             tracing::warn!(
                 "{} run(s) still going after 30 s; stopping them",
-                running.len()
+                running.len() + manual.len()
             );
             running.abort_all();
+            manual.abort_all();
             while running.join_next().await.is_some() {}
+            while manual.join_next().await.is_some() {}
         }
         if let Err(e) = self.interrupt_own_runs() {
             tracing::error!("cannot record the stopped runs as interrupted: {e}");

@@ -10,7 +10,8 @@
 //!   record the outcome in the job and the ledger;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
-//!   stop gracefully.
+//!   stop gracefully;
+//! * [`observe`] — the seam that tells an observer (metrics) what happened.
 //!
 //! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
 //! store (only its [`Store`]).
@@ -18,6 +19,7 @@
 mod claim;
 mod daemon;
 mod execute;
+mod observe;
 mod record;
 mod redeliver;
 #[cfg(test)]
@@ -31,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 
 use jobs::ledger::RunStatus;
 use jobs::store::Store;
@@ -45,6 +48,7 @@ use crate::runner::Runner;
 use crate::settings::CronSettings;
 
 pub use daemon::run;
+pub use observe::Observer;
 
 /// A boxed future, for the object-safe [`Delivery`] trait.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -78,6 +82,9 @@ pub struct Parts {
     /// The `run_claim.by` this process stamps on the one-shots it dispatches (Python
     /// Hermes' `HERMES_MACHINE_ID`, else `<host>:<pid>`).
     pub claim_owner: String,
+    /// Told what runs, fires, deliveries and passes did (the API's `/metrics`); `None`
+    /// counts nothing.
+    pub observer: Option<Arc<dyn Observer>>,
 }
 
 pub struct Scheduler {
@@ -94,6 +101,10 @@ pub struct Scheduler {
     flushing: Mutex<()>,
     /// `cron.max_parallel_jobs` permits for scheduled runs (`None`: unbounded).
     permits: Option<Arc<Semaphore>>,
+    /// Manual runs started while the daemon runs ([`Scheduler::start_now`], the API's
+    /// "run now"): the daemon drains them with its own on shutdown. Held only to spawn
+    /// into, reap or take out.
+    manual: Mutex<JoinSet<RunReport>>,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -169,6 +180,7 @@ impl Scheduler {
             running: Mutex::new(HashSet::new()),
             records: Mutex::new(Vec::new()),
             flushing: Mutex::new(()),
+            manual: Mutex::new(JoinSet::new()),
         }))
     }
 
@@ -178,6 +190,13 @@ impl Scheduler {
 
     pub fn now(&self) -> DateTime<Utc> {
         self.parts.clock.now()
+    }
+
+    /// Tells the observer, when there is one.
+    fn observe(&self, event: impl FnOnce(&dyn Observer)) {
+        if let Some(observer) = &self.parts.observer {
+            event(observer.as_ref());
+        }
     }
 
     /// "Now", the zones and the settings for one pass or run: the home's config is read
@@ -222,16 +241,22 @@ impl Scheduler {
 
     /// Runs recorded `running` by dead processes of this host become `interrupted`.
     pub fn recover_interrupted(&self) -> Result<usize, CliError> {
-        Ok(blocking(|| {
-            self.store().interrupt_dead_runs(self.now(), false)
-        })?)
+        let n = blocking(|| self.store().interrupt_dead_runs(self.now(), false))?;
+        self.observe_interrupted(n);
+        Ok(n)
+    }
+
+    fn observe_interrupted(&self, n: usize) {
+        for _ in 0..n {
+            self.observe(|o| o.run_ended(RunStatus::Interrupted));
+        }
     }
 
     /// After a shutdown's drain: this process's unfinished runs become `interrupted`.
     pub fn interrupt_own_runs(&self) -> Result<usize, CliError> {
-        Ok(blocking(|| {
-            self.store().interrupt_dead_runs(self.now(), true)
-        })?)
+        let n = blocking(|| self.store().interrupt_dead_runs(self.now(), true))?;
+        self.observe_interrupted(n);
+        Ok(n)
     }
 
     /// One pass, then every run it claimed, to the end (`hermes cron tick`).
@@ -259,5 +284,18 @@ impl Scheduler {
     pub async fn run_now(self: &Arc<Self>, job: Job) -> Result<RunReport, CliError> {
         let claimed = self.claim_manual(job)?;
         Ok(Arc::clone(self).execute(claimed).await)
+    }
+
+    /// Starts a job now, outside its schedule, and returns once its run is claimed in
+    /// the ledger (its id); the run goes on in the background and the daemon drains it
+    /// on shutdown. Same claim and refusals as [`Scheduler::run_now`]. Called within the
+    /// daemon's runtime.
+    pub fn start_now(self: &Arc<Self>, job: Job) -> Result<i64, CliError> {
+        let claimed = self.claim_manual(job)?;
+        let run = claimed.run;
+        let mut manual = lock(&self.manual);
+        while manual.try_join_next().is_some() {}
+        manual.spawn(Arc::clone(self).execute(claimed));
+        Ok(run)
     }
 }

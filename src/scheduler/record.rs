@@ -195,6 +195,7 @@ impl Scheduler {
         if let Err(e) = blocking(|| self.store().finish_run(claimed.run, status, finished, &end)) {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
+        self.observe(|o| o.run_ended(status));
         RunReport {
             job_id: job.id().to_string(),
             job_name: job.name().to_string(),
@@ -297,6 +298,9 @@ impl Scheduler {
                 SettledAs::Retry => OutboxState::Pending,
                 SettledAs::Failed => OutboxState::Failed,
             };
+            if state == OutboxState::Failed {
+                self.observe(|o| o.delivery_failed());
+            }
             let finished = blocking(|| {
                 self.store().finish_delivery(
                     settled.row,

@@ -76,6 +76,9 @@ impl Scheduler {
                 (OutboxState::Failed, *n as i64, Some(m.clone()))
             }
         };
+        if matches!(state, OutboxState::Failed | OutboxState::Expired) {
+            self.observe(|o| o.delivery_failed());
+        }
         let store = self.store();
         if let Err(e) =
             blocking(|| store.finish_delivery(item.id, state, now, parts, error.as_deref()))

@@ -188,6 +188,7 @@ impl Rig {
             delivery: delivery.clone(),
             settings: Some(settings),
             claim_owner: "testhost:1".into(),
+            observer: None,
         })
         .unwrap();
         Rig {

@@ -3,7 +3,7 @@
 //! the protocol's JSON over plain HTTP/1.1 on loopback (no extra crates: the few calls
 //! the test needs are a dozen lines each).
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -12,7 +12,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 
 /// The WebDriver element reference key.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecc";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 /// A free loopback port (bound then released).
 pub fn free_port() -> u16 {
@@ -22,10 +22,13 @@ pub fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
-/// One HTTP/1.1 request with a JSON body; returns status and JSON body.
+/// One HTTP/1.1 request with a JSON body; returns status and JSON body (status 0 when
+/// nothing listens on the port yet).
 pub fn http_json(port: u16, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
     let payload = body.map(Value::to_string).unwrap_or_default();
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return (0, Value::Null);
+    };
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
         .expect("set a read timeout");
@@ -35,22 +38,44 @@ pub fn http_json(port: u16, method: &str, path: &str, body: Option<&Value>) -> (
         payload.len()
     );
     stream.write_all(request.as_bytes()).expect("send");
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).expect("read");
-    let text = String::from_utf8_lossy(&raw);
-    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
+    // chromedriver answers `Connection: close` but keeps the socket open: read by length.
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader
+        .read_line(&mut status_line)
+        .expect("read the status line");
+    let status = status_line
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(rest)
-    } else {
-        rest.to_string()
+    let (mut length, mut chunked) = (None, false);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).expect("read a header") == 0 || line.trim().is_empty() {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(value) = lower.strip_prefix("content-length:") {
+            length = value.trim().parse::<usize>().ok();
+        }
+        chunked |= lower.starts_with("transfer-encoding:") && lower.contains("chunked");
+    }
+    let body = match length {
+        Some(n) => {
+            let mut bytes = vec![0; n];
+            reader.read_exact(&mut bytes).expect("read the body");
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        None => {
+            let mut rest = String::new();
+            let _ = reader.read_to_string(&mut rest);
+            if chunked {
+                dechunk(&rest)
+            } else {
+                rest
+            }
+        }
     };
     (status, serde_json::from_str(&body).unwrap_or(Value::Null))
 }

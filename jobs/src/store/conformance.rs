@@ -470,6 +470,36 @@ fn a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice(backend: &dyn Backe
     );
 }
 
+fn the_latest_run_of_each_job_and_the_outbox_depth_read_back(backend: &dyn Backend) {
+    let store = backend.process(1);
+    let now = backend.now();
+    assert!(store.latest_runs().unwrap().is_empty());
+    assert_eq!(store.outbox_depth().unwrap(), 0);
+    let first = store.claim_manual("aaaaaaaaaaaa", now).unwrap();
+    store
+        .finish_run(first, RunStatus::Ok, now, &RunEnd::default())
+        .unwrap();
+    let second = store
+        .claim_manual("aaaaaaaaaaaa", now + Duration::seconds(1))
+        .unwrap();
+    let other = store.claim_manual("bbbbbbbbbbbb", now).unwrap();
+    let latest = store.latest_runs().unwrap();
+    assert_eq!(latest.len(), 2);
+    assert_eq!(latest["aaaaaaaaaaaa"].id, second);
+    assert_eq!(latest["aaaaaaaaaaaa"].status, "running");
+    assert_eq!(latest["bbbbbbbbbbbb"].id, other);
+    let sending = store
+        .keep_delivery(&item("a@1", now), true)
+        .unwrap()
+        .unwrap();
+    store.keep_delivery(&item("a@2", now), false).unwrap();
+    assert_eq!(store.outbox_depth().unwrap(), 2);
+    store
+        .finish_delivery(sending, OutboxState::Sent, now, 1, None)
+        .unwrap();
+    assert_eq!(store.outbox_depth().unwrap(), 1);
+}
+
 fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend) {
     let store = backend.process(1);
     let t0 = backend.now();
@@ -523,4 +553,5 @@ conformance!(
     runs_of_dead_processes_become_interrupted,
     a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice,
     outputs_keep_the_newest_and_heartbeats_read_back,
+    the_latest_run_of_each_job_and_the_outbox_depth_read_back,
 );

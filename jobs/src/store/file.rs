@@ -4,7 +4,7 @@
 //! documents under `cron/output/<job_id>/`, heartbeats in small `ticker_*` files.
 //! It never writes jobs.json while it cannot read it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -430,6 +430,15 @@ impl Store for FileStore {
         Ok(rows)
     }
 
+    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        // Reading history never creates the database.
+        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+            return Ok(HashMap::new());
+        }
+        let rows = self.with_ledger(Ledger::latest_per_job)?;
+        Ok(rows.into_iter().map(|r| (r.job_id.clone(), r)).collect())
+    }
+
     fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
@@ -476,6 +485,13 @@ impl Store for FileStore {
 
     fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
         self.with_outbox(|outbox| outbox.open_for_occurrence(occurrence))
+    }
+
+    fn outbox_depth(&self) -> Result<usize, StoreError> {
+        if lock(&self.outbox).is_none() && !self.db_path().exists() {
+            return Ok(0);
+        }
+        self.with_outbox(Outbox::depth)
     }
 
     fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {

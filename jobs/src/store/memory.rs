@@ -2,7 +2,7 @@
 //! claim per occurrence, the outbox's never-twice states, healed jobs on every change):
 //! what the scheduler's unit tests run against. Nothing survives the process.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
@@ -320,6 +320,16 @@ impl Store for MemoryStore {
             .collect())
     }
 
+    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        let mut latest = HashMap::new();
+        for run in self.lock().runs.iter().rev() {
+            latest
+                .entry(run.job_id.clone())
+                .or_insert_with(|| run.clone());
+        }
+        Ok(latest)
+    }
+
     fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
@@ -447,6 +457,15 @@ impl Store for MemoryStore {
             .deliveries
             .iter()
             .filter(|d| d.item.occurrence == occurrence)
+            .filter(|d| matches!(d.state, OutboxState::Pending | OutboxState::Sending))
+            .count())
+    }
+
+    fn outbox_depth(&self) -> Result<usize, StoreError> {
+        Ok(self
+            .lock()
+            .deliveries
+            .iter()
             .filter(|d| matches!(d.state, OutboxState::Pending | OutboxState::Sending))
             .count())
     }

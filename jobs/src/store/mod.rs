@@ -12,7 +12,7 @@ mod transfer;
 #[cfg(test)]
 mod conformance;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -233,6 +233,9 @@ pub trait Store: Send + Sync {
     ) -> Result<usize, StoreError>;
     /// Newest runs first, of one job or all.
     fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError>;
+    /// The newest run of every job that has one, by job id (a listing of many jobs
+    /// shows each one's latest run from this one read).
+    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError>;
 
     // --- the delivery outbox ---
 
@@ -266,6 +269,8 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Deliveries of this occurrence still pending or being sent.
     fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
+    /// How many deliveries are pending or being sent.
+    fn outbox_depth(&self) -> Result<usize, StoreError>;
     /// When the earliest pending delivery is due.
     fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
     /// The state of one occurrence's delivery to one target.

@@ -7,7 +7,7 @@
 //! daemons wake; polling stays the safety net. It never leaves a job half-written: every
 //! change is one transaction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -1015,6 +1015,24 @@ impl Store for PgStore {
         })
     }
 
+    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let rows = client
+                .query(
+                    "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs ORDER BY job_id, id DESC",
+                    &[],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(rows
+                .iter()
+                .map(run_row)
+                .map(|r| (r.job_id.clone(), r))
+                .collect())
+        })
+    }
+
     fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
@@ -1188,6 +1206,21 @@ impl Store for PgStore {
                     "SELECT COUNT(*) FROM hermes_cron_outbox WHERE occurrence = $1
                          AND state IN ('pending', 'sending')",
                     &[&occurrence],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+                .get(0);
+            Ok(count as usize)
+        })
+    }
+
+    fn outbox_depth(&self) -> Result<usize, StoreError> {
+        self.block(async {
+            let client = self.client().await?;
+            let count: i64 = client
+                .query_one(
+                    "SELECT COUNT(*) FROM hermes_cron_outbox WHERE state IN ('pending', 'sending')",
+                    &[],
                 )
                 .await
                 .map_err(|e| self.fail(e))?

@@ -1,0 +1,240 @@
+//! Routes beyond Python Hermes' API: the run ledger (`/api/runs`), a schedule preview,
+//! the daemon's status, health checks (`/healthz`, and Python Hermes' `/health`, both
+//! without a key) and `/metrics`. Read-only: nothing here changes a job.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono_tz::Tz;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use jobs::JobState;
+use schedules::{format_instant, parse_schedule};
+
+use super::ops::Failure;
+use super::{off_thread, ApiState};
+
+/// The most fires a preview lists.
+const MAX_PREVIEW: usize = 100;
+
+/// Routes that need the key.
+pub fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/api/runs", get(runs))
+        .route("/api/runs/{id}/output", get(run_output))
+        .route("/api/schedule/preview", get(preview))
+        .route("/api/status", get(status))
+        .route("/metrics", get(metrics))
+}
+
+/// Routes open without a key (they say only that the server is up).
+pub fn open_routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route(
+            "/health",
+            get(|| async {
+                Json(json!({
+                    "status": "ok",
+                    "platform": "hermes-agent",
+                    "version": env!("CARGO_PKG_VERSION"),
+                }))
+            }),
+        )
+}
+
+fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(failure) => {
+            let message = state.shown_error(&failure);
+            (failure.status, Json(json!({ "error": message }))).into_response()
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct RunsQuery {
+    job: Option<String>,
+    limit: Option<String>,
+}
+
+/// The newest runs, of one job (`?job=<id>`) or all, as `hermes cron runs --json`.
+async fn runs(State(state): State<Arc<ApiState>>, Query(query): Query<RunsQuery>) -> Response {
+    let limit = match query.limit.as_deref().map(str::parse::<usize>) {
+        None => 50,
+        Some(Ok(n)) => n.clamp(1, 500),
+        Some(Err(_)) => {
+            let failure = Failure::bad_request("limit must be a whole number from 1 to 500");
+            return reply(&state, Err(failure));
+        }
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let job = query
+            .job
+            .as_deref()
+            .map(str::trim)
+            .filter(|j| !j.is_empty());
+        let rows = s.scheduler.store().recent_runs(job, limit)?;
+        Ok(json!({ "runs": rows }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+/// One run's output document, wherever the store keeps it (as `hermes cron output RUN`):
+/// `{"run": id, "output": text or null}`; an unknown run is a 404.
+async fn run_output(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let Ok(run) = id.trim().parse::<i64>() else {
+        let failure = Failure::bad_request("Invalid run id: use a number from /api/runs");
+        return reply(&state, Err(failure));
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || match s.scheduler.store().run_output(run)? {
+        Some(output) => Ok(json!({ "run": run, "output": output })),
+        None => Err(Failure::new(StatusCode::NOT_FOUND, "Run not found")),
+    })
+    .await;
+    reply(&state, result)
+}
+
+#[derive(Deserialize)]
+struct PreviewQuery {
+    schedule: Option<String>,
+    tz: Option<String>,
+    n: Option<String>,
+}
+
+/// The next `n` fires of a schedule (not stored), in `tz` or the configured zone.
+fn preview_of(state: &ApiState, query: &PreviewQuery) -> Result<Value, Failure> {
+    let text = query.schedule.as_deref().map(str::trim).unwrap_or("");
+    if text.is_empty() {
+        return Err(Failure::bad_request(
+            "schedule is required, e.g. ?schedule=every%202h",
+        ));
+    }
+    let count = match query.n.as_deref().map(str::parse::<usize>) {
+        None => 5,
+        Some(Ok(n)) => n.clamp(1, MAX_PREVIEW),
+        Some(Err(_)) => {
+            return Err(Failure::bad_request(
+                "n must be a whole number from 1 to 100",
+            ))
+        }
+    };
+    let (ctx, _) = state.context()?;
+    let zone = match query.tz.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(name) => name.parse::<Tz>().map_err(|_| {
+            Failure::bad_request(format!(
+                "Unknown time zone '{name}': use an IANA name such as Europe/Berlin"
+            ))
+        })?,
+        None => ctx.zone,
+    };
+    let schedule = parse_schedule(text, ctx.now, zone, None)
+        .map_err(|e| Failure::bad_request(e.to_string()))?;
+    let mut fires = Vec::new();
+    let mut last = None;
+    while fires.len() < count {
+        let Some(next) = schedule.next_run(ctx.now, last, zone) else {
+            break;
+        };
+        if next <= ctx.now && last.is_some() {
+            break;
+        }
+        fires.push(format_instant(next, zone));
+        if !schedule.is_recurring() {
+            break;
+        }
+        last = Some(next);
+    }
+    Ok(json!({
+        "schedule": schedule.display(),
+        "timezone": zone.name(),
+        "next": fires,
+    }))
+}
+
+async fn preview(
+    State(state): State<Arc<ApiState>>,
+    Query(query): Query<PreviewQuery>,
+) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || preview_of(&s, &query)).await;
+    reply(&state, result)
+}
+
+/// The daemon, the store and the jobs at a glance.
+fn status_of(state: &ApiState) -> Result<Value, Failure> {
+    let (ctx, _) = state.context()?;
+    let store = state.scheduler.store();
+    let beat = store.heartbeat()?;
+    let jobs = store.load_view(
+        &ctx,
+        &["id", "state", "enabled", "paused_at", "next_run_at"],
+    )?;
+    let count = |s: JobState| jobs.iter().filter(|j| j.state() == s).count();
+    let next = jobs
+        .iter()
+        .filter(|j| j.state() == JobState::Scheduled)
+        .filter_map(|j| j.next_run_at(&ctx))
+        .min();
+    let info = store.describe()?;
+    Ok(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "now": format_instant(ctx.now, ctx.zone),
+        "timezone": ctx.zone.name(),
+        "scheduler": {
+            "pid": std::process::id(),
+            "last_heartbeat": beat.alive_at.map(|t| format_instant(t, ctx.zone)),
+            "last_success": beat.last_success.map(|t| format_instant(t, ctx.zone)),
+            "last_error": beat.last_error.map(|(at, why)| json!({"at": format_instant(at, ctx.zone), "error": why})),
+            "hosts": beat.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
+        },
+        "store": {"backend": info.backend},
+        "jobs": {
+            "total": jobs.len(),
+            "scheduled": count(JobState::Scheduled),
+            "paused": count(JobState::Paused),
+            "completed": count(JobState::Completed),
+            "error": count(JobState::Error),
+        },
+        "next_run_at": next.map(|t| format_instant(t, ctx.zone)),
+        "outbox_depth": store.outbox_depth()?,
+    }))
+}
+
+async fn status(State(state): State<Arc<ApiState>>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || status_of(&s)).await;
+    reply(&state, result)
+}
+
+async fn metrics(State(state): State<Arc<ApiState>>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let (ctx, _) = s.context()?;
+        Ok(s.metrics.render(s.scheduler.store(), &ctx))
+    })
+    .await;
+    match result {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(failure) => {
+            let message = state.shown_error(&failure);
+            (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Python Hermes' jobs API (`gateway/platforms/api_server.py`): `GET/POST /api/jobs`,
+//! `GET/PATCH/DELETE /api/jobs/{id}`, `POST /api/jobs/{id}/pause|resume|run`, with its
+//! shapes (`{"jobs": [...]}`, `{"job": {...}}`, `{"ok": true}`), its checks in its order
+//! (key, id format, body, existence) and its messages. The key is checked by the layer
+//! around these routes ([`super::auth::require_key`]).
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use jobs::{JobEdit, NewJob};
+
+use super::ops::{blocked_message, Failure};
+use super::{off_thread, read_object, ApiState};
+
+const MAX_NAME_CHARS: usize = 200;
+const MAX_PROMPT_CHARS: usize = 5000;
+/// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
+const UPDATABLE: &[&str] = &[
+    "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled",
+];
+
+pub fn routes() -> Router<Arc<ApiState>> {
+    Router::new()
+        .route("/api/jobs", get(list).post(create))
+        .route("/api/jobs/{id}", get(show).patch(update).delete(remove))
+        .route("/api/jobs/{id}/pause", post(pause))
+        .route("/api/jobs/{id}/resume", post(resume))
+        .route("/api/jobs/{id}/run", post(run))
+}
+
+/// `{"error": "<message>"}` with the failure's status; internal messages are redacted.
+fn error(state: &ApiState, failure: Failure) -> Response {
+    if failure.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return super::security::too_large();
+    }
+    let message = state.shown_error(&failure);
+    (failure.status, Json(json!({ "error": message }))).into_response()
+}
+
+fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
+    match result {
+        Ok(body) => Json(body).into_response(),
+        Err(failure) => error(state, failure),
+    }
+}
+
+/// Python Hermes' job id check: twelve lower-case hex digits.
+pub fn check_id(id: &str) -> Result<(), Failure> {
+    let valid = id.len() == 12 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if valid {
+        Ok(())
+    } else {
+        tracing::warn!(path_id = %id.chars().take(64).collect::<String>(), "API refused an invalid job id");
+        Err(Failure::bad_request("Invalid job ID format"))
+    }
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    #[serde(default)]
+    include_disabled: Option<String>,
+}
+
+async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>) -> Response {
+    let include = query
+        .include_disabled
+        .is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1"));
+    let s = Arc::clone(&state);
+    let result = off_thread(move || Ok(json!({ "jobs": s.list_jobs(include)? }))).await;
+    reply(&state, result)
+}
+
+fn text<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Failure> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Failure::bad_request(format!("{key} must be a string"))),
+    }
+}
+
+fn check_name(name: &str) -> Result<(), Failure> {
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(Failure::bad_request(format!(
+            "Name must be ≤ {MAX_NAME_CHARS} characters"
+        )));
+    }
+    Ok(())
+}
+
+/// Length, then the threat scan, with Python Hermes' messages.
+fn check_prompt(prompt: &str) -> Result<(), Failure> {
+    if prompt.chars().count() > MAX_PROMPT_CHARS {
+        return Err(Failure::bad_request(format!(
+            "Prompt must be ≤ {MAX_PROMPT_CHARS} characters"
+        )));
+    }
+    jobs::threats::scan_prompt(prompt).map_err(|b| Failure::bad_request(blocked_message(&b)))
+}
+
+fn skills_of(value: Option<&Value>) -> Result<Option<Vec<String>>, Failure> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(vec![s.clone()])),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) => Ok(s.clone()),
+                _ => Err(Failure::bad_request("skills must be a list of skill names")),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(_) => Err(Failure::bad_request("skills must be a list of skill names")),
+    }
+}
+
+/// The new job a Hermes create body asks for, checked in Python Hermes' order.
+fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
+    let name = text(body, "name")?.unwrap_or("").trim().to_string();
+    if name.is_empty() {
+        return Err(Failure::bad_request("Name is required"));
+    }
+    check_name(&name)?;
+    let schedule = text(body, "schedule")?.unwrap_or("").trim().to_string();
+    if schedule.is_empty() {
+        return Err(Failure::bad_request("Schedule is required"));
+    }
+    let prompt = text(body, "prompt")?.unwrap_or("").to_string();
+    check_prompt(&prompt)?;
+    let repeat = match body.get("repeat") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => Some(n.to_string()),
+        Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
+    };
+    Ok(NewJob {
+        schedule,
+        prompt,
+        name: Some(name),
+        deliver: Some(text(body, "deliver")?.unwrap_or("local").to_string()),
+        repeat,
+        skills: skills_of(body.get("skills"))?.unwrap_or_default(),
+        ..NewJob::default()
+    })
+}
+
+async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
+    let body = match read_object(body).await {
+        Ok(body) => body,
+        Err(failure) => return error(&state, failure),
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let new = new_job(&body)?;
+        Ok(json!({ "job": s.create_job(new)? }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        check_id(&id)?;
+        Ok(json!({ "job": s.get_job(&id)? }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+/// The edit a Hermes PATCH body asks for (allowed fields only), and `enabled`.
+pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
+    let mut edit = JobEdit::default();
+    if let Some(name) = text(body, "name")? {
+        check_name(name)?;
+        edit.name = Some(name.to_string());
+    }
+    if let Some(prompt) = text(body, "prompt")? {
+        check_prompt(prompt)?;
+        edit.prompt = Some(prompt.to_string());
+    }
+    edit.schedule = text(body, "schedule")?.map(str::to_string);
+    edit.deliver = text(body, "deliver")?.map(str::to_string);
+    match (body.get("skills"), body.get("skill")) {
+        (Some(skills), _) | (None, Some(skills)) => match skills_of(Some(skills))? {
+            Some(skills) if !skills.is_empty() => edit.skills = Some(skills),
+            _ => edit.clear_skills = true,
+        },
+        (None, None) => {}
+    }
+    edit.repeat = match body.get("repeat") {
+        None => None,
+        Some(Value::Null) => Some("forever".to_string()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
+    };
+    let enabled = match body.get("enabled") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(_) => return Err(Failure::bad_request("enabled must be true or false")),
+    };
+    Ok((edit, enabled))
+}
+
+async fn update(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    if let Err(failure) = check_id(&id) {
+        return error(&state, failure);
+    }
+    let body = match read_object(body).await {
+        Ok(body) => body,
+        Err(failure) => return error(&state, failure),
+    };
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        let allowed: Map<String, Value> = body
+            .into_iter()
+            .filter(|(k, _)| UPDATABLE.contains(&k.as_str()))
+            .collect();
+        if allowed.is_empty() {
+            return Err(Failure::bad_request("No valid fields to update"));
+        }
+        let (edit, enabled) = job_edit(&allowed)?;
+        Ok(json!({ "job": s.update_job(&id, edit, enabled)? }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        check_id(&id)?;
+        s.remove_job(&id)?;
+        Ok(json!({ "ok": true }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+async fn pause(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        check_id(&id)?;
+        Ok(json!({ "job": s.pause_job(&id)? }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        check_id(&id)?;
+        Ok(json!({ "job": s.resume_job(&id)? }))
+    })
+    .await;
+    reply(&state, result)
+}
+
+/// Starts the job now (Python Hermes only marks it due for its next tick).
+async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+    let s = Arc::clone(&state);
+    let result = off_thread(move || {
+        check_id(&id)?;
+        Ok(json!({ "job": s.run_job(&id)? }))
+    })
+    .await;
+    reply(&state, result)
+}

@@ -1,0 +1,185 @@
+//! `/metrics` in the Prometheus text format, written by hand (the format is a few lines
+//! per family): counters and histograms the scheduler feeds through its
+//! [`Observer`] seam, and gauges read from the store at scrape time. Counting is
+//! lock-free atomics; it must never block or fail a run.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use jobs::ledger::RunStatus;
+use jobs::store::Store;
+use jobs::{Context, JobState};
+
+use crate::scheduler::Observer;
+
+/// Upper bounds (seconds) of the fire-lateness buckets: on time is well under a second;
+/// minutes mean a busy or sleeping host.
+const LATENESS_BUCKETS: &[f64] = &[0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0];
+/// Upper bounds (seconds) of the pass-duration buckets.
+const PASS_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+/// The run outcomes counted, in the order they are shown.
+const OUTCOMES: [RunStatus; 5] = [
+    RunStatus::Ok,
+    RunStatus::Error,
+    RunStatus::Skipped,
+    RunStatus::Missed,
+    RunStatus::Interrupted,
+];
+const STATES: [JobState; 4] = [
+    JobState::Scheduled,
+    JobState::Paused,
+    JobState::Completed,
+    JobState::Error,
+];
+
+/// A histogram of durations: cumulative counts are computed when rendered.
+struct Histogram {
+    bounds: &'static [f64],
+    /// One count per bound, plus one for `+Inf`.
+    counts: Vec<AtomicU64>,
+    sum_micros: AtomicU64,
+}
+
+impl Histogram {
+    fn new(bounds: &'static [f64]) -> Histogram {
+        Histogram {
+            bounds,
+            counts: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    fn observe(&self, value: Duration) {
+        let seconds = value.as_secs_f64();
+        let slot = self
+            .bounds
+            .iter()
+            .position(|b| seconds <= *b)
+            .unwrap_or(self.bounds.len());
+        self.counts[slot].fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(value.as_micros()).unwrap_or(u64::MAX);
+        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
+    }
+
+    fn render(&self, out: &mut String, name: &str, help: &str) {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cumulative = 0;
+        for (i, bound) in self.bounds.iter().enumerate() {
+            cumulative += self.counts[i].load(Ordering::Relaxed);
+            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {cumulative}");
+        }
+        cumulative += self.counts[self.bounds.len()].load(Ordering::Relaxed);
+        let sum = self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "{name}_bucket{{le=\"+Inf\"}} {cumulative}");
+        let _ = writeln!(out, "{name}_sum {sum}\n{name}_count {cumulative}");
+    }
+}
+
+/// What this daemon counted since it started.
+pub struct Metrics {
+    /// Runs by outcome, in [`OUTCOMES`] order.
+    runs: [AtomicU64; 5],
+    lateness: Histogram,
+    deliveries_failed: AtomicU64,
+    pass: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics {
+            runs: Default::default(),
+            lateness: Histogram::new(LATENESS_BUCKETS),
+            deliveries_failed: AtomicU64::new(0),
+            pass: Histogram::new(PASS_BUCKETS),
+        }
+    }
+}
+
+impl Observer for Metrics {
+    fn run_ended(&self, status: RunStatus) {
+        if let Some(i) = OUTCOMES.iter().position(|o| *o == status) {
+            self.runs[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn fired_late(&self, lateness: Duration) {
+        self.lateness.observe(lateness);
+    }
+
+    fn delivery_failed(&self) {
+        self.deliveries_failed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn pass_took(&self, elapsed: Duration) {
+        self.pass.observe(elapsed);
+    }
+}
+
+impl Metrics {
+    /// The exposition text: the counters, then the gauges read from `store` now. A
+    /// gauge the store cannot give is left out (and logged), never reported as zero.
+    pub fn render(&self, store: &dyn Store, ctx: &Context) -> String {
+        let mut out = String::with_capacity(4096);
+        out.push_str("# HELP hermes_cron_runs_total Runs and occurrences recorded by this daemon, by outcome.\n# TYPE hermes_cron_runs_total counter\n");
+        for (i, outcome) in OUTCOMES.iter().enumerate() {
+            let n = self.runs[i].load(Ordering::Relaxed);
+            let _ = writeln!(
+                out,
+                "hermes_cron_runs_total{{outcome=\"{}\"}} {n}",
+                outcome.as_str()
+            );
+        }
+        self.lateness.render(
+            &mut out,
+            "hermes_cron_fire_lateness_seconds",
+            "How long after its due instant each scheduled run started.",
+        );
+        let failed = self.deliveries_failed.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP hermes_cron_deliveries_failed_total Deliveries that failed for good (not retried).\n# TYPE hermes_cron_deliveries_failed_total counter\nhermes_cron_deliveries_failed_total {failed}"
+        );
+        self.pass.render(
+            &mut out,
+            "hermes_cron_pass_duration_seconds",
+            "How long one scheduler pass (decide, claim, start) took.",
+        );
+        match store.outbox_depth() {
+            Ok(depth) => {
+                let _ = writeln!(out, "# HELP hermes_cron_outbox_depth Deliveries pending or being sent.\n# TYPE hermes_cron_outbox_depth gauge\nhermes_cron_outbox_depth {depth}");
+            }
+            Err(e) => tracing::warn!("metrics: cannot read the outbox depth: {e}"),
+        }
+        match store.load_view(ctx, &["id", "state", "enabled", "paused_at"]) {
+            Ok(jobs) => {
+                out.push_str("# HELP hermes_cron_jobs Jobs in the store, by state.\n# TYPE hermes_cron_jobs gauge\n");
+                for state in STATES {
+                    let n = jobs.iter().filter(|j| j.state() == state).count();
+                    let _ = writeln!(out, "hermes_cron_jobs{{state=\"{}\"}} {n}", state.as_str());
+                }
+            }
+            Err(e) => tracing::warn!("metrics: cannot read the jobs: {e}"),
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_histogram_counts_cumulatively_with_an_infinite_bucket() {
+        let h = Histogram::new(&[1.0, 5.0]);
+        h.observe(Duration::from_millis(500));
+        h.observe(Duration::from_secs(3));
+        h.observe(Duration::from_secs(60));
+        let mut out = String::new();
+        h.render(&mut out, "x", "help");
+        assert!(out.contains("x_bucket{le=\"1\"} 1\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"5\"} 2\n"), "{out}");
+        assert!(out.contains("x_bucket{le=\"+Inf\"} 3\n"), "{out}");
+        assert!(out.contains("x_sum 63.5\nx_count 3\n"), "{out}");
+    }
+}
