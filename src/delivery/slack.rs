@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
+use super::format::{split_rendered, Rendering};
 use super::http::{client, credentials, pace, send_once, snippet, Failure, Retrier, SLACK};
 use crate::environment::Environment;
 
@@ -17,17 +17,15 @@ const PLATFORM: Platform = Platform::Slack;
 /// Slack truncates very long messages; parts stay well under its guidance.
 pub const MAX_CHARS: usize = 3900;
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
+/// The parts a text is sent in, as mrkdwn (escaped, so `<`, `>` and `&` in the reply
+/// stay text).
 pub fn parts(text: &str) -> Vec<String> {
     if text.trim().is_empty() {
         return Vec::new();
     }
-    split(text, MAX_CHARS, &|s| escape(s).chars().count())
+    split_rendered(text, Rendering::SlackMrkdwn, MAX_CHARS, &|s| {
+        s.chars().count()
+    })
 }
 
 const TRANSIENT_ERRORS: &[&str] = &[
@@ -57,7 +55,7 @@ pub async fn send(
     let parts = parts(&text);
     let total = parts.len();
     for (index, part) in parts.iter().enumerate().skip(skip) {
-        let mut body = json!({"channel": channel, "text": escape(part), "unfurl_links": false});
+        let mut body = json!({"channel": channel, "text": part, "unfurl_links": false});
         if let Some(ts) = thread {
             body["thread_ts"] = json!(ts);
         }
