@@ -38,5 +38,7 @@ mod postgres;
 mod references;
 #[path = "cli/safety.rs"]
 mod safety;
+#[path = "cli/senders.rs"]
+mod senders;
 #[path = "cli/unreadable.rs"]
 mod unreadable;
