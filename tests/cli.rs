@@ -14,6 +14,8 @@ mod agent;
 mod agent_prompt;
 #[path = "cli/agent_tools.rs"]
 mod agent_tools;
+#[path = "cli/channels.rs"]
+mod channels;
 #[path = "cli/concurrency.rs"]
 mod concurrency;
 #[path = "cli/daemon.rs"]

@@ -45,7 +45,10 @@ pub async fn send(
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
         credentials(env, PLATFORM, "https://discord.com/api/v10").map_err(|f| (f, skip))?;
-    let channel = thread.unwrap_or(channel);
+    let channel = super::channels::resolve(env, PLATFORM, channel)
+        .await
+        .map_err(|f| (f, skip))?;
+    let channel = thread.unwrap_or(&channel);
     let url = format!("{base}/channels/{channel}/messages");
     let parts = parts(text);
     let total = parts.len() + media.len();

@@ -76,6 +76,9 @@ pub async fn send(
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
+    let room = &super::channels::resolve(env, PLATFORM, room)
+        .await
+        .map_err(|f| (f, skip))?;
     let room = Room {
         homeserver: vars[0],
         token: vars[1],

@@ -21,6 +21,7 @@
 //! returns.
 
 pub mod api;
+pub mod channels;
 pub mod dingtalk;
 pub mod discord;
 pub mod feishu;

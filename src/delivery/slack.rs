@@ -65,6 +65,9 @@ pub async fn send(
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
         credentials(env, PLATFORM, "https://slack.com/api").map_err(|f| (f, skip))?;
+    let channel = &super::channels::resolve(env, PLATFORM, channel)
+        .await
+        .map_err(|f| (f, skip))?;
     let target = Channel {
         token,
         base,

@@ -109,6 +109,9 @@ pub async fn send(
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
         credentials(env, PLATFORM, "https://api.telegram.org").map_err(|f| (f, skip))?;
+    let chat = &super::channels::resolve(env, PLATFORM, chat)
+        .await
+        .map_err(|f| (f, skip))?;
     let mut target = Chat {
         base: base.to_string(),
         token: token.to_string(),
