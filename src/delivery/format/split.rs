@@ -330,7 +330,7 @@ mod tests {
             assert!(part.rendered.ends_with(&marker) && part.source.ends_with(&marker));
             assert_eq!(
                 part.rendered.trim_end_matches(&marker).trim_end(),
-                crate::delivery::format::render(
+                super::super::render(
                     part.source.trim_end_matches(&marker).trim_end(),
                     Rendering::TelegramHtml
                 )
