@@ -16,6 +16,8 @@ cargo bench -p hermes --bench daemon   # HERMES_BENCH_IDLE_SECS=20 for a quick r
 for scenario in one twenty-chats twenty-jobs; do PARTS=3 bash scripts/bench-delivery/run.sh "$scenario"; done
 PARTS=10 bash scripts/bench-delivery/run.sh one
 PARTS=25 bash scripts/bench-delivery/run.sh group
+# Render + split of a 20 kB reply per rendering; Discord pacing by its rate-limit headers.
+cargo bench -p hermes --bench delivery
 # Throughput per platform against fakes that enforce each platform's documented limit.
 for platform in signal matrix mattermost sms whatsapp_cloud feishu homeassistant; do
     bash scripts/bench-delivery/platforms.sh "$platform" one

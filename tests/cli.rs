@@ -16,6 +16,8 @@ mod agent_prompt;
 mod agent_tools;
 #[path = "cli/api.rs"]
 mod api;
+#[path = "cli/channels.rs"]
+mod channels;
 #[path = "cli/concurrency.rs"]
 mod concurrency;
 #[path = "cli/daemon.rs"]
@@ -48,6 +50,8 @@ mod postgres;
 mod references;
 #[path = "cli/safety.rs"]
 mod safety;
+#[path = "cli/senders.rs"]
+mod senders;
 #[path = "cli/unreadable.rs"]
 mod unreadable;
 #[path = "cli/webdriver.rs"]

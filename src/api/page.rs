@@ -60,7 +60,7 @@ fn inline_hashes(html: &str, tag: &str) -> Vec<String> {
     while let Some(start) = rest.find(&open) {
         let body = &rest[start + open.len()..];
         let Some(end) = body.find(&close) else { break };
-        let digest = Sha256::digest(body[..end].as_bytes());
+        let digest = Sha256::digest(&body.as_bytes()[..end]);
         let encoded = base64::engine::general_purpose::STANDARD.encode(digest);
         hashes.push(format!("'sha256-{encoded}'"));
         rest = &body[end + close.len()..];

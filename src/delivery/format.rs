@@ -1,12 +1,17 @@
-//! The text of a delivery: the response wrapper (docs/DELIVERY.md, "The response wrapper"), failure notices, `MEDIA:` lines, splitting
-//! a long message into parts on paragraph/line boundaries without cutting a fenced code
-//! block, and Markdown rendered as the HTML subset Telegram accepts. Pure functions of
-//! their input: the same text always splits the same way, which is what lets the outbox
-//! resume a half-sent message after its delivered parts.
+//! The text of a delivery: the response wrapper (docs/DELIVERY.md, "The response
+//! wrapper"), failure notices, `MEDIA:` lines, and the reply's Markdown parsed once and
+//! rendered in each platform's markup ([`Rendering`]), split into parts on its blocks.
+//! Pure functions of their input: the same text always splits the same way, which is
+//! what lets the outbox resume a half-sent message after its delivered parts.
 
-use std::sync::OnceLock;
+// Paths spelled out so the delivery bench can compile this module from its file too.
+#[path = "format/render.rs"]
+mod render;
+#[path = "format/split.rs"]
+mod split;
 
-use regex::Regex;
+pub use render::{render, Rendering};
+pub use split::{split_parts, split_rendered, Part};
 
 /// The response wrapper (docs/DELIVERY.md, "The response wrapper") around a reply.
 pub fn wrap(name: &str, job_id: &str, content: &str) -> String {
@@ -94,272 +99,16 @@ pub fn extract_media(text: &str) -> (String, Vec<String>) {
     (text.trim_matches('\n').to_string(), media)
 }
 
-/// A block of a message: a paragraph (lines without a blank one) or a fenced code block.
-#[derive(Debug, Clone, PartialEq)]
-struct Block {
-    text: String,
-    code: bool,
-}
-
-fn blocks(text: &str) -> Vec<Block> {
-    let mut out = Vec::new();
-    let mut current: Vec<&str> = Vec::new();
-    let mut in_code = false;
-    let flush = |current: &mut Vec<&str>, out: &mut Vec<Block>, code: bool| {
-        if !current.is_empty() {
-            out.push(Block {
-                text: current.join("\n"),
-                code,
-            });
-            current.clear();
-        }
-    };
-    for line in text.lines() {
-        let fence = line.trim_start().starts_with("```");
-        if in_code {
-            current.push(line);
-            if fence {
-                flush(&mut current, &mut out, true);
-                in_code = false;
-            }
-        } else if fence {
-            flush(&mut current, &mut out, false);
-            current.push(line);
-            in_code = true;
-        } else if line.trim().is_empty() {
-            flush(&mut current, &mut out, false);
-        } else {
-            current.push(line);
-        }
-    }
-    // An unclosed fence runs to the end of the text, as Markdown renders it.
-    flush(&mut current, &mut out, in_code);
-    out
-}
-
-/// Cuts one block that is too big on its own: a paragraph at line (then character)
-/// boundaries, a code block into several code blocks, each closed and reopened.
-fn cut_block(block: &Block, fits: &dyn Fn(&str) -> bool) -> Vec<String> {
-    let (open, body, close) = if block.code {
-        let mut lines: Vec<&str> = block.text.lines().collect();
-        let open = lines.remove(0).to_string();
-        let close = match lines.last() {
-            Some(l) if l.trim_start().starts_with("```") => lines.pop().unwrap().to_string(),
-            _ => "```".to_string(),
-        };
-        (open, lines, close)
-    } else {
-        (String::new(), block.text.lines().collect(), String::new())
-    };
-    let enclose = |lines: &[&str]| -> String {
-        if block.code {
-            format!("{open}\n{}\n{close}", lines.join("\n"))
-        } else {
-            lines.join("\n")
-        }
-    };
-    let mut pieces = Vec::new();
-    let mut current: Vec<&str> = Vec::new();
-    let mut owned: Vec<String> = Vec::new();
-    for line in body {
-        let mut trial = current.clone();
-        trial.push(line);
-        if fits(&enclose(&trial)) {
-            current = trial;
-            continue;
-        }
-        if !current.is_empty() {
-            pieces.push(enclose(&current));
-            current.clear();
-        }
-        if fits(&enclose(&[line])) {
-            current.push(line);
-        } else {
-            // A single line longer than a part: cut it by characters.
-            let mut chunk = String::new();
-            for c in line.chars() {
-                chunk.push(c);
-                if !fits(&enclose(&[chunk.as_str()])) {
-                    chunk.pop();
-                    owned.push(std::mem::take(&mut chunk));
-                    chunk.push(c);
-                }
-            }
-            owned.push(chunk);
-            for piece in owned.drain(..) {
-                pieces.push(enclose(&[piece.as_str()]));
-            }
-        }
-    }
-    if !current.is_empty() {
-        pieces.push(enclose(&current));
-    }
-    pieces
-}
-
-/// The part marker appended to each part of a split message.
-pub fn part_marker(index: usize, total: usize) -> String {
-    format!("\n\n({index}/{total})")
-}
-
-/// Splits `text` into parts whose `measure` (after the part marker is added) stays
-/// within `limit`, cutting between paragraphs, then lines, never inside a fenced code
-/// block unless that block alone is too big. A text that fits is one part, unmarked.
-pub fn split(text: &str, limit: usize, measure: &dyn Fn(&str) -> usize) -> Vec<String> {
-    if measure(text) <= limit {
-        return vec![text.to_string()];
-    }
-    // Room for a marker up to "(99/99)".
-    let budget = limit.saturating_sub(measure(&part_marker(99, 99)));
-    let fits = |s: &str| measure(s) <= budget;
-    let mut parts: Vec<String> = Vec::new();
-    let mut current = String::new();
-    for block in blocks(text) {
-        let pieces = if fits(&block.text) {
-            vec![block.text.clone()]
-        } else {
-            cut_block(&block, &fits)
-        };
-        for piece in pieces {
-            let joined = if current.is_empty() {
-                piece.clone()
-            } else {
-                format!("{current}\n\n{piece}")
-            };
-            if fits(&joined) {
-                current = joined;
-            } else {
-                if !current.is_empty() {
-                    parts.push(std::mem::take(&mut current));
-                }
-                current = piece;
-            }
-        }
-    }
-    if !current.is_empty() {
-        parts.push(current);
-    }
-    let total = parts.len();
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, part)| format!("{part}{}", part_marker(i + 1, total)))
-        .collect()
-}
-
 /// Length as Telegram counts it (UTF-16 code units).
 pub fn utf16_len(text: &str) -> usize {
     text.encode_utf16().count()
 }
 
-fn escape_html(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn inline_patterns() -> &'static [(Regex, &'static str)] {
-    static PATTERNS: OnceLock<Vec<(Regex, &'static str)>> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        [
-            (
-                r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)",
-                r#"<a href="$2">$1</a>"#,
-            ),
-            (r"\*\*([^*\n]+?)\*\*", "<b>$1</b>"),
-            (r"(^|[^\w])__([^_\n]+?)__([^\w]|$)", "$1<b>$2</b>$3"),
-            (r"~~([^~\n]+?)~~", "<s>$1</s>"),
-            (r"(^|[^\w*])\*([^*\s][^*\n]*?)\*([^\w*]|$)", "$1<i>$2</i>$3"),
-            (r"(^|[^\w])_([^_\s][^_\n]*?)_([^\w]|$)", "$1<i>$2</i>$3"),
-        ]
-        .into_iter()
-        .map(|(p, r)| (Regex::new(p).expect("valid markdown pattern"), r))
-        .collect()
-    })
-}
-
-/// Inline Markdown of one line (already outside code blocks) as Telegram HTML.
-fn render_inline(line: &str) -> String {
-    // Inline code first: its content is escaped and left alone by the other rules.
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(start) = rest.find('`') {
-        let Some(len) = rest[start + 1..].find('`') else {
-            break;
-        };
-        out.push_str(&render_styles(&rest[..start]));
-        out.push_str("<code>");
-        out.push_str(&escape_html(&rest[start + 1..start + 1 + len]));
-        out.push_str("</code>");
-        rest = &rest[start + 2 + len..];
-    }
-    out.push_str(&render_styles(rest));
-    out
-}
-
-fn render_styles(text: &str) -> String {
-    let mut out = escape_html(text);
-    for (pattern, replacement) in inline_patterns() {
-        out = pattern.replace_all(&out, *replacement).into_owned();
-    }
-    out
-}
-
-/// Markdown (what models write) as Telegram HTML: fenced code → `<pre><code>`, inline
-/// code, bold, italic, strikethrough, links, `#` headings as bold lines, `-`/`*`
-/// bullets as `•`. Everything else is escaped text. Telegram refuses malformed HTML
-/// with "can't parse entities"; the sender then resends the part as plain text.
-pub fn markdown_to_telegram_html(text: &str) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut code: Option<(String, Vec<&str>)> = None;
-    for line in text.lines() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (&mut code, fence) {
-            (Some((lang, body)), Some(_)) => {
-                let class = if lang.is_empty() {
-                    String::new()
-                } else {
-                    format!(" class=\"language-{}\"", escape_html(lang))
-                };
-                out.push(format!(
-                    "<pre><code{class}>{}</code></pre>",
-                    escape_html(&body.join("\n"))
-                ));
-                code = None;
-            }
-            (Some((_, body)), None) => body.push(line),
-            (None, Some(lang)) => {
-                let lang: String = lang
-                    .trim()
-                    .chars()
-                    .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '_' | '#'))
-                    .collect();
-                code = Some((lang, Vec::new()));
-            }
-            (None, None) => {
-                let trimmed = line.trim_start();
-                let heading = trimmed.trim_start_matches('#');
-                if trimmed.starts_with('#') && heading.starts_with(' ') {
-                    out.push(format!("<b>{}</b>", render_inline(heading.trim())));
-                } else if let Some(item) = trimmed
-                    .strip_prefix("- ")
-                    .or_else(|| trimmed.strip_prefix("* "))
-                {
-                    let indent = &line[..line.len() - trimmed.len()];
-                    out.push(format!("{indent}• {}", render_inline(item)));
-                } else {
-                    out.push(render_inline(line));
-                }
-            }
-        }
-    }
-    if let Some((_, body)) = code {
-        out.push(format!(
-            "<pre><code>{}</code></pre>",
-            escape_html(&body.join("\n"))
-        ));
-    }
-    out.join("\n")
+/// Splits Markdown `text` into parts whose `measure` stays within `limit`, as
+/// [`split_rendered`] with [`Rendering::Markdown`]: for platforms that take Markdown as
+/// it is written, or text already converted by the caller.
+pub fn split(text: &str, limit: usize, measure: &dyn Fn(&str) -> usize) -> Vec<String> {
+    split_rendered(text, Rendering::Markdown, limit, measure)
 }
 
 #[cfg(test)]
@@ -372,17 +121,6 @@ mod tests {
             wrap("daily", "abc", "hi"),
             "Cronjob Response: daily\n(job_id: abc)\n-------------\n\nhi\n\n\
              To stop or manage this job, send me a new message (e.g. \"stop reminder daily\")."
-        );
-    }
-
-    #[test]
-    fn renders_markdown_as_telegram_html() {
-        let html = markdown_to_telegram_html(
-            "# Report\n**bold** and *it* and snake_case_name <tag> & `a<b`\n- item\n```rust\nlet x = a < b;\n```",
-        );
-        assert_eq!(
-            html,
-            "<b>Report</b>\n<b>bold</b> and <i>it</i> and snake_case_name &lt;tag&gt; &amp; <code>a&lt;b</code>\n• item\n<pre><code class=\"language-rust\">let x = a &lt; b;</code></pre>"
         );
     }
 

@@ -113,6 +113,17 @@ pub async fn send_judged(
     request: reqwest::RequestBuilder,
     delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
 ) -> Result<Answer, Failure> {
+    send_judged_with_headers(request, delivered)
+        .await
+        .map(|(answer, _)| answer)
+}
+
+/// [`send_judged`], also handing back the answer's headers (for senders that read a
+/// platform's rate-limit headers).
+pub async fn send_judged_with_headers(
+    request: reqwest::RequestBuilder,
+    delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
+) -> Result<(Answer, reqwest::header::HeaderMap), Failure> {
     let tracked = delivered.is_some();
     let note = |flight| {
         if tracked {
@@ -150,6 +161,7 @@ pub async fn send_judged(
     .and_then(|v| v.to_str().ok())
     .and_then(|v| v.trim().parse::<f64>().ok())
     .map(seconds);
+    let headers = response.headers().clone();
     let body = response.text().await.unwrap_or_default();
     let answer = Answer {
         status,
@@ -161,7 +173,7 @@ pub async fn send_judged(
             delivered: delivered(&answer),
         });
     }
-    Ok(answer)
+    Ok((answer, headers))
 }
 
 /// How a sender reads one answer of its platform.

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::{markdown_to_telegram_html, split};
+use super::format::{split_parts, Part, Rendering};
 use super::http::{
     client, exchange, seconds, settings, snippet, Answer, Failure, Pacing, Request, Verdict,
 };
@@ -35,35 +35,13 @@ const PACING: Pacing = Pacing {
     global_per_sec: 50,
 };
 
-pub fn parts(text: &str) -> Vec<String> {
+/// The parts a text is sent in: each its Markdown (the `body`) and its HTML (the
+/// `formatted_body`), measured on the HTML, the longer of the two.
+pub fn parts(text: &str) -> Vec<Part> {
     if text.trim().is_empty() {
         return Vec::new();
     }
-    split(text, MAX_CHARS, &|s| s.chars().count())
-}
-
-/// The reply's Markdown as Matrix HTML: the tags Telegram's subset uses (`b`, `i`,
-/// `s`, `a`, `code`, `pre`) are all in Matrix's allowed set; line breaks outside code
-/// blocks become `<br>`, since HTML collapses them.
-pub fn html(markdown: &str) -> String {
-    let rendered = markdown_to_telegram_html(markdown);
-    let mut out = String::new();
-    for (index, piece) in rendered.split("<pre>").enumerate() {
-        if index == 0 {
-            out.push_str(&piece.replace('\n', "<br>"));
-            continue;
-        }
-        out.push_str("<pre>");
-        match piece.split_once("</pre>") {
-            Some((code, rest)) => {
-                out.push_str(code);
-                out.push_str("</pre>");
-                out.push_str(&rest.replace('\n', "<br>"));
-            }
-            None => out.push_str(piece),
-        }
-    }
-    out
+    split_parts(text, Rendering::Html, MAX_CHARS, &|s| s.chars().count())
 }
 
 struct Room<'a> {
@@ -98,6 +76,9 @@ pub async fn send(
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
+    let room = &super::channels::resolve(env, PLATFORM, room)
+        .await
+        .map_err(|f| (f, skip))?;
     let room = Room {
         homeserver: vars[0],
         token: vars[1],
@@ -113,9 +94,9 @@ pub async fn send(
     for (index, part) in parts.iter().enumerate().skip(skip) {
         let content = json!({
             "msgtype": "m.text",
-            "body": part,
+            "body": part.source,
             "format": "org.matrix.custom.html",
-            "formatted_body": html(part),
+            "formatted_body": part.rendered,
         });
         post_event(&room, index, content)
             .await
@@ -252,10 +233,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn html_breaks_lines_outside_code_blocks_only() {
+    fn a_part_is_its_markdown_body_and_its_html() {
+        let parts = parts("a **b**\nc\n\n```\nx\ny\n```\nd");
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].source, "a **b**\nc\n\n```\nx\ny\n```\nd");
         assert_eq!(
-            html("a **b**\nc\n\n```\nx\ny\n```\nd"),
-            "a <b>b</b><br>c<br><br><pre><code>x\ny</code></pre><br>d"
+            parts[0].rendered,
+            "a <b>b</b><br>c\n<pre><code>x\ny</code></pre>\nd"
         );
     }
 

@@ -49,6 +49,9 @@ pub async fn send(
 ) -> Result<usize, (Failure, usize)> {
     let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
     let (base, token) = (vars[0], vars[1]);
+    let channel = &super::channels::resolve(env, PLATFORM, channel)
+        .await
+        .map_err(|f| (f, skip))?;
     let parts = parts(text);
     let total = parts.len() + media.len();
     let post = |message: &str, file_ids: Vec<String>| {

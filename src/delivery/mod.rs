@@ -22,6 +22,7 @@
 
 pub mod api;
 pub mod bluebubbles;
+pub mod channels;
 pub mod dingtalk;
 pub mod discord;
 pub mod email;

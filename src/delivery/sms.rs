@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use jobs::target::Platform;
 
-use super::format::split;
+use super::format::{render, split_rendered, Rendering};
 use super::http::{client, exchange, settings, snippet, Answer, Failure, Request, Verdict};
 use crate::environment::Environment;
 
@@ -18,40 +18,10 @@ const PLATFORM: Platform = Platform::Sms;
 /// Twilio refuses a `Body` over 1600 characters (error 21617).
 pub const MAX_CHARS: usize = 1600;
 
-/// Markdown as plain text, for platforms that show it literally (SMS, Signal): no
-/// emphasis markers, inline code without backticks, fences dropped (the code kept as
-/// it is), headings without `#`, links as `text (url)`. Single `*` and `_` are left
-/// alone: in `snake_case` or `2 * 3` they are not emphasis.
+/// Markdown as plain text, for platforms that show it literally (SMS, Signal):
+/// [`Rendering::Plain`].
 pub fn plain_text(markdown: &str) -> String {
-    let mut out = Vec::new();
-    let mut in_code = false;
-    for line in markdown.lines() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            out.push(line.to_string());
-            continue;
-        }
-        let hashes = line.len() - line.trim_start_matches('#').len();
-        let line = match &line[hashes..] {
-            heading if (1..=6).contains(&hashes) && heading.starts_with(' ') => {
-                heading.trim_start()
-            }
-            _ => line,
-        };
-        out.push(plain_inline(line));
-    }
-    out.join("\n")
-}
-
-fn plain_inline(line: &str) -> String {
-    static LINK: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let link = LINK
-        .get_or_init(|| regex::Regex::new(r"\[([^\]]+)\]\(([^)\s]+)\)").expect("a constant regex"));
-    let line = link.replace_all(line, "$1 ($2)");
-    line.replace("**", "").replace("__", "").replace('`', "")
+    render(markdown, Rendering::Plain)
 }
 
 pub fn parts(text: &str) -> Vec<String> {
@@ -61,11 +31,10 @@ pub fn parts(text: &str) -> Vec<String> {
 /// A reply as plain text in parts of at most `max` characters (none when it is empty):
 /// the parts of every platform that takes plain text.
 pub fn plain_parts(text: &str, max: usize) -> Vec<String> {
-    let text = plain_text(text);
-    if text.trim().is_empty() {
+    if plain_text(text).trim().is_empty() {
         return Vec::new();
     }
-    split(&text, max, &|s| s.chars().count())
+    split_rendered(text, Rendering::Plain, max, &|s| s.chars().count())
 }
 
 /// Sends to a phone number (E.164), skipping `skip` parts already delivered; see
@@ -131,8 +100,8 @@ mod tests {
                     ```python\nprint(a_b * 2)  # **not bold**\n```\n#hashtag stays";
         assert_eq!(
             plain_text(text),
-            "Totals\nup 3% in api_gateway, see graph (https://x.test/g)\n\
-             print(a_b * 2)  # **not bold**\n#hashtag stays"
+            "Totals\n\nup 3% in api_gateway, see graph (https://x.test/g)\n\n\
+             print(a_b * 2)  # **not bold**\n\n#hashtag stays"
         );
     }
 

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::{markdown_to_telegram_html, split, utf16_len};
+use super::format::{split_parts, utf16_len, Part, Rendering};
 use super::http::{
     client, credentials, pace, send_once, snippet, Answer, Failure, Pacing, Retrier,
     TELEGRAM_GROUP, TELEGRAM_PRIVATE,
@@ -26,14 +26,13 @@ pub const MAX_CHARS: usize = 4096;
 /// Bots may upload files up to 50 MB.
 const MAX_UPLOAD: u64 = 50 * 1024 * 1024;
 
-/// The parts a text is sent in (a pure function of the text: the outbox relies on it).
-pub fn parts(text: &str) -> Vec<String> {
+/// The parts a text is sent in (a pure function of the text: the outbox relies on it),
+/// measured as Telegram HTML in UTF-16 units.
+pub fn parts(text: &str) -> Vec<Part> {
     if text.trim().is_empty() {
         return Vec::new();
     }
-    split(text, MAX_CHARS, &|s| {
-        utf16_len(&markdown_to_telegram_html(s))
-    })
+    split_parts(text, Rendering::TelegramHtml, MAX_CHARS, &utf16_len)
 }
 
 fn pacing(chat: &str) -> Pacing {
@@ -110,6 +109,9 @@ pub async fn send(
 ) -> Result<usize, (Failure, usize)> {
     let (token, base) =
         credentials(env, PLATFORM, "https://api.telegram.org").map_err(|f| (f, skip))?;
+    let chat = &super::channels::resolve(env, PLATFORM, chat)
+        .await
+        .map_err(|f| (f, skip))?;
     let mut target = Chat {
         base: base.to_string(),
         token: token.to_string(),
@@ -184,8 +186,7 @@ async fn after_error(
     }
 }
 
-async fn send_text(target: &mut Chat, part: &str) -> Result<(), Failure> {
-    let html = markdown_to_telegram_html(part);
+async fn send_text(target: &mut Chat, part: &Part) -> Result<(), Failure> {
     let mut plain = false;
     let mut migrated = false;
     let mut retrier = Retrier::default();
@@ -193,9 +194,9 @@ async fn send_text(target: &mut Chat, part: &str) -> Result<(), Failure> {
         pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
         let mut body = json!({"chat_id": chat_value(&target.id)});
         if plain {
-            body["text"] = json!(part);
+            body["text"] = json!(part.source);
         } else {
-            body["text"] = json!(html);
+            body["text"] = json!(part.rendered);
             body["parse_mode"] = json!("HTML");
         }
         if let Some(thread) = &target.thread {
