@@ -22,18 +22,7 @@ const PASSWORD: &str = "app-pass-4f9c2a71";
 fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/email/setup.sh");
-        let out = std::process::Command::new("bash")
-            .arg(&script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed: the email tests need aiosmtpd from PyPI",
-            script.display()
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        crate::support::venv_python("email", "the email tests need aiosmtpd from PyPI")
     })
 }
 

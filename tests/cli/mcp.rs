@@ -16,18 +16,7 @@ use crate::support::Hermes;
 pub(crate) fn python() -> &'static Path {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp/setup.sh");
-        let out = std::process::Command::new("bash")
-            .arg(&script)
-            .stderr(std::process::Stdio::inherit())
-            .output()
-            .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "{} failed: the MCP tests need the MCP Python SDK from PyPI",
-            script.display()
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        crate::support::venv_python("mcp", "the MCP tests need the MCP Python SDK from PyPI")
     })
 }
 

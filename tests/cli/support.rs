@@ -344,3 +344,19 @@ pub fn instant(text: &str) -> DateTime<FixedOffset> {
 pub fn is_job_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
+
+/// The python of a cached test venv, built by its setup script (`scripts/<dir>/setup.sh`,
+/// which prints the interpreter's path) when it is missing; `needs` says what for.
+pub fn venv_python(dir: &str, needs: &str) -> PathBuf {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(dir)
+        .join("setup.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(out.status.success(), "{} failed: {needs}", script.display());
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
