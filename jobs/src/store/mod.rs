@@ -175,9 +175,11 @@ pub trait Store: Send + Sync {
     /// on a few fields needs, at a fraction of the memory.
     fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError>;
     /// Calls `each` with every job in store order, reduced to `keys` (`None`: whole
-    /// records), each built only when its turn comes: what a reader that goes through
-    /// the jobs once (a listing) needs, without holding them all. Every job has been read
-    /// before the first call, so an unreadable store fails before anything is passed.
+    /// records; a reduced job's keys may come in the order of `keys`), each built only
+    /// when its turn comes: what a reader that goes through the jobs once (a listing)
+    /// needs, without holding them all. A store that cannot be read fails before the
+    /// first call; a caller that must print all or nothing keeps its output until the
+    /// call returns.
     fn for_each_job(
         &self,
         ctx: &Context,
