@@ -14,23 +14,13 @@ fn stdout_failed(e: std::io::Error) -> ! {
 
 /// Writes `text` to stdout.
 pub fn emit(text: &str) {
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        stdout_failed(e);
-    }
+    emit_bytes(text.as_bytes());
 }
 
-/// Streams a JSON value and a newline to stdout without building the text in memory.
-pub fn emit_json(value: &serde_json::Value) {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = serde_json::to_writer(&mut out, value)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
-    if let Err(e) = written {
+/// Writes `bytes` (UTF-8 text, e.g. JSON built in memory) to stdout.
+pub fn emit_bytes(bytes: &[u8]) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         stdout_failed(e);
     }
 }

@@ -1,7 +1,8 @@
 //! What the store and the due scan cost in memory, without a file or a process in the
 //! way: reading a jobs.json document of 1,000 jobs (`jsonfile::parse_document`), reading and
-//! healing it as every locked update does, rendering it back, and one `due::plan_pass`
-//! over 10,000 jobs with nothing due and with 1 % due.
+//! healing it as every locked update does, rendering it back, one `due::plan_pass`
+//! over 10,000 jobs with nothing due and with 1 % due, and the probe scan a pass makes
+//! of the jobs.json bytes of those 10,000 jobs before it builds any job.
 //!
 //! `cargo bench -p jobs --bench store_and_due` prints time per call and jobs per second
 //! (`thrpt`, one element = one job); a regex after `--` picks cases by id, e.g.
@@ -19,8 +20,8 @@ use criterion::{
 };
 use serde_json::{json, Value};
 
-use jobs::due::{plan_pass, ScanOptions};
-use jobs::jsonfile::{parse_document, render_document, Record, StoreDocument};
+use jobs::due::{plan_pass, probe, Probe, ScanOptions, PROBE_KEYS};
+use jobs::jsonfile::{parse_document, pick_job_fields, render_document, Record, StoreDocument};
 use jobs::{Context, Job, JobState};
 use schedules::{format_instant, parse_schedule, Schedule};
 
@@ -270,6 +271,35 @@ fn due(c: &mut Criterion) {
             )
         });
     }
+    // What a FileStore pass does first on the file's bytes: check the store, then judge
+    // every job on its probe fields, building only the undecided ones.
+    let idle_bytes = render_document(&StoreDocument {
+        jobs: idle.iter().map(|job| job.record().clone()).collect(),
+        ..StoreDocument::default()
+    });
+    let probe_pass = |bytes: &[u8]| {
+        let picked = pick_job_fields(bytes, &PROBE_KEYS).expect("the bench store is canonical");
+        let mut undecided = 0;
+        for values in picked.jobs() {
+            let fields = std::array::from_fn(|i| {
+                values[i].map(|text| serde_json::from_str(text.get()).expect("JSON"))
+            });
+            if probe(&fields, &ctx) == Probe::Undecided {
+                undecided += 1;
+            }
+        }
+        undecided
+    };
+    assert_eq!(
+        probe_pass(&idle_bytes),
+        idle.iter()
+            .filter(|j| j.state() == JobState::Completed)
+            .count()
+    );
+    group.bench_function(
+        BenchmarkId::new("probe_scan", format!("{JOBS} jobs from bytes, nothing due")),
+        |b| b.iter(|| probe_pass(black_box(&idle_bytes))),
+    );
     group.finish();
 }
 

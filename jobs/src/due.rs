@@ -98,6 +98,37 @@ pub fn earliest_next_run(
         .min()
 }
 
+/// The fields [`probe`] reads, in the order it takes them: what settles most jobs of a
+/// pass without building them.
+pub const PROBE_KEYS: [&str; 4] = ["state", "enabled", "paused_at", "next_run_at"];
+
+/// What a pass makes of a job, judged from its [`PROBE_KEYS`] fields alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// Nothing to decide: not due, not to be pruned; a scheduled job's next run counts
+    /// towards the wake-up ([`earliest_next_run`]).
+    Settled { wake: Option<DateTime<Utc>> },
+    /// Due, without a readable next run, or completed (maybe to be pruned): the pass
+    /// must decide on the job's scheduling view.
+    Undecided,
+}
+
+/// Judges a job from the values of [`PROBE_KEYS`]. A job it settles is one that
+/// [`plan_pass`] leaves alone, [`prune_completed_one_shots`] keeps and
+/// [`earliest_next_run`] counts with exactly that wake-up; on a store of 10,000 jobs
+/// nothing due, an idle pass builds no job at all.
+pub fn probe(fields: &[Option<serde_json::Value>; 4], ctx: &Context) -> Probe {
+    let [state, enabled, paused_at, next_run_at] = fields;
+    match crate::job::state_of(state.as_ref(), enabled.as_ref(), paused_at.as_ref()) {
+        JobState::Paused | JobState::Error => Probe::Settled { wake: None },
+        JobState::Completed => Probe::Undecided,
+        JobState::Scheduled => match crate::job::instant_of(next_run_at.as_ref(), ctx) {
+            Some(next) if next > ctx.now => Probe::Settled { wake: Some(next) },
+            _ => Probe::Undecided,
+        },
+    }
+}
+
 /// Counts a dispatch in `repeat.completed`; returns whether the job has now used up its runs.
 fn count_dispatch(job: &mut Job) -> bool {
     let mut repeat = job.repeat();
@@ -497,6 +528,125 @@ mod tests {
         }
         assert!(stores >= 6, "fixture stores read: {stores}");
         assert!(decided >= 20, "decisions compared: {decided}");
+    }
+
+    /// An idle pass settles most jobs on their `PROBE_KEYS` fields without building
+    /// them: every job the probe settles, on every fixture store and on odd hand-written
+    /// values, must be one the whole pass leaves unchanged, keeps, and wakes for at the
+    /// probe's instant.
+    #[test]
+    fn a_job_the_probe_settles_is_one_the_pass_leaves_alone() {
+        use crate::jsonfile::parse_document_keeping;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
+        let mut jobs: Vec<Job> = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "json") {
+                if let Ok(doc) = parse_document_keeping(&std::fs::read(&path).unwrap(), &path, None)
+                {
+                    jobs.extend(doc.jobs.into_iter().map(Job::from_record));
+                }
+            }
+        }
+        let every_hour = json!({"kind": "interval", "minutes": 60});
+        for (state, enabled, paused_at, next) in [
+            (
+                json!("scheduled"),
+                json!("no"),
+                Value::Null,
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (
+                json!("scheduled"),
+                json!(0),
+                Value::Null,
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (
+                json!("scheduled"),
+                json!("yes"),
+                json!(" "),
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (
+                json!("scheduled"),
+                json!(true),
+                json!("x"),
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (
+                json!("paused"),
+                json!(true),
+                Value::Null,
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (
+                json!("error"),
+                json!(true),
+                Value::Null,
+                json!("2026-11-22T09:00:00+00:00"),
+            ),
+            (json!("completed"), json!(false), Value::Null, Value::Null),
+            (
+                json!(7),
+                Value::Null,
+                Value::Null,
+                json!("2026-11-22T09:00:00"),
+            ),
+            (
+                Value::Null,
+                json!("maybe"),
+                Value::Null,
+                json!(" 2026-11-22T09:00:00Z "),
+            ),
+            (json!("scheduled"), json!(true), Value::Null, json!(" ")),
+            (
+                json!("scheduled"),
+                json!(true),
+                Value::Null,
+                json!(1_800_000_000),
+            ),
+            (json!("scheduled"), json!(true), Value::Null, json!("soon")),
+        ] {
+            let mut job = job(every_hour.clone(), "", Value::Null);
+            job.set("state", state);
+            job.set("enabled", enabled);
+            job.set("paused_at", paused_at);
+            job.set("next_run_at", next);
+            jobs.push(job);
+        }
+        let mut settled = 0;
+        for now in [
+            "2020-01-01T00:00:00Z",
+            "2026-11-22T08:00:00Z",
+            "2026-11-22T10:00:00Z",
+            "2031-01-01T00:00:00Z",
+        ] {
+            let ctx = ctx(now);
+            for original in &jobs {
+                let fields = PROBE_KEYS.map(|key| original.get(key).cloned());
+                let Probe::Settled { wake } = probe(&fields, &ctx) else {
+                    continue;
+                };
+                settled += 1;
+                let mut one = vec![original.clone()];
+                assert!(
+                    plan_pass(&mut one, &ctx, ON).is_empty(),
+                    "{:?}",
+                    original.record()
+                );
+                assert_eq!(&one[0], original, "changed by the pass");
+                prune_completed_one_shots(&mut one, &ctx, chrono::Duration::zero());
+                assert_eq!(one.len(), 1, "pruned: {:?}", original.record());
+                assert_eq!(
+                    earliest_next_run(&one, &ctx, ON.run_claim_ttl),
+                    wake,
+                    "{:?}",
+                    original.record()
+                );
+            }
+        }
+        assert!(settled >= 40, "settled jobs compared: {settled}");
     }
 
     fn one_shot(completed: u64, claim_at: Option<&str>) -> Job {

@@ -174,6 +174,52 @@ pub struct JobSpec<'a> {
     pub timezone: Option<&'a str>,
 }
 
+/// A yes/no field as Hermes versions write it: a boolean, `"true"`/`"no"`/`"1"`..., a number.
+fn flag_value(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" => Some(true),
+            "false" | "no" | "0" => Some(false),
+            _ => None,
+        },
+        Value::Number(n) => n.as_i64().map(|n| n != 0),
+        _ => None,
+    }
+}
+
+fn non_blank(value: Option<&Value>) -> Option<&str> {
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// A job's effective state from its `state`, `enabled` and `paused_at` values, as
+/// [`Job::state`] reads them: for a reader that has picked only those fields.
+pub fn state_of(
+    state: Option<&Value>,
+    enabled: Option<&Value>,
+    paused_at: Option<&Value>,
+) -> JobState {
+    let state = state.and_then(Value::as_str);
+    match state {
+        Some("completed") => JobState::Completed,
+        Some("error") => JobState::Error,
+        _ if !enabled.and_then(flag_value).unwrap_or(true)
+            || state == Some("paused")
+            || non_blank(paused_at).is_some() =>
+        {
+            JobState::Paused
+        }
+        _ => JobState::Scheduled,
+    }
+}
+
+/// A stored instant field's value as [`Job::instant`] reads it (blank or not text: none).
+pub fn instant_of(value: Option<&Value>, ctx: &Context) -> Option<DateTime<Utc>> {
+    non_blank(value).and_then(|text| parse_stored_instant(text, ctx.legacy_zone))
+}
+
 /// One record of jobs.json.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Job {
@@ -264,16 +310,7 @@ impl Job {
     }
 
     fn flag(&self, key: &str) -> Option<bool> {
-        match self.record.get(key)? {
-            Value::Bool(b) => Some(*b),
-            Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "true" | "yes" | "1" => Some(true),
-                "false" | "no" | "0" => Some(false),
-                _ => None,
-            },
-            Value::Number(n) => n.as_i64().map(|n| n != 0),
-            _ => None,
-        }
+        flag_value(self.record.get(key)?)
     }
 
     pub fn id(&self) -> &str {
@@ -328,12 +365,11 @@ impl Job {
     }
 
     pub fn state(&self) -> JobState {
-        match self.text("state") {
-            Some("completed") => JobState::Completed,
-            Some("error") => JobState::Error,
-            _ if !self.enabled() || self.has_pause_marker() => JobState::Paused,
-            _ => JobState::Scheduled,
-        }
+        state_of(
+            self.record.get("state"),
+            self.record.get("enabled"),
+            self.record.get("paused_at"),
+        )
     }
 
     /// The zone this job's cron and phrase schedules are read in.
@@ -393,8 +429,7 @@ impl Job {
     }
 
     pub fn instant(&self, key: &str, ctx: &Context) -> Option<DateTime<Utc>> {
-        self.text_field(key)
-            .and_then(|text| parse_stored_instant(text, ctx.legacy_zone))
+        instant_of(self.record.get(key), ctx)
     }
 
     pub fn next_run_at(&self, ctx: &Context) -> Option<DateTime<Utc>> {
@@ -747,66 +782,117 @@ impl Job {
         }
     }
 
-    /// The record as `list --json` shows it: every documented field (docs/STORE.md, "Job record fields") present with its
-    /// default, in the stored shapes, plus whatever else the record carries.
-    pub fn normalized(&self, ctx: &Context) -> Record {
-        let mut job = self.clone();
-        job.heal(ctx);
-        let repeat = job.repeat();
-        let skills = job.skills();
-        let mut out = Map::new();
-        let field = |key: &str| job.record.get(key).cloned().unwrap_or(Value::Null);
-        out.insert("id".into(), json!(job.id()));
-        out.insert("name".into(), json!(job.name()));
-        out.insert("prompt".into(), json!(job.prompt()));
-        out.insert("skill".into(), json!(skills.first()));
-        out.insert("skills".into(), json!(skills));
-        for key in ["model", "provider", "base_url", "script"] {
-            out.insert(key.into(), field(key));
-        }
-        out.insert("no_agent".into(), json!(job.no_agent()));
-        out.insert("context_from".into(), field("context_from"));
-        out.insert("schedule".into(), field("schedule"));
-        out.insert(
-            "schedule_display".into(),
-            json!(job.schedule_display(ctx).ok()),
-        );
-        out.insert("repeat".into(), repeat.to_json());
-        out.insert("enabled".into(), json!(job.enabled()));
-        out.insert("state".into(), json!(job.state().as_str()));
-        for key in [
-            "paused_at",
-            "paused_reason",
-            "created_at",
-            "next_run_at",
-            "last_run_at",
-            "last_status",
-            "last_error",
-            "last_delivery_error",
-        ] {
-            out.insert(key.into(), field(key));
-        }
-        out.insert(
-            "failure_streak".into(),
-            json!(job
-                .record
-                .get("failure_streak")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)),
-        );
-        out.insert("deliver".into(), json!(job.deliver()));
-        out.insert(
-            "origin".into(),
-            job.origin().cloned().map_or(Value::Null, Value::Object),
-        );
-        out.insert("enabled_toolsets".into(), field("enabled_toolsets"));
-        out.insert("workdir".into(), field("workdir"));
-        out.insert("timezone".into(), field("timezone"));
-        for (key, value) in &job.record {
-            if !out.contains_key(key) {
-                out.insert(key.clone(), value.clone());
+    /// The record as `list --json` shows it: every documented field (docs/STORE.md, "Job
+    /// record fields") present with its default, in the stored shapes, plus whatever else
+    /// the record carries, in that order. Built from the job itself, nothing copied: a
+    /// listing of 10,000 jobs serializes each straight from it.
+    pub fn normalized(mut self, ctx: &Context) -> NormalizedJob {
+        self.heal(ctx);
+        let repeat = self.repeat();
+        let skills = self.skills();
+        let computed = [
+            json!(self.id()),
+            json!(self.name()),
+            json!(self.prompt()),
+            json!(skills.first()),
+            json!(skills),
+            json!(self.no_agent()),
+            json!(self.schedule_display(ctx).ok()),
+            repeat.to_json(),
+            json!(self.enabled()),
+            json!(self.state().as_str()),
+            json!(self.failure_streak()),
+            json!(self.deliver()),
+            self.origin().cloned().map_or(Value::Null, Value::Object),
+        ];
+        let mut computed = computed.into_iter();
+        let fields = NORMALIZED_KEYS
+            .iter()
+            .map(|&key| match key {
+                "id" | "name" | "prompt" | "skill" | "skills" | "no_agent" | "schedule_display"
+                | "repeat" | "enabled" | "state" | "failure_streak" | "deliver" | "origin" => {
+                    computed.next().unwrap_or(Value::Null)
+                }
+                // Taken, not copied: the record's own entry is skipped when serializing.
+                stored => self.record.get_mut(stored).map_or(Value::Null, Value::take),
+            })
+            .collect();
+        NormalizedJob { fields, job: self }
+    }
+}
+
+/// The keys of [`Job::normalized`] in the order it shows them; the values of the keys
+/// it computes come in the same order as in `normalized`'s `computed`.
+const NORMALIZED_KEYS: [&str; 30] = [
+    "id",
+    "name",
+    "prompt",
+    "skill",
+    "skills",
+    "model",
+    "provider",
+    "base_url",
+    "script",
+    "no_agent",
+    "context_from",
+    "schedule",
+    "schedule_display",
+    "repeat",
+    "enabled",
+    "state",
+    "paused_at",
+    "paused_reason",
+    "created_at",
+    "next_run_at",
+    "last_run_at",
+    "last_status",
+    "last_error",
+    "last_delivery_error",
+    "failure_streak",
+    "deliver",
+    "origin",
+    "enabled_toolsets",
+    "workdir",
+    "timezone",
+];
+
+/// A job as `list --json` shows it (see [`Job::normalized`]); serializes as one object.
+pub struct NormalizedJob {
+    /// The values of [`NORMALIZED_KEYS`], in order.
+    fields: Vec<Value>,
+    /// The rest of the record: its keys outside [`NORMALIZED_KEYS`] follow, in order.
+    job: Job,
+}
+
+impl NormalizedJob {
+    /// As a JSON object (what the serialized form reads back as).
+    pub fn into_record(self) -> Record {
+        let mut out: Record = NORMALIZED_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .zip(self.fields)
+            .collect();
+        for (key, value) in self.job.record {
+            if !NORMALIZED_KEYS.contains(&key.as_str()) {
+                out.insert(key, value);
             }
         }
         out
+    }
+}
+
+impl serde::Serialize for NormalizedJob {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in NORMALIZED_KEYS.iter().zip(&self.fields) {
+            map.serialize_entry(key, value)?;
+        }
+        for (key, value) in &self.job.record {
+            if !NORMALIZED_KEYS.contains(&key.as_str()) {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
     }
 }

@@ -274,15 +274,9 @@ impl<'a> RawDocument<'a> {
         struct IdOnly {
             id: Option<Value>,
         }
-        let text = std::str::from_utf8(bytes).ok()?;
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let top = serde::Deserializer::deserialize_map(&mut deserializer, raw_view::Top).ok()?;
-        deserializer.end().ok()?;
+        let top = canonical_parts(bytes)?;
         let mut jobs = Vec::with_capacity(top.jobs.len());
         for job in top.jobs {
-            if !job.get().starts_with('{') {
-                return None;
-            }
             let id = serde_json::from_str::<IdOnly>(job.get()).ok()?.id;
             jobs.push(RawJob {
                 text: job,
@@ -294,6 +288,99 @@ impl<'a> RawDocument<'a> {
             extra: top.extra,
         })
     }
+}
+
+/// A store in the canonical shape (valid UTF-8 JSON without BOM, an object whose `jobs`
+/// is a list of objects) as text slices; `None` for anything else.
+fn canonical_parts(bytes: &[u8]) -> Option<raw_view::Parts<'_>> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let top = serde::Deserializer::deserialize_map(&mut deserializer, raw_view::Top).ok()?;
+    deserializer.end().ok()?;
+    top.jobs
+        .iter()
+        .all(|job| job.get().starts_with('{'))
+        .then_some(top)
+}
+
+/// The jobs of a store in the canonical shape, each as its own JSON text borrowed from
+/// `bytes`: the whole file is checked as JSON, and each job can then be read alone
+/// ([`record_keeping`]) without building the others. `None` when the
+/// store is not in the canonical shape (BOM, bare list, id map, raw control characters,
+/// unreadable): [`parse_document`] reads, repairs or refuses those.
+pub fn canonical_job_texts(bytes: &[u8]) -> Option<Vec<&serde_json::value::RawValue>> {
+    canonical_parts(bytes).map(|top| top.jobs)
+}
+
+/// One job's text (an object, as [`canonical_job_texts`] gives) reduced to `keep` of its
+/// keys, or whole for `None`; what [`parse_document_keeping`] makes of it in a document.
+pub fn record_keeping(text: &str, keep: Option<&[&str]>) -> serde_json::Result<Record> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = match keep {
+        None => serde::de::DeserializeSeed::deserialize(view::Whole, &mut deserializer)?,
+        Some(keys) => serde::de::DeserializeSeed::deserialize(view::job(keys), &mut deserializer)?,
+    };
+    deserializer.end()?;
+    match value {
+        Value::Object(record) => Ok(record),
+        other => Err(serde::de::Error::custom(format!(
+            "a job is {}, expected a job object",
+            kind_of(&other)
+        ))),
+    }
+}
+
+/// The values of a few keys of every job of a store in the canonical shape, as JSON
+/// text borrowed from the file's bytes, read in one pass that checks the whole file:
+/// nothing is built for the other keys nor for values no one asks about.
+#[derive(Debug)]
+pub struct PickedJobs<'a, 'k> {
+    keys: &'k [&'k str],
+    /// `keys.len()` values per job, jobs in file order.
+    values: Vec<Option<&'a serde_json::value::RawValue>>,
+}
+
+impl<'a> PickedJobs<'a, '_> {
+    /// The jobs' values, each in the order of the keys asked for (a key a job lacks: `None`).
+    pub fn jobs(&self) -> impl Iterator<Item = &[Option<&'a serde_json::value::RawValue>]> {
+        self.values.chunks(self.keys.len())
+    }
+
+    /// One job's picked values as a [`Record`] (the keys in the order asked for): what
+    /// [`parse_document_keeping`] keeps of that job.
+    pub fn record(
+        &self,
+        values: &[Option<&serde_json::value::RawValue>],
+    ) -> serde_json::Result<Record> {
+        let mut record = Record::with_capacity(self.keys.len());
+        for (key, value) in self.keys.iter().zip(values) {
+            if let Some(value) = value {
+                record.insert((*key).to_string(), serde_json::from_str(value.get())?);
+            }
+        }
+        Ok(record)
+    }
+}
+
+/// [`PickedJobs`] of a store; `None` when it is not in the canonical shape (see
+/// [`canonical_job_texts`]) or no key is asked for.
+pub fn pick_job_fields<'a, 'k>(bytes: &'a [u8], keys: &'k [&'k str]) -> Option<PickedJobs<'a, 'k>> {
+    if keys.is_empty() {
+        return None;
+    }
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let mut values = Vec::new();
+    serde::de::DeserializeSeed::deserialize(
+        view::PickTop {
+            keys,
+            values: &mut values,
+        },
+        &mut deserializer,
+    )
+    .ok()?;
+    deserializer.end().ok()?;
+    Some(PickedJobs { keys, values })
 }
 
 /// The top level of a canonical store as text slices: the `jobs` entries and the other keys.
@@ -514,9 +601,12 @@ fn parse_top(bytes: &[u8], keep: Option<&[&str]>) -> serde_json::Result<Value> {
 /// and each job with only the kept keys. A value that is not the expected container is
 /// kept as a value of the same kind, so the shape errors read as in the full parse.
 mod view {
+    use std::borrow::Cow;
     use std::fmt;
 
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde::Deserialize;
+    use serde_json::value::RawValue;
     use serde_json::{Map, Value};
 
     /// The whole document: only `jobs` is kept (a bare list is the jobs list).
@@ -524,7 +614,167 @@ mod view {
     /// The `jobs` value: a list or an id-keyed map of jobs.
     struct Jobs<'k>(&'k [&'k str]);
     /// One job: an object reduced to the kept keys.
-    struct Job<'k>(&'k [&'k str]);
+    pub struct Job<'k>(&'k [&'k str]);
+
+    pub fn job<'k>(keys: &'k [&'k str]) -> Job<'k> {
+        Job(keys)
+    }
+
+    /// One whole job, its map sized once for the keys a job usually has rather than
+    /// grown (and rehashed) five times on the way to thirty keys.
+    pub struct Whole;
+
+    impl<'de> DeserializeSeed<'de> for Whole {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Whole {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a job object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut job = Map::with_capacity(map.size_hint().unwrap_or(32));
+            while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                job.insert(key, value);
+            }
+            Ok(Value::Object(job))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+            Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+        }
+        forward_scalars!();
+    }
+
+    /// A key borrowed from the text when it has no escapes: most keys of a job are
+    /// skipped, and allocating each one's name was a third of the cost of a view.
+    struct Key;
+
+    impl<'de> DeserializeSeed<'de> for Key {
+        type Value = Cow<'de, str>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_str(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Key {
+        type Value = Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a key")
+        }
+        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Cow::Borrowed(v))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Cow::Owned(v.to_string()))
+        }
+    }
+
+    /// The whole store for [`super::pick_job_fields`]: only `jobs` is read, a list of
+    /// objects (a later duplicate `jobs` wins, as in a map).
+    pub struct PickTop<'k, 'v, 'de> {
+        pub keys: &'k [&'k str],
+        pub values: &'v mut Vec<Option<&'de RawValue>>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for PickTop<'_, '_, 'de> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for PickTop<'_, '_, 'de> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an object with a \"jobs\" list")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen_jobs = false;
+            while let Some(key) = map.next_key_seed(Key)? {
+                if key == "jobs" {
+                    self.values.clear();
+                    map.next_value_seed(PickJobs {
+                        keys: self.keys,
+                        values: &mut *self.values,
+                    })?;
+                    seen_jobs = true;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            match seen_jobs {
+                true => Ok(()),
+                false => Err(serde::de::Error::missing_field("jobs")),
+            }
+        }
+    }
+
+    struct PickJobs<'k, 'v, 'de> {
+        keys: &'k [&'k str],
+        values: &'v mut Vec<Option<&'de RawValue>>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for PickJobs<'_, '_, 'de> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for PickJobs<'_, '_, 'de> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of job objects")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            loop {
+                let job = PickJob {
+                    keys: self.keys,
+                    values: &mut *self.values,
+                };
+                if seq.next_element_seed(job)?.is_none() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// One job: appends its values of the keys, in their order.
+    struct PickJob<'k, 'v, 'de> {
+        keys: &'k [&'k str],
+        values: &'v mut Vec<Option<&'de RawValue>>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for PickJob<'_, '_, 'de> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for PickJob<'_, '_, 'de> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a job object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let base = self.values.len();
+            self.values.resize(base + self.keys.len(), None);
+            while let Some(key) = map.next_key_seed(Key)? {
+                match self.keys.iter().position(|k| *k == key) {
+                    Some(i) => self.values[base + i] = Some(map.next_value::<&'de RawValue>()?),
+                    None => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
 
     impl<'de> DeserializeSeed<'de> for Top<'_> {
         type Value = Value;
@@ -602,9 +852,9 @@ mod view {
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
             let mut job = Map::new();
-            while let Some(key) = map.next_key::<String>()? {
-                if self.0.contains(&key.as_str()) {
-                    job.insert(key, map.next_value()?);
+            while let Some(key) = map.next_key_seed(Key)? {
+                if self.0.contains(&&*key) {
+                    job.insert(key.into_owned(), map.next_value()?);
                 } else {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -1401,6 +1651,54 @@ mod tests {
         });
         assert!(result.is_err());
         assert_eq!(fs::read(store.jobs_path()).unwrap(), fine);
+    }
+
+    #[test]
+    fn one_job_read_alone_is_what_the_whole_document_reads() {
+        let text = "{\"jobs\": [{\"id\": \"a\", \"st\\u0061te\": \"paused\", \"x\": {\"y\": [1]}, \"id\": \"b\"}, {\"next_run_at\": null}], \"k\": 1}";
+        let path = Path::new("/h/cron/jobs.json");
+        let texts = canonical_job_texts(text.as_bytes()).unwrap();
+        let whole = parse_document(text.as_bytes(), path).unwrap();
+        let kept = parse_document_keeping(text.as_bytes(), path, Some(&["id", "state"])).unwrap();
+        for (i, job) in texts.iter().enumerate() {
+            assert_eq!(record_keeping(job.get(), None).unwrap(), whole.jobs[i]);
+            assert_eq!(
+                record_keeping(job.get(), Some(&["id", "state"])).unwrap(),
+                kept.jobs[i]
+            );
+        }
+        let keys = ["state", "id", "missing"];
+        let picked = pick_job_fields(text.as_bytes(), &keys).unwrap();
+        let picked_records: Vec<Record> = picked
+            .jobs()
+            .map(|values| picked.record(values).unwrap())
+            .collect();
+        let kept = parse_document_keeping(text.as_bytes(), path, Some(&keys)).unwrap();
+        assert_eq!(picked_records, kept.jobs);
+        assert_eq!(
+            whole.jobs[0].get("id"),
+            Some(&json!("b")),
+            "a later duplicate wins"
+        );
+        for not_canonical in [
+            "\u{feff}{\"jobs\": []}",
+            "[{\"id\": \"a\"}]",
+            "{\"jobs\": {\"a\": {}}}",
+            "{\"jobs\": [1]}",
+            "{\"jobs\": [{\"p\": \"a\nb\"}]}",
+            "{\"jobs\": [{}] x",
+            "{\"updated_at\": \"u\"}",
+            "{\"jobs\": null}",
+        ] {
+            assert!(
+                canonical_job_texts(not_canonical.as_bytes()).is_none(),
+                "{not_canonical}"
+            );
+            assert!(
+                pick_job_fields(not_canonical.as_bytes(), &["id"]).is_none(),
+                "{not_canonical}"
+            );
+        }
     }
 
     #[test]

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# Per-host pass cost on the PostgreSQL store: N recurring script jobs in a throwaway
-# database (scripts/postgres/test-cluster.sh), `hermes cron tick` with nothing due and
-# with 1 % due (silent script jobs, the tick waits for them), median of RUNS runs, and
-# the time `hermes cron store import` takes to load them. Prints figures; asserts only
-# that the setup did what it meant to. Usage: bash scripts/postgres/bench.sh [N ...]
+# The PostgreSQL store measured in a throwaway cluster (scripts/postgres/test-cluster.sh)
+# with the release binary. Prints figures; asserts only that the set-up did what it meant
+# to. Sections (ONLY=tick,pass,burst,failover, all by default):
+#   tick      N recurring script jobs, `hermes cron tick` as a whole process with nothing
+#             due and with 1 % due (silent script jobs, the tick waits for them), median
+#             of RUNS runs, and the time `hermes cron store import` takes to load them;
+#   pass, burst, failover   a daemon's own pass at PASS_SIZES jobs (default
+#             10000,100000), 1,000 occurrences due at once on three daemons, failover
+#             after a SIGKILL: see scripts/postgres/bench.py (BENCH_ARGS are passed on).
+# Usage: [ONLY=...] [RUNS=5] [PASS_SIZES=...] bash scripts/postgres/bench.sh [N ...]
+# HERMES_BIN=path uses that binary instead of building target/release/hermes.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SIZES=("${@:-1000 10000}")
 RUNS="${RUNS:-5}"
-cargo build --release --quiet
-BIN="$PWD/target/release/hermes"
+ONLY="${ONLY:-tick,pass,burst,failover}"
+if [ -z "${HERMES_BIN:-}" ]; then
+    cargo build --release --quiet --bin hermes
+    HERMES_BIN="$PWD/target/release/hermes"
+fi
+BIN="$(realpath "$HERMES_BIN")"
 BASE="$(bash scripts/postgres/test-cluster.sh $$)"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { python3 -c 'import sys,time; print(int(time.time()*1000))'; }
+[[ ",$ONLY," == *,tick,* ]] || SIZES=()
 for N in ${SIZES[@]}; do
     DB="bench$N"
     psql "$BASE" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
@@ -47,3 +58,5 @@ PY
     done | median)
     echo "postgresql, $N jobs: import $((t1 - t0)) ms; tick nothing due median ${idle} ms; with $due due (1 %) median ${busy} ms"
 done
+python3 scripts/postgres/bench.py --bin "$BIN" --base-url "$BASE" --work "$WORK" --only "$ONLY" \
+    --sizes "${PASS_SIZES:-10000,100000}" ${BENCH_ARGS:-}

@@ -176,14 +176,37 @@ def bench_list(sides, sizes, runs, timeout, work):
             med[side.name] = statistics.median(times[side.name])
             if seen[side.name][0] != n:
                 raise SystemExit(f"{side.name} list showed {seen[side.name][0]} of {n} jobs")
+        # Ours also prints every job as JSON (`list --all --json`; Python has no such
+        # option): timed in the same runs' conditions, after the text listings.
+        rust = [s for s in sides if s.name == "rust"][0]
+        json_cmd = rust.list_cmd + ["--json"]
+        json_times, json_rss = [], 0
+        for i in range(runs + 1):
+            out = work / "list-rust.json"
+            with open(out, "wb") as f:
+                r = run(json_cmd, rust.env, timeout, stdout=f)
+            if r.rc != 0 or r.timed_out:
+                raise SystemExit(f"rust list --json failed: rc={r.rc} timed_out={r.timed_out}")
+            if i == 0:
+                listed = len(json.loads(out.read_bytes())["jobs"])
+                if listed != n:
+                    raise SystemExit(f"rust list --json showed {listed} of {n} jobs")
+                continue
+            json_times.append(r.secs)
+            json_rss = max(json_rss, r.rss_kb)
+        med["rust-json"], rss["rust-json"] = statistics.median(json_times), json_rss
         rows.append((n, size_mb, med, rss, seen))
-        log(f"list {n}: rust {fmt_s(med['rust'])} python {fmt_s(med['python'])} (load {loadavg()})")
+        log(f"list {n}: rust {fmt_s(med['rust'])} (--json {fmt_s(med['rust-json'])}) "
+            f"python {fmt_s(med['python'])} (load {loadavg()})")
     print(f"\n### `hermes cron list --all` (median of {runs} runs after a warm-up; every job listed)\n")
-    print("| jobs | store | Rust | Python | Python / Rust | Rust peak RSS | Python peak RSS | lines printed (Rust / Python) |")
-    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| jobs | store | Rust | Rust `--json` | Python | Python / Rust | Python / Rust `--json` | "
+          "Rust peak RSS | Rust `--json` peak RSS | Python peak RSS | lines printed (Rust / Python) |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for n, size_mb, med, rss, seen in rows:
-        print(f"| {grouped(n)} | {size_mb:.1f} MB | {fmt_s(med['rust'])} | {fmt_s(med['python'])} | "
-              f"{ratio(med['rust'], med['python'])} | {fmt_mb(rss['rust'])} | {fmt_mb(rss['python'])} | "
+        print(f"| {grouped(n)} | {size_mb:.1f} MB | {fmt_s(med['rust'])} | {fmt_s(med['rust-json'])} | "
+              f"{fmt_s(med['python'])} | {ratio(med['rust'], med['python'])} | "
+              f"{ratio(med['rust-json'], med['python'])} | {fmt_mb(rss['rust'])} | "
+              f"{fmt_mb(rss['rust-json'])} | {fmt_mb(rss['python'])} | "
               f"{grouped(seen['rust'][1])} / {grouped(seen['python'][1])} |")
     sys.stdout.flush()
 

@@ -109,7 +109,7 @@ impl ApiState {
             .iter()
             .filter(|job| include_disabled || job.enabled())
             .map(|job| {
-                let mut record = job.normalized(&ctx);
+                let mut record = job.clone().normalized(&ctx).into_record();
                 let run = latest.remove(job.id());
                 let run = run.map_or(Value::Null, |r| {
                     serde_json::to_value(r).unwrap_or(Value::Null)
@@ -122,7 +122,7 @@ impl ApiState {
 
     pub fn get_job(&self, id: &str) -> Result<Record, Failure> {
         let (ctx, _) = self.context()?;
-        Ok(self.job_by_id(&ctx, id)?.normalized(&ctx))
+        Ok(self.job_by_id(&ctx, id)?.normalized(&ctx).into_record())
     }
 
     /// Creates a job; `new.inference_now` is filled in here, as the CLI does.
@@ -137,7 +137,7 @@ impl ApiState {
             new.script_text = crate::script::read_for_scan(&self.home.join("scripts"), script);
         }
         let job = jobs::create_job(self.scheduler.store(), &new, &ctx)?;
-        Ok(job.normalized(&ctx))
+        Ok(job.normalized(&ctx).into_record())
     }
 
     /// Applies `edit` (when it changes anything), then pauses or resumes the job when
@@ -167,19 +167,23 @@ impl ApiState {
             }
             _ => {}
         }
-        Ok(job.normalized(&ctx))
+        Ok(job.normalized(&ctx).into_record())
     }
 
     pub fn pause_job(&self, id: &str) -> Result<Record, Failure> {
         let (ctx, _) = self.context()?;
         self.job_by_id(&ctx, id)?;
-        Ok(jobs::pause_job(self.scheduler.store(), id, None, &ctx)?.normalized(&ctx))
+        Ok(jobs::pause_job(self.scheduler.store(), id, None, &ctx)?
+            .normalized(&ctx)
+            .into_record())
     }
 
     pub fn resume_job(&self, id: &str) -> Result<Record, Failure> {
         let (ctx, _) = self.context()?;
         self.job_by_id(&ctx, id)?;
-        Ok(jobs::resume_job(self.scheduler.store(), id, &ctx)?.normalized(&ctx))
+        Ok(jobs::resume_job(self.scheduler.store(), id, &ctx)?
+            .normalized(&ctx)
+            .into_record())
     }
 
     pub fn remove_job(&self, id: &str) -> Result<(), Failure> {
@@ -198,7 +202,7 @@ impl ApiState {
         if job.state() == JobState::Paused {
             job = jobs::resume_job(self.scheduler.store(), id, &ctx)?;
         }
-        let record = job.normalized(&ctx);
+        let record = job.clone().normalized(&ctx).into_record();
         self.scheduler.start_now(job).map_err(|e| match e.code {
             1 => Failure::new(StatusCode::CONFLICT, e.message),
             _ => Failure::from(e),

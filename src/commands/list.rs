@@ -1,6 +1,6 @@
 //! `hermes cron list`: what is scheduled, when it runs next, and how it last went.
 
-use serde_json::{json, Value};
+use std::fmt::Write;
 
 use jobs::{Job, JobState};
 
@@ -36,45 +36,72 @@ const LISTING_KEYS: &[&str] = &[
 ];
 
 pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
-    let ctx = &session.ctx;
-    let jobs: Vec<Job> = if as_json {
-        session.store.load_jobs(ctx)?
-    } else {
-        session.store.load_view(ctx, LISTING_KEYS)?
-    };
-    let (shown, hidden): (Vec<&Job>, Vec<&Job>) = jobs
-        .iter()
-        .partition(|job| all || matches!(job.state(), JobState::Scheduled | JobState::Error));
     if as_json {
-        let records: Vec<Value> = shown
-            .iter()
-            .map(|job| Value::Object(job.normalized(ctx)))
-            .collect();
-        crate::output::emit_json(&json!({ "jobs": records }));
-        return Ok(());
+        return list_json(session, all);
     }
-    if shown.is_empty() {
-        if hidden.is_empty() {
+    let ctx = &session.ctx;
+    // Each job is rendered as it is read, so only the text is held, never every job.
+    let (mut out, mut shown, mut hidden) = (String::new(), 0usize, 0usize);
+    session
+        .store
+        .for_each_job(ctx, Some(LISTING_KEYS), &mut |job| {
+            if all || is_listed(&job) {
+                shown += 1;
+                render_job(&mut out, session, &job);
+            } else {
+                hidden += 1;
+            }
+        })?;
+    if shown == 0 {
+        if hidden == 0 {
             say!("No scheduled jobs. Create one with: hermes cron add \"every 2h\" \"summarize inbox\"");
         } else {
             say!(
-                "No enabled jobs ({} paused or completed; see them with: hermes cron list --all)",
-                hidden.len()
+                "No enabled jobs ({hidden} paused or completed; see them with: hermes cron list --all)"
             );
         }
         return Ok(());
     }
-    let mut out = String::new();
-    for job in &shown {
-        render_job(&mut out, session, job);
-    }
-    if !hidden.is_empty() {
+    if hidden > 0 {
         out.push_str(&format!(
-            "({} paused or completed job(s) not shown; use --all)\n",
-            hidden.len()
+            "({hidden} paused or completed job(s) not shown; use --all)\n"
         ));
     }
     crate::output::emit(&out);
+    Ok(())
+}
+
+/// Shown without `--all`.
+fn is_listed(job: &Job) -> bool {
+    matches!(job.state(), JobState::Scheduled | JobState::Error)
+}
+
+/// `{"jobs": [...]}` on one line, each job in its normalized form, serialized as it is
+/// read. The text is printed once the whole store has been read, so a store that turns
+/// out unreadable prints nothing but the error.
+fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
+    let mut out = Vec::with_capacity(1 << 16);
+    out.extend_from_slice(b"{\"jobs\":[");
+    let mut first = true;
+    let mut failed = None;
+    session.store.for_each_job(&session.ctx, None, &mut |job| {
+        if !(all || is_listed(&job)) || failed.is_some() {
+            return;
+        }
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        if let Err(e) = serde_json::to_writer(&mut out, &job.normalized(&session.ctx)) {
+            failed = Some(e);
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(CliError::internal(format!(
+            "cannot write the job list as JSON: {e}"
+        )));
+    }
+    out.extend_from_slice(b"]}\n");
+    crate::output::emit_bytes(&out);
     Ok(())
 }
 
@@ -101,40 +128,39 @@ fn render_job(out: &mut String, session: &Session, job: &Job) {
         }
         None => "never".to_string(),
     };
-    out.push_str(&format!(
-        "{}  [{}]  {}\n",
+    let _ = writeln!(
+        out,
+        "{}  [{}]  {}",
         job.id(),
         job.state().as_str(),
         job.name()
-    ));
-    out.push_str(&format!(
-        "    Schedule: {schedule}   Repeat: {repeat_text}\n"
-    ));
-    out.push_str(&format!("    Next run: {next}\n"));
-    out.push_str(&format!("    Deliver:  {}\n", job.deliver()));
+    );
+    let _ = writeln!(out, "    Schedule: {schedule}   Repeat: {repeat_text}");
+    let _ = writeln!(out, "    Next run: {next}");
+    let _ = writeln!(out, "    Deliver:  {}", job.deliver());
     // The lines Python Hermes shows for what a job runs.
     let skills = job.skills();
     if !skills.is_empty() {
-        out.push_str(&format!("    Skills:   {}\n", skills.join(", ")));
+        let _ = writeln!(out, "    Skills:   {}", skills.join(", "));
     }
     if let Some(script) = job.script() {
-        out.push_str(&format!("    Script:   {script}\n"));
+        let _ = writeln!(out, "    Script:   {script}");
     }
     if job.no_agent() {
         out.push_str("    Mode:     no-agent (script stdout delivered directly)\n");
     }
     if let Some(workdir) = job.text_field("workdir") {
-        out.push_str(&format!("    Workdir:  {workdir}\n"));
+        let _ = writeln!(out, "    Workdir:  {workdir}");
     }
-    out.push_str(&format!("    Last run: {last}\n"));
+    let _ = writeln!(out, "    Last run: {last}");
     if let Some(error) = job.text_field("last_error") {
-        out.push_str(&format!("    Error:    {}\n", first_line(error)));
+        let _ = writeln!(out, "    Error:    {}", first_line(error));
     }
     if let Some(error) = job.text_field("last_delivery_error") {
-        out.push_str(&format!("    Delivery error: {}\n", first_line(error)));
+        let _ = writeln!(out, "    Delivery error: {}", first_line(error));
     }
     if let Some(reason) = job.text_field("paused_reason") {
-        out.push_str(&format!("    Paused:   {reason}\n"));
+        let _ = writeln!(out, "    Paused:   {reason}");
     }
 }
 

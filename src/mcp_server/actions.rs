@@ -374,7 +374,7 @@ fn repeat_display(job: &Job) -> String {
 
 /// A job as the tool shows it: Python Hermes' fields, plus its origin and time zone.
 pub fn format_job(job: &Job, ctx: &Context) -> Value {
-    let record = job.normalized(ctx);
+    let record = job.clone().normalized(ctx).into_record();
     let field = |key: &str| record.get(key).cloned().unwrap_or(Value::Null);
     let prompt = job.prompt();
     let preview = if prompt.chars().count() > 100 {

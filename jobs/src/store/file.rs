@@ -15,9 +15,14 @@ use super::{
     claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner, Store,
     StoreError, StoreInfo,
 };
-use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots, Planned};
+use crate::due::{
+    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, PROBE_KEYS,
+};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
-use crate::jsonfile::{write_atomic, DocumentError, JsonFile};
+use crate::jsonfile::{
+    canonical_job_texts, parse_document_keeping, pick_job_fields, record_keeping, write_atomic,
+    DocumentError, JsonFile,
+};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
@@ -170,7 +175,7 @@ impl FileStore {
     ) -> Result<(Vec<Planned>, Option<DateTime<Utc>>), StoreError> {
         let options = scan.options;
         let ttl = options.run_claim_ttl;
-        let mut probe = self.load_view(ctx, SCHEDULING_KEYS)?;
+        let (mut probe, settled_wake) = self.undecided_jobs(ctx)?;
         let before = probe.len();
         let candidates: HashSet<String> = plan_pass(&mut probe, ctx, options)
             .into_iter()
@@ -178,7 +183,7 @@ impl FileStore {
             .collect();
         prune_completed_one_shots(&mut probe, ctx, scan.completed_retention);
         let mut planned = Vec::new();
-        let mut next_wake = earliest_next_run(&probe, ctx, ttl);
+        let mut next_wake = earliest(earliest_next_run(&probe, ctx, ttl), settled_wake);
         if probe.len() != before {
             // Pruning removes records: the whole store is rewritten.
             self.jobs
@@ -197,7 +202,7 @@ impl FileStore {
                 .into_iter()
                 .filter(|job| !candidates.contains(job.id()))
                 .collect();
-            let others_wake = earliest_next_run(&others, ctx, ttl);
+            let others_wake = earliest(earliest_next_run(&others, ctx, ttl), settled_wake);
             drop(others);
             let ids: HashSet<&str> = candidates.iter().map(String::as_str).collect();
             let mut fresh_wake = None;
@@ -214,6 +219,70 @@ impl FileStore {
             next_wake = [others_wake, fresh_wake].into_iter().flatten().min();
         }
         Ok((planned, next_wake))
+    }
+}
+
+impl FileStore {
+    /// The jobs.json bytes; none for a missing file (an empty store).
+    fn read_jobs(&self) -> Result<Vec<u8>, StoreError> {
+        let path = self.jobs.jobs_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io_unavailable(&path, e)),
+        }
+    }
+
+    /// The jobs a pass must decide on, as scheduling views, and the earliest next run
+    /// of all the others. Each job is first judged on a few fields ([`due::probe`]);
+    /// only the undecided ones (due, completed, unreadable next run) are built.
+    fn undecided_jobs(
+        &self,
+        ctx: &Context,
+    ) -> Result<(Vec<Job>, Option<DateTime<Utc>>), StoreError> {
+        let bytes = self.read_jobs()?;
+        let path = self.jobs.jobs_path();
+        let Some(picked) = pick_job_fields(&bytes, SCHEDULING_KEYS) else {
+            let doc = parse_document_keeping(&bytes, &path, Some(SCHEDULING_KEYS))?;
+            return Ok((doc.jobs.into_iter().map(Job::from_record).collect(), None));
+        };
+        let at = PROBE_KEYS.map(|key| SCHEDULING_KEYS.iter().position(|k| *k == key));
+        let mut undecided = Vec::new();
+        let mut settled_wake = None;
+        for values in picked.jobs() {
+            let unreadable = || job_text_error(&bytes, &path, Some(SCHEDULING_KEYS));
+            let mut fields = [const { None }; PROBE_KEYS.len()];
+            for (field, i) in fields.iter_mut().zip(at) {
+                if let Some(text) = i.and_then(|i| values[i]) {
+                    *field = Some(serde_json::from_str(text.get()).map_err(|_| unreadable())?);
+                }
+            }
+            match due::probe(&fields, ctx) {
+                Probe::Settled { wake } => settled_wake = earliest(settled_wake, wake),
+                Probe::Undecided => {
+                    let record = picked.record(values).map_err(|_| unreadable())?;
+                    undecided.push(Job::from_record(record));
+                }
+            }
+        }
+        Ok((undecided, settled_wake))
+    }
+}
+
+fn earliest(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTime<Utc>> {
+    [a, b].into_iter().flatten().min()
+}
+
+/// The error for a job of a checked store that still cannot be read alone (nested
+/// deeper than the JSON reader allows): the whole-document reader's own, with its
+/// position, so the message is the one any other reader of this store gives.
+fn job_text_error(bytes: &[u8], path: &Path, keep: Option<&[&str]>) -> StoreError {
+    match parse_document_keeping(bytes, path, keep) {
+        Err(e) => e.into(),
+        Ok(_) => StoreError::Unreadable(format!(
+            "cannot read job store {}: a job cannot be read; the file was left unchanged",
+            path.display()
+        )),
     }
 }
 
@@ -237,6 +306,36 @@ impl Store for FileStore {
             .into_iter()
             .map(Job::from_record)
             .collect())
+    }
+
+    fn for_each_job(
+        &self,
+        _ctx: &Context,
+        keys: Option<&[&str]>,
+        each: &mut dyn FnMut(Job),
+    ) -> Result<(), StoreError> {
+        let bytes = self.read_jobs()?;
+        let path = self.jobs.jobs_path();
+        if let Some(picked) = keys.and_then(|keys| pick_job_fields(&bytes, keys)) {
+            let unreadable = || job_text_error(&bytes, &path, keys);
+            for values in picked.jobs() {
+                each(Job::from_record(
+                    picked.record(values).map_err(|_| unreadable())?,
+                ));
+            }
+            return Ok(());
+        }
+        let Some(texts) = canonical_job_texts(&bytes) else {
+            let doc = parse_document_keeping(&bytes, &path, keys)?;
+            doc.jobs.into_iter().map(Job::from_record).for_each(each);
+            return Ok(());
+        };
+        for text in texts {
+            let record = record_keeping(text.get(), keys)
+                .map_err(|_| job_text_error(&bytes, &path, keys))?;
+            each(Job::from_record(record));
+        }
+        Ok(())
     }
 
     fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
@@ -335,6 +434,15 @@ impl Store for FileStore {
             return Ok(DuePass::default());
         };
         let (planned, next_wake) = self.plan(ctx, scan)?;
+        if planned.is_empty() {
+            // Nothing to claim: the ledger is not even opened.
+            return Ok(DuePass {
+                occurrences: Vec::new(),
+                next_wake,
+                ran: true,
+                decided_at: None,
+            });
+        }
         let occurrences = self.with_ledger(|ledger| {
             Ok(claim_planned(
                 planned,

@@ -174,6 +174,25 @@ pub trait Store: Send + Sync {
     /// Every job reduced to `keys` (at least `id`): what a reader that shows or decides
     /// on a few fields needs, at a fraction of the memory.
     fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError>;
+    /// Calls `each` with every job in store order, reduced to `keys` (`None`: whole
+    /// records; a reduced job's keys may come in the order of `keys`), each built only
+    /// when its turn comes: what a reader that goes through the jobs once (a listing)
+    /// needs, without holding them all. A store that cannot be read fails before the
+    /// first call; a caller that must print all or nothing keeps its output until the
+    /// call returns.
+    fn for_each_job(
+        &self,
+        ctx: &Context,
+        keys: Option<&[&str]>,
+        each: &mut dyn FnMut(Job),
+    ) -> Result<(), StoreError> {
+        let jobs = match keys {
+            Some(keys) => self.load_view(ctx, keys)?,
+            None => self.load_jobs(ctx)?,
+        };
+        jobs.into_iter().for_each(each);
+        Ok(())
+    }
     /// One job by id.
     fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
         Ok(self.load_jobs(ctx)?.into_iter().find(|j| j.id() == id))
