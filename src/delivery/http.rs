@@ -316,7 +316,7 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         Platform::Email => &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
         Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
         Platform::WeCom => &["WECOM_BOT_ID", "WECOM_SECRET"],
-        Platform::Yuanbao => &[],
+        Platform::Yuanbao => &["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"],
     }
 }
 
