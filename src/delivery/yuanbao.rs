@@ -74,7 +74,7 @@ pub async fn send(
     let app_id = app_id.ok_or_else(|| (missing("YUANBAO_APP_ID"), skip))?;
     let secret = env.get("YUANBAO_APP_SECRET");
     let secret = secret.ok_or_else(|| (missing("YUANBAO_APP_SECRET"), skip))?;
-    let mut text = text.to_string();
+    let mut text = strip_wrapper(text).to_string();
     for path in media {
         text.push_str(&format!("\n(attachment not sent to Yuanbao: {path})"));
     }
