@@ -20,7 +20,7 @@ use jobs::target::Platform;
 
 use super::format::split;
 use super::http::{client, exchange, report, snippet, Answer, Failure, Flight, Request};
-use super::http::{Retrier, Verdict};
+use super::http::{settings, Retrier, Verdict};
 use super::yuanbao_proto::{self as pb, Head, Login};
 use crate::environment::Environment;
 
@@ -66,14 +66,8 @@ pub async fn send(
     media: &[String],
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
-    let missing =
-        |var: &str| Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"));
-    let app_id = env
-        .get("YUANBAO_APP_ID")
-        .or_else(|| env.get("YUANBAO_APP_KEY"));
-    let app_id = app_id.ok_or_else(|| (missing("YUANBAO_APP_ID"), skip))?;
-    let secret = env.get("YUANBAO_APP_SECRET");
-    let secret = secret.ok_or_else(|| (missing("YUANBAO_APP_SECRET"), skip))?;
+    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
+    let (app_id, secret) = (vars[0], vars[1]);
     let mut text = strip_wrapper(text).to_string();
     for path in media {
         text.push_str(&format!("\n(attachment not sent to Yuanbao: {path})"));

@@ -1685,10 +1685,10 @@ fn yuanbao_connection_lost_after_a_message_left_is_never_resent() {
 }
 
 #[test]
-fn yuanbao_is_accepted_without_a_warning_and_doctor_names_its_missing_secret() {
+fn yuanbao_is_accepted_without_a_warning_and_doctor_names_its_missing_secret_only() {
     let hermes = crate::delivery::home(
         "report\n",
-        &[("YUANBAO_APP_ID", YUANBAO_APP_ID.to_string())],
+        &[("YUANBAO_APP_KEY", YUANBAO_APP_ID.to_string())],
     );
     let created = hermes.cron(&[
         "add",
@@ -1710,6 +1710,12 @@ fn yuanbao_is_accepted_without_a_warning_and_doctor_names_its_missing_secret() {
         .unwrap_or("");
     assert!(
         line.contains("delivers to yuanbao but YUANBAO_APP_SECRET is not set"),
+        "{}",
+        doctor.stdout
+    );
+    // Hermes reads the app id from YUANBAO_APP_KEY too.
+    assert!(
+        !doctor.stdout.contains("YUANBAO_APP_ID"),
         "{}",
         doctor.stdout
     );
