@@ -74,7 +74,7 @@ impl Platform {
     /// The platforms this build has a sender for. Their order is also the order in
     /// which `origin` without an origin falls back through home channels: Python
     /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 18] = [
+    pub const SENDABLE: [Platform; 19] = [
         Platform::Matrix,
         Platform::Telegram,
         Platform::Discord,
@@ -93,6 +93,7 @@ impl Platform {
         Platform::WhatsAppCloud,
         Platform::HomeAssistant,
         Platform::WeComCallback,
+        Platform::Yuanbao,
     ];
 
     /// The name as stored in `deliver` and `origin.platform`: lowercase ASCII.
@@ -142,6 +143,14 @@ impl Platform {
             Platform::Signal if rest.starts_with("group:") => {
                 let group = &rest["group:".len()..];
                 if group.contains(':') {
+                    return None;
+                }
+                (rest, None)
+            }
+            // Yuanbao chats are `direct:<account>` or `group:<code>`, with no threads.
+            Platform::Yuanbao if rest.starts_with("group:") || rest.starts_with("direct:") => {
+                let (_, id) = rest.split_once(':')?;
+                if id.contains(':') || id.trim().is_empty() {
                     return None;
                 }
                 (rest, None)
@@ -503,14 +512,11 @@ mod tests {
                 "whatsapp",
                 "whatsapp_cloud",
                 "homeassistant",
-                "wecom_callback"
+                "wecom_callback",
+                "yuanbao"
             ]
         );
-        let unsendable: Vec<Platform> = Platform::ALL
-            .into_iter()
-            .filter(|p| !p.can_send())
-            .collect();
-        assert_eq!(unsendable, [Platform::Yuanbao]);
+        assert!(Platform::ALL.into_iter().all(Platform::can_send));
     }
 
     #[test]
@@ -535,7 +541,20 @@ mod tests {
             "signal:+15551234567".parse(),
             Ok(chat(Platform::Signal, "+15551234567", None))
         );
-        for bad in ["signal:group:", "signal:group:a:b"] {
+        assert_eq!(
+            "yuanbao:direct:10001".parse(),
+            Ok(chat(Platform::Yuanbao, "direct:10001", None))
+        );
+        assert_eq!(
+            "yuanbao:group:328306697".parse(),
+            Ok(chat(Platform::Yuanbao, "group:328306697", None))
+        );
+        for bad in [
+            "signal:group:",
+            "signal:group:a:b",
+            "yuanbao:direct:",
+            "yuanbao:group:1:2",
+        ] {
             assert!(bad.parse::<Target>().is_err(), "{bad}");
         }
     }

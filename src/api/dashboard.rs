@@ -251,7 +251,7 @@ async fn delivery_targets(State(state): State<Arc<ApiState>>) -> Response {
     for platform in Platform::SENDABLE {
         let configured = crate::delivery::http::required_vars(platform)
             .iter()
-            .all(|var| env.get(var).is_some());
+            .all(|var| crate::delivery::http::setting(&env, var).is_some());
         if !configured {
             continue;
         }

@@ -316,8 +316,18 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
         Platform::Email => &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
         Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
         Platform::WeCom => &["WECOM_BOT_ID", "WECOM_SECRET"],
-        Platform::Yuanbao => &[],
+        Platform::Yuanbao => &["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"],
     }
+}
+
+/// A required variable's value, or its former or alternative name's as Hermes reads it
+/// (`YUANBAO_APP_KEY` for `YUANBAO_APP_ID`).
+pub fn setting<'a>(env: &'a crate::environment::Environment, var: &str) -> Option<&'a str> {
+    let alias = match var {
+        "YUANBAO_APP_ID" => Some("YUANBAO_APP_KEY"),
+        _ => None,
+    };
+    env.get(var).or_else(|| alias.and_then(|a| env.get(a)))
 }
 
 /// The values of [`required_vars`], in that order; the first one missing is a final
@@ -329,7 +339,7 @@ pub fn settings(
     required_vars(platform)
         .iter()
         .map(|var| {
-            env.get(var)
+            setting(env, var)
                 .map(|value| match value.starts_with("http") {
                     true => value.trim_end_matches('/'),
                     false => value,

@@ -44,6 +44,8 @@ pub mod wecom_callback;
 pub mod weixin;
 pub mod whatsapp;
 pub mod whatsapp_cloud;
+pub mod yuanbao;
+pub mod yuanbao_proto;
 
 use std::path::Path;
 
@@ -254,7 +256,7 @@ pub async fn send_to(
                 Platform::Email => email::send(env, chat, thread, text, media, skip).await,
                 Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
                 Platform::WeCom => wecom::send(env, chat, thread, text, media, skip).await,
-                Platform::Yuanbao => Err((Failure::Final(cannot_send(platform.as_str())), skip)),
+                Platform::Yuanbao => yuanbao::send(env, chat, thread, text, media, skip).await,
             }
         }
     }
@@ -263,15 +265,6 @@ pub async fn send_to(
 /// The delivery error for a chat on a platform without a sender in this build (see
 /// [`Platform::SENDABLE`]); `platform` may be a name this build does not know at all.
 pub fn cannot_send(platform: &str) -> String {
-    if platform == Platform::Yuanbao.as_str() {
-        // Yuanbao bots send only on the gateway's own authenticated WebSocket session
-        // (sign-token, AUTH_BIND, protobuf frames); Python Hermes has no out-of-process
-        // path either, and its send needs the running gateway's connection.
-        return "yuanbao cannot be sent to from outside Hermes' gateway (Yuanbao messages go \
-                only through the running gateway's own WebSocket session): deliver to another \
-                platform, or let Python Hermes' gateway run this job"
-            .to_string();
-    }
     let sendable = Platform::SENDABLE.map(Platform::as_str).join(", ");
     format!("this build cannot send to {platform} (it sends to {sendable} and webhooks)")
 }

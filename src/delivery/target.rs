@@ -200,7 +200,7 @@ pub fn unready(job: &Job, env: &Environment) -> Vec<Unready> {
             continue;
         }
         for var in super::http::required_vars(platform) {
-            if env.get(var).is_none() {
+            if super::http::setting(env, var).is_none() {
                 found.push(Unready::Unset {
                     platform,
                     var: var.to_string(),

@@ -572,26 +572,3 @@ fn doctor_names_a_missing_bot_token_and_a_missing_model() {
     );
     assert!(line(&agent).contains("cannot start its agent"), "{text}");
 }
-
-#[test]
-fn doctor_names_a_platform_this_build_cannot_send_to_instead_of_its_token() {
-    let home = Home::new();
-    home.script("say.sh", "echo hi\n");
-    let id = home.add(&[
-        "every 1h",
-        "--script",
-        "say.sh",
-        "--no-agent",
-        "--deliver",
-        "yuanbao:direct:10001",
-    ]);
-    let out = home.run(&["cron", "doctor"]);
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().find(|l| l.contains(&id)).unwrap_or("");
-    assert!(
-        line.contains("yuanbao cannot be sent to from outside Hermes' gateway"),
-        "{text}"
-    );
-    assert!(!text.contains("YUANBAO_BOT_TOKEN"), "{text}");
-}

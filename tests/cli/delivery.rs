@@ -110,6 +110,8 @@ impl Fake {
     /// [`Seen`] (`path` is its `cmd`, `body` the frame) and answered with the
     /// responder's body as one text frame (none when empty); a status of 400 or more
     /// closes the connection after answering, as a gateway does after a refused login.
+    /// Binary frames (protobuf gateways) are logged as they are, with an empty `path`,
+    /// and answered with the responder's body hex-decoded into one binary frame.
     pub(crate) fn websocket(
         responder: impl Fn(&Seen, usize) -> Answer + Send + Sync + 'static,
     ) -> Fake {
@@ -175,12 +177,19 @@ async fn serve_websocket(
         return;
     };
     while let Some(Ok(frame)) = socket.next().await {
-        let Message::Text(text) = frame else { continue };
-        let body = text.as_bytes().to_vec();
-        let cmd = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null)["cmd"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let binary = frame.is_binary();
+        let body = match frame {
+            Message::Text(text) => text.as_bytes().to_vec(),
+            Message::Binary(bytes) => bytes.to_vec(),
+            _ => continue,
+        };
+        let cmd = match binary {
+            true => String::new(),
+            false => serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null)["cmd"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+        };
         let seen = Seen {
             path: cmd,
             headers: Vec::new(),
@@ -193,7 +202,11 @@ async fn serve_websocket(
             log.len() - 1
         };
         let (status, _, reply) = responder(&seen, index);
-        if !reply.is_empty() && socket.send(Message::text(reply)).await.is_err() {
+        let reply = match binary {
+            true => Message::binary(hex::decode(&reply).unwrap_or_default()),
+            false => Message::text(reply),
+        };
+        if !reply.is_empty() && socket.send(reply).await.is_err() {
             return;
         }
         if status >= 400 {

@@ -4,7 +4,8 @@
 //! shape, size limit) and answers with its real success and error bodies; the shared
 //! checks of `platforms` (a long reply split in order, a 429 or 5xx retried once, a wrong
 //! credential recorded) run for each, plus one test of exactly what a rich reply — three
-//! paragraphs, a code block and a `MEDIA:` file — posts. Yuanbao is refused with its reason.
+//! paragraphs, a code block and a `MEDIA:` file — posts. Yuanbao's fake signs tokens over
+//! HTTP and speaks protobuf frames on its WebSocket.
 
 use std::fs;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -1318,11 +1319,377 @@ fn all_and_origin_reach_the_new_home_channels_in_hermes_order() {
 
 // ---------------------------------------------------------------------------- Yuanbao
 
-const YUANBAO_REASON: &str = "yuanbao cannot be sent to from outside Hermes' gateway (Yuanbao messages go only through the running gateway's own WebSocket session): deliver to another platform, or let Python Hermes' gateway run this job";
+const YUANBAO_APP_ID: &str = "yb-app-7f3a9c21";
+const YUANBAO_SECRET: &str = "yb-secret-0c5e8d4b2a197f63";
+const YUANBAO_BOT: &str = "bot_88123";
+const YUANBAO_TOKEN: &str = "ws-token-5d1e0a";
+
+/// The few protobuf fields the fake reads and writes.
+mod pb {
+    pub(super) fn varint(data: &[u8], pos: &mut usize) -> u64 {
+        let mut value = 0u64;
+        let mut shift = 0;
+        while let Some(byte) = data.get(*pos) {
+            *pos += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        value
+    }
+
+    /// Field number → its varints and byte strings (every occurrence).
+    pub(super) fn fields(data: &[u8]) -> Vec<(u64, u64, Vec<u8>)> {
+        let (mut pos, mut out) = (0, Vec::new());
+        while pos < data.len() {
+            let tag = varint(data, &mut pos);
+            match tag & 7 {
+                0 => out.push((tag >> 3, varint(data, &mut pos), Vec::new())),
+                2 => {
+                    let len = varint(data, &mut pos) as usize;
+                    let end = (pos + len).min(data.len());
+                    out.push((tag >> 3, 0, data[pos..end].to_vec()));
+                    pos = end;
+                }
+                _ => panic!("unexpected wire type in {data:?}"),
+            }
+        }
+        out
+    }
+
+    pub(super) fn bytes(data: &[u8], field: u64) -> Vec<u8> {
+        let found = fields(data).into_iter().find(|(f, _, _)| *f == field);
+        found.map(|(_, _, b)| b).unwrap_or_default()
+    }
+
+    pub(super) fn string(data: &[u8], field: u64) -> String {
+        String::from_utf8(bytes(data, field)).unwrap()
+    }
+
+    pub(super) fn number(data: &[u8], field: u64) -> u64 {
+        let found = fields(data).into_iter().find(|(f, _, _)| *f == field);
+        found.map(|(_, n, _)| n).unwrap_or_default()
+    }
+
+    fn put_varint(mut value: u64, out: &mut Vec<u8>) {
+        while value >= 0x80 {
+            out.push((value as u8 & 0x7f) | 0x80);
+            value >>= 7;
+        }
+        out.push(value as u8);
+    }
+
+    pub(super) fn put_bytes(field: u64, value: &[u8], out: &mut Vec<u8>) {
+        put_varint(field << 3 | 2, out);
+        put_varint(value.len() as u64, out);
+        out.extend_from_slice(value);
+    }
+
+    pub(super) fn put_number(field: u64, value: u64, out: &mut Vec<u8>) {
+        put_varint(field << 3, out);
+        put_varint(value, out);
+    }
+}
+
+/// One frame the bot sent: its head's cmd, msg_id and module, and its data.
+struct YbFrame {
+    cmd: String,
+    msg_id: String,
+    module: String,
+    data: Vec<u8>,
+}
+
+fn yb_frame(seen: &Seen) -> YbFrame {
+    let head = pb::bytes(&seen.body, 1);
+    assert_eq!(pb::number(&head, 1), 0, "requests have cmd_type 0");
+    YbFrame {
+        cmd: pb::string(&head, 2),
+        msg_id: pb::string(&head, 4),
+        module: pb::string(&head, 5),
+        data: pb::bytes(&seen.body, 2),
+    }
+}
+
+/// The response frame to `frame`, hex-encoded for the fake, with `code`/`message`
+/// (and a connect id for a bind).
+fn yb_response(frame: &YbFrame, code: u64, message: &str) -> Answer {
+    let mut head = Vec::new();
+    pb::put_number(1, 1, &mut head);
+    pb::put_bytes(2, frame.cmd.as_bytes(), &mut head);
+    pb::put_bytes(4, frame.msg_id.as_bytes(), &mut head);
+    let mut data = Vec::new();
+    if code != 0 {
+        pb::put_number(1, code, &mut data);
+        pb::put_bytes(2, message.as_bytes(), &mut data);
+    } else if frame.cmd == "auth-bind" {
+        pb::put_bytes(3, b"conn-1f2e3d", &mut data);
+    }
+    let mut out = Vec::new();
+    pb::put_bytes(1, &head, &mut out);
+    if !data.is_empty() {
+        pb::put_bytes(2, &data, &mut out);
+    }
+    (200, Vec::new(), hex::encode(out))
+}
+
+/// The text of a send frame, with its kind and recipient.
+fn yb_text(seen: &Seen) -> Option<(String, String, String)> {
+    let frame = yb_frame(seen);
+    let body_field = match frame.cmd.as_str() {
+        "send_c2c_message" => 5,
+        "send_group_message" => 6,
+        _ => return None,
+    };
+    assert_eq!(frame.module, "yuanbao_openclaw_proxy");
+    assert_eq!(pb::string(&frame.data, 3), YUANBAO_BOT, "from_account");
+    let element = pb::bytes(&frame.data, body_field);
+    assert_eq!(pb::string(&element, 1), "TIMTextElem");
+    let text = pb::string(&pb::bytes(&element, 2), 1);
+    Some((frame.cmd, pb::string(&frame.data, 2), text))
+}
+
+/// Yuanbao's sign-token API: checks the HMAC-SHA256 signature of nonce, timestamp,
+/// app key and secret; `busy` answers the first request with the retry code 10099.
+fn yb_sign_api(seen: &Seen, index: usize, busy: bool) -> Answer {
+    if seen.path != "/api/v5/robotLogic/sign-token" {
+        return (404, Vec::new(), "not found".into());
+    }
+    let body = seen.json();
+    let field = |k: &str| body[k].as_str().unwrap_or("").to_string();
+    let mut mac =
+        <hmac::Hmac<sha2::Sha256> as hmac::Mac>::new_from_slice(YUANBAO_SECRET.as_bytes()).unwrap();
+    let plain = format!(
+        "{}{}{}{}",
+        field("nonce"),
+        field("timestamp"),
+        YUANBAO_APP_ID,
+        YUANBAO_SECRET
+    );
+    hmac::Mac::update(&mut mac, plain.as_bytes());
+    let expected = hex::encode(hmac::Mac::finalize(mac).into_bytes());
+    assert!(field("timestamp").ends_with("+08:00"), "{body}");
+    assert_eq!(field("nonce").len(), 32, "{body}");
+    if field("app_key") != YUANBAO_APP_ID || field("signature") != expected {
+        return ok(json!({"code": 40002, "msg": "invalid signature"}));
+    }
+    if busy && index == 0 {
+        return ok(json!({"code": 10099, "msg": "system busy, retry later"}));
+    }
+    ok(
+        json!({"code": 0, "data": {"token": YUANBAO_TOKEN, "bot_id": YUANBAO_BOT,
+              "source": "bot", "duration": 3600, "product": "yuanbao"}}),
+    )
+}
+
+/// Yuanbao's gateway: AUTH_BIND must carry the signed token; sends answer code 0, or
+/// 10099 ("busy") for the first send when `busy`.
+fn yb_ws_api(seen: &Seen, sends: &AtomicUsize, busy: bool) -> Answer {
+    let frame = yb_frame(seen);
+    match frame.cmd.as_str() {
+        "auth-bind" => {
+            assert_eq!(frame.module, "conn_access");
+            assert_eq!(pb::string(&frame.data, 1), "ybBot");
+            let auth = pb::bytes(&frame.data, 2);
+            if pb::string(&auth, 3) != YUANBAO_TOKEN || pb::string(&auth, 1) != YUANBAO_BOT {
+                return yb_response(&frame, 41001, "invalid token");
+            }
+            yb_response(&frame, 0, "")
+        }
+        "send_c2c_message" | "send_group_message" => {
+            let text = yb_text(seen).map(|t| t.2).unwrap_or_default();
+            if text.chars().count() > 4000 {
+                return yb_response(&frame, 40005, "message too long");
+            }
+            if busy && sends.fetch_add(1, Ordering::SeqCst) == 0 {
+                return yb_response(&frame, 10099, "system busy");
+            }
+            yb_response(&frame, 0, "")
+        }
+        _ => yb_response(&frame, 40400, "unknown cmd"),
+    }
+}
+
+struct YuanbaoFakes {
+    sign: Fake,
+    ws: Fake,
+}
+
+impl YuanbaoFakes {
+    fn start(busy: bool) -> YuanbaoFakes {
+        let sends = AtomicUsize::new(0);
+        YuanbaoFakes {
+            sign: Fake::start(move |seen, index| yb_sign_api(seen, index, busy)),
+            ws: Fake::websocket(move |seen, _| yb_ws_api(seen, &sends, busy)),
+        }
+    }
+
+    fn env(&self, secret: &str) -> Vec<(&'static str, String)> {
+        vec![
+            ("YUANBAO_APP_ID", YUANBAO_APP_ID.to_string()),
+            ("YUANBAO_APP_SECRET", secret.to_string()),
+            ("YUANBAO_API_DOMAIN", self.sign.base()),
+            (
+                "YUANBAO_WS_URL",
+                format!(
+                    "{}/wss/connection",
+                    self.ws.base().replacen("http", "ws", 1)
+                ),
+            ),
+        ]
+    }
+
+    fn cmds(&self) -> Vec<String> {
+        self.ws.seen().iter().map(|s| yb_frame(s).cmd).collect()
+    }
+
+    fn texts(&self) -> Vec<(String, String, String)> {
+        self.ws.seen().iter().filter_map(yb_text).collect()
+    }
+}
 
 #[test]
-fn yuanbao_is_refused_with_its_reason_when_created_edited_and_run() {
-    let hermes = crate::delivery::home("report\n", &[]);
+fn yuanbao_signs_binds_and_sends_the_reply_as_one_text_frame() {
+    let fakes = YuanbaoFakes::start(false);
+    let hermes = crate::delivery::home("", &fakes.env(YUANBAO_SECRET));
+    let chart = hermes.home().join("chart.png");
+    fs::write(&chart, b"\x89PNG\r\n\x1a\nnot-really-a-png").unwrap();
+    let reply = format!("{RICH}\nMEDIA:{}\n", chart.display());
+    fs::write(hermes.home().join("scripts").join("reply.txt"), reply).unwrap();
+    let id = add_job(&hermes, "yuanbao:direct:10001", &[]);
+    run(&hermes, &id);
+
+    let signs = fakes.sign.seen();
+    assert_eq!(signs.len(), 1);
+    assert_eq!(header(&signs[0], "X-Instance-Id"), "17");
+    assert_eq!(fakes.cmds(), ["auth-bind", "send_c2c_message"]);
+    // Hermes drops the response wrapper for Yuanbao; the file is named, not sent.
+    let expected = format!(
+        "{RICH}\n(attachment not sent to Yuanbao: {})",
+        chart.display()
+    );
+    assert_eq!(
+        fakes.texts(),
+        [(
+            "send_c2c_message".to_string(),
+            "10001".to_string(),
+            expected
+        )]
+    );
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "ok", "{job}");
+}
+
+#[test]
+fn yuanbao_splits_a_long_reply_to_a_group_in_order() {
+    let fakes = YuanbaoFakes::start(false);
+    let (mut reply, code) = crate::delivery::long_reply();
+    while reply.chars().count() < 8100 {
+        reply.push_str("\n\n");
+        reply.push_str(&crate::delivery::long_reply().0);
+    }
+    let hermes = crate::delivery::home(&reply, &fakes.env(YUANBAO_SECRET));
+    let id = add_job(&hermes, "yuanbao:group:328306697", &[]);
+    run(&hermes, &id);
+
+    let sent = fakes.texts();
+    assert!(sent.len() >= 3, "{} parts", sent.len());
+    assert!(sent
+        .iter()
+        .all(|(cmd, to, _)| cmd == "send_group_message" && to == "328306697"));
+    let parts: Vec<&String> = sent.iter().map(|(_, _, text)| text).collect();
+    assert!(parts.iter().all(|p| p.chars().count() <= 4000));
+    assert!(
+        parts.iter().all(|p| !p.trim_end().ends_with(')')),
+        "no (1/3) markers"
+    );
+    let first_line = code.lines().nth(1).unwrap_or_default();
+    let last_line = code.lines().rev().nth(1).unwrap_or_default();
+    let holding: Vec<&&String> = parts.iter().filter(|p| p.contains(first_line)).collect();
+    assert!(
+        !holding.is_empty() && holding[0].contains(last_line),
+        "code block whole"
+    );
+    let joined: String = parts.iter().map(|p| p.as_str()).collect();
+    let mut last = 0;
+    for n in 0..20 {
+        let at = joined
+            .find(&format!("Paragraph {n:02}:"))
+            .unwrap_or(usize::MAX);
+        assert!(at >= last && at != usize::MAX, "paragraph {n}");
+        last = at;
+    }
+    assert!(!joined.contains("Cronjob Response"));
+    assert_eq!(fakes.cmds().iter().filter(|c| *c == "auth-bind").count(), 1);
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+}
+
+#[test]
+fn yuanbao_busy_codes_are_retried_and_the_message_arrives_once() {
+    let fakes = YuanbaoFakes::start(true);
+    let hermes =
+        crate::delivery::home("All 12 services are healthy.\n", &fakes.env(YUANBAO_SECRET));
+    let id = add_job(&hermes, "yuanbao:direct:10001", &[]);
+    run(&hermes, &id);
+
+    // sign-token answered 10099 once, then a token.
+    assert_eq!(fakes.sign.seen().len(), 2);
+    let sent = fakes.texts();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0], sent[1], "the retry is the same message");
+    assert_eq!(sent[1].2, "All 12 services are healthy.");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "ok", "{job}");
+}
+
+#[test]
+fn yuanbao_wrong_secret_is_a_delivery_failure_with_the_platforms_text() {
+    let fakes = YuanbaoFakes::start(false);
+    let spoiled = "wrong-credential-0000000000";
+    let hermes = crate::delivery::home("report\n", &fakes.env(spoiled));
+    let id = add_job(&hermes, "yuanbao:direct:10001", &[]);
+    run(&hermes, &id);
+
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "delivery_failed");
+    assert_eq!(
+        job["last_delivery_error"],
+        "yuanbao:direct:10001: Yuanbao sign-token refused: code=40002, msg=invalid signature; \
+         check YUANBAO_APP_ID and YUANBAO_APP_SECRET"
+    );
+    assert!(fakes.ws.seen().is_empty(), "no connection without a token");
+    let requests = fakes.sign.seen().len();
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+    assert_eq!(fakes.sign.seen().len(), requests, "not retried");
+}
+
+#[test]
+fn yuanbao_connection_lost_after_a_message_left_is_never_resent() {
+    let sign = Fake::start(|seen, index| yb_sign_api(seen, index, false));
+    let ws = Fake::websocket(|seen, _| match yb_frame(seen).cmd.as_str() {
+        // The gateway drops the connection without answering the message.
+        "send_c2c_message" => (500, Vec::new(), String::new()),
+        _ => yb_ws_api(seen, &AtomicUsize::new(0), false),
+    });
+    let fakes = YuanbaoFakes { sign, ws };
+    let hermes = crate::delivery::home("report\n", &fakes.env(YUANBAO_SECRET));
+    let id = add_job(&hermes, "yuanbao:direct:10001", &[]);
+    run(&hermes, &id);
+    hermes.cron_at("2026-03-01T10:30:00Z", &["tick"]).ok();
+
+    assert_eq!(fakes.texts().len(), 1, "never resent");
+    let job = hermes.job(&id);
+    let error = job["last_delivery_error"].as_str().unwrap_or_default();
+    assert!(error.contains("not resent, to never post twice"), "{job}");
+}
+
+#[test]
+fn yuanbao_is_accepted_without_a_warning_and_doctor_names_its_missing_secret_only() {
+    let hermes = crate::delivery::home(
+        "report\n",
+        &[("YUANBAO_APP_KEY", YUANBAO_APP_ID.to_string())],
+    );
     let created = hermes.cron(&[
         "add",
         "every 1d",
@@ -1331,31 +1698,30 @@ fn yuanbao_is_refused_with_its_reason_when_created_edited_and_run() {
         "report.sh",
         "--no-agent",
         "--deliver",
-        "telegram:5550001,yuanbao:direct:10001",
+        "yuanbao:direct:10001",
     ]);
     let id = crate::support::created_id(created.ok());
-    assert_eq!(
-        created.stderr.trim(),
-        format!("warning: yuanbao:direct:10001: {YUANBAO_REASON}")
+    assert!(created.stderr.is_empty(), "{}", created.stderr);
+    let doctor = hermes.cron(&["doctor"]);
+    let line = doctor
+        .stdout
+        .lines()
+        .find(|l| l.contains(&id))
+        .unwrap_or("");
+    assert!(
+        line.contains("delivers to yuanbao but YUANBAO_APP_SECRET is not set"),
+        "{}",
+        doctor.stdout
     );
-    let edited = hermes.cron(&["edit", &id, "--deliver", "yuanbao"]);
-    edited.ok();
-    assert_eq!(
-        edited.stderr.trim(),
-        format!("warning: yuanbao: {YUANBAO_REASON}")
+    // Hermes reads the app id from YUANBAO_APP_KEY too.
+    assert!(
+        !doctor.stdout.contains("YUANBAO_APP_ID"),
+        "{}",
+        doctor.stdout
     );
-    let renamed = hermes.cron(&["edit", &id, "--name", "nightly report"]);
-    renamed.ok();
-    assert!(renamed.stderr.is_empty(), "{}", renamed.stderr);
-
-    hermes
-        .cron(&["edit", &id, "--deliver", "yuanbao:group:328306697"])
-        .ok();
     run(&hermes, &id);
-    let job = hermes.job(&id);
-    assert_eq!(job["last_status"], "delivery_failed");
     assert_eq!(
-        job["last_delivery_error"],
-        format!("yuanbao:group:328306697: {YUANBAO_REASON}")
+        hermes.job(&id)["last_delivery_error"],
+        "yuanbao:direct:10001: YUANBAO_APP_SECRET is not set (add it to ~/.hermes/.env)"
     );
 }
