@@ -39,6 +39,7 @@ pub mod sms;
 pub mod target;
 pub mod telegram;
 pub mod webhook;
+pub mod websocket;
 pub mod wecom;
 pub mod wecom_callback;
 pub mod weixin;

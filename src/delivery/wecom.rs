@@ -6,7 +6,6 @@
 //! One connection per delivery; it never answers or reads the chats' messages.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
@@ -14,14 +13,15 @@ use futures_util::{SinkExt, StreamExt};
 use md5::Digest;
 use serde_json::{json, Value};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::tungstenite::Message as Frame;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
 use super::format::split;
 use super::http::{pace, report, settings, Failure, Flight, Pacing, Request, Retrier, Verdict};
 use super::telegram::read_media;
+use super::websocket::{connect_failure, tls};
 use crate::environment::Environment;
 
 /// The platform this module sends to.
@@ -198,7 +198,7 @@ impl Bot<'_> {
                     "cannot connect: no answer in 20 s".into(),
                 ))
             }
-            Ok(Err(e)) => return Err(connect_failure(e)),
+            Ok(Err(e)) => return Err(connect_failure(e, "WeCom", "WECOM_WEBSOCKET_URL")),
             Ok(Ok((socket, _))) => socket,
         };
         let req_id = new_req_id("aibot_subscribe");
@@ -258,37 +258,6 @@ impl Bot<'_> {
         if let Some(mut socket) = self.socket.take() {
             let _ = socket.close(None).await;
         }
-    }
-}
-
-/// TLS on ring with the webpki roots, as every other client of ours.
-fn tls() -> Result<Connector, Failure> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Failure::Final(format!("cannot set up TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Connector::Rustls(Arc::new(config)))
-}
-
-fn connect_failure(error: WsError) -> Failure {
-    match error {
-        WsError::Http(response) => {
-            let status = response.status().as_u16();
-            let text = format!("the WeCom gateway refused the WebSocket (HTTP {status})");
-            match status {
-                429 | 500..=599 => Failure::Transient(text),
-                _ => Failure::Final(text),
-            }
-        }
-        WsError::Url(e) => Failure::Final(format!(
-            "WECOM_WEBSOCKET_URL is not a ws:// or wss:// URL ({e})"
-        )),
-        other => Failure::Transient(format!("cannot connect ({other})")),
     }
 }
 

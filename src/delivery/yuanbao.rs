@@ -5,7 +5,6 @@
 //! frame and wait for the response carrying its msg_id. One connection per delivery; it
 //! never reads, answers or acknowledges the chats' messages.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
@@ -13,14 +12,15 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::{Error as WsError, Message as Frame};
-use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::tungstenite::Message as Frame;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
 use super::format::split;
 use super::http::{client, exchange, report, snippet, Answer, Failure, Flight, Request};
 use super::http::{settings, Retrier, Verdict};
+use super::websocket::{connect_failure, tls};
 use super::yuanbao_proto::{self as pb, Head, Login};
 use crate::environment::Environment;
 
@@ -280,7 +280,7 @@ impl Bot<'_> {
                     "cannot connect: no answer in 15 s".into(),
                 ))
             }
-            Ok(Err(e)) => return Err(connect_failure(e)),
+            Ok(Err(e)) => return Err(connect_failure(e, "Yuanbao", "YUANBAO_WS_URL")),
             Ok(Ok((socket, _))) => socket,
         };
         let msg_id = hex::encode(rand::random::<[u8; 16]>());
@@ -339,37 +339,6 @@ fn outcome(head: &Head, data: &[u8]) -> (u64, String) {
         (0, Some((code, message, _))) => (code, message),
         (0, None) => (0, String::new()),
         (status, _) => (status, "request failed".to_string()),
-    }
-}
-
-/// TLS on ring with the webpki roots, as every other client of ours.
-fn tls() -> Result<Connector, Failure> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| Failure::Final(format!("cannot set up TLS: {e}")))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(Connector::Rustls(Arc::new(config)))
-}
-
-fn connect_failure(error: WsError) -> Failure {
-    match error {
-        WsError::Http(response) => {
-            let status = response.status().as_u16();
-            let text = format!("the Yuanbao gateway refused the WebSocket (HTTP {status})");
-            match status {
-                429 | 500..=599 => Failure::Transient(text),
-                _ => Failure::Final(text),
-            }
-        }
-        WsError::Url(e) => {
-            Failure::Final(format!("YUANBAO_WS_URL is not a ws:// or wss:// URL ({e})"))
-        }
-        other => Failure::Transient(format!("cannot connect ({other})")),
     }
 }
 

@@ -1,0 +1,41 @@
+//! What the WebSocket senders (the WeCom AI bot, Yuanbao) share: TLS on ring with the
+//! webpki roots, as every other client of ours, and how a failed connection is judged.
+//! Each sender keeps its own frames and answers; nothing here sends a message.
+
+use std::sync::Arc;
+
+use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::Connector;
+
+use super::http::Failure;
+
+/// The TLS connector of a WebSocket sender.
+pub fn tls() -> Result<Connector, Failure> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| Failure::Final(format!("cannot set up TLS: {e}")))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Connector::Rustls(Arc::new(config)))
+}
+
+/// A connection that never opened: nothing was sent, so a busy or failing gateway is
+/// tried again; a refusal or a wrong URL (named by its variable `url_var`) is final.
+pub fn connect_failure(error: WsError, gateway: &str, url_var: &str) -> Failure {
+    match error {
+        WsError::Http(response) => {
+            let status = response.status().as_u16();
+            let text = format!("the {gateway} gateway refused the WebSocket (HTTP {status})");
+            match status {
+                429 | 500..=599 => Failure::Transient(text),
+                _ => Failure::Final(text),
+            }
+        }
+        WsError::Url(e) => Failure::Final(format!("{url_var} is not a ws:// or wss:// URL ({e})")),
+        other => Failure::Transient(format!("cannot connect ({other})")),
+    }
+}
