@@ -282,7 +282,7 @@ fn due(c: &mut Criterion) {
         let mut undecided = 0;
         for values in picked.jobs() {
             let fields = std::array::from_fn(|i| {
-                values[i].map(|text| serde_json::from_str(text.get()).expect("JSON"))
+                values[i].map(|text| serde_json::from_str(text).expect("JSON"))
             });
             if probe(&fields, &ctx) == Probe::Undecided {
                 undecided += 1;

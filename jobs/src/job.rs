@@ -201,14 +201,24 @@ pub fn state_of(
     enabled: Option<&Value>,
     paused_at: Option<&Value>,
 ) -> JobState {
-    let state = state.and_then(Value::as_str);
+    effective_state(
+        state.and_then(Value::as_str),
+        enabled.and_then(flag_value),
+        non_blank(paused_at).is_some(),
+    )
+}
+
+/// The rule behind [`state_of`], on values already read: the stored `state` text, the
+/// `enabled` flag and whether `paused_at` is set.
+pub(crate) fn effective_state(
+    state: Option<&str>,
+    enabled: Option<bool>,
+    paused_at_set: bool,
+) -> JobState {
     match state {
         Some("completed") => JobState::Completed,
         Some("error") => JobState::Error,
-        _ if !enabled.and_then(flag_value).unwrap_or(true)
-            || state == Some("paused")
-            || non_blank(paused_at).is_some() =>
-        {
+        _ if !enabled.unwrap_or(true) || state == Some("paused") || paused_at_set => {
             JobState::Paused
         }
         _ => JobState::Scheduled,
@@ -823,7 +833,7 @@ impl Job {
 
 /// The keys of [`Job::normalized`] in the order it shows them; the values of the keys
 /// it computes come in the same order as in `normalized`'s `computed`.
-const NORMALIZED_KEYS: [&str; 30] = [
+pub(crate) const NORMALIZED_KEYS: [&str; 30] = [
     "id",
     "name",
     "prompt",

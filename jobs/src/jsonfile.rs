@@ -331,31 +331,28 @@ pub fn record_keeping(text: &str, keep: Option<&[&str]>) -> serde_json::Result<R
 }
 
 /// The values of a few keys of every job of a store in the canonical shape, as JSON
-/// text borrowed from the file's bytes, read in one pass that checks the whole file:
-/// nothing is built for the other keys nor for values no one asks about.
+/// text borrowed from the file's bytes, read in one pass that checks the whole file
+/// ([`crate::jsonscan`]): nothing is built for the other keys nor for values no one asks about.
 #[derive(Debug)]
 pub struct PickedJobs<'a, 'k> {
     keys: &'k [&'k str],
     /// `keys.len()` values per job, jobs in file order.
-    values: Vec<Option<&'a serde_json::value::RawValue>>,
+    values: Vec<Option<&'a str>>,
 }
 
 impl<'a> PickedJobs<'a, '_> {
     /// The jobs' values, each in the order of the keys asked for (a key a job lacks: `None`).
-    pub fn jobs(&self) -> impl Iterator<Item = &[Option<&'a serde_json::value::RawValue>]> {
+    pub fn jobs(&self) -> impl Iterator<Item = &[Option<&'a str>]> {
         self.values.chunks(self.keys.len())
     }
 
     /// One job's picked values as a [`Record`] (the keys in the order asked for): what
     /// [`parse_document_keeping`] keeps of that job.
-    pub fn record(
-        &self,
-        values: &[Option<&serde_json::value::RawValue>],
-    ) -> serde_json::Result<Record> {
+    pub fn record(&self, values: &[Option<&str>]) -> serde_json::Result<Record> {
         let mut record = Record::with_capacity(self.keys.len());
         for (key, value) in self.keys.iter().zip(values) {
             if let Some(value) = value {
-                record.insert((*key).to_string(), serde_json::from_str(value.get())?);
+                record.insert((*key).to_string(), serde_json::from_str(value)?);
             }
         }
         Ok(record)
@@ -368,18 +365,30 @@ pub fn pick_job_fields<'a, 'k>(bytes: &'a [u8], keys: &'k [&'k str]) -> Option<P
     if keys.is_empty() {
         return None;
     }
-    let text = std::str::from_utf8(bytes).ok()?;
-    let mut deserializer = serde_json::Deserializer::from_str(text);
     let mut values = Vec::new();
-    serde::de::DeserializeSeed::deserialize(
-        view::PickTop {
-            keys,
-            values: &mut values,
-        },
-        &mut deserializer,
-    )
-    .ok()?;
-    deserializer.end().ok()?;
+    let index = crate::jsonscan::KeyIndex::new(keys);
+    crate::jsonscan::walk_jobs(bytes, &mut |_, entries| {
+        let base = values.len();
+        values.resize(base + keys.len(), None);
+        for entry in entries {
+            let decoded;
+            let key = match entry.key_is_plain() {
+                true => entry.key,
+                false => match serde_json::from_str::<String>(&format!("\"{}\"", entry.key)) {
+                    Ok(key) => {
+                        decoded = key;
+                        decoded.as_str()
+                    }
+                    Err(_) => return crate::jsonscan::Walk::Stop,
+                },
+            };
+            // A later duplicate wins, as in a map.
+            if let Some(i) = index.find(key) {
+                values[base + i] = Some(entry.value);
+            }
+        }
+        crate::jsonscan::Walk::Continue
+    })?;
     Some(PickedJobs { keys, values })
 }
 
@@ -606,7 +615,6 @@ mod view {
 
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::Deserialize;
-    use serde_json::value::RawValue;
     use serde_json::{Map, Value};
 
     /// The whole document: only `jobs` is kept (a bare list is the jobs list).
@@ -670,109 +678,6 @@ mod view {
         }
         fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
             Ok(Cow::Owned(v.to_string()))
-        }
-    }
-
-    /// The whole store for [`super::pick_job_fields`]: only `jobs` is read, a list of
-    /// objects (a later duplicate `jobs` wins, as in a map).
-    pub struct PickTop<'k, 'v, 'de> {
-        pub keys: &'k [&'k str],
-        pub values: &'v mut Vec<Option<&'de RawValue>>,
-    }
-
-    impl<'de> DeserializeSeed<'de> for PickTop<'_, '_, 'de> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_map(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for PickTop<'_, '_, 'de> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an object with a \"jobs\" list")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let mut seen_jobs = false;
-            while let Some(key) = map.next_key_seed(Key)? {
-                if key == "jobs" {
-                    self.values.clear();
-                    map.next_value_seed(PickJobs {
-                        keys: self.keys,
-                        values: &mut *self.values,
-                    })?;
-                    seen_jobs = true;
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            match seen_jobs {
-                true => Ok(()),
-                false => Err(serde::de::Error::missing_field("jobs")),
-            }
-        }
-    }
-
-    struct PickJobs<'k, 'v, 'de> {
-        keys: &'k [&'k str],
-        values: &'v mut Vec<Option<&'de RawValue>>,
-    }
-
-    impl<'de> DeserializeSeed<'de> for PickJobs<'_, '_, 'de> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_seq(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for PickJobs<'_, '_, 'de> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a list of job objects")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-            loop {
-                let job = PickJob {
-                    keys: self.keys,
-                    values: &mut *self.values,
-                };
-                if seq.next_element_seed(job)?.is_none() {
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// One job: appends its values of the keys, in their order.
-    struct PickJob<'k, 'v, 'de> {
-        keys: &'k [&'k str],
-        values: &'v mut Vec<Option<&'de RawValue>>,
-    }
-
-    impl<'de> DeserializeSeed<'de> for PickJob<'_, '_, 'de> {
-        type Value = ();
-        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-            d.deserialize_map(self)
-        }
-    }
-
-    impl<'de> Visitor<'de> for PickJob<'_, '_, 'de> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a job object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            let base = self.values.len();
-            self.values.resize(base + self.keys.len(), None);
-            while let Some(key) = map.next_key_seed(Key)? {
-                match self.keys.iter().position(|k| *k == key) {
-                    Some(i) => self.values[base + i] = Some(map.next_value::<&'de RawValue>()?),
-                    None => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(())
         }
     }
 

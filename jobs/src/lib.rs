@@ -6,8 +6,10 @@ pub mod due;
 pub mod gateway_guard;
 pub mod job;
 pub mod jsonfile;
+pub mod jsonscan;
 pub mod ledger;
 pub mod lifecycle;
+pub mod listing;
 pub mod outbox;
 pub mod output;
 pub mod store;
@@ -19,5 +21,6 @@ pub use lifecycle::{
     create_job, edit_job, find_job, pause_job, remove_job, resume_job, InferenceNow, JobEdit,
     JobError, NewJob,
 };
+pub use listing::JobSummary;
 pub use store::{FileStore, MemoryStore, Store, StoreError};
 pub use target::{parse_deliver, Platform, Target, TargetError};

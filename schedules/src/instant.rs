@@ -27,19 +27,31 @@ pub fn format_instant(instant: DateTime<Utc>, zone: Tz) -> String {
         } else {
             ('+', offset / 60)
         };
-        return format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{sign}{:02}:{:02}",
-            local.year(),
-            local.month(),
-            local.day(),
-            local.hour(),
-            local.minute(),
-            local.second(),
-            minutes / 60,
-            minutes % 60
-        );
+        let year = local.year().unsigned_abs();
+        let mut text = String::with_capacity(25);
+        push_digits(&mut text, year / 100);
+        push_digits(&mut text, year % 100);
+        for (separator, number) in [
+            ('-', local.month()),
+            ('-', local.day()),
+            ('T', local.hour()),
+            (':', local.minute()),
+            (':', local.second()),
+            (sign, minutes.unsigned_abs() / 60),
+            (':', minutes.unsigned_abs() % 60),
+        ] {
+            text.push(separator);
+            push_digits(&mut text, number);
+        }
+        return text;
     }
     local.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// Two digits of `number` (below 100).
+fn push_digits(text: &mut String, number: u32) {
+    text.push(char::from(b'0' + (number / 10 % 10) as u8));
+    text.push(char::from(b'0' + (number % 10) as u8));
 }
 
 /// The instant a wall-clock reading in `zone` stands for.

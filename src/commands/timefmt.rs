@@ -1,48 +1,72 @@
 //! How instants are shown to people: absolute (with offset) and relative ("in 2h 5m").
 
+use std::fmt::Write;
+
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
 /// "in 2h 5m", "3d 4h ago", "now" — the two largest units, rounded down.
-pub fn relative(target: DateTime<Utc>, now: DateTime<Utc>) -> String {
+fn write_relative(out: &mut String, target: DateTime<Utc>, now: DateTime<Utc>) {
     let delta = target - now;
     let future = delta >= Duration::zero();
     let seconds = delta.num_seconds().unsigned_abs();
     if seconds < 1 {
-        return "now".to_string();
+        out.push_str("now");
+        return;
+    }
+    if future {
+        out.push_str("in ");
     }
     let units = [(86_400, "d"), (3_600, "h"), (60, "m"), (1, "s")];
-    let mut parts = Vec::new();
+    let mut parts = 0;
     let mut rest = seconds;
     for (size, unit) in units {
         if rest >= size {
-            parts.push(format!("{}{unit}", rest / size));
+            if parts > 0 {
+                out.push(' ');
+            }
+            let _ = write!(out, "{}{unit}", rest / size);
+            parts += 1;
             rest %= size;
         }
-        if parts.len() == 2 || (!parts.is_empty() && size == 60) {
+        if parts == 2 || (parts > 0 && size == 60) {
             break;
         }
     }
-    let text = parts.join(" ");
-    if future {
-        format!("in {text}")
-    } else {
-        format!("{text} ago")
+    if !future {
+        out.push_str(" ago");
     }
 }
 
 /// `2026-11-22T09:00:00-05:00 (in 2h 5m)`.
 pub fn absolute_and_relative(target: DateTime<Utc>, now: DateTime<Utc>, zone: Tz) -> String {
-    format!(
-        "{} ({})",
-        schedules::format_instant(target, zone),
-        relative(target, now)
-    )
+    let mut text = String::new();
+    write_absolute_and_relative(&mut text, target, now, zone);
+    text
+}
+
+/// [`absolute_and_relative`] appended to `out`.
+pub fn write_absolute_and_relative(
+    out: &mut String,
+    target: DateTime<Utc>,
+    now: DateTime<Utc>,
+    zone: Tz,
+) {
+    out.push_str(&schedules::format_instant(target, zone));
+    out.push_str(" (");
+    write_relative(out, target, now);
+    out.push(')');
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn relative(target: DateTime<Utc>, now: DateTime<Utc>) -> String {
+        let mut text = String::new();
+        write_relative(&mut text, target, now);
+        text
+    }
 
     #[test]
     fn relative_times_read_naturally() {

@@ -18,13 +18,15 @@ use super::{
 use crate::due::{
     self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, PROBE_KEYS,
 };
-use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
+use crate::job::{is_safe_id, Context, Job, JobState, SCHEDULING_KEYS};
 use crate::jsonfile::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, record_keeping, write_atomic,
     DocumentError, JsonFile,
 };
+use crate::jsonscan::{walk_jobs_in_parallel, Walk};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
+use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use crate::output::{list_outputs, save_output, OutputDocument};
 
@@ -254,7 +256,7 @@ impl FileStore {
             let mut fields = [const { None }; PROBE_KEYS.len()];
             for (field, i) in fields.iter_mut().zip(at) {
                 if let Some(text) = i.and_then(|i| values[i]) {
-                    *field = Some(serde_json::from_str(text.get()).map_err(|_| unreadable())?);
+                    *field = Some(serde_json::from_str(text).map_err(|_| unreadable())?);
                 }
             }
             match due::probe(&fields, ctx) {
@@ -336,6 +338,93 @@ impl Store for FileStore {
             each(Job::from_record(record));
         }
         Ok(())
+    }
+
+    /// Each job's summary is read straight from its text in the file where it can be
+    /// ([`crate::listing`]), else from the job; all are read before the first call.
+    fn for_each_summary(
+        &self,
+        ctx: &Context,
+        each: &mut dyn FnMut(&JobSummary<'_>),
+    ) -> Result<(), StoreError> {
+        let bytes = self.read_jobs()?;
+        let mut scratch = Scratch::default();
+        let mut summaries = Vec::new();
+        let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
+            match plain_summary(entries, ctx, &mut scratch) {
+                Ok(summary) => summaries.push(summary),
+                Err(NotPlain) => match record_keeping(text, Some(JobSummary::KEYS)) {
+                    Ok(record) => summaries.push(JobSummary::of(&Job::from_record(record), ctx)),
+                    Err(_) => return Walk::Stop,
+                },
+            }
+            Walk::Continue
+        });
+        if walked.is_none() {
+            return self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
+                each(&JobSummary::of(&job, ctx))
+            });
+        }
+        summaries.iter().for_each(each);
+        Ok(())
+    }
+
+    /// Each job the healing leaves as it is is written straight from its text in the
+    /// file ([`crate::listing`]); any other is built and normalized. A store not in the
+    /// canonical shape is read the long way.
+    fn write_normalized_jobs(
+        &self,
+        ctx: &Context,
+        keep: &(dyn Fn(JobState) -> bool + Sync),
+        out: &mut Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let bytes = self.read_jobs()?;
+        // The listing is about as long as the file (no indentation, a few more fields):
+        // reserved once rather than grown by copying.
+        out.reserve(bytes.len());
+        let mark = out.len();
+        let mut scratch = Scratch::default();
+        let mut first = true;
+        let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
+            let at = out.len();
+            if !first {
+                out.push(b',');
+            }
+            let written = match write_plain_job(entries, keep, &mut scratch, out) {
+                Ok(written) => written,
+                Err(NotPlain) => {
+                    out.truncate(at);
+                    let Ok(record) = record_keeping(text, None) else {
+                        return Walk::Stop;
+                    };
+                    let job = Job::from_record(record);
+                    if keep(job.state()) {
+                        if !first {
+                            out.push(b',');
+                        }
+                        if serde_json::to_writer(&mut *out, &job.normalized(ctx)).is_err() {
+                            return Walk::Stop;
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if written {
+                first = false;
+            } else {
+                out.truncate(at);
+            }
+            Walk::Continue
+        });
+        if walked.is_some() {
+            return Ok(());
+        }
+        out.truncate(mark);
+        super::write_normalized(ctx, keep, out, &mut |each| {
+            self.for_each_job(ctx, None, each)
+        })
     }
 
     fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {

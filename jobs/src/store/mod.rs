@@ -23,9 +23,10 @@ pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
-use crate::job::{Context, Job};
+use crate::job::{Context, Job, JobState};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
+use crate::listing::JobSummary;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
 
@@ -192,6 +193,30 @@ pub trait Store: Send + Sync {
         };
         jobs.into_iter().for_each(each);
         Ok(())
+    }
+    /// Calls `each` with the [`JobSummary`] of every job, in store order. A store that
+    /// cannot be read fails before the first call.
+    fn for_each_summary(
+        &self,
+        ctx: &Context,
+        each: &mut dyn FnMut(&JobSummary<'_>),
+    ) -> Result<(), StoreError> {
+        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
+            each(&JobSummary::of(&job, ctx))
+        })
+    }
+    /// Appends every job whose effective state `keep` accepts, in store order, as
+    /// `list --json` shows it ([`Job::normalized`]), separated by commas. Nothing is
+    /// appended when the store cannot be read.
+    fn write_normalized_jobs(
+        &self,
+        ctx: &Context,
+        keep: &(dyn Fn(JobState) -> bool + Sync),
+        out: &mut Vec<u8>,
+    ) -> Result<(), StoreError> {
+        write_normalized(ctx, keep, out, &mut |each| {
+            self.for_each_job(ctx, None, each)
+        })
     }
     /// One job by id.
     fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
@@ -486,6 +511,41 @@ pub(crate) fn prepare_claims(
 }
 
 /// [`prepare_claims`], each row inserted with `insert`, settled.
+/// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
+pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
+
+/// [`Store::write_normalized_jobs`] from whole jobs that `for_each` gives.
+pub(crate) fn write_normalized(
+    ctx: &Context,
+    keep: &dyn Fn(JobState) -> bool,
+    out: &mut Vec<u8>,
+    for_each: &mut EachJob<'_>,
+) -> Result<(), StoreError> {
+    let mark = out.len();
+    let mut first = true;
+    let mut failed = None;
+    let read = for_each(&mut |job| {
+        if failed.is_some() || !keep(job.state()) {
+            return;
+        }
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        if let Err(e) = serde_json::to_writer(&mut *out, &job.normalized(ctx)) {
+            failed = Some(e);
+        }
+    });
+    let result = match (read, failed) {
+        (Err(e), _) => Err(e),
+        (Ok(()), Some(e)) => Err(StoreError::Unreadable(format!(
+            "cannot write a job as JSON: {e}"
+        ))),
+        (Ok(()), None) => return Ok(()),
+    };
+    out.truncate(mark);
+    result
+}
+
 pub(crate) fn claim_planned(
     planned: Vec<Planned>,
     ctx: &Context,
