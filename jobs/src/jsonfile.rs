@@ -349,14 +349,20 @@ impl<'a> PickedJobs<'a, '_> {
     /// One job's picked values as a [`Record`] (the keys in the order asked for): what
     /// [`parse_document_keeping`] keeps of that job.
     pub fn record(&self, values: &[Option<&str>]) -> serde_json::Result<Record> {
-        let mut record = Record::with_capacity(self.keys.len());
-        for (key, value) in self.keys.iter().zip(values) {
-            if let Some(value) = value {
-                record.insert((*key).to_string(), serde_json::from_str(value)?);
-            }
-        }
-        Ok(record)
+        picked_record(self.keys, values)
     }
+}
+
+/// A job's values of `keys` (JSON text, by position; `None`: the job lacks the key) as a
+/// [`Record`] with the keys in that order.
+pub fn picked_record(keys: &[&str], values: &[Option<&str>]) -> serde_json::Result<Record> {
+    let mut record = Record::with_capacity(keys.len());
+    for (key, value) in keys.iter().zip(values) {
+        if let Some(value) = value {
+            record.insert((*key).to_string(), serde_json::from_str(value)?);
+        }
+    }
+    Ok(record)
 }
 
 /// [`PickedJobs`] of a store; `None` when it is not in the canonical shape (see
@@ -371,19 +377,11 @@ pub fn pick_job_fields<'a, 'k>(bytes: &'a [u8], keys: &'k [&'k str]) -> Option<P
         let base = values.len();
         values.resize(base + keys.len(), None);
         for entry in entries {
-            let decoded;
-            let key = match entry.key_is_plain() {
-                true => entry.key,
-                false => match serde_json::from_str::<String>(&format!("\"{}\"", entry.key)) {
-                    Ok(key) => {
-                        decoded = key;
-                        decoded.as_str()
-                    }
-                    Err(_) => return crate::jsonscan::Walk::Stop,
-                },
+            let Some(key) = entry.key_text() else {
+                return crate::jsonscan::Walk::Stop;
             };
             // A later duplicate wins, as in a map.
-            if let Some(i) = index.find(key) {
+            if let Some(i) = index.find(&key) {
                 values[base + i] = Some(entry.value);
             }
         }

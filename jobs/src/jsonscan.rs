@@ -13,12 +13,24 @@ pub struct Entry<'a> {
     pub key: &'a str,
     /// The value's JSON text.
     pub value: &'a str,
+    key_escaped: bool,
 }
 
-impl Entry<'_> {
+impl<'a> Entry<'a> {
     /// A key without escapes reads as it stands.
     pub fn key_is_plain(&self) -> bool {
-        !self.key.contains('\\')
+        !self.key_escaped
+    }
+
+    /// The key with its escapes decoded (`None` for one that decodes to no text, such
+    /// as a lone surrogate half, which the walk refuses anyway).
+    pub fn key_text(&self) -> Option<std::borrow::Cow<'a, str>> {
+        match self.key_escaped {
+            false => Some(std::borrow::Cow::Borrowed(self.key)),
+            true => serde_json::from_str::<String>(&format!("\"{}\"", self.key))
+                .ok()
+                .map(std::borrow::Cow::Owned),
+        }
     }
 }
 
@@ -39,7 +51,7 @@ pub fn walk_jobs<'a>(
     each: &mut dyn FnMut(&'a str, &[Entry<'a>]) -> Walk,
 ) -> Option<()> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let mut cursor = Cursor { text, bytes, at: 0 };
+    let mut cursor = Cursor::new(text);
     let mut entries = Vec::with_capacity(48);
     let mut seen_jobs = false;
     cursor.ws();
@@ -55,8 +67,13 @@ pub fn walk_jobs<'a>(
             let start = cursor.at;
             entries.clear();
             cursor.object(2, |cursor, key| {
+                let key_escaped = cursor.escaped;
                 let value = cursor.value(2)?;
-                entries.push(Entry { key, value });
+                entries.push(Entry {
+                    key,
+                    value,
+                    key_escaped,
+                });
                 Some(())
             })?;
             match each(&text[start..cursor.at], &entries) {
@@ -144,14 +161,15 @@ pub fn walk_jobs_in_parallel<'a>(
 /// `None` when the text is not one object.
 pub fn object_entries<'a>(text: &'a str, entries: &mut Vec<Entry<'a>>) -> Option<()> {
     entries.clear();
-    let mut cursor = Cursor {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
+    let mut cursor = Cursor::new(text);
     cursor.object(0, |cursor, key| {
+        let key_escaped = cursor.escaped;
         let value = cursor.value(0)?;
-        entries.push(Entry { key, value });
+        entries.push(Entry {
+            key,
+            value,
+            key_escaped,
+        });
         Some(())
     })?;
     (cursor.at == text.len()).then_some(())
@@ -161,11 +179,7 @@ pub fn object_entries<'a>(text: &'a str, entries: &mut Vec<Entry<'a>>) -> Option
 /// array.
 pub fn array_items<'a>(text: &'a str, items: &mut Vec<&'a str>) -> Option<()> {
     items.clear();
-    let mut cursor = Cursor {
-        text,
-        bytes: text.as_bytes(),
-        at: 0,
-    };
+    let mut cursor = Cursor::new(text);
     cursor.array(0, |cursor| {
         items.push(cursor.value(0)?);
         Some(())
@@ -196,11 +210,7 @@ pub fn write_compact(value: &str, out: &mut Vec<u8>) -> serde_json::Result<()> {
         }
     }
     let mark = out.len();
-    let mut cursor = Cursor {
-        text: value,
-        bytes: value.as_bytes(),
-        at: 0,
-    };
+    let mut cursor = Cursor::new(value);
     if cursor.copy_compact(0, out).is_some() && cursor.at == value.len() {
         return Ok(());
     }
@@ -267,7 +277,12 @@ impl<'k> KeyIndex<'k> {
         let mut candidates = self.by_length[key.len().min(32)];
         while candidates != 0 {
             let i = candidates.trailing_zeros() as usize;
-            if self.keys.get(i).is_some_and(|k| *k == key) {
+            // Keys of one length mostly differ in their first byte: checked before the rest.
+            if self
+                .keys
+                .get(i)
+                .is_some_and(|k| k.as_bytes().first() == key.as_bytes().first() && *k == key)
+            {
                 return Some(i);
             }
             candidates &= candidates - 1;
@@ -280,9 +295,20 @@ struct Cursor<'a> {
     text: &'a str,
     bytes: &'a [u8],
     at: usize,
+    /// The last string read had an escape.
+    escaped: bool,
 }
 
 impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Cursor<'a> {
+        Cursor {
+            text,
+            bytes: text.as_bytes(),
+            at: 0,
+            escaped: false,
+        }
+    }
+
     #[inline]
     fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
@@ -388,6 +414,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn string(&mut self) -> Option<&'a str> {
         self.eat(b'"')?;
+        self.escaped = false;
         let start = self.at;
         loop {
             self.at += plain_run(self.bytes.get(self.at..)?);
@@ -399,6 +426,7 @@ impl<'a> Cursor<'a> {
                 }
                 b'\\' => {
                     self.at += 1;
+                    self.escaped = true;
                     self.escape()?;
                 }
                 0..=0x1f => return None,

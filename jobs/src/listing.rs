@@ -305,8 +305,9 @@ fn computed<'a>(
         slot!(slots, "paused_at"),
     ];
     for value in instants {
-        if text(value)?.is_some_and(|t| !t.trim().is_empty() && !schedules::has_explicit_offset(t))
-        {
+        if text(value)?.is_some_and(|t| {
+            !t.trim().is_empty() && !ends_with_offset(t) && !schedules::has_explicit_offset(t)
+        }) {
             return Err(NotPlain);
         }
     }
@@ -489,6 +490,26 @@ fn nested_object<'a, 's>(
     Ok(entries)
 }
 
+/// Does `text` end in a UTC offset (`+05:30`, `-03:00`, `Z`)? Such a text is either read
+/// with its offset or not read at all, so healing never rewrites it — known without
+/// parsing it.
+fn ends_with_offset(text: &str) -> bool {
+    let tail = text.trim_end().as_bytes();
+    if tail.ends_with(b"Z") {
+        return true;
+    }
+    match tail
+        .len()
+        .checked_sub(6)
+        .and_then(|start| tail.get(start..))
+    {
+        Some([sign, h1, h2, b':', m1, m2]) => {
+            matches!(sign, b'+' | b'-') && [h1, h2, m1, m2].iter().all(|d| d.is_ascii_digit())
+        }
+        _ => false,
+    }
+}
+
 /// A string value read as [`crate::Job`]'s text readers read it: `Ok(None)` for no
 /// value or one that is not a string, the text for a string without escapes.
 fn text(value: Option<&str>) -> Result<Option<&str>, NotPlain> {
@@ -608,6 +629,9 @@ mod tests {
             Some("\"2026-11-22T09:00:00\""),
             Some("\"2026-11-22T10:00:00+00:00\""),
             Some("\"2026-11-21T10:00:00+01:00\""),
+            Some("\"2026-11-21T10:00:00Z\""),
+            Some("\"2026-11-21 10:00:00.5 -05:30 \""),
+            Some("\"soon+05:00\""),
             Some("[]"),
             Some("[\"a\", \" a \", \"a\", 3, \"b\"]"),
             Some("[\"\\u0062\"]"),

@@ -64,8 +64,11 @@ fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
 }
 
 fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
-    let _ = writeln!(out, "{}  [{}]  {}", job.id, job.state.as_str(), job.name);
-    out.push_str("    Schedule: ");
+    // Pieces pushed rather than formatted: a listing of 10,000 jobs is mostly this.
+    for piece in [&*job.id, "  [", job.state.as_str(), "]  ", &*job.name] {
+        out.push_str(piece);
+    }
+    out.push_str("\n    Schedule: ");
     match &job.schedule {
         Ok(display) => out.push_str(display),
         Err(e) => {
@@ -85,7 +88,9 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         (_, Some(next)) => write_absolute_and_relative(out, next, now, job.zone),
         (_, None) => out.push_str("none"),
     }
-    let _ = writeln!(out, "\n    Deliver:  {}", job.deliver);
+    for piece in ["\n    Deliver:  ", &*job.deliver, "\n"] {
+        out.push_str(piece);
+    }
     // The lines Python Hermes shows for what a job runs.
     if !job.skills.is_empty() {
         let _ = writeln!(out, "    Skills:   {}", job.skills.join(", "));

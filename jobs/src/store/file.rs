@@ -20,10 +20,10 @@ use crate::due::{
 };
 use crate::job::{is_safe_id, Context, Job, JobState, SCHEDULING_KEYS};
 use crate::jsonfile::{
-    canonical_job_texts, parse_document_keeping, pick_job_fields, record_keeping, write_atomic,
-    DocumentError, JsonFile,
+    canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
+    write_atomic, DocumentError, JsonFile,
 };
-use crate::jsonscan::{walk_jobs_in_parallel, Walk};
+use crate::jsonscan::{walk_jobs_in_parallel, KeyIndex, Walk};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
@@ -244,30 +244,54 @@ impl FileStore {
     ) -> Result<(Vec<Job>, Option<DateTime<Utc>>), StoreError> {
         let bytes = self.read_jobs()?;
         let path = self.jobs.jobs_path();
-        let Some(picked) = pick_job_fields(&bytes, SCHEDULING_KEYS) else {
-            let doc = parse_document_keeping(&bytes, &path, Some(SCHEDULING_KEYS))?;
-            return Ok((doc.jobs.into_iter().map(Job::from_record).collect(), None));
-        };
-        let at = PROBE_KEYS.map(|key| SCHEDULING_KEYS.iter().position(|k| *k == key));
+        let keys = KeyIndex::new(SCHEDULING_KEYS);
+        let at = PROBE_KEYS.map(|key| keys.find(key));
         let mut undecided = Vec::new();
         let mut settled_wake = None;
-        for values in picked.jobs() {
-            let unreadable = || job_text_error(&bytes, &path, Some(SCHEDULING_KEYS));
+        let mut value_unreadable = false;
+        let mut values = vec![None; SCHEDULING_KEYS.len()];
+        // The file is read on this thread while each job is judged on another.
+        let walked = walk_jobs_in_parallel(&bytes, &mut |_, entries| {
+            values.iter_mut().for_each(|v| *v = None);
+            for entry in entries {
+                let Some(key) = entry.key_text() else {
+                    return Walk::Stop;
+                };
+                // A later duplicate wins, as in a map.
+                if let Some(i) = keys.find(&key) {
+                    values[i] = Some(entry.value);
+                }
+            }
             let mut fields = [const { None }; PROBE_KEYS.len()];
             for (field, i) in fields.iter_mut().zip(at) {
                 if let Some(text) = i.and_then(|i| values[i]) {
-                    *field = Some(serde_json::from_str(text).map_err(|_| unreadable())?);
+                    let Ok(value) = serde_json::from_str(text) else {
+                        value_unreadable = true;
+                        return Walk::Stop;
+                    };
+                    *field = Some(value);
                 }
             }
             match due::probe(&fields, ctx) {
                 Probe::Settled { wake } => settled_wake = earliest(settled_wake, wake),
-                Probe::Undecided => {
-                    let record = picked.record(values).map_err(|_| unreadable())?;
-                    undecided.push(Job::from_record(record));
-                }
+                Probe::Undecided => match picked_record(SCHEDULING_KEYS, &values) {
+                    Ok(record) => undecided.push(Job::from_record(record)),
+                    Err(_) => {
+                        value_unreadable = true;
+                        return Walk::Stop;
+                    }
+                },
             }
+            Walk::Continue
+        });
+        if walked.is_some() {
+            return Ok((undecided, settled_wake));
         }
-        Ok((undecided, settled_wake))
+        if value_unreadable {
+            return Err(job_text_error(&bytes, &path, Some(SCHEDULING_KEYS)));
+        }
+        let doc = parse_document_keeping(&bytes, &path, Some(SCHEDULING_KEYS))?;
+        Ok((doc.jobs.into_iter().map(Job::from_record).collect(), None))
     }
 }
 
