@@ -365,18 +365,25 @@ impl<'a> Cursor<'a> {
             self.eat(b':')?;
             self.ws();
             member(self, key)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.at += 1;
-                    self.ws();
-                }
-                b'}' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b'}')? {
+                return Some(());
             }
+        }
+    }
+
+    /// After a member or element: `true` past a comma (another follows), `false` past
+    /// `close` (the container ended).
+    fn more(&mut self, close: u8) -> Option<bool> {
+        self.ws();
+        let next = self.peek()?;
+        self.at += 1;
+        match next {
+            b',' => {
+                self.ws();
+                Some(true)
+            }
+            _ if next == close => Some(false),
+            _ => None,
         }
     }
 
@@ -395,17 +402,8 @@ impl<'a> Cursor<'a> {
         }
         loop {
             element(self)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.at += 1;
-                    self.ws();
-                }
-                b']' => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if !self.more(b']')? {
+                return Some(());
             }
         }
     }
