@@ -5,7 +5,7 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::support::Hermes;
+use crate::support::{on_postgres, Hermes};
 
 #[test]
 fn list_shows_the_relative_time_next_to_the_absolute_one() {
@@ -278,4 +278,103 @@ fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
     assert!(err.contains("hermes gateway run"), "{err}");
     let status = hermes.run(&["gateway", "status"]).ok().to_string();
     assert!(status.contains("Scheduler: NOT running"), "{status}");
+}
+
+/// Hundreds of jobs, every seventh in an older shape and every fifth paused: the
+/// listings keep the store's order, heal the old shapes as every other reader does and
+/// leave the file alone.
+#[test]
+fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
+    let hermes = Hermes::new();
+    let jobs: Vec<Value> = (0..700)
+        .map(|i| {
+            let mut job = json!({
+                "id": format!("{i:012x}"),
+                "name": format!("job {i}"),
+                "prompt": "say \"hi\"\nthen stop",
+                "skills": ["a"],
+                "skill": "a",
+                "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+                "repeat": {"times": null, "completed": i},
+                "enabled": i % 5 != 0,
+                "state": if i % 5 == 0 { "paused" } else { "scheduled" },
+                "next_run_at": "2026-03-01T11:00:00+00:00",
+                "deliver": "local",
+                "x_extra": {"n": i},
+            });
+            if i % 7 == 0 {
+                job["schedule"] = json!("every 30m");
+                job["deliver"] = json!(["local", "telegram"]);
+                job["skills"] = json!([" b ", "b", "c"]);
+                job["next_run_at"] = json!("2026-03-01T11:00:00");
+            }
+            job
+        })
+        .collect();
+    let bytes = serde_json::to_vec_pretty(
+        &json!({"jobs": jobs, "updated_at": "2026-03-01T09:00:00+00:00"}),
+    )
+    .unwrap();
+    hermes.write_store(&bytes);
+
+    let all: Value = serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok()).unwrap();
+    let all = all["jobs"].as_array().unwrap();
+    assert_eq!(all.len(), 700);
+    for (i, job) in all.iter().enumerate() {
+        assert_eq!(job["id"], json!(format!("{i:012x}")), "store order");
+        assert_eq!(job["repeat"], json!({"times": null, "completed": i}));
+        assert_eq!(job["x_extra"], json!({"n": i}), "unknown keys are listed");
+        assert_eq!(job["prompt"], json!("say \"hi\"\nthen stop"));
+        let paused = i % 5 == 0;
+        assert_eq!(
+            job["state"],
+            json!(if paused { "paused" } else { "scheduled" })
+        );
+        if i % 7 == 0 {
+            assert_eq!(job["schedule"]["display"], json!("every 30m"), "{job}");
+            assert_eq!(job["schedule_display"], json!("every 30m"));
+            assert_eq!(job["deliver"], json!("local,telegram"));
+            assert_eq!(job["skills"], json!(["b", "c"]));
+            assert_eq!(job["skill"], json!("b"));
+            let next = job["next_run_at"].as_str().unwrap();
+            assert!(
+                next.starts_with("2026-03-01T") && next.len() == 25,
+                "{next}"
+            );
+        } else {
+            assert_eq!(job["schedule_display"], json!("every 60m"));
+            assert_eq!(job["deliver"], json!("local"));
+            assert_eq!(job["next_run_at"], json!("2026-03-01T11:00:00+00:00"));
+        }
+    }
+    let shown: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
+    assert_eq!(
+        shown["jobs"].as_array().unwrap().len(),
+        560,
+        "paused jobs need --all"
+    );
+
+    let text = hermes.cron(&["list", "--all"]).ok().to_string();
+    let ids: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    let want: Vec<String> = (0..700).map(|i| format!("{i:012x}")).collect();
+    assert_eq!(ids, want);
+    assert!(
+        text.contains("000000000007  [scheduled]  job 7\n    Schedule: every 30m   Repeat: ∞\n"),
+        "{}",
+        &text[..600]
+    );
+    assert!(text.contains("000000000005  [paused]  job 5\n    Schedule: every 60m   Repeat: ∞\n    Next run: paused\n"));
+    assert!(text.contains("    Skills:   b, c\n"));
+    assert!(!text.contains("invalid"));
+    if !on_postgres() {
+        assert_eq!(
+            std::fs::read(hermes.jobs_path()).unwrap(),
+            bytes,
+            "reading never writes"
+        );
+    }
 }
