@@ -441,6 +441,7 @@ impl Store for FileStore {
                 next_wake,
                 ran: true,
                 decided_at: None,
+                backlog: false,
             });
         }
         let occurrences = self.with_ledger(|ledger| {
@@ -466,6 +467,7 @@ impl Store for FileStore {
             next_wake,
             ran: true,
             decided_at: None,
+            backlog: false,
         })
     }
 
