@@ -680,7 +680,18 @@ fn three_hosts_with_one_killed_every_15_s_run_every_occurrence_exactly_once() {
             "one-shot {id}: {:?} runs",
             ran.get(&id)
         );
-        assert_eq!(ok.get(&id), Some(&1), "one-shot {id} in the ledger");
+        assert_eq!(
+            ok.get(&id),
+            Some(&1),
+            "one-shot {id} in the ledger: {:?}; ran: {:?}",
+            runs.iter()
+                .filter(|r| r["job_id"] == id.as_str())
+                .collect::<Vec<_>>(),
+            lines
+                .iter()
+                .filter(|l| l.starts_with(&id))
+                .collect::<Vec<_>>()
+        );
     }
     for (id, count) in &ran {
         let recorded = ok.get(id).copied().unwrap_or(0);
