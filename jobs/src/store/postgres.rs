@@ -672,7 +672,7 @@ impl PgStore {
     /// slot there): at most one per free slot, the longest due first. One that claimed
     /// more than it can start tells the others at commit, so an idle host comes for them
     /// at once (the heartbeat notices them too, should the notification be lost).
-    /// Returns whether others still hold occurrences they have not started.
+    /// Returns whether others may still hold occurrences they have not started.
     async fn share_work(
         &self,
         client: &impl GenericClient,
@@ -685,48 +685,13 @@ impl PgStore {
             .iter()
             .filter(|o| matches!(o.claimed, Claimed::Run { .. }))
             .count();
-        let room = scan.free_slots.map_or(CLAIM_BATCH, |free| {
-            i64::try_from(free.saturating_sub(mine)).map_or(CLAIM_BATCH, |n| n.min(CLAIM_BATCH))
-        });
-        if room > 0 {
-            // The row update is the lock: the owner's `start_run` either went first (the
-            // row is `running`, not taken) or finds the row gone to this process and runs
-            // nothing. Among occurrences due at the same instant the last claimed go
-            // first: the owner starts its own in claim order, so the two rarely reach for
-            // the same row. A job already running here is left to its owner.
-            let running: Vec<&str> = scan.running_here.iter().map(String::as_str).collect();
-            let rows = client
-                .query(
-                    "UPDATE hermes_cron_runs r SET instance = $1, host = $2, pid = $3
-                     FROM hermes_cron_jobs j
-                     WHERE r.id IN (SELECT id FROM hermes_cron_runs
-                                    WHERE status = 'claimed' AND instance <> $1
-                                      AND instance = ANY($4) AND NOT (job_id = ANY($5))
-                                    ORDER BY scheduled_at, id DESC LIMIT $6
-                                    FOR UPDATE SKIP LOCKED)
-                       AND r.status = 'claimed' AND r.job_id = j.id
-                     RETURNING r.id, r.scheduled_at, j.record",
-                    &[
-                        &self.instance,
-                        &self.owner.host,
-                        &i64::from(self.owner.pid),
-                        &live,
-                        &running,
-                        &room,
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            for row in &rows {
-                occurrences.push(handed_over(row, ctx)?);
-            }
-        } else if scan.free_slots.is_some_and(|free| mine > free) {
+        if scan.free_slots.is_some_and(|free| mine > free) {
             client
                 .execute("SELECT pg_notify($1, 'backlog')", &[&CHANNEL])
                 .await
                 .map_err(|e| self.fail(e))?;
         }
-        let backlog: bool = client
+        let waiting: bool = client
             .query_one(
                 "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE status = 'claimed'
                      AND instance <> $1 AND instance = ANY($2))",
@@ -735,7 +700,58 @@ impl PgStore {
             .await
             .map_err(|e| self.fail(e))?
             .get(0);
-        Ok(backlog)
+        let room = scan.free_slots.map_or(CLAIM_BATCH, |free| {
+            i64::try_from(free.saturating_sub(mine)).map_or(CLAIM_BATCH, |n| n.min(CLAIM_BATCH))
+        });
+        if !waiting || room == 0 {
+            return Ok(waiting);
+        }
+        let taken = self.take_waiting(client, live, ctx, scan, room).await?;
+        // Fewer than there was room for: what still waits is being started or taken by
+        // others right now (locked), or is of a job running here.
+        let more = i64::try_from(taken.len()).is_ok_and(|n| n >= room);
+        occurrences.extend(taken);
+        Ok(more)
+    }
+
+    /// Takes up to `room` occurrences other live processes claimed and have not started.
+    /// The row update is the lock: the owner's `start_run` either went first (the row is
+    /// `running`, not taken) or finds the row gone to this process and runs nothing.
+    /// Among occurrences due at the same instant the last claimed go first: the owner
+    /// starts its own in claim order, so the two rarely reach for the same row. A job
+    /// already running here is left to its owner.
+    async fn take_waiting(
+        &self,
+        client: &impl GenericClient,
+        live: &[String],
+        ctx: &Context,
+        scan: &DueScan<'_>,
+        room: i64,
+    ) -> Result<Vec<Occurrence>, StoreError> {
+        let running: Vec<&str> = scan.running_here.iter().map(String::as_str).collect();
+        let rows = client
+            .query(
+                "UPDATE hermes_cron_runs r SET instance = $1, host = $2, pid = $3
+                 FROM hermes_cron_jobs j
+                 WHERE r.id IN (SELECT id FROM hermes_cron_runs
+                                WHERE status = 'claimed' AND instance <> $1
+                                  AND instance = ANY($4) AND NOT (job_id = ANY($5))
+                                ORDER BY scheduled_at, id DESC LIMIT $6
+                                FOR UPDATE SKIP LOCKED)
+                   AND r.status = 'claimed' AND r.job_id = j.id
+                 RETURNING r.id, r.scheduled_at, j.record",
+                &[
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &live,
+                    &running,
+                    &room,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        rows.iter().map(|row| handed_over(row, ctx)).collect()
     }
 }
 
