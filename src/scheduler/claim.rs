@@ -34,6 +34,7 @@ impl Scheduler {
             },
             completed_retention: chrono::Duration::days(settings.completed_retention_days.max(0)),
             running_here: &running,
+            free_slots: self.free_slots(),
         };
         let started = std::time::Instant::now();
         let due = blocking(|| self.store().claim_due(&ctx, &scan))?;
@@ -44,6 +45,7 @@ impl Scheduler {
                 pending: Vec::new(),
                 next_wake: None,
                 ran: false,
+                backlog: false,
             });
         }
         let mut pending: Vec<Pending> = due
@@ -78,6 +80,7 @@ impl Scheduler {
                 .flatten()
                 .min(),
             ran: true,
+            backlog: due.backlog,
         })
     }
 
@@ -105,6 +108,7 @@ impl Scheduler {
                     run,
                     source: RunSource::Scheduler,
                     settings: settings.clone(),
+                    queued: self.enqueue(),
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
@@ -185,6 +189,7 @@ impl Scheduler {
             run,
             source: RunSource::Manual,
             settings,
+            queued: None,
         })
     }
 }

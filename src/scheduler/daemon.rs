@@ -1,5 +1,6 @@
 //! The scheduler loop: pass, then sleep until the earliest due instant (never more than
-//! 60 s), waking within a quarter second when the store changes; keep the heartbeat; on
+//! 60 s), waking within a quarter second when the store changes, or when a run ends
+//! while other hosts hold occurrences waiting for a slot; keep the heartbeat; on
 //! shutdown stop taking work and let running jobs finish for up to 30 s. A failed pass
 //! is logged and recorded; the loop never dies of it.
 
@@ -37,7 +38,7 @@ pub async fn run(
     let mut running: JoinSet<RunReport> = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
-        let next_wake = scheduler.loop_pass(&mut running).await;
+        let (next_wake, backlog) = scheduler.loop_pass(&mut running).await;
         let sleep_for = next_wake
             .map(|at| (at - scheduler.now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(MAX_SLEEP)
@@ -52,7 +53,13 @@ pub async fn run(
                         break false;
                     }
                 }
-                Some(_) = running.join_next() => {}
+                Some(_) = running.join_next() => {
+                    // A run ended: while other hosts hold occurrences waiting for a slot,
+                    // a freed one here takes some now rather than at the next wake-up.
+                    if backlog && scheduler.free_slots().is_none_or(|free| free > 0) {
+                        break false;
+                    }
+                }
                 () = &mut shutdown => break true,
             }
         };
@@ -72,16 +79,16 @@ impl Scheduler {
     }
 
     /// One pass of the loop: heartbeat, claim, spawn what was claimed. Returns when to
-    /// wake next.
+    /// wake next, and whether other hosts hold occurrences waiting for a run slot.
     async fn loop_pass(
         self: &Arc<Self>,
         running: &mut JoinSet<RunReport>,
-    ) -> Option<chrono::DateTime<chrono::Utc>> {
+    ) -> (Option<chrono::DateTime<chrono::Utc>>, bool) {
         self.beat(Beat::Alive(self.now()));
         let timer = std::time::Instant::now();
         let pass = self.pass().await;
         self.observe(|o| o.pass_took(timer.elapsed()));
-        let next_wake = match pass {
+        let woke = match pass {
             Ok(report) => {
                 for pending in report.pending {
                     running.spawn(pending.run(Arc::clone(self)));
@@ -89,16 +96,16 @@ impl Scheduler {
                 if report.ran {
                     self.beat(Beat::PassSucceeded(self.now()));
                 }
-                report.next_wake
+                (report.next_wake, report.backlog)
             }
             Err(e) => {
                 tracing::error!("scheduler pass failed: {e}");
                 self.beat(Beat::PassFailed(self.now(), e.to_string()));
-                None
+                (None, false)
             }
         };
         while running.try_join_next().is_some() {}
-        next_wake
+        woke
     }
 
     /// No new runs; running ones get [`DRAIN`] to finish, the rest are stopped and

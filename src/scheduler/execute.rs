@@ -29,6 +29,8 @@ pub struct ClaimedRun {
     pub run: i64,
     pub source: RunSource,
     pub settings: CronSettings,
+    /// Counted as waiting for a run slot until it holds one.
+    pub(crate) queued: Option<super::Queued>,
 }
 
 impl ClaimedRun {
@@ -43,11 +45,12 @@ impl ClaimedRun {
 
 impl Scheduler {
     /// Runs one claimed occurrence to the end: run, save, deliver, record.
-    pub async fn execute(self: Arc<Self>, claimed: ClaimedRun) -> RunReport {
+    pub async fn execute(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
         let _permit = match (&self.permits, claimed.source) {
             (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
             _ => None,
         };
+        drop(claimed.queued.take());
         // A shared store may have given the occurrence to another host while this one
         // waited (for a permit, or stopped): then it is theirs to run.
         match blocking(|| self.store().start_run(claimed.run, self.now())) {

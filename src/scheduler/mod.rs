@@ -29,6 +29,7 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
@@ -101,6 +102,9 @@ pub struct Scheduler {
     flushing: Mutex<()>,
     /// `cron.max_parallel_jobs` permits for scheduled runs (`None`: unbounded).
     permits: Option<Arc<Semaphore>>,
+    /// Scheduled runs handed out by passes that wait for a permit: the slots they will
+    /// take are not free for a shared store's work sharing.
+    queued: Arc<AtomicUsize>,
     /// Manual runs started while the daemon runs ([`Scheduler::start_now`], the API's
     /// "run now"): the daemon drains them with its own on shutdown. Held only to spawn
     /// into, reap or take out.
@@ -146,6 +150,19 @@ pub struct PassReport {
     pub next_wake: Option<DateTime<Utc>>,
     /// False when another scheduler was in the middle of a pass on the store.
     pub ran: bool,
+    /// Other hosts on the store hold occurrences waiting for a run slot: pass again as
+    /// soon as one frees here.
+    pub backlog: bool,
+}
+
+/// A scheduled run waiting for a run slot, counted in [`Scheduler::free_slots`] until
+/// it gets one or is dropped.
+pub(crate) struct Queued(Arc<AtomicUsize>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -176,12 +193,31 @@ impl Scheduler {
         };
         Ok(Arc::new(Scheduler {
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
+            queued: Arc::new(AtomicUsize::new(0)),
             parts,
             running: Mutex::new(HashSet::new()),
             records: Mutex::new(Vec::new()),
             flushing: Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
         }))
+    }
+
+    /// Scheduled runs this process could start at once (`None`: no limit): the free
+    /// permits less the runs already handed out that wait for one.
+    pub(crate) fn free_slots(&self) -> Option<usize> {
+        self.permits.as_ref().map(|permits| {
+            permits
+                .available_permits()
+                .saturating_sub(self.queued.load(Ordering::Relaxed))
+        })
+    }
+
+    /// Counts a scheduled run handed out until it holds a permit (nothing to count
+    /// without a limit).
+    fn enqueue(&self) -> Option<Queued> {
+        self.permits.as_ref()?;
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        Some(Queued(Arc::clone(&self.queued)))
     }
 
     pub fn store(&self) -> &dyn Store {

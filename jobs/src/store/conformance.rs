@@ -25,6 +25,11 @@ trait Backend {
     fn now(&self) -> DateTime<Utc> {
         at("2026-11-23T10:00:05Z")
     }
+    /// Whether a process with free run slots is handed occurrences another live process
+    /// claimed and has not started (a store several hosts share).
+    fn shares_work(&self) -> bool {
+        false
+    }
 }
 
 struct Files {
@@ -96,6 +101,10 @@ impl Backend for Postgres {
     /// A process that is gone holds no lease.
     fn kill(&self, process: Box<dyn Store>, _pid: u32) {
         drop(process);
+    }
+
+    fn shares_work(&self) -> bool {
+        true
     }
 
     fn now(&self) -> DateTime<Utc> {
@@ -185,6 +194,15 @@ fn scan<'a>(running: &'a HashSet<String>) -> DueScan<'a> {
         },
         completed_retention: Duration::days(7),
         running_here: running,
+        free_slots: None,
+    }
+}
+
+/// [`scan`] by a process with `free` run slots.
+fn scan_with_slots(running: &HashSet<String>, free: usize) -> DueScan<'_> {
+    DueScan {
+        free_slots: Some(free),
+        ..scan(running)
     }
 }
 
@@ -274,9 +292,10 @@ fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
         (next - (due + Duration::hours(1))).num_seconds().abs() <= 1,
         "{next}"
     );
-    // The schedule moved before anything ran: neither process finds it due again.
+    // The schedule moved before anything ran: neither process finds it due again (two
+    // has no free run slot, so it is not handed the claim either).
     assert!(two
-        .claim_due(&c, &scan(&running))
+        .claim_due(&c, &scan_with_slots(&running, 0))
         .unwrap()
         .occurrences
         .is_empty());
@@ -404,6 +423,101 @@ fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
     backend.kill(one, 1);
     assert_eq!(two.interrupt_dead_runs(c.now, false).unwrap(), 1);
     assert_eq!(two.recent_runs(None, 1).unwrap()[0].status, "interrupted");
+}
+
+fn runs_of(pass: &super::DuePass) -> Vec<i64> {
+    pass.occurrences
+        .iter()
+        .filter_map(|o| match o.claimed {
+            Claimed::Run { run } => Some(run),
+            _ => None,
+        })
+        .collect()
+}
+
+fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1), backend.process(2));
+    let c = ctx(backend.now());
+    let due = c.now - Duration::seconds(5);
+    for id in ["aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"] {
+        one.insert_job(&c, hourly(id, due)).unwrap();
+    }
+    let running = HashSet::new();
+    // One claims all three though it can start only one now.
+    let claimed = runs_of(&one.claim_due(&c, &scan_with_slots(&running, 1)).unwrap());
+    assert_eq!(claimed.len(), 3);
+    let second = two.claim_due(&c, &scan_with_slots(&running, 2)).unwrap();
+    let handed = runs_of(&second);
+    if backend.shares_work() {
+        // Two had two free slots: it is handed the two one would have started last,
+        // and one still holds an unstarted claim.
+        let mut sorted = handed.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, [claimed[1], claimed[2]]);
+        assert!(second.backlog);
+        let rows = two.recent_runs(None, 10).unwrap();
+        let pid = |run: i64| rows.iter().find(|r| r.id == run).and_then(|r| r.pid);
+        assert_eq!(pid(claimed[0]), Some(1));
+        assert_eq!(pid(claimed[1]), Some(2));
+    } else {
+        assert!(handed.is_empty() && !second.backlog);
+    }
+    // Whatever the split, each occurrence starts in one process only: the owner's
+    // start is refused for a claim handed on, the new holder's goes ahead.
+    for run in &claimed {
+        let by_one = one.start_run(*run, c.now).unwrap();
+        let by_two = handed.contains(run) && two.start_run(*run, c.now).unwrap();
+        assert!(by_one != by_two, "run {run}: one {by_one}, two {by_two}");
+    }
+    // Started runs are nobody's to take; nothing waits any more.
+    let third = backend.process(3);
+    let last = third.claim_due(&c, &scan_with_slots(&running, 5)).unwrap();
+    assert!(runs_of(&last).is_empty() && !last.backlog);
+    let rows = third.recent_runs(None, 10).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.status == "running"), "{rows:?}");
+}
+
+fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn Backend) {
+    let store = backend.process(1);
+    let c = ctx(backend.now());
+    let due = c.now - Duration::seconds(5);
+    store.insert_job(&c, hourly("aaaaaaaaaaaa", due)).unwrap();
+    let running = HashSet::new();
+    let [first] = runs_of(&store.claim_due(&c, &scan(&running)).unwrap())[..] else {
+        panic!("not claimed");
+    };
+    assert!(store.start_run(first, c.now).unwrap());
+    store
+        .finish_run(first, RunStatus::Ok, c.now, &RunEnd::default())
+        .unwrap();
+    // The same occurrence due again (its schedule put back), beside a new job: one pass
+    // claims the new one and leaves the recorded one alone.
+    store
+        .update_job(&c, "aaaaaaaaaaaa", &mut |job| {
+            job.set_next_run_at(Some(due), chrono_tz::UTC);
+            Ok(())
+        })
+        .unwrap();
+    store.insert_job(&c, hourly("bbbbbbbbbbbb", due)).unwrap();
+    let pass = store.claim_due(&c, &scan(&running)).unwrap();
+    let claimed: Vec<(&str, &Claimed)> = pass
+        .occurrences
+        .iter()
+        .map(|o| (o.job.id(), &o.claimed))
+        .collect();
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    assert!(
+        claimed.contains(&("aaaaaaaaaaaa", &Claimed::Taken)),
+        "{claimed:?}"
+    );
+    assert!(
+        claimed
+            .iter()
+            .any(|(id, c)| *id == "bbbbbbbbbbbb" && matches!(c, Claimed::Run { .. })),
+        "{claimed:?}"
+    );
+    assert_eq!(store.recent_runs(None, 10).unwrap().len(), 2);
 }
 
 fn item<'a>(occurrence: &'a str, now: DateTime<Utc>) -> NewOutboxItem<'a> {
@@ -551,6 +665,8 @@ conformance!(
     an_occurrence_of_a_running_job_is_recorded_skipped,
     a_missed_one_shot_is_settled_and_a_broken_schedule_marked,
     runs_of_dead_processes_become_interrupted,
+    a_claimed_occurrence_is_started_by_exactly_one_process,
+    an_occurrence_already_in_the_ledger_is_taken_beside_new_claims,
     a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice,
     outputs_keep_the_newest_and_heartbeats_read_back,
     the_latest_run_of_each_job_and_the_outbox_depth_read_back,

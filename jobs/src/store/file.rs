@@ -554,6 +554,7 @@ impl Store for FileStore {
                 next_wake,
                 ran: true,
                 decided_at: None,
+                backlog: false,
             });
         }
         let occurrences = self.with_ledger(|ledger| {
@@ -579,6 +580,7 @@ impl Store for FileStore {
             next_wake,
             ran: true,
             decided_at: None,
+            backlog: false,
         })
     }
 

@@ -244,6 +244,7 @@ impl Store for MemoryStore {
             next_wake,
             ran: true,
             decided_at: None,
+            backlog: false,
         })
     }
 

@@ -65,6 +65,10 @@ pub struct DueScan<'a> {
     /// Jobs this process is running now: a new occurrence of one is skipped, never run
     /// beside the old one.
     pub running_here: &'a HashSet<String>,
+    /// Runs this process could start at once (`None`: no limit). A store shared by
+    /// several hosts hands a process with free slots occurrences that others claimed but
+    /// cannot start yet; the others ignore it.
+    pub free_slots: Option<usize>,
 }
 
 /// What became of one due job in a pass.
@@ -103,6 +107,10 @@ pub struct DuePass {
     /// "Now" by the store's clock when it keeps its own (a database), `None` when the
     /// pass decided by the caller's. The caller sleeps by the same clock.
     pub decided_at: Option<DateTime<Utc>>,
+    /// Other processes hold claimed occurrences they have not started (they wait for a
+    /// run slot there): pass again when a slot frees here. Always false on a store only
+    /// one host uses.
+    pub backlog: bool,
 }
 
 /// The scheduler's health marks, as `hermes cron status` reads them.

@@ -3,7 +3,8 @@
 //! and the occurrence inserted in one transaction, so no leader is needed and a host whose
 //! clock is off neither fires early nor late. Each process heartbeats its own row (a
 //! lease); runs a dead process claimed but never started are taken over, runs it had
-//! started are recorded `interrupted`, never re-run. Job changes are NOTIFYed so sleeping
+//! started are recorded `interrupted`, never re-run; runs a live process claimed but has
+//! no free slot for yet are taken by one that has. Job changes are NOTIFYed so sleeping
 //! daemons wake; polling stays the safety net. It never leaves a job half-written: every
 //! change is one transaction.
 
@@ -22,7 +23,7 @@ use tokio_postgres::{NoTls, Row};
 
 use super::{
     prepare_claims, Beat, ChangeMark, Claimed, DuePass, DueScan, Flight, Heartbeat, LiveHost,
-    Occurrence, Owner, Store, StoreError, StoreInfo,
+    Occurrence, OwnedClaim, Owner, PendingClaim, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::job::{is_safe_id, Context, Job, JobState};
@@ -406,25 +407,39 @@ impl PgStore {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    async fn write_job(
+    /// Writes jobs back in one statement, each record with the columns derived from it:
+    /// a pass that claims a thousand jobs pays one round trip for them, not a thousand.
+    async fn write_jobs(
         &self,
         client: &impl GenericClient,
-        job: &Job,
+        jobs: &[Job],
         ctx: &Context,
     ) -> Result<(), StoreError> {
-        let c = columns(job, ctx);
-        let record = Value::Object(job.record().clone());
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        let mut ids = Vec::with_capacity(jobs.len());
+        let mut records = Vec::with_capacity(jobs.len());
+        let mut next_runs = Vec::with_capacity(jobs.len());
+        let mut runnable = Vec::with_capacity(jobs.len());
+        let mut done_since = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let c = columns(job, ctx);
+            ids.push(job.id());
+            records.push(Value::Object(job.record().clone()));
+            next_runs.push(c.next_run_at);
+            runnable.push(c.runnable);
+            done_since.push(c.done_since);
+        }
         client
             .execute(
-                "UPDATE hermes_cron_jobs SET record = $2, next_run_at = $3, runnable = $4,
-                     done_since = $5 WHERE id = $1",
-                &[
-                    &job.id(),
-                    &record,
-                    &c.next_run_at,
-                    &c.runnable,
-                    &c.done_since,
-                ],
+                "UPDATE hermes_cron_jobs j SET record = u.record, next_run_at = u.next_run_at,
+                     runnable = u.runnable, done_since = u.done_since
+                 FROM unnest($1::text[], $2::json[], $3::timestamptz[], $4::boolean[],
+                             $5::timestamptz[])
+                     AS u(id, record, next_run_at, runnable, done_since)
+                 WHERE j.id = u.id",
+                &[&ids, &records, &next_runs, &runnable, &done_since],
             )
             .await
             .map_err(|e| self.fail(e))?;
@@ -441,9 +456,9 @@ impl PgStore {
         rows.iter().map(|row| job_of(row, "record")).collect()
     }
 
-    /// Claims due jobs in one transaction: the database's "now", the due rows locked
-    /// (skipping rows another host holds), the schedules moved and the occurrences
-    /// inserted before the commit.
+    /// One pass in one transaction: the database's "now", the due jobs claimed, the
+    /// unstarted claims of dead processes taken over, work shared with the live ones,
+    /// the runs of dead processes closed, all before the commit.
     async fn claim(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| self.fail(e))?;
@@ -456,65 +471,12 @@ impl PgStore {
                 .get(0)
         };
         let ctx = Context { now, ..*ctx };
-        let retention_start = now - scan.completed_retention;
-        tx.execute(
-            "DELETE FROM hermes_cron_jobs WHERE done_since < $1",
-            &[&retention_start],
-        )
-        .await
-        .map_err(|e| self.fail(e))?;
-        let rows = tx
-            .query(
-                "SELECT record FROM hermes_cron_jobs
-                 WHERE runnable AND (next_run_at IS NULL OR next_run_at <= $1)
-                 ORDER BY next_run_at NULLS FIRST, position LIMIT $2
-                 FOR UPDATE SKIP LOCKED",
-                &[&now, &CLAIM_BATCH],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        let mut jobs = rows
-            .iter()
-            .map(|row| job_of(row, "record"))
-            .collect::<Result<Vec<Job>, StoreError>>()?;
-        for job in &mut jobs {
-            job.heal(&ctx);
-        }
-        // A `run_claim` keeps Python Hermes off a one-shot on a shared jobs.json; nothing
-        // else reads a database store, and the ledger's claim does that job here, so a
-        // dispatched one-shot is settled at once (also when its host died running it).
-        let options = crate::due::ScanOptions {
-            run_claim_ttl: chrono::Duration::zero(),
-            ..scan.options
-        };
-        let planned = plan_pass(&mut jobs, &ctx, options);
-        for job in &jobs {
-            self.write_job(&tx, job, &ctx).await?;
-        }
         let live = self.live(&tx).await?;
-        let ids: Vec<&str> = jobs.iter().map(Job::id).collect();
-        let busy: HashSet<String> = tx
-            .query(
-                "SELECT DISTINCT job_id FROM hermes_cron_runs
-                 WHERE job_id = ANY($1) AND status IN ('claimed', 'running')
-                   AND instance = ANY($2)",
-                &[&ids, &live],
-            )
-            .await
-            .map_err(|e| self.fail(e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let mut occurrences = Vec::new();
-        for pending in prepare_claims(planned, &ctx, scan, &mut |id| busy.contains(id)) {
-            let inserted = match &pending.request {
-                Some(claim) => self.insert_claim(&tx, claim).await,
-                None => Ok(None),
-            };
-            occurrences.push(pending.settle(inserted));
-        }
-        self.note_runs_added(ids.iter().map(|id| id.to_string()));
+        let (jobs, mut occurrences) = self.claim_due_jobs(&tx, &ctx, scan, &live).await?;
         occurrences.extend(self.take_over(&tx, &live, &ctx).await?);
+        let backlog = self
+            .share_work(&tx, &live, &ctx, scan, &mut occurrences)
+            .await?;
         tx.execute(
             "UPDATE hermes_cron_runs SET status = 'interrupted', finished_at = now(),
                  error = COALESCE(error, 'the process running it stopped before it finished')
@@ -539,7 +501,71 @@ impl PgStore {
             next_wake: [wake, fresh_wake].into_iter().flatten().min(),
             ran: true,
             decided_at: Some(now),
+            backlog,
         })
+    }
+
+    /// Claims the due jobs: completed one-shots past their retention removed, the due
+    /// rows locked (skipping rows another host holds), decided, their schedules moved
+    /// and their occurrences inserted. Returns the jobs as written and what became of
+    /// each.
+    async fn claim_due_jobs(
+        &self,
+        tx: &impl GenericClient,
+        ctx: &Context,
+        scan: &DueScan<'_>,
+        live: &[String],
+    ) -> Result<(Vec<Job>, Vec<Occurrence>), StoreError> {
+        let retention_start = ctx.now - scan.completed_retention;
+        tx.execute(
+            "DELETE FROM hermes_cron_jobs WHERE done_since < $1",
+            &[&retention_start],
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        let rows = tx
+            .query(
+                "SELECT record FROM hermes_cron_jobs
+                 WHERE runnable AND (next_run_at IS NULL OR next_run_at <= $1)
+                 ORDER BY next_run_at NULLS FIRST, position LIMIT $2
+                 FOR UPDATE SKIP LOCKED",
+                &[&ctx.now, &CLAIM_BATCH],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut jobs = rows
+            .iter()
+            .map(|row| job_of(row, "record"))
+            .collect::<Result<Vec<Job>, StoreError>>()?;
+        for job in &mut jobs {
+            job.heal(ctx);
+        }
+        // A `run_claim` keeps Python Hermes off a one-shot on a shared jobs.json; nothing
+        // else reads a database store, and the ledger's claim does that job here, so a
+        // dispatched one-shot is settled at once (also when its host died running it).
+        let options = crate::due::ScanOptions {
+            run_claim_ttl: chrono::Duration::zero(),
+            ..scan.options
+        };
+        let planned = plan_pass(&mut jobs, ctx, options);
+        self.write_jobs(tx, &jobs, ctx).await?;
+        let ids: Vec<&str> = jobs.iter().map(Job::id).collect();
+        let busy: HashSet<String> = tx
+            .query(
+                "SELECT DISTINCT job_id FROM hermes_cron_runs
+                 WHERE job_id = ANY($1) AND status IN ('claimed', 'running')
+                   AND instance = ANY($2)",
+                &[&ids, &live],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let pending = prepare_claims(planned, ctx, scan, &mut |id| busy.contains(id));
+        let occurrences = self.insert_claims(tx, pending).await?;
+        self.note_runs_added(ids.iter().map(|id| id.to_string()));
+        Ok((jobs, occurrences))
     }
 
     fn note_runs_added(&self, jobs: impl IntoIterator<Item = String>) {
@@ -547,39 +573,72 @@ impl PgStore {
         unpruned.extend(jobs);
     }
 
-    async fn insert_claim(
+    /// Inserts the ledger rows of a pass in one statement and settles each occurrence:
+    /// its new row, or `Taken` when the occurrence was in the ledger already (another
+    /// host recorded it first).
+    async fn insert_claims(
         &self,
         client: &impl GenericClient,
-        claim: &super::OwnedClaim,
-    ) -> Result<Option<i64>, String> {
-        // A fire is `claimed` until the process starts it (see `start_run`).
-        let status = match claim.status {
-            RunStatus::Running => "claimed",
-            other => other.as_str(),
-        };
-        let finished = (claim.status != RunStatus::Running).then_some(claim.started_at);
-        let row = client
-            .query_opt(
-                "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
-                     instance, host, pid, status, started_at, finished_at, error)
-                 VALUES ($1, $2, $3, 'scheduler', $4, $5, $6, $7, $8, $9, $10)
-                 ON CONFLICT DO NOTHING RETURNING id",
-                &[
-                    &claim.job_id,
-                    &claim.occurrence,
-                    &claim.scheduled_at,
-                    &self.instance,
-                    &self.owner.host,
-                    &i64::from(self.owner.pid),
-                    &status,
-                    &claim.started_at,
-                    &finished,
-                    &claim.error,
-                ],
-            )
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(row.map(|r| r.get(0)))
+        pending: Vec<PendingClaim>,
+    ) -> Result<Vec<Occurrence>, StoreError> {
+        let claims: Vec<&OwnedClaim> = pending.iter().filter_map(|p| p.request.as_ref()).collect();
+        let mut inserted: HashMap<String, i64> = HashMap::new();
+        if !claims.is_empty() {
+            // A fire is `claimed` until the process starts it (see `start_run`).
+            let status: Vec<&str> = claims
+                .iter()
+                .map(|c| match c.status {
+                    RunStatus::Running => "claimed",
+                    other => other.as_str(),
+                })
+                .collect();
+            let finished: Vec<Option<DateTime<Utc>>> = claims
+                .iter()
+                .map(|c| (c.status != RunStatus::Running).then_some(c.started_at))
+                .collect();
+            let job_ids: Vec<&str> = claims.iter().map(|c| c.job_id.as_str()).collect();
+            let keys: Vec<&str> = claims.iter().map(|c| c.occurrence.as_str()).collect();
+            let scheduled: Vec<DateTime<Utc>> = claims.iter().map(|c| c.scheduled_at).collect();
+            let started: Vec<DateTime<Utc>> = claims.iter().map(|c| c.started_at).collect();
+            let errors: Vec<Option<&str>> = claims.iter().map(|c| c.error.as_deref()).collect();
+            let rows = client
+                .query(
+                    "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
+                         instance, host, pid, status, started_at, finished_at, error)
+                     SELECT u.job_id, u.occurrence, u.scheduled_at, 'scheduler', $8, $9, $10,
+                         u.status, u.started_at, u.finished_at, u.error
+                     FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[],
+                                 $5::timestamptz[], $6::timestamptz[], $7::text[])
+                         AS u(job_id, occurrence, scheduled_at, status, started_at,
+                              finished_at, error)
+                     ON CONFLICT DO NOTHING RETURNING id, occurrence",
+                    &[
+                        &job_ids,
+                        &keys,
+                        &scheduled,
+                        &status,
+                        &started,
+                        &finished,
+                        &errors,
+                        &self.instance,
+                        &self.owner.host,
+                        &i64::from(self.owner.pid),
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            inserted = rows.iter().map(|r| (r.get(1), r.get(0))).collect();
+        }
+        Ok(pending
+            .into_iter()
+            .map(|p| {
+                let run = p
+                    .request
+                    .as_ref()
+                    .and_then(|r| inserted.get(&r.occurrence).copied());
+                p.settle(Ok(run))
+            })
+            .collect())
     }
 
     /// Occurrences claimed by processes whose lease ran out before they started them:
@@ -605,21 +664,108 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.fail(e))?;
-        let mut taken = Vec::new();
-        for row in &rows {
-            let scheduled_at: Option<DateTime<Utc>> = row.get("scheduled_at");
-            let run: i64 = row.get("id");
-            taken.push(Occurrence {
-                job: job_of(row, "record")?,
-                decision: Decision::Fire {
-                    scheduled_at: scheduled_at.unwrap_or(ctx.now),
-                    late: false,
-                },
-                claimed: Claimed::Run { run },
-            });
-        }
-        Ok(taken)
+        rows.iter().map(|row| handed_over(row, ctx)).collect()
     }
+
+    /// Work sharing between live processes. One with run slots left after its own
+    /// claims takes occurrences others claimed but have not started (they wait for a
+    /// slot there): at most one per free slot, the longest due first. One that claimed
+    /// more than it can start tells the others at commit, so an idle host comes for them
+    /// at once (the heartbeat notices them too, should the notification be lost).
+    /// Returns whether others may still hold occurrences they have not started.
+    async fn share_work(
+        &self,
+        client: &impl GenericClient,
+        live: &[String],
+        ctx: &Context,
+        scan: &DueScan<'_>,
+        occurrences: &mut Vec<Occurrence>,
+    ) -> Result<bool, StoreError> {
+        let mine = occurrences
+            .iter()
+            .filter(|o| matches!(o.claimed, Claimed::Run { .. }))
+            .count();
+        if scan.free_slots.is_some_and(|free| mine > free) {
+            client
+                .execute("SELECT pg_notify($1, 'backlog')", &[&CHANNEL])
+                .await
+                .map_err(|e| self.fail(e))?;
+        }
+        let waiting: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE status = 'claimed'
+                     AND instance <> $1 AND instance = ANY($2))",
+                &[&self.instance, &live],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        let room = scan.free_slots.map_or(CLAIM_BATCH, |free| {
+            i64::try_from(free.saturating_sub(mine)).map_or(CLAIM_BATCH, |n| n.min(CLAIM_BATCH))
+        });
+        if !waiting || room == 0 {
+            return Ok(waiting);
+        }
+        let taken = self.take_waiting(client, live, ctx, scan, room).await?;
+        // Fewer than there was room for: what still waits is being started or taken by
+        // others right now (locked), or is of a job running here.
+        let more = i64::try_from(taken.len()).is_ok_and(|n| n >= room);
+        occurrences.extend(taken);
+        Ok(more)
+    }
+
+    /// Takes up to `room` occurrences other live processes claimed and have not started.
+    /// The row update is the lock: the owner's `start_run` either went first (the row is
+    /// `running`, not taken) or finds the row gone to this process and runs nothing.
+    /// Among occurrences due at the same instant the last claimed go first: the owner
+    /// starts its own in claim order, so the two rarely reach for the same row. A job
+    /// already running here is left to its owner.
+    async fn take_waiting(
+        &self,
+        client: &impl GenericClient,
+        live: &[String],
+        ctx: &Context,
+        scan: &DueScan<'_>,
+        room: i64,
+    ) -> Result<Vec<Occurrence>, StoreError> {
+        let running: Vec<&str> = scan.running_here.iter().map(String::as_str).collect();
+        let rows = client
+            .query(
+                "UPDATE hermes_cron_runs r SET instance = $1, host = $2, pid = $3
+                 FROM hermes_cron_jobs j
+                 WHERE r.id IN (SELECT id FROM hermes_cron_runs
+                                WHERE status = 'claimed' AND instance <> $1
+                                  AND instance = ANY($4) AND NOT (job_id = ANY($5))
+                                ORDER BY scheduled_at, id DESC LIMIT $6
+                                FOR UPDATE SKIP LOCKED)
+                   AND r.status = 'claimed' AND r.job_id = j.id
+                 RETURNING r.id, r.scheduled_at, j.record",
+                &[
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &live,
+                    &running,
+                    &room,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        rows.iter().map(|row| handed_over(row, ctx)).collect()
+    }
+}
+
+/// A claimed occurrence another process held, now this one's to run.
+fn handed_over(row: &Row, ctx: &Context) -> Result<Occurrence, StoreError> {
+    let scheduled_at: Option<DateTime<Utc>> = row.get("scheduled_at");
+    Ok(Occurrence {
+        job: job_of(row, "record")?,
+        decision: Decision::Fire {
+            scheduled_at: scheduled_at.unwrap_or(ctx.now),
+            late: false,
+        },
+        claimed: Claimed::Run { run: row.get("id") },
+    })
 }
 
 /// Holds one connection that LISTENs for job changes and bumps `changes` on each; on a
@@ -679,7 +825,8 @@ where
 }
 
 /// Renews this process's lease every [`HEARTBEAT_EVERY`], and marks a change when a
-/// dead process left claims to take over or when the earliest due time moved (the
+/// dead process left claims to take over, when live ones hold claims they have not
+/// started (work to share) or when the earliest due time moved (the
 /// safety net under NOTIFY: a notification lost while the database was away is noticed
 /// here within one beat), so a sleeping daemon wakes for them.
 async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
@@ -706,13 +853,18 @@ async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
                 )
                 .await;
         }
+        // Also occurrences other processes claimed and have not started: this one may
+        // have a free slot for some (work sharing), and the NOTIFY of that backlog may
+        // have been lost.
         let orphans = client
             .query_one(
                 &format!(
                     "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs
-                     WHERE status IN ('claimed', 'running') AND NOT (instance IN ({LIVE})))"
+                     WHERE status IN ('claimed', 'running') AND NOT (instance IN ({LIVE})))
+                     OR EXISTS (SELECT 1 FROM hermes_cron_runs
+                     WHERE status = 'claimed' AND instance <> $2)"
                 ),
-                &[&LEASE.as_secs_f64()],
+                &[&LEASE.as_secs_f64(), &instance],
             )
             .await;
         if let Ok(row) = orphans {
@@ -831,7 +983,8 @@ impl Store for PgStore {
         .and_then(|(tx, mut job)| {
             change(&mut job)?;
             self.block(async {
-                self.write_job(&tx, &job, ctx).await?;
+                self.write_jobs(&tx, std::slice::from_ref(&job), ctx)
+                    .await?;
                 tx.commit().await.map_err(|e| self.fail(e))?;
                 self.changed();
                 Ok(job)
@@ -868,9 +1021,7 @@ impl Store for PgStore {
             change(job);
         }
         self.block(async {
-            for job in &jobs {
-                self.write_job(&tx, job, ctx).await?;
-            }
+            self.write_jobs(&tx, &jobs, ctx).await?;
             tx.commit().await.map_err(|e| self.fail(e))
         })?;
         self.changed();
