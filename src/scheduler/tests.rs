@@ -556,3 +556,51 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
         "a clean stop clears the heartbeat"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
+    let rig = Rig::new();
+    for n in 0..3 {
+        rig.add("every 1h", &format!("hourly {n}"));
+        rig.add("every 2h", &format!("two-hourly {n}"));
+    }
+    assert_eq!(rig.scheduler.free_slots(), Some(4));
+    pass_time(Duration::from_secs(3600)).await;
+    // Three claimed for four slots: one left, before and after they start.
+    let pass = rig.scheduler.pass().await.unwrap();
+    assert_eq!(pass.pending.len(), 3);
+    assert_eq!(rig.scheduler.free_slots(), Some(1));
+    let runs: Vec<_> = pass
+        .pending
+        .into_iter()
+        .map(|pending| tokio::spawn(pending.run(rig.scheduler.clone())))
+        .collect();
+    tokio::task::yield_now().await;
+    assert_eq!(rig.scheduler.free_slots(), Some(1));
+    for run in runs {
+        assert_eq!(run.await.unwrap().status, RunStatus::Ok);
+    }
+    assert_eq!(rig.scheduler.free_slots(), Some(4));
+    // Six claimed for four slots: none free while two wait; one dropped before it starts
+    // gives its place back.
+    pass_time(Duration::from_secs(3600)).await;
+    let pass = rig.scheduler.pass().await.unwrap();
+    assert_eq!(pass.pending.len(), 6);
+    assert_eq!(rig.scheduler.free_slots(), Some(0));
+    let mut runs: Vec<_> = pass
+        .pending
+        .into_iter()
+        .map(|pending| tokio::spawn(pending.run(rig.scheduler.clone())))
+        .collect();
+    tokio::task::yield_now().await;
+    assert_eq!(rig.scheduler.free_slots(), Some(0));
+    for run in runs.drain(4..) {
+        run.abort();
+        assert!(run.await.is_err(), "it was waiting for a slot");
+    }
+    assert_eq!(rig.scheduler.free_slots(), Some(0));
+    for run in runs {
+        assert_eq!(run.await.unwrap().status, RunStatus::Ok);
+    }
+    assert_eq!(rig.scheduler.free_slots(), Some(4));
+}
