@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use chrono::{DateTime, Utc};
+use jobs::store::SummarySink;
 use jobs::{JobState, JobSummary};
 
 use super::timefmt::write_absolute_and_relative;
@@ -13,16 +14,20 @@ pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError>
     if as_json {
         return list_json(session, all);
     }
-    let ctx = &session.ctx;
-    let (mut out, mut shown, mut hidden) = (String::new(), 0usize, 0usize);
-    session.store.for_each_summary(ctx, &mut |job| {
-        if all || is_listed(job.state) {
-            shown += 1;
-            render_job(&mut out, ctx.now, job);
-        } else {
-            hidden += 1;
-        }
-    })?;
+    let mut listing = Listing {
+        all,
+        now: session.ctx.now,
+        out: String::new(),
+        shown: 0,
+        hidden: 0,
+    };
+    session.store.for_each_summary(&session.ctx, &mut listing)?;
+    let Listing {
+        mut out,
+        shown,
+        hidden,
+        ..
+    } = listing;
     if shown == 0 {
         if hidden == 0 {
             say!("No scheduled jobs. Create one with: hermes cron add \"every 2h\" \"summarize inbox\"");
@@ -40,6 +45,31 @@ pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError>
     }
     crate::output::emit(&out);
     Ok(())
+}
+
+/// The text listing, rendered as the summaries come.
+struct Listing {
+    all: bool,
+    now: DateTime<Utc>,
+    out: String,
+    shown: usize,
+    hidden: usize,
+}
+
+impl SummarySink for Listing {
+    fn summary(&mut self, job: &JobSummary<'_>) {
+        if self.all || is_listed(job.state) {
+            self.shown += 1;
+            render_job(&mut self.out, self.now, job);
+        } else {
+            self.hidden += 1;
+        }
+    }
+
+    fn restart(&mut self) {
+        self.out.clear();
+        (self.shown, self.hidden) = (0, 0);
+    }
 }
 
 /// Shown without `--all`.

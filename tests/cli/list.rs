@@ -378,3 +378,29 @@ fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
         );
     }
 }
+
+/// A store that reads as canonical for hundreds of jobs and then is not (a raw tab inside
+/// a later job's name, which the tolerant reader repairs): every job is listed once.
+#[test]
+fn a_store_that_needs_repair_late_is_listed_once() {
+    let hermes = Hermes::new();
+    let store = String::from_utf8(many_jobs(600)).unwrap();
+    let store = store.replacen("job number 550 with", "job number 550\twith", 1);
+    assert!(store.contains('\t'));
+    hermes.write_store(store.as_bytes());
+    let text = hermes.cron(&["list", "--all"]).ok().to_string();
+    let ids: Vec<&str> = text
+        .lines()
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    let want: Vec<String> = (0..600).map(|i| format!("{i:012x}")).collect();
+    assert_eq!(ids, want);
+    assert!(text.contains("job number 550\twith"));
+    let json: Value = serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok()).unwrap();
+    assert_eq!(json["jobs"].as_array().unwrap().len(), 600);
+    assert_eq!(
+        json["jobs"][550]["name"],
+        json!("job number 550\twith a reasonably long name to fill the pipe")
+    );
+}

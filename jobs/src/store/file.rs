@@ -13,7 +13,7 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
     claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner, Store,
-    StoreError, StoreInfo,
+    StoreError, StoreInfo, SummarySink,
 };
 use crate::due::{
     self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, PROBE_KEYS,
@@ -365,32 +365,37 @@ impl Store for FileStore {
     }
 
     /// Each job's summary is read straight from its text in the file where it can be
-    /// ([`crate::listing`]), else from the job; all are read before the first call.
+    /// ([`crate::listing`]), else from the job, and handed over from the second thread
+    /// as soon as it is read. A store that turns out not to be in the canonical shape is
+    /// read again the long way.
     fn for_each_summary(
         &self,
         ctx: &Context,
-        each: &mut dyn FnMut(&JobSummary<'_>),
+        sink: &mut dyn SummarySink,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
         let mut scratch = Scratch::default();
-        let mut summaries = Vec::new();
+        let mut started = false;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
+            started = true;
             match plain_summary(entries, ctx, &mut scratch) {
-                Ok(summary) => summaries.push(summary),
+                Ok(summary) => sink.summary(&summary),
                 Err(NotPlain) => match record_keeping(text, Some(JobSummary::KEYS)) {
-                    Ok(record) => summaries.push(JobSummary::of(&Job::from_record(record), ctx)),
+                    Ok(record) => sink.summary(&JobSummary::of(&Job::from_record(record), ctx)),
                     Err(_) => return Walk::Stop,
                 },
             }
             Walk::Continue
         });
-        if walked.is_none() {
-            return self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-                each(&JobSummary::of(&job, ctx))
-            });
+        if walked.is_some() {
+            return Ok(());
         }
-        summaries.iter().for_each(each);
-        Ok(())
+        if started {
+            sink.restart();
+        }
+        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
+            sink.summary(&JobSummary::of(&job, ctx))
+        })
     }
 
     /// Each job the healing leaves as it is is written straight from its text in the

@@ -202,15 +202,17 @@ pub trait Store: Send + Sync {
         jobs.into_iter().for_each(each);
         Ok(())
     }
-    /// Calls `each` with the [`JobSummary`] of every job, in store order. A store that
-    /// cannot be read fails before the first call.
+    /// Hands `sink` the [`JobSummary`] of every job, in store order, possibly from
+    /// another thread and possibly before the store proves unreadable (the error then
+    /// comes back: what the sink gathered is to be dropped) or before the store has to
+    /// be read again another way (the sink is told to start over first).
     fn for_each_summary(
         &self,
         ctx: &Context,
-        each: &mut dyn FnMut(&JobSummary<'_>),
+        sink: &mut dyn SummarySink,
     ) -> Result<(), StoreError> {
         self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-            each(&JobSummary::of(&job, ctx))
+            sink.summary(&JobSummary::of(&job, ctx))
         })
     }
     /// Appends every job whose effective state `keep` accepts, in store order, as
@@ -521,6 +523,14 @@ pub(crate) fn prepare_claims(
 /// [`prepare_claims`], each row inserted with `insert`, settled.
 /// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
 pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
+
+/// What takes the jobs' summaries of [`Store::for_each_summary`].
+pub trait SummarySink: Send {
+    /// The next job in store order.
+    fn summary(&mut self, job: &JobSummary<'_>);
+    /// Forget every summary so far: they come again from the first.
+    fn restart(&mut self);
+}
 
 /// [`Store::write_normalized_jobs`] from whole jobs that `for_each` gives.
 pub(crate) fn write_normalized(
