@@ -875,6 +875,10 @@ pub struct NormalizedJob {
 }
 
 impl NormalizedJob {
+    pub fn id(&self) -> &str {
+        self.job.id()
+    }
+
     /// As a JSON object (what the serialized form reads back as).
     pub fn into_record(self) -> Record {
         let mut out: Record = NORMALIZED_KEYS

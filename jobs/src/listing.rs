@@ -15,6 +15,7 @@ use schedules::parse_stored_instant;
 
 use crate::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
 use crate::jsonscan::{array_items, object_entries, plain_string, write_compact, Entry, KeyIndex};
+use crate::store::{ExtraField, Listed};
 use crate::{Context, Job};
 
 /// This job must be built and normalized the long way.
@@ -132,7 +133,7 @@ pub(crate) fn plain_summary<'a>(
     scratch: &mut Scratch<'a>,
 ) -> Result<JobSummary<'a>, NotPlain> {
     let slots = slots(entries, scratch)?;
-    let (job, state) = computed(&slots, scratch)?;
+    let (job, stored) = computed(&slots, scratch)?;
     let zone = text_field(slot!(slots, "timezone"))?
         .and_then(|name| name.trim().parse::<Tz>().ok())
         .unwrap_or(ctx.zone);
@@ -142,7 +143,7 @@ pub(crate) fn plain_summary<'a>(
     Ok(JobSummary {
         id: Cow::Borrowed(job.id),
         name: Cow::Borrowed(job.name),
-        state,
+        state: stored.state,
         schedule: Ok(Cow::Borrowed(job.display)),
         repeat: Repeat {
             times: job.times,
@@ -198,18 +199,30 @@ fn slots<'a>(entries: &[Entry<'a>], scratch: &mut Scratch<'a>) -> Result<Slots<'
 /// accepts its state; `Ok(false)` when it does not.
 pub(crate) fn write_plain_job<'a>(
     entries: &[Entry<'a>],
-    keep: &dyn Fn(JobState) -> bool,
+    keep: &dyn Fn(Listed) -> bool,
+    extra: Option<&ExtraField<'_>>,
     scratch: &mut Scratch<'a>,
     out: &mut Vec<u8>,
 ) -> Result<bool, NotPlain> {
     let slots = slots(entries, scratch)?;
-    let (computed, stored_state) = computed(&slots, scratch)?;
-    // Kept or not on the state as stored, as the long way decides before healing.
-    if !keep(stored_state) {
+    let (computed, stored) = computed(&slots, scratch)?;
+    // Kept or not on the job as stored, as the long way decides before healing.
+    if !keep(stored) {
         return Ok(false);
+    }
+    // A record that has the extra key already keeps it in its place: the long way.
+    if extra.is_some_and(|extra| scratch.extras.iter().any(|(key, _)| *key == extra.key)) {
+        return Err(NotPlain);
     }
     let mark = out.len();
     write_fields(&computed, &slots, scratch, out).inspect_err(|_| out.truncate(mark))?;
+    if let Some(extra) = extra {
+        out.pop();
+        out.push(b',');
+        write_key(extra.key, out);
+        (extra.write)(computed.id, out);
+        out.push(b'}');
+    }
     Ok(true)
 }
 
@@ -288,7 +301,7 @@ fn write_fields(
 fn computed<'a>(
     slots: &Slots<'a>,
     scratch: &mut Scratch<'a>,
-) -> Result<(Computed<'a>, JobState), NotPlain> {
+) -> Result<(Computed<'a>, Listed), NotPlain> {
     let id = text(slot!(slots, "id"))?
         .filter(|id| !id.trim().is_empty())
         .ok_or(NotPlain)?;
@@ -327,6 +340,7 @@ fn computed<'a>(
     }
     // Healing lets a pause marker win over `enabled: true`.
     let paused = stored_state == Some("paused") || paused_at_set;
+    let stored_enabled = enabled;
     let (enabled, state_text) = match enabled {
         Some(true) if paused => (Some(false), Some("paused")),
         _ => (enabled, stored_state),
@@ -361,7 +375,11 @@ fn computed<'a>(
         deliver: deliver.unwrap_or(if origin.is_some() { "origin" } else { "local" }),
         origin,
     };
-    Ok((computed, unhealed_state))
+    let stored = Listed {
+        state: unhealed_state,
+        enabled: stored_enabled.unwrap_or(true),
+    };
+    Ok((computed, stored))
 }
 
 /// A job's values of [`NORMALIZED_KEYS`], by position.
@@ -647,6 +665,7 @@ mod tests {
             Some("{\"expr\": \"0 9 * * *\", \"display\": \"x\"}"),
             Some("{\"platform\": \"telegram\", \"chat_id\": \"42\"}"),
             Some("{\"a\": 1, \"a\": 2}"),
+            Some("\"an old run\""),
             Some("\"every 2h\""),
             Some("\"line one\\nline \\\"two\\\"\""),
             Some("\"America/New_York\""),
@@ -703,26 +722,43 @@ mod tests {
             Err(_) => return false,
         };
         let job = Job::from_record(record);
-        let long_state = job.state();
-        let long = serde_json::to_string(&job.normalized(&ctx)).unwrap();
+        let stored = Listed::of(&job);
+        let long = serde_json::to_string(&job.clone().normalized(&ctx)).unwrap();
+        let write = |id: &str, out: &mut Vec<u8>| {
+            out.extend_from_slice(
+                serde_json::to_string(&format!("run of {id}"))
+                    .unwrap()
+                    .as_bytes(),
+            )
+        };
+        let extra = ExtraField {
+            key: "latest_execution",
+            write: &write,
+        };
+        let mut long_extra = Vec::new();
+        extra.set_on(job.normalized(&ctx), &mut long_extra).unwrap();
         let mut entries = Vec::new();
         object_entries(text, &mut entries).expect("the walk reads what serde_json reads");
         let mut scratch = Scratch::default();
-        let mut out = Vec::new();
         let kept = std::cell::Cell::new(None);
-        let keep = |state: JobState| {
-            kept.set(Some(state));
+        let keep = |listed: Listed| {
+            kept.set(Some(listed));
             true
         };
-        match write_plain_job(&entries, &keep, &mut scratch, &mut out) {
+        let mut out = Vec::new();
+        match write_plain_job(&entries, &keep, None, &mut scratch, &mut out) {
             Ok(written) => {
                 assert!(written);
                 assert_eq!(String::from_utf8(out).unwrap(), long, "for {text}");
-                assert_eq!(kept.get(), Some(long_state), "state of {text}");
+                assert_eq!(kept.get(), Some(stored), "state of {text}");
                 assert!(
                     summarized,
                     "the summary of {text} is read the short way too"
                 );
+                let mut out = Vec::new();
+                if write_plain_job(&entries, &keep, Some(&extra), &mut scratch, &mut out).is_ok() {
+                    assert_eq!(out, long_extra, "with the extra field, for {text}");
+                }
                 true
             }
             Err(NotPlain) => {
@@ -737,7 +773,7 @@ mod tests {
         let keys: Vec<&str> = NORMALIZED_KEYS
             .iter()
             .copied()
-            .chain(["x_extra", "provider_snapshot"])
+            .chain(["x_extra", "provider_snapshot", "latest_execution"])
             .collect();
         let (mut short, mut total) = (0, 0);
         for base in bases() {

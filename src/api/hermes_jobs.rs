@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -73,8 +74,10 @@ async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>
         .include_disabled
         .is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1"));
     let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(json!({ "jobs": s.list_jobs(include)? }))).await;
-    reply(&state, result)
+    match off_thread(move || s.list_jobs_body(include)).await {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(failure) => error(&state, failure),
+    }
 }
 
 fn text<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Failure> {

@@ -85,7 +85,8 @@ fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     out.extend_from_slice(b"{\"jobs\":[");
     session.store.write_normalized_jobs(
         &session.ctx,
-        &|state| all || is_listed(state),
+        &|job| all || is_listed(job.state),
+        None,
         &mut out,
     )?;
     out.extend_from_slice(b"]}\n");

@@ -12,13 +12,13 @@ use std::sync::{Mutex, MutexGuard};
 use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
-    claim_planned, Beat, ChangeMark, DuePass, DueScan, Flight, Heartbeat, Liveness, Owner, Store,
-    StoreError, StoreInfo, SummarySink,
+    claim_planned, write_normalized_job, Beat, ChangeMark, DuePass, DueScan, ExtraField, Flight,
+    Heartbeat, Listed, Liveness, Owner, Store, StoreError, StoreInfo, SummarySink,
 };
 use crate::due::{
     self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, PROBE_KEYS,
 };
-use crate::job::{is_safe_id, Context, Job, JobState, SCHEDULING_KEYS};
+use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::jsonfile::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
     write_atomic, DocumentError, JsonFile,
@@ -404,7 +404,8 @@ impl Store for FileStore {
     fn write_normalized_jobs(
         &self,
         ctx: &Context,
-        keep: &(dyn Fn(JobState) -> bool + Sync),
+        keep: &(dyn Fn(Listed) -> bool + Sync),
+        extra: Option<&ExtraField<'_>>,
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
@@ -419,7 +420,7 @@ impl Store for FileStore {
             if !first {
                 out.push(b',');
             }
-            let written = match write_plain_job(entries, keep, &mut scratch, out) {
+            let written = match write_plain_job(entries, keep, extra, &mut scratch, out) {
                 Ok(written) => written,
                 Err(NotPlain) => {
                     out.truncate(at);
@@ -427,11 +428,11 @@ impl Store for FileStore {
                         return Walk::Stop;
                     };
                     let job = Job::from_record(record);
-                    if keep(job.state()) {
+                    if keep(Listed::of(&job)) {
                         if !first {
                             out.push(b',');
                         }
-                        if serde_json::to_writer(&mut *out, &job.normalized(ctx)).is_err() {
+                        if write_normalized_job(job, ctx, extra, out).is_err() {
                             return Walk::Stop;
                         }
                         true
@@ -451,7 +452,7 @@ impl Store for FileStore {
             return Ok(());
         }
         out.truncate(mark);
-        super::write_normalized(ctx, keep, out, &mut |each| {
+        super::write_normalized(ctx, keep, extra, out, &mut |each| {
             self.for_each_job(ctx, None, each)
         })
     }

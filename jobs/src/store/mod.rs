@@ -23,7 +23,7 @@ pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
-use crate::job::{Context, Job, JobState};
+use crate::job::{Context, Job, JobState, NormalizedJob};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
@@ -215,16 +215,17 @@ pub trait Store: Send + Sync {
             sink.summary(&JobSummary::of(&job, ctx))
         })
     }
-    /// Appends every job whose effective state `keep` accepts, in store order, as
-    /// `list --json` shows it ([`Job::normalized`]), separated by commas. Nothing is
+    /// Appends every job `keep` accepts, in store order, as `list --json` shows it
+    /// ([`Job::normalized`]) with `extra` set on each, separated by commas. Nothing is
     /// appended when the store cannot be read.
     fn write_normalized_jobs(
         &self,
         ctx: &Context,
-        keep: &(dyn Fn(JobState) -> bool + Sync),
+        keep: &(dyn Fn(Listed) -> bool + Sync),
+        extra: Option<&ExtraField<'_>>,
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
-        write_normalized(ctx, keep, out, &mut |each| {
+        write_normalized(ctx, keep, extra, out, &mut |each| {
             self.for_each_job(ctx, None, each)
         })
     }
@@ -521,8 +522,57 @@ pub(crate) fn prepare_claims(
 }
 
 /// [`prepare_claims`], each row inserted with `insert`, settled.
+/// One job the long way: normalized, `extra` set, serialized.
+pub(crate) fn write_normalized_job(
+    job: Job,
+    ctx: &Context,
+    extra: Option<&ExtraField<'_>>,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    match extra {
+        Some(extra) => extra.set_on(job.normalized(ctx), out),
+        None => serde_json::to_writer(out, &job.normalized(ctx)),
+    }
+}
+
 /// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
 pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
+
+/// What a listing keeps or leaves out a job by, as the job is stored (before healing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listed {
+    pub state: JobState,
+    pub enabled: bool,
+}
+
+impl Listed {
+    pub fn of(job: &Job) -> Listed {
+        Listed {
+            state: job.state(),
+            enabled: job.enabled(),
+        }
+    }
+}
+
+/// A field a listing sets on every job (added last, or replacing the record's own):
+/// `write` appends its JSON value for the job with that id.
+pub struct ExtraField<'f> {
+    pub key: &'static str,
+    pub write: &'f (dyn Fn(&str, &mut Vec<u8>) + Sync),
+}
+
+impl ExtraField<'_> {
+    /// A normalized job (serialized, as `out[start..]`) with this field set, as a map
+    /// setting it would: in its place when the record has the key, else last.
+    pub(crate) fn set_on(&self, job: NormalizedJob, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        let id = job.id().to_string();
+        let mut record = job.into_record();
+        let mut value = Vec::new();
+        (self.write)(&id, &mut value);
+        record.insert(self.key.to_string(), serde_json::from_slice(&value)?);
+        serde_json::to_writer(out, &record)
+    }
+}
 
 /// What takes the jobs' summaries of [`Store::for_each_summary`].
 pub trait SummarySink: Send {
@@ -535,7 +585,8 @@ pub trait SummarySink: Send {
 /// [`Store::write_normalized_jobs`] from whole jobs that `for_each` gives.
 pub(crate) fn write_normalized(
     ctx: &Context,
-    keep: &dyn Fn(JobState) -> bool,
+    keep: &dyn Fn(Listed) -> bool,
+    extra: Option<&ExtraField<'_>>,
     out: &mut Vec<u8>,
     for_each: &mut EachJob<'_>,
 ) -> Result<(), StoreError> {
@@ -543,13 +594,13 @@ pub(crate) fn write_normalized(
     let mut first = true;
     let mut failed = None;
     let read = for_each(&mut |job| {
-        if failed.is_some() || !keep(job.state()) {
+        if failed.is_some() || !keep(Listed::of(&job)) {
             return;
         }
         if !std::mem::take(&mut first) {
             out.push(b',');
         }
-        if let Err(e) = serde_json::to_writer(&mut *out, &job.normalized(ctx)) {
+        if let Err(e) = write_normalized_job(job, ctx, extra, out) {
             failed = Some(e);
         }
     });
