@@ -66,16 +66,7 @@ pub fn walk_jobs<'a>(
         cursor.array(1, |cursor| {
             let start = cursor.at;
             entries.clear();
-            cursor.object(2, |cursor, key| {
-                let key_escaped = cursor.escaped;
-                let value = cursor.value(2)?;
-                entries.push(Entry {
-                    key,
-                    value,
-                    key_escaped,
-                });
-                Some(())
-            })?;
+            cursor.entries(2, &mut entries)?;
             match each(&text[start..cursor.at], &entries) {
                 Walk::Continue => Some(()),
                 Walk::Stop => None,
@@ -162,16 +153,7 @@ pub fn walk_jobs_in_parallel<'a>(
 pub fn object_entries<'a>(text: &'a str, entries: &mut Vec<Entry<'a>>) -> Option<()> {
     entries.clear();
     let mut cursor = Cursor::new(text);
-    cursor.object(0, |cursor, key| {
-        let key_escaped = cursor.escaped;
-        let value = cursor.value(0)?;
-        entries.push(Entry {
-            key,
-            value,
-            key_escaped,
-        });
-        Some(())
-    })?;
+    cursor.entries(0, entries)?;
     (cursor.at == text.len()).then_some(())
 }
 
@@ -369,6 +351,20 @@ impl<'a> Cursor<'a> {
                 return Some(());
             }
         }
+    }
+
+    /// An object at the cursor, its members appended to `entries`.
+    fn entries(&mut self, depth: usize, entries: &mut Vec<Entry<'a>>) -> Option<()> {
+        self.object(depth, |cursor, key| {
+            let key_escaped = cursor.escaped;
+            let value = cursor.value(depth)?;
+            entries.push(Entry {
+                key,
+                value,
+                key_escaped,
+            });
+            Some(())
+        })
     }
 
     /// After a member or element: `true` past a comma (another follows), `false` past

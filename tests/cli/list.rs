@@ -355,11 +355,7 @@ fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
     );
 
     let text = hermes.cron(&["list", "--all"]).ok().to_string();
-    let ids: Vec<&str> = text
-        .lines()
-        .filter(|line| !line.starts_with(' '))
-        .filter_map(|line| line.split_whitespace().next())
-        .collect();
+    let ids = listed_ids(&text);
     let want: Vec<String> = (0..700).map(|i| format!("{i:012x}")).collect();
     assert_eq!(ids, want);
     assert!(
@@ -389,11 +385,7 @@ fn a_store_that_needs_repair_late_is_listed_once() {
     assert!(store.contains('\t'));
     hermes.write_store(store.as_bytes());
     let text = hermes.cron(&["list", "--all"]).ok().to_string();
-    let ids: Vec<&str> = text
-        .lines()
-        .filter(|line| !line.starts_with(' '))
-        .filter_map(|line| line.split_whitespace().next())
-        .collect();
+    let ids = listed_ids(&text);
     let want: Vec<String> = (0..600).map(|i| format!("{i:012x}")).collect();
     assert_eq!(ids, want);
     assert!(text.contains("job number 550\twith"));
@@ -403,4 +395,12 @@ fn a_store_that_needs_repair_late_is_listed_once() {
         json["jobs"][550]["name"],
         json!("job number 550\twith a reasonably long name to fill the pipe")
     );
+}
+
+/// The ids `hermes cron list` printed, in order (each job's first line starts with it).
+fn listed_ids(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|line| !line.starts_with(' '))
+        .filter_map(|line| line.split_whitespace().next())
+        .collect()
 }
