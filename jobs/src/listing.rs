@@ -195,12 +195,13 @@ fn slots<'a>(entries: &[Entry<'a>], scratch: &mut Scratch<'a>) -> Result<Slots<'
     Ok(slots)
 }
 
-/// Appends the normalized form of the job with these `entries` to `out` when `keep`
-/// accepts its state; `Ok(false)` when it does not.
+/// Appends the normalized form of the job with these `entries` to `out` (after a comma
+/// unless it comes `first`) when `keep` accepts it; `Ok(false)` when it does not.
 pub(crate) fn write_plain_job<'a>(
     entries: &[Entry<'a>],
     keep: &dyn Fn(Listed) -> bool,
     extra: Option<&ExtraField<'_>>,
+    first: bool,
     scratch: &mut Scratch<'a>,
     out: &mut Vec<u8>,
 ) -> Result<bool, NotPlain> {
@@ -215,6 +216,9 @@ pub(crate) fn write_plain_job<'a>(
         return Err(NotPlain);
     }
     let mark = out.len();
+    if !first {
+        out.push(b',');
+    }
     write_fields(&computed, &slots, scratch, out).inspect_err(|_| out.truncate(mark))?;
     if let Some(extra) = extra {
         out.pop();
@@ -746,7 +750,7 @@ mod tests {
             true
         };
         let mut out = Vec::new();
-        match write_plain_job(&entries, &keep, None, &mut scratch, &mut out) {
+        match write_plain_job(&entries, &keep, None, true, &mut scratch, &mut out) {
             Ok(written) => {
                 assert!(written);
                 assert_eq!(String::from_utf8(out).unwrap(), long, "for {text}");
@@ -756,7 +760,9 @@ mod tests {
                     "the summary of {text} is read the short way too"
                 );
                 let mut out = Vec::new();
-                if write_plain_job(&entries, &keep, Some(&extra), &mut scratch, &mut out).is_ok() {
+                if write_plain_job(&entries, &keep, Some(&extra), true, &mut scratch, &mut out)
+                    .is_ok()
+                {
                     assert_eq!(out, long_extra, "with the extra field, for {text}");
                 }
                 true

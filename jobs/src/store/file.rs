@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
-    claim_planned, write_normalized_job, Beat, ChangeMark, DuePass, DueScan, ExtraField, Flight,
+    append_normalized_job, claim_planned, Beat, ChangeMark, DuePass, DueScan, ExtraField, Flight,
     Heartbeat, Listed, Liveness, Owner, Store, StoreError, StoreInfo, SummarySink,
 };
 use crate::due::{
@@ -417,35 +417,21 @@ impl Store for FileStore {
         let mut first = true;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
             let at = out.len();
-            if !first {
-                out.push(b',');
-            }
-            let written = match write_plain_job(entries, keep, extra, &mut scratch, out) {
-                Ok(written) => written,
+            let appended = match write_plain_job(entries, keep, extra, first, &mut scratch, out) {
+                Ok(appended) => appended,
                 Err(NotPlain) => {
                     out.truncate(at);
                     let Ok(record) = record_keeping(text, None) else {
                         return Walk::Stop;
                     };
                     let job = Job::from_record(record);
-                    if keep(Listed::of(&job)) {
-                        if !first {
-                            out.push(b',');
-                        }
-                        if write_normalized_job(job, ctx, extra, out).is_err() {
-                            return Walk::Stop;
-                        }
-                        true
-                    } else {
-                        false
+                    match append_normalized_job(job, ctx, keep, extra, first, out) {
+                        Ok(appended) => appended,
+                        Err(_) => return Walk::Stop,
                     }
                 }
             };
-            if written {
-                first = false;
-            } else {
-                out.truncate(at);
-            }
+            first &= !appended;
             Walk::Continue
         });
         if walked.is_some() {

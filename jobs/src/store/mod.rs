@@ -522,17 +522,27 @@ pub(crate) fn prepare_claims(
 }
 
 /// [`prepare_claims`], each row inserted with `insert`, settled.
-/// One job the long way: normalized, `extra` set, serialized.
-pub(crate) fn write_normalized_job(
+/// Appends `job` the long way (normalized, `extra` set) when `keep` accepts it, after a
+/// comma unless it comes `first`; whether it was appended.
+pub(crate) fn append_normalized_job(
     job: Job,
     ctx: &Context,
+    keep: &dyn Fn(Listed) -> bool,
     extra: Option<&ExtraField<'_>>,
+    first: bool,
     out: &mut Vec<u8>,
-) -> serde_json::Result<()> {
-    match extra {
-        Some(extra) => extra.set_on(job.normalized(ctx), out),
-        None => serde_json::to_writer(out, &job.normalized(ctx)),
+) -> serde_json::Result<bool> {
+    if !keep(Listed::of(&job)) {
+        return Ok(false);
     }
+    if !first {
+        out.push(b',');
+    }
+    match extra {
+        Some(extra) => extra.set_on(job.normalized(ctx), out)?,
+        None => serde_json::to_writer(&mut *out, &job.normalized(ctx))?,
+    }
+    Ok(true)
 }
 
 /// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
@@ -594,14 +604,12 @@ pub(crate) fn write_normalized(
     let mut first = true;
     let mut failed = None;
     let read = for_each(&mut |job| {
-        if failed.is_some() || !keep(Listed::of(&job)) {
+        if failed.is_some() {
             return;
         }
-        if !std::mem::take(&mut first) {
-            out.push(b',');
-        }
-        if let Err(e) = write_normalized_job(job, ctx, extra, out) {
-            failed = Some(e);
+        match append_normalized_job(job, ctx, keep, extra, first, out) {
+            Ok(appended) => first &= !appended,
+            Err(e) => failed = Some(e),
         }
     });
     let result = match (read, failed) {
