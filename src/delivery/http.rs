@@ -213,14 +213,19 @@ pub async fn exchange(
     let mut retrier = Retrier::default();
     let delivered = |answer: &Answer| matches!(judge(answer).0, Verdict::Done);
     loop {
-        if let Some(pacing) = pacing {
-            pace(platform.as_str(), chat, pacing).await;
-        }
+        let slot = match pacing {
+            Some(pacing) => Some(pace(platform.as_str(), chat, pacing).await),
+            None => None,
+        };
         let judged: Option<&(dyn Fn(&Answer) -> bool + Sync)> = match kind {
             Request::Item => Some(&delivered),
             Request::Step => None,
         };
-        let answer = match send_judged(build(), judged).await {
+        let sent = send_judged(build(), judged).await;
+        if let Some(slot) = slot {
+            slot.answered();
+        }
+        let answer = match sent {
             Ok(answer) => answer,
             Err(Failure::Transient(m)) => {
                 retrier.transient(m).await?;
@@ -412,25 +417,57 @@ fn pacer() -> &'static Mutex<PacerState> {
 
 /// Waits for this chat's next free slot and takes it. Slots are reserved under a lock,
 /// so concurrent runs sending to one chat queue up instead of racing into a 429.
-pub async fn pace(platform: &str, chat: &str, pacing: Pacing) {
-    let slot = {
+///
+/// A platform counts a message when it arrives, which may be well after the slot when
+/// the network or this host is slow: tell the returned [`Slot`] when the platform
+/// answered, and the message counts from then, so a late first part never lets the
+/// next ones crowd into its window.
+#[must_use = "tell the slot when the platform answered"]
+pub async fn pace(platform: &str, chat: &str, pacing: Pacing) -> Slot {
+    let key = format!("{platform}:{chat}");
+    let at = {
         let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
-        reserve(&mut state, platform, chat, pacing, Instant::now())
+        reserve(&mut state, &key, platform, pacing, Instant::now())
     };
-    tokio::time::sleep_until(slot).await;
+    tokio::time::sleep_until(at).await;
+    Slot { key, at }
+}
+
+/// A message's place in its chat's pacing, taken by [`pace`].
+#[derive(Debug)]
+pub struct Slot {
+    key: String,
+    at: Instant,
+}
+
+impl Slot {
+    /// The platform answered (whatever it said): count the message from now.
+    pub fn answered(self) {
+        let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(slots) = state.chats.get_mut(&self.key) {
+            answered(slots, self.at, Instant::now());
+        }
+    }
+}
+
+/// Moves the message sent in slot `at` to `now`, keeping the slots in order.
+fn answered(slots: &mut ChatSlots, at: Instant, now: Instant) {
+    if let Some(entry) = slots.sent.iter_mut().rev().find(|t| **t == at) {
+        *entry = (*entry).max(now);
+        slots.sent.make_contiguous().sort_unstable();
+    }
 }
 
 /// Takes the earliest slot at or after `now` that keeps every pacing rule.
 fn reserve(
     state: &mut PacerState,
+    key: &str,
     platform: &str,
-    chat: &str,
     pacing: Pacing,
     now: Instant,
 ) -> Instant {
-    let key = format!("{platform}:{chat}");
     let global_next = state.global.get(platform).copied().unwrap_or(now);
-    let slots = state.chats.entry(key).or_default();
+    let slots = state.chats.entry(key.to_string()).or_default();
     while slots.sent.front().is_some_and(|t| *t + pacing.window < now) {
         slots.sent.pop_front();
     }
@@ -574,16 +611,45 @@ mod tests {
         let start = Instant::now();
         let mut now = start;
         for _ in 0..3 {
-            now = reserve(&mut state, "telegram", "42", TELEGRAM_PRIVATE, now);
+            now = reserve(&mut state, "telegram:42", "telegram", TELEGRAM_PRIVATE, now);
         }
         assert!(now - start >= Duration::from_millis(2100));
         let start = now;
         for _ in 0..21 {
-            now = reserve(&mut state, "telegram", "-100", TELEGRAM_GROUP, now);
+            now = reserve(&mut state, "telegram:-100", "telegram", TELEGRAM_GROUP, now);
         }
         assert!(now - start >= Duration::from_millis(60_500));
         // Another chat is not held back by the first one beyond the global rate.
-        let other = reserve(&mut state, "telegram", "7", TELEGRAM_PRIVATE, now);
+        let other = reserve(&mut state, "telegram:7", "telegram", TELEGRAM_PRIVATE, now);
         assert!(other - now <= Duration::from_millis(100));
+    }
+
+    /// A part the platform took late counts from its answer: the window rule then holds
+    /// at the platform even when the first request of a burst was slow to arrive.
+    #[test]
+    fn a_slot_counts_from_the_answer_when_that_is_later() {
+        let five_a_second = Pacing {
+            spacing: Duration::ZERO,
+            window: Duration::from_secs(1),
+            window_max: 5,
+            global_per_sec: 1000,
+        };
+        let mut state = PacerState::default();
+        let start = Instant::now();
+        // Parts go one after another; the first is answered after 300 ms, the rest at once.
+        let mut now = start;
+        let mut first_answer = start;
+        for part in 0..5 {
+            let slot = reserve(&mut state, "qq:c", "qq", five_a_second, now);
+            let latency = if part == 0 { 300 } else { 10 };
+            now = slot + Duration::from_millis(latency);
+            answered(state.chats.get_mut("qq:c").unwrap(), slot, now);
+            if part == 0 {
+                first_answer = now;
+            }
+        }
+        let sixth = reserve(&mut state, "qq:c", "qq", five_a_second, now);
+        let late = first_answer;
+        assert_eq!(sixth, late + Duration::from_secs(1));
     }
 }

@@ -28,12 +28,13 @@ const RATE_LIMIT_DELAY: Duration = Duration::from_secs(60);
 
 /// QQ takes at most 5 messages a second in a guild sub-channel (active or passive)
 /// before `22009 msg limit exceed`, and a refused part costs Hermes' minute-long wait:
-/// the parts of a reply go a little over 0.2 s apart. QQ names no limit per bot, so the
-/// bot-wide rate only keeps many chats from arriving as one burst.
+/// the parts of a reply go a little over 0.2 s apart, and no sixth within a second of
+/// the answer to the first. QQ names no limit per bot, so the bot-wide rate only keeps
+/// many chats from arriving as one burst.
 const PACING: Pacing = Pacing {
     spacing: Duration::from_millis(210),
     window: Duration::from_secs(1),
-    window_max: usize::MAX,
+    window_max: 5,
     global_per_sec: 50,
 };
 

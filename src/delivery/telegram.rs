@@ -191,7 +191,7 @@ async fn send_text(target: &mut Chat, part: &Part) -> Result<(), Failure> {
     let mut migrated = false;
     let mut retrier = Retrier::default();
     loop {
-        pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
+        let slot = pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
         let mut body = json!({"chat_id": chat_value(&target.id)});
         if plain {
             body["text"] = json!(part.source);
@@ -202,7 +202,9 @@ async fn send_text(target: &mut Chat, part: &Part) -> Result<(), Failure> {
         if let Some(thread) = &target.thread {
             body["message_thread_id"] = chat_value(thread);
         }
-        let answer = match send_once(client().post(target.url("sendMessage")).json(&body)).await {
+        let sent = send_once(client().post(target.url("sendMessage")).json(&body)).await;
+        slot.answered();
+        let answer = match sent {
             Ok(answer) => answer,
             Err(Failure::Transient(m)) => {
                 retrier.transient(m).await?;
@@ -290,7 +292,7 @@ async fn send_file(target: &mut Chat, path: &Path) -> Result<(), Failure> {
     let mut migrated = false;
     let mut retrier = Retrier::default();
     loop {
-        pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
+        let slot = pace(PLATFORM.as_str(), &target.id, pacing(&target.id)).await;
         let mut form = reqwest::multipart::Form::new()
             .text("chat_id", target.id.clone())
             .part(
@@ -300,7 +302,9 @@ async fn send_file(target: &mut Chat, path: &Path) -> Result<(), Failure> {
         if let Some(thread) = &target.thread {
             form = form.text("message_thread_id", thread.clone());
         }
-        let answer = match send_once(client().post(target.url(method)).multipart(form)).await {
+        let sent = send_once(client().post(target.url(method)).multipart(form)).await;
+        slot.answered();
+        let answer = match sent {
             Ok(answer) => answer,
             Err(Failure::Transient(m)) => {
                 retrier.transient(m).await?;

@@ -119,10 +119,15 @@ impl Bot<'_> {
     async fn call(&mut self, cmd: &str, body: &Value, kind: Request) -> Result<Value, Failure> {
         let mut retrier = Retrier::default();
         loop {
-            if kind == Request::Item {
-                pace(PLATFORM.as_str(), self.chat, PACING).await;
+            let slot = match kind {
+                Request::Item => Some(pace(PLATFORM.as_str(), self.chat, PACING).await),
+                Request::Step => None,
+            };
+            let sent = self.request(cmd, body, kind).await;
+            if let Some(slot) = slot {
+                slot.answered();
             }
-            let answer = match self.request(cmd, body, kind).await {
+            let answer = match sent {
                 Ok(answer) => answer,
                 Err(Failure::Transient(text)) => {
                     retrier.transient(text).await?;
