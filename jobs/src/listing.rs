@@ -200,7 +200,7 @@ fn slots<'a>(entries: &[Entry<'a>], scratch: &mut Scratch<'a>) -> Result<Slots<'
 pub(crate) fn write_plain_job<'a>(
     entries: &[Entry<'a>],
     keep: &dyn Fn(Listed) -> bool,
-    extra: Option<&ExtraField<'_>>,
+    extras: &[ExtraField<'_>],
     first: bool,
     scratch: &mut Scratch<'a>,
     out: &mut Vec<u8>,
@@ -211,8 +211,9 @@ pub(crate) fn write_plain_job<'a>(
     if !keep(stored) {
         return Ok(false);
     }
-    // A record that has the extra key already keeps it in its place: the long way.
-    if extra.is_some_and(|extra| scratch.extras.iter().any(|(key, _)| *key == extra.key)) {
+    // A record that has an extra key already keeps it in its place: the long way.
+    let has = |key: &str| scratch.extras.iter().any(|(own, _)| *own == key);
+    if extras.iter().any(|extra| has(extra.key)) {
         return Err(NotPlain);
     }
     let mark = out.len();
@@ -220,11 +221,13 @@ pub(crate) fn write_plain_job<'a>(
         out.push(b',');
     }
     write_fields(&computed, &slots, scratch, out).inspect_err(|_| out.truncate(mark))?;
-    if let Some(extra) = extra {
+    if !extras.is_empty() {
         out.pop();
-        out.push(b',');
-        write_key(extra.key, out);
-        (extra.write)(computed.id, out);
+        for extra in extras {
+            out.push(b',');
+            write_key(extra.key, out);
+            (extra.write)(computed.id, out);
+        }
         out.push(b'}');
     }
     Ok(true)
@@ -735,12 +738,19 @@ mod tests {
                     .as_bytes(),
             )
         };
-        let extra = ExtraField {
-            key: "latest_execution",
-            write: &write,
-        };
+        let profile = |_: &str, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\"");
+        let extras = [
+            ExtraField {
+                key: "latest_execution",
+                write: &write,
+            },
+            ExtraField {
+                key: "profile",
+                write: &profile,
+            },
+        ];
         let mut long_extra = Vec::new();
-        extra.set_on(job.normalized(&ctx), &mut long_extra).unwrap();
+        ExtraField::set_all(&extras, job.normalized(&ctx), &mut long_extra).unwrap();
         let mut entries = Vec::new();
         object_entries(text, &mut entries).expect("the walk reads what serde_json reads");
         let mut scratch = Scratch::default();
@@ -750,7 +760,7 @@ mod tests {
             true
         };
         let mut out = Vec::new();
-        match write_plain_job(&entries, &keep, None, true, &mut scratch, &mut out) {
+        match write_plain_job(&entries, &keep, &[], true, &mut scratch, &mut out) {
             Ok(written) => {
                 assert!(written);
                 assert_eq!(String::from_utf8(out).unwrap(), long, "for {text}");
@@ -760,10 +770,8 @@ mod tests {
                     "the summary of {text} is read the short way too"
                 );
                 let mut out = Vec::new();
-                if write_plain_job(&entries, &keep, Some(&extra), true, &mut scratch, &mut out)
-                    .is_ok()
-                {
-                    assert_eq!(out, long_extra, "with the extra field, for {text}");
+                if write_plain_job(&entries, &keep, &extras, true, &mut scratch, &mut out).is_ok() {
+                    assert_eq!(out, long_extra, "with the extra fields, for {text}");
                 }
                 true
             }
@@ -779,7 +787,12 @@ mod tests {
         let keys: Vec<&str> = NORMALIZED_KEYS
             .iter()
             .copied()
-            .chain(["x_extra", "provider_snapshot", "latest_execution"])
+            .chain([
+                "x_extra",
+                "provider_snapshot",
+                "latest_execution",
+                "profile",
+            ])
             .collect();
         let (mut short, mut total) = (0, 0);
         for base in bases() {

@@ -1,8 +1,9 @@
 """API latency against a running server: p50/p99 of `GET /api/jobs?include_disabled=true`
-and `POST /api/jobs`, and the `/metrics` scrape time (when the server has one). One
-keep-alive connection, requests one after another. Plain python3.
+and `POST /api/jobs`, the dashboard's `GET /api/cron/jobs` and the `/metrics` scrape time
+(when the server has them). One keep-alive connection, requests one after another.
+Plain python3.
 
-    bench.py HOST:PORT KEY LABEL [--list N] [--create N] [--metrics N]
+    bench.py HOST:PORT KEY LABEL [--list N] [--create N] [--dashboard N] [--metrics N]
 """
 
 import argparse
@@ -16,8 +17,11 @@ def percentile(values, p):
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def timed(conn, method, path, key, body=None):
-    headers = {"Authorization": f"Bearer {key}"}
+def timed(conn, method, path, key, body=None, dashboard=False):
+    if dashboard:
+        headers = {"X-Hermes-Session-Token": key}
+    else:
+        headers = {"Authorization": f"Bearer {key}"}
     if body is not None:
         headers["Content-Type"] = "application/json"
     start = time.perf_counter()
@@ -42,6 +46,7 @@ def main():
     parser.add_argument("label")
     parser.add_argument("--list", type=int, default=50)
     parser.add_argument("--create", type=int, default=50)
+    parser.add_argument("--dashboard", type=int, default=0)
     parser.add_argument("--metrics", type=int, default=0)
     args = parser.parse_args()
     host, port = args.address.rsplit(":", 1)
@@ -59,6 +64,13 @@ def main():
                            "prompt": "Summarize the news"})
         samples.append(timed(conn, "POST", "/api/jobs", args.key, body)[0])
     show(args.label, "create", samples)
+    if args.dashboard:
+        samples = []
+        for _ in range(args.dashboard):
+            elapsed, data = timed(conn, "GET", "/api/cron/jobs", args.key, dashboard=True)
+            samples.append(elapsed)
+        show(args.label, f"dashboard list ({len(json.loads(data))} jobs)", samples,
+             f"  ({len(data) / 1e6:.1f} MB)")
     if args.metrics:
         samples = [timed(conn, "GET", "/metrics", args.key)[0] for _ in range(args.metrics)]
         show(args.label, "/metrics scrape", samples)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # API latency (docs/BENCHMARKS.md, "HTTP API"): for stores of 1,000 and 10,000 jobs
 # (scripts/python-hermes/gen_store.py, nothing due), starts `hermes cron daemon` with the
-# API and measures list and create latency (p50/p99) and the /metrics scrape; then the
-# same list and create against Python Hermes' own api_server on an identical store when
-# its venv exists (scripts/python-hermes/setup.sh). Prints the figures.
+# API and measures list, create and dashboard-list latency (p50/p99) and the /metrics
+# scrape; then the same list and create against Python Hermes' own api_server on an
+# identical store when its venv exists (scripts/python-hermes/setup.sh). Prints the figures.
 # Usage: scripts/bench-api/run.sh   HERMES_BIN=path skips the release build; SIZES="1000" picks the stores.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -37,7 +37,7 @@ for N in ${SIZES:-1000 10000}; do
     PID=$!
     wait_for "$home/log" "API listening on http://"
     addr="$(sed -n 's/.*API listening on http:\/\/\([^ ]*\).*/\1/p' "$home/log" | head -1)"
-    python3 scripts/bench-api/bench.py "$addr" "$KEY" "ours, $N jobs" "${REPS[@]}" --metrics 100
+    python3 scripts/bench-api/bench.py "$addr" "$KEY" "ours, $N jobs" "${REPS[@]}" --dashboard "${REPS[1]}" --metrics 100
     stop
     if [ -n "$PY_HERMES" ]; then
         home="$WORK/py-$N"; mkdir -p "$home/cron" "$home/scripts"

@@ -8,12 +8,14 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{Path, Query, State};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use jobs::store::ExtraField;
 use jobs::{JobEdit, NewJob, Platform};
 
 use super::hermes_jobs::job_edit;
@@ -42,28 +44,49 @@ fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
     }
 }
 
-/// The dashboard's profile fields on a job.
+/// The dashboard's profile fields on a job: their keys and JSON values.
+fn profile_fields(state: &ApiState) -> [(&'static str, Value); 4] {
+    [
+        ("profile", json!("default")),
+        ("profile_name", json!("default")),
+        ("hermes_home", json!(state.home.display().to_string())),
+        ("is_default_profile", json!(true)),
+    ]
+}
+
 fn annotated(state: &ApiState, mut job: Record) -> Value {
-    job.insert("profile".into(), json!("default"));
-    job.insert("profile_name".into(), json!("default"));
-    job.insert(
-        "hermes_home".into(),
-        json!(state.home.display().to_string()),
-    );
-    job.insert("is_default_profile".into(), json!(true));
+    for (key, value) in profile_fields(state) {
+        job.insert(key.into(), value);
+    }
     Value::Object(job)
 }
 
+/// Every job with its latest run and the profile fields, written straight from the
+/// store's listing.
 async fn list(State(state): State<Arc<ApiState>>) -> Response {
     let s = Arc::clone(&state);
-    let result = off_thread(move || {
-        let jobs = s.list_jobs(true)?;
-        Ok(Value::Array(
-            jobs.into_iter().map(|j| annotated(&s, j)).collect(),
-        ))
-    })
-    .await;
-    reply(&state, result)
+    let listed = off_thread(move || {
+        let texts = profile_fields(&s).map(|(key, value)| (key, value.to_string()));
+        let writers: Vec<_> = texts
+            .iter()
+            .map(|(_, text)| {
+                move |_: &str, out: &mut Vec<u8>| out.extend_from_slice(text.as_bytes())
+            })
+            .collect();
+        let fields: Vec<ExtraField<'_>> = texts
+            .iter()
+            .zip(&writers)
+            .map(|((key, _), write)| ExtraField { key, write })
+            .collect();
+        let mut body = b"[".to_vec();
+        s.write_job_list(true, &fields, &mut body)?;
+        body.push(b']');
+        Ok(body)
+    });
+    match listed.await {
+        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Err(failure) => reply(&state, Err(failure)),
+    }
 }
 
 async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {

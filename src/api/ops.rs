@@ -99,31 +99,16 @@ impl ApiState {
             .ok_or_else(Failure::not_found)
     }
 
-    /// Every job (only enabled ones unless `include_disabled`), each with its latest run
-    /// as `latest_execution` (null when it never ran).
-    pub fn list_jobs(&self, include_disabled: bool) -> Result<Vec<Record>, Failure> {
-        let (ctx, _) = self.context()?;
-        let store = self.scheduler.store();
-        let jobs = store.load_jobs(&ctx)?;
-        let mut latest = store.latest_runs()?;
-        Ok(jobs
-            .iter()
-            .filter(|job| include_disabled || job.enabled())
-            .map(|job| {
-                let mut record = job.clone().normalized(&ctx).into_record();
-                let run = latest.remove(job.id());
-                let run = run.map_or(Value::Null, |r| {
-                    serde_json::to_value(r).unwrap_or(Value::Null)
-                });
-                record.insert("latest_execution".into(), run);
-                record
-            })
-            .collect())
-    }
-
-    /// `{"jobs": [...]}` as [`Self::list_jobs`] gives them, written straight into the
-    /// body from the store's listing (a store of 10,000 jobs builds no job).
-    pub fn list_jobs_body(&self, include_disabled: bool) -> Result<Vec<u8>, Failure> {
+    /// Appends every job (only enabled ones unless `include_disabled`), each with its
+    /// latest run as `latest_execution` (null when it never ran) and then the `more`
+    /// fields, as the items of a JSON list: written straight from the store's listing,
+    /// so a store of 10,000 jobs builds no job.
+    pub fn write_job_list(
+        &self,
+        include_disabled: bool,
+        more: &[ExtraField<'_>],
+        out: &mut Vec<u8>,
+    ) -> Result<(), Failure> {
         let (ctx, _) = self.context()?;
         let store = self.scheduler.store();
         let latest = store.latest_runs()?;
@@ -131,19 +116,18 @@ impl ApiState {
             Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
             _ => out.extend_from_slice(b"null"),
         };
-        let latest_execution = ExtraField {
+        let mut extras = vec![ExtraField {
             key: "latest_execution",
             write: &write,
-        };
-        let mut body = b"{\"jobs\":[".to_vec();
+        }];
+        extras.extend_from_slice(more);
         store.write_normalized_jobs(
             &ctx,
             &|job: Listed| include_disabled || job.enabled,
-            Some(&latest_execution),
-            &mut body,
+            &extras,
+            out,
         )?;
-        body.extend_from_slice(b"]}");
-        Ok(body)
+        Ok(())
     }
 
     pub fn get_job(&self, id: &str) -> Result<Record, Failure> {

@@ -86,7 +86,7 @@ fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     session.store.write_normalized_jobs(
         &session.ctx,
         &|job| all || is_listed(job.state),
-        None,
+        &[],
         &mut out,
     )?;
     out.extend_from_slice(b"]}\n");

@@ -479,7 +479,16 @@ fn the_dashboard_routes_take_the_key_in_their_header_and_answer_bare_objects() {
     let id = created.json()["id"].as_str().unwrap().to_string();
     assert_eq!(created.json()["profile"], "default");
     let listed = api.send("GET", "/api/cron/jobs", &session, "").json();
-    assert_eq!(listed[0]["id"], id.as_str());
+    let mut shown = api
+        .send("GET", &format!("/api/cron/jobs/{id}"), &session, "")
+        .json();
+    shown["latest_execution"] = Value::Null;
+    assert_eq!(listed, json!([shown]));
+    assert_eq!(
+        listed[0]["hermes_home"],
+        hermes.home().display().to_string()
+    );
+    assert_eq!(listed[0]["is_default_profile"], true);
     let put = api.send(
         "PUT",
         &format!("/api/cron/jobs/{id}"),

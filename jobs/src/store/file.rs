@@ -405,7 +405,7 @@ impl Store for FileStore {
         &self,
         ctx: &Context,
         keep: &(dyn Fn(Listed) -> bool + Sync),
-        extra: Option<&ExtraField<'_>>,
+        extras: &[ExtraField<'_>],
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
@@ -417,7 +417,7 @@ impl Store for FileStore {
         let mut first = true;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
             let at = out.len();
-            let appended = match write_plain_job(entries, keep, extra, first, &mut scratch, out) {
+            let appended = match write_plain_job(entries, keep, extras, first, &mut scratch, out) {
                 Ok(appended) => appended,
                 Err(NotPlain) => {
                     out.truncate(at);
@@ -425,7 +425,7 @@ impl Store for FileStore {
                         return Walk::Stop;
                     };
                     let job = Job::from_record(record);
-                    match append_normalized_job(job, ctx, keep, extra, first, out) {
+                    match append_normalized_job(job, ctx, keep, extras, first, out) {
                         Ok(appended) => appended,
                         Err(_) => return Walk::Stop,
                     }
@@ -438,7 +438,7 @@ impl Store for FileStore {
             return Ok(());
         }
         out.truncate(mark);
-        super::write_normalized(ctx, keep, extra, out, &mut |each| {
+        super::write_normalized(ctx, keep, extras, out, &mut |each| {
             self.for_each_job(ctx, None, each)
         })
     }

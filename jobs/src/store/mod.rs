@@ -216,16 +216,16 @@ pub trait Store: Send + Sync {
         })
     }
     /// Appends every job `keep` accepts, in store order, as `list --json` shows it
-    /// ([`Job::normalized`]) with `extra` set on each, separated by commas. Nothing is
+    /// ([`Job::normalized`]) with the `extras` set on each, separated by commas. Nothing is
     /// appended when the store cannot be read.
     fn write_normalized_jobs(
         &self,
         ctx: &Context,
         keep: &(dyn Fn(Listed) -> bool + Sync),
-        extra: Option<&ExtraField<'_>>,
+        extras: &[ExtraField<'_>],
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
-        write_normalized(ctx, keep, extra, out, &mut |each| {
+        write_normalized(ctx, keep, extras, out, &mut |each| {
             self.for_each_job(ctx, None, each)
         })
     }
@@ -522,13 +522,13 @@ pub(crate) fn prepare_claims(
 }
 
 /// [`prepare_claims`], each row inserted with `insert`, settled.
-/// Appends `job` the long way (normalized, `extra` set) when `keep` accepts it, after a
+/// Appends `job` the long way (normalized, `extras` set) when `keep` accepts it, after a
 /// comma unless it comes `first`; whether it was appended.
 pub(crate) fn append_normalized_job(
     job: Job,
     ctx: &Context,
     keep: &dyn Fn(Listed) -> bool,
-    extra: Option<&ExtraField<'_>>,
+    extras: &[ExtraField<'_>],
     first: bool,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
@@ -538,9 +538,10 @@ pub(crate) fn append_normalized_job(
     if !first {
         out.push(b',');
     }
-    match extra {
-        Some(extra) => extra.set_on(job.normalized(ctx), out)?,
-        None => serde_json::to_writer(&mut *out, &job.normalized(ctx))?,
+    if extras.is_empty() {
+        serde_json::to_writer(&mut *out, &job.normalized(ctx))?;
+    } else {
+        ExtraField::set_all(extras, job.normalized(ctx), out)?;
     }
     Ok(true)
 }
@@ -566,20 +567,28 @@ impl Listed {
 
 /// A field a listing sets on every job (added last, or replacing the record's own):
 /// `write` appends its JSON value for the job with that id.
+#[derive(Clone, Copy)]
 pub struct ExtraField<'f> {
     pub key: &'static str,
     pub write: &'f (dyn Fn(&str, &mut Vec<u8>) + Sync),
 }
 
 impl ExtraField<'_> {
-    /// A normalized job (serialized, as `out[start..]`) with this field set, as a map
-    /// setting it would: in its place when the record has the key, else last.
-    pub(crate) fn set_on(&self, job: NormalizedJob, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    /// A normalized job appended to `out` with these fields set in order, as a map
+    /// setting them would: each in its place when the record has the key, else last.
+    pub(crate) fn set_all(
+        extras: &[ExtraField<'_>],
+        job: NormalizedJob,
+        out: &mut Vec<u8>,
+    ) -> serde_json::Result<()> {
         let id = job.id().to_string();
         let mut record = job.into_record();
         let mut value = Vec::new();
-        (self.write)(&id, &mut value);
-        record.insert(self.key.to_string(), serde_json::from_slice(&value)?);
+        for extra in extras {
+            value.clear();
+            (extra.write)(&id, &mut value);
+            record.insert(extra.key.to_string(), serde_json::from_slice(&value)?);
+        }
         serde_json::to_writer(out, &record)
     }
 }
@@ -596,7 +605,7 @@ pub trait SummarySink: Send {
 pub(crate) fn write_normalized(
     ctx: &Context,
     keep: &dyn Fn(Listed) -> bool,
-    extra: Option<&ExtraField<'_>>,
+    extras: &[ExtraField<'_>],
     out: &mut Vec<u8>,
     for_each: &mut EachJob<'_>,
 ) -> Result<(), StoreError> {
@@ -607,7 +616,7 @@ pub(crate) fn write_normalized(
         if failed.is_some() {
             return;
         }
-        match append_normalized_job(job, ctx, keep, extra, first, out) {
+        match append_normalized_job(job, ctx, keep, extras, first, out) {
             Ok(appended) => first &= !appended,
             Err(e) => failed = Some(e),
         }
