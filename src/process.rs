@@ -54,3 +54,81 @@ impl Drop for GroupKill {
         self.kill_now();
     }
 }
+
+/// A child to fork, the runtime that will reap it, and where to send it.
+type SpawnRequest = (
+    tokio::process::Command,
+    tokio::runtime::Handle,
+    tokio::sync::oneshot::Sender<std::io::Result<tokio::process::Child>>,
+);
+
+/// Starts `command` so the kernel kills it (SIGKILL) when this process dies, even by
+/// SIGKILL or a crash: a script never outlives its daemon.
+///
+/// Linux sends that signal when the *thread* that forked the child ends, not the process,
+/// and a runtime's threads come and go (a worker that blocks in place ends up in the
+/// blocking pool, whose idle threads exit after 10 s). Forked from such a thread, a long
+/// script would be killed for nothing; so every one is forked by one thread that lives as
+/// long as the process.
+pub async fn spawn_dying_with_process(
+    mut command: tokio::process::Command,
+) -> std::io::Result<tokio::process::Child> {
+    static SPAWNER: std::sync::OnceLock<Option<std::sync::mpsc::Sender<SpawnRequest>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (requests, incoming) = std::sync::mpsc::channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("hermes-spawner".into())
+            .spawn(move || {
+                for (mut command, runtime, reply) in incoming {
+                    let _entered = runtime.enter();
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| requests)
+    });
+    let runtime = tokio::runtime::Handle::current();
+    let parent = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe. The check closes the window where
+    // this process died between the fork and the prctl.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::other("the process that started it is gone"));
+            }
+            Ok(())
+        });
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let gone = || std::io::Error::other("the thread that starts child processes is gone");
+    spawner
+        .as_ref()
+        .ok_or_else(gone)?
+        .send((command, runtime, reply))
+        .map_err(|_| gone())?;
+    answer.await.map_err(|_| gone())?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread that asks for a child ends at once; the child still runs to its end
+    /// (forked by that thread itself, it is killed with status 9 when the thread exits).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_child_outlives_the_thread_that_asked_for_it() {
+        let runtime = tokio::runtime::Handle::current();
+        let asked = std::thread::spawn(move || {
+            runtime.block_on(async {
+                let mut sleep = tokio::process::Command::new("sleep");
+                sleep.arg("0.3");
+                spawn_dying_with_process(sleep).await
+            })
+        });
+        let mut child = asked.join().unwrap().unwrap();
+        let status = child.wait().await.unwrap();
+        assert!(status.success(), "{status:?}");
+    }
+}

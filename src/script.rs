@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
-use crate::process::GroupKill;
+use crate::process::{spawn_dying_with_process, GroupKill};
 use crate::runner::{read_output, Activity};
 
 /// At most this much of a script's stdout/stderr is kept.
@@ -92,15 +92,7 @@ pub async fn run_script(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the script if
-    // the scheduler itself dies (SIGKILL, crash), so a script never outlives its daemon.
-    unsafe {
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let mut child = match command.spawn() {
+    let mut child = match spawn_dying_with_process(command).await {
         Ok(child) => child,
         Err(e) => {
             return ScriptResult::Failed(format!("cannot start script {}: {e}", path.display()))

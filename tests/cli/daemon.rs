@@ -276,14 +276,29 @@ fn two_daemons_run_every_occurrence_exactly_once() {
 #[test]
 fn sigkill_during_a_run_never_reruns_that_occurrence() {
     let home = Home::new();
-    home.script("slow.sh", "echo started >> \"$HERMES_HOME/side.txt\"\nsleep 20\necho finished >> \"$HERMES_HOME/side.txt\"\n");
+    home.script(
+        "slow.sh",
+        "echo $$ > \"$HERMES_HOME/script.pid\"\necho started >> \"$HERMES_HOME/side.txt\"\n\
+         sleep 20\necho finished >> \"$HERMES_HOME/side.txt\"\n",
+    );
     let id = home.add(&[&iso(soon(1)), "--script", "slow.sh", "--no-agent"]);
     let daemon = home.daemon();
     assert!(wait_for(Duration::from_secs(10), || home
         .lines("side.txt")
         .len()
         == 1));
+    let script: i32 = home.lines("script.pid")[0].parse().unwrap();
     daemon.kill();
+    // The kernel kills the script with its daemon, whichever of the daemon's threads
+    // started it. (A zombie already reaped by init is gone; one not yet reaped is dead.)
+    let dead = || {
+        std::fs::read_to_string(format!("/proc/{script}/stat"))
+            .map_or(true, |stat| stat.contains(") Z "))
+    };
+    assert!(
+        wait_for(Duration::from_secs(5), dead),
+        "the script outlived its daemon"
+    );
     let restarted = home.daemon();
     assert!(wait_for(Duration::from_secs(10), || {
         home.runs(Some(&id))
