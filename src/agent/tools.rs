@@ -762,7 +762,8 @@ mod tests {
     #[tokio::test]
     async fn a_hanging_script_is_killed_with_its_group_at_the_timeout() {
         let dir = tempfile::tempdir().unwrap();
-        let ctx = context(dir.path(), Duration::from_secs(1));
+        // Three seconds for Python to start and write the pid on a loaded host.
+        let ctx = context(dir.path(), Duration::from_secs(3));
         let offered = offered(None, &[], &ctx);
         let code = "import subprocess, time\nopen('child.pid', 'w').write(str(subprocess.Popen(['sleep', '60']).pid))\ntime.sleep(60)";
         let started = std::time::Instant::now();
@@ -780,7 +781,7 @@ mod tests {
         );
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["status"], "timeout", "{v}");
-        assert_eq!(v["error"], "Script timed out after 1s and was killed.");
+        assert_eq!(v["error"], "Script timed out after 3s and was killed.");
         let pid: i64 = std::fs::read_to_string(dir.path().join("child.pid"))
             .unwrap()
             .trim()

@@ -178,7 +178,7 @@ fn a_hanging_execute_code_is_killed_with_its_group_at_its_timeout() {
         text("The script hung."),
     ]);
     let hermes = home_with(&format!(
-        "{}{APPROVE}code_execution:\n  timeout: 2\n",
+        "{}{APPROVE}code_execution:\n  timeout: 5\n",
         openai_config(&fake.base)
     ));
     let work = tempfile::tempdir().unwrap();
@@ -196,7 +196,7 @@ fn a_hanging_execute_code_is_killed_with_its_group_at_its_timeout() {
     );
     let result = &results(&fake.requests()[1])[0];
     assert_eq!(result["status"], "timeout", "{result}");
-    assert_eq!(result["error"], "Script timed out after 2s and was killed.");
+    assert_eq!(result["error"], "Script timed out after 5s and was killed.");
     let pid = std::fs::read_to_string(work.path().join("child.pid")).unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
     assert!(

@@ -179,7 +179,7 @@ fn one_shot_script_fires_once_on_time_and_completes() {
         "hello.sh",
         "echo \"fired $HERMES_JOB_ID\"\necho x >> \"$HERMES_HOME/side.txt\"\n",
     );
-    let due = soon(1);
+    let due = soon(3);
     let id = home.add(&[
         &iso(due),
         "--script",
@@ -390,8 +390,10 @@ fn pause_while_running_is_respected_and_an_add_is_picked_up_within_a_second() {
     );
     let daemon = home.daemon();
     std::thread::sleep(Duration::from_secs(1)); // the daemon is now asleep (nothing due)
+                                                // Three seconds leave room for two commands on a loaded host before it is due.
+    let paused_at = soon(3);
     let paused = home.add(&[
-        &iso(soon(1)),
+        &iso(paused_at),
         "--script",
         "mark.sh",
         "--no-agent",
@@ -399,7 +401,7 @@ fn pause_while_running_is_respected_and_an_add_is_picked_up_within_a_second() {
         "paused",
     ]);
     home.ok(&["cron", "pause", &paused]);
-    let due = soon(1);
+    let due = soon(2);
     let fresh = home.add(&[
         &iso(due),
         "--script",
@@ -412,7 +414,9 @@ fn pause_while_running_is_respected_and_an_add_is_picked_up_within_a_second() {
         .runs(Some(&fresh))
         .len()
         == 1));
-    std::thread::sleep(Duration::from_millis(1500)); // past the paused job's time
+    // A second past the paused job's time.
+    let past = paused_at + chrono::Duration::seconds(1) - Utc::now();
+    std::thread::sleep(past.to_std().unwrap_or_default());
     daemon.stop();
     assert_eq!(home.lines("side.txt"), std::slice::from_ref(&fresh));
     let started = at(home.runs(Some(&fresh))[0]["started_at"].as_str().unwrap());

@@ -906,36 +906,66 @@ fn slack_refusals_and_discord_parts_are_handled_like_the_real_apis() {
     );
 }
 
+/// When a test kills a delivering pass.
+#[derive(Clone, Copy)]
+enum KillWhen {
+    /// This long after the fake saw the request (its answer is held back meanwhile).
+    After(Duration),
+    /// Once the pass has taken the answer and waits out the rate limit it asked for
+    /// (the log says so after the outbox has the answer).
+    WaitingOutARateLimit,
+}
+
 /// Runs a job whose three in-run attempts meet 503s (the delivery goes to the outbox),
 /// then starts the pass that retries it (due 30 s later) and SIGKILLs that pass once the
-/// fake has seen the retry's first request and `settle` has passed.
-fn kill_a_retry_after_its_first_request(fake: &Fake, hermes: &Hermes, settle: Duration) {
+/// fake has seen the retry's first request, `when` it says.
+fn kill_a_retry_after_its_first_request(fake: &Fake, hermes: &Hermes, when: KillWhen) {
     let id = add_job(hermes, "telegram", &[]);
     run(hermes, &id);
     assert_eq!(hermes.job(&id)["last_status"], "delivery_failed");
     assert_eq!(fake.seen().len(), 3);
-    kill_a_pass_at_request(fake, hermes, "2026-03-01T10:05:00Z", 4, settle);
+    kill_a_pass_at_request(fake, hermes, "2026-03-01T10:05:00Z", 4, when);
 }
 
 /// Starts `hermes cron tick` at `now` and SIGKILLs it once the fake has seen `requests`
-/// requests and `settle` has passed.
+/// requests, `when` it says.
 fn kill_a_pass_at_request(
     fake: &Fake,
     hermes: &Hermes,
     now: &str,
     requests: usize,
-    settle: Duration,
+    when: KillWhen,
 ) {
     let mut pass = hermes.command(&["cron", "tick"]);
     pass.env("HERMES_NOW", now)
-        .stdout(std::process::Stdio::null());
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
     let mut pass = pass.spawn().unwrap();
+    let (waiting, logged) = std::sync::mpsc::channel();
+    let stderr = pass.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("rate limited; waiting") {
+                let _ = waiting.send(());
+            }
+        }
+    });
     let deadline = Instant::now() + Duration::from_secs(20);
     while fake.seen().len() < requests {
         assert!(Instant::now() < deadline, "request {requests} never came");
         std::thread::sleep(Duration::from_millis(10));
     }
-    std::thread::sleep(settle);
+    match when {
+        KillWhen::After(settle) => std::thread::sleep(settle),
+        KillWhen::WaitingOutARateLimit => logged
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the pass never waited out the rate limit"),
+    }
     pass.kill().unwrap();
     pass.wait().unwrap();
 }
@@ -964,7 +994,7 @@ fn a_pass_killed_between_attempts_of_its_run_s_delivery_leaves_it_to_the_next_pa
         &hermes,
         "2026-03-02T10:00:05Z",
         1,
-        Duration::from_millis(1000),
+        KillWhen::WaitingOutARateLimit,
     );
     assert_eq!(fake.seen().len(), 1);
 
@@ -1000,7 +1030,7 @@ fn a_pass_killed_with_its_run_s_message_out_never_sends_it_again() {
         &hermes,
         "2026-03-02T10:00:05Z",
         1,
-        Duration::from_millis(200),
+        KillWhen::After(Duration::from_millis(200)),
     );
 
     hermes.cron_at("2026-03-02T10:01:00Z", &["tick"]).ok();
@@ -1028,7 +1058,7 @@ fn a_retry_killed_between_attempts_is_given_back_and_delivered_once_later() {
         _ => telegram_ok(i),
     });
     let hermes = report_home(&fake);
-    kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(1000));
+    kill_a_retry_after_its_first_request(&fake, &hermes, KillWhen::WaitingOutARateLimit);
     assert_eq!(fake.seen().len(), 4);
 
     // The next pass finds the row of the dead pass and sends it, once.
@@ -1063,7 +1093,11 @@ fn a_retry_killed_with_its_request_out_is_closed_as_unknown_and_never_resent() {
         _ => telegram_ok(i),
     });
     let hermes = report_home(&fake);
-    kill_a_retry_after_its_first_request(&fake, &hermes, Duration::from_millis(200));
+    kill_a_retry_after_its_first_request(
+        &fake,
+        &hermes,
+        KillWhen::After(Duration::from_millis(200)),
+    );
 
     hermes.cron_at("2026-03-01T10:06:00Z", &["tick"]).ok();
     hermes.cron_at("2026-03-01T12:00:00Z", &["tick"]).ok();

@@ -444,8 +444,9 @@ fn a_call_that_hangs_is_a_tool_error_and_the_server_group_is_stopped() {
     let id = hermes.add("every 1h", "Find my invoices", &[]);
     let started = Instant::now();
     hermes.cron(&["run", &id]).ok();
+    // Two one-second timeouts; the rest is the Python server's start on a loaded host.
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
