@@ -243,6 +243,20 @@ impl Ledger {
         Ok(())
     }
 
+    /// The claimed run starts now: its `started_at` becomes `now` when that is later than
+    /// the claim (a run waits for a free slot after its claim).
+    pub fn start(&self, id: i64, now: DateTime<Utc>) -> Result<(), LedgerError> {
+        let now = ledger_time(now);
+        self.conn
+            .execute(
+                "UPDATE runs SET started_at = ?2
+                 WHERE id = ?1 AND status = 'running' AND started_at < ?2",
+                params![id, now],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(())
+    }
+
     /// Marks `running` rows whose process is gone as `interrupted`. Rows of other hosts
     /// are left alone: we cannot see their processes. Returns how many were marked.
     pub fn mark_interrupted(

@@ -604,3 +604,28 @@ async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
     }
     assert_eq!(rig.scheduler.free_slots(), Some(4));
 }
+
+/// A run that waited for a free slot after its claim is recorded as started when it got
+/// the slot, not when it was claimed.
+#[tokio::test(start_paused = true)]
+async fn a_run_that_waits_for_a_slot_records_when_it_really_started() {
+    let rig = Rig::new();
+    let ids: Vec<String> = (0..6)
+        .map(|n| rig.add("every 1h", &format!("hourly {n}")))
+        .collect();
+    pass_time(Duration::from_secs(3600)).await;
+    let due = rig.clock.now();
+    let reports = rig.tick().await;
+    assert_eq!(reports.len(), 6);
+    let mut started: Vec<DateTime<Utc>> = ids
+        .iter()
+        .map(|id| {
+            let runs = rig.runs(id);
+            at(runs[0].started_at.as_deref().unwrap())
+        })
+        .collect();
+    started.sort();
+    // Four slots: four start at once, two when the first runs end a second later.
+    let second = chrono::Duration::seconds(1);
+    assert_eq!(started, [due, due, due, due, due + second, due + second]);
+}

@@ -713,17 +713,22 @@ fn three_hosts_with_one_killed_every_15_s_run_every_occurrence_exactly_once() {
             "job {id}: ran {count}, ledger ok {recorded}"
         );
     }
+    // `started_at` is when a host started the run (a claim taken over from a killed host
+    // starts late), so lateness is what the user saw.
     lateness.sort_unstable();
     let on_time: Vec<i64> = lateness.iter().copied().filter(|ms| *ms < 1000).collect();
     let failover: Vec<i64> = lateness.iter().copied().filter(|ms| *ms >= 1000).collect();
-    let p99 = on_time[on_time.len() * 99 / 100];
     eprintln!(
         "three hosts: {} runs, lateness p50 {} ms, p99 {} ms (on time); {} taken over after a kill, latest {:?} ms",
-        lateness.len(), on_time[on_time.len() / 2], p99, failover.len(), failover.last()
+        lateness.len(),
+        on_time[on_time.len() / 2],
+        on_time[on_time.len() * 99 / 100],
+        failover.len(),
+        failover.last()
     );
-    assert!(p99 < 1000);
     // Occurrences claimed by a killed host start within the lease (10 s) + 2 s.
     assert!(failover.iter().all(|ms| *ms <= 12_000), "{failover:?}");
+    // Only the few a killed host had claimed are late: nine in ten runs are on time.
     assert!(
         failover.len() * 10 <= lateness.len(),
         "too many late runs: {failover:?}"

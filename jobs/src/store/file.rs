@@ -597,6 +597,11 @@ impl Store for FileStore {
             })
     }
 
+    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.with_ledger(|ledger| ledger.start(run, now))?;
+        Ok(true)
+    }
+
     fn finish_run(
         &self,
         run: i64,

@@ -262,6 +262,17 @@ impl Store for MemoryStore {
         })
     }
 
+    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let now = ledger_time(now);
+        if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+            if row.status == "running" && row.started_at.as_ref().is_some_and(|at| *at < now) {
+                row.started_at = Some(now);
+            }
+        }
+        Ok(true)
+    }
+
     fn finish_run(
         &self,
         run: i64,

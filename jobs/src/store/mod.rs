@@ -263,12 +263,11 @@ pub trait Store: Send + Sync {
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
     /// occurrence twice. Prunes old completed one-shots.
     fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
-    /// The claimed run is starting now. `false` when it is no longer this process's to
-    /// run (a shared store gave it to another host while this one was stopped): run
-    /// nothing. Stores where a claim starts its run at once just say yes.
-    fn start_run(&self, _run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
-        Ok(true)
-    }
+    /// The claimed run is starting now: its `started_at` becomes the start (a run may
+    /// wait for a free slot after its claim). `false` when it is no longer this process's
+    /// to run (a shared store gave it to another host while this one was stopped): run
+    /// nothing.
+    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
     /// Claims a manual run (`hermes cron run`); refused while the job is running.
     fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
     /// Closes a run with its outcome.

@@ -1065,7 +1065,8 @@ impl Store for PgStore {
             let started = client
                 .execute(
                     "UPDATE hermes_cron_runs
-                     SET status = 'running', started_at = COALESCE(started_at, now())
+                     SET status = 'running',
+                         started_at = CASE status WHEN 'claimed' THEN now() ELSE started_at END
                      WHERE id = $1 AND status IN ('claimed', 'running') AND instance = $2",
                     &[&run, &self.instance],
                 )
