@@ -592,12 +592,9 @@ fn a_403_is_final_recorded_and_never_retried() {
 
 #[test]
 fn a_fake_down_during_the_run_gets_the_message_once_from_the_outbox_later() {
-    // Reserve a port, and leave nothing listening on it during the run.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Hold a port with nothing listening on it during the run.
+    let closed = crate::support::ClosedPort::new();
+    let port = closed.port;
     let env = vec![
         ("TELEGRAM_BOT_TOKEN", TOKEN.to_string()),
         ("TELEGRAM_API_BASE", format!("http://127.0.0.1:{port}")),
@@ -616,6 +613,7 @@ fn a_fake_down_during_the_run_gets_the_message_once_from_the_outbox_later() {
     assert!(error.ends_with("(will retry)"), "{error}");
     assert!(!error.contains("AAtesttoken"), "the token leaked: {error}");
 
+    drop(closed);
     let fake = Fake::on_port(port, Box::new(|_, i| telegram_ok(i)));
     // Not due yet at the same instant; due a few minutes later; then done for good.
     hermes.cron(&["tick"]).ok();

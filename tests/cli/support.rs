@@ -360,3 +360,42 @@ pub fn venv_python(dir: &str, needs: &str) -> PathBuf {
     assert!(out.status.success(), "{} failed: {needs}", script.display());
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
 }
+
+/// A local port held by a socket that is bound but never listens: connections to it are
+/// refused, and no other test can take it until this is dropped.
+pub struct ClosedPort {
+    fd: libc::c_int,
+    pub port: u16,
+}
+
+impl ClosedPort {
+    pub fn new() -> ClosedPort {
+        // SAFETY: plain socket calls on a descriptor this value owns; every result is checked.
+        unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            let bound = libc::bind(fd, std::ptr::addr_of!(addr).cast(), len);
+            assert_eq!(bound, 0, "bind: {}", std::io::Error::last_os_error());
+            let mut len = len;
+            let named = libc::getsockname(fd, std::ptr::addr_of_mut!(addr).cast(), &mut len);
+            assert_eq!(named, 0, "getsockname: {}", std::io::Error::last_os_error());
+            ClosedPort {
+                fd,
+                port: u16::from_be(addr.sin_port),
+            }
+        }
+    }
+}
+
+impl Drop for ClosedPort {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is this value's own.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
