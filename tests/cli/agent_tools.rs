@@ -170,6 +170,28 @@ fn without_cron_mode_approve_execute_code_is_not_offered() {
     );
 }
 
+/// The daemon's environment reaches `execute_code` without its credential-named variables.
+#[test]
+fn execute_code_gets_the_environment_without_credential_named_variables() {
+    let code =
+        "import os\nprint(os.environ.get('DEPLOY_API_TOKEN'), os.environ.get('REPORT_REGION'))";
+    let fake = Fake::start(vec![
+        tools(&[("execute_code", json!({"code": code}))]),
+        text("Checked."),
+    ]);
+    let hermes = home_with(&format!("{}{APPROVE}", openai_config(&fake.base)));
+    let id = hermes.add("every 1h", "Check the region", &[]);
+    let run = hermes
+        .command(&["cron", "run", &id])
+        .env("DEPLOY_API_TOKEN", "tok-3f9a1c")
+        .env("REPORT_REGION", "eu-west")
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let result = &results(&fake.requests()[1])[0];
+    assert_eq!(result["output"], "None eu-west\n", "{result}");
+}
+
 #[test]
 fn a_hanging_execute_code_is_killed_with_its_group_at_its_timeout() {
     let code = "import subprocess, time\nopen('child.pid', 'w').write(str(subprocess.Popen(['sleep', '300']).pid))\ntime.sleep(300)";
