@@ -82,13 +82,17 @@ pub async fn spawn_dying_with_process(
             .spawn(move || {
                 for (mut command, runtime, reply) in incoming {
                     let _entered = runtime.enter();
-                    let _ = reply.send(command.spawn());
+                    // This thread serves every later spawn too: a panic is an answer.
+                    let spawned =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()))
+                            .unwrap_or_else(|_| Err(std::io::Error::other("starting it panicked")));
+                    let _ = reply.send(spawned);
                 }
             })
             .ok()
             .map(|_| requests)
     });
-    let runtime = tokio::runtime::Handle::current();
+    let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
     let parent = std::process::id();
     // SAFETY: prctl and getppid are async-signal-safe. The check closes the window where
     // this process died between the fork and the prctl.
@@ -119,7 +123,7 @@ mod tests {
     /// (forked by that thread itself, it is killed with status 9 when the thread exits).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_child_outlives_the_thread_that_asked_for_it() {
-        let runtime = tokio::runtime::Handle::current();
+        let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
         let asked = std::thread::spawn(move || {
             runtime.block_on(async {
                 let mut sleep = tokio::process::Command::new("sleep");
