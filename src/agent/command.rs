@@ -35,7 +35,7 @@ pub async fn run(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = match command.spawn() {
+    let mut child = match crate::process::spawn_dying_with_process(command).await {
         Ok(c) => c,
         Err(e) => {
             return RunResult::Failed(format!(

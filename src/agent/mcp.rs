@@ -693,12 +693,14 @@ async fn connect_stdio(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd.spawn().map_err(|e| {
-        format!(
-            "cannot start '{}': {e}; check 'command' (and PATH in its 'env')",
-            program.display()
-        )
-    })?;
+    let mut child = crate::process::spawn_dying_with_process(cmd)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot start '{}': {e}; check 'command' (and PATH in its 'env')",
+                program.display()
+            )
+        })?;
     let group = GroupKill::new(child.id());
     let (Some(stdout), Some(stdin), Some(stderr)) =
         (child.stdout.take(), child.stdin.take(), child.stderr.take())

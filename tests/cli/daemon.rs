@@ -290,13 +290,9 @@ fn sigkill_during_a_run_never_reruns_that_occurrence() {
     let script: i32 = home.lines("script.pid")[0].parse().unwrap();
     daemon.kill();
     // The kernel kills the script with its daemon, whichever of the daemon's threads
-    // started it. (A zombie already reaped by init is gone; one not yet reaped is dead.)
-    let dead = || {
-        std::fs::read_to_string(format!("/proc/{script}/stat"))
-            .map_or(true, |stat| stat.contains(") Z "))
-    };
+    // started it.
     assert!(
-        wait_for(Duration::from_secs(5), dead),
+        wait_for(Duration::from_secs(5), || dead(script)),
         "the script outlived its daemon"
     );
     let restarted = home.daemon();
@@ -315,6 +311,33 @@ fn sigkill_during_a_run_never_reruns_that_occurrence() {
     let runs = home.runs(Some(&id));
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "interrupted");
+}
+
+/// Is the process gone? (A zombie not yet reaped by init is dead too.)
+fn dead(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| stat.contains(") Z "))
+}
+
+/// The external agent command of a run dies with a killed daemon, as a script does.
+#[test]
+fn an_agent_command_dies_with_a_killed_daemon() {
+    let home = Home::new();
+    home.config(
+        "agent:\n  backend: command\n  \
+         command: [\"sh\", \"-c\", \"echo $$ > \\\"$HERMES_HOME/agent.pid\\\"; exec sleep 30\"]\n",
+    );
+    home.add(&[&iso(soon(1)), "Summarise the logs"]);
+    let daemon = home.daemon();
+    assert!(wait_for(Duration::from_secs(10), || !home
+        .lines("agent.pid")
+        .is_empty()));
+    let agent: i32 = home.lines("agent.pid")[0].parse().unwrap();
+    assert!(!dead(agent));
+    daemon.kill();
+    assert!(
+        wait_for(Duration::from_secs(5), || dead(agent)),
+        "the agent command outlived its daemon"
+    );
 }
 
 /// A store written while no scheduler ran: one recurring job `minutes_late` overdue, one

@@ -111,13 +111,15 @@ pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, String> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut process = cmd.spawn().map_err(|e| {
-        format!(
-            "cannot start {} in {}: {e}",
-            child.program,
-            ctx.workdir.display()
-        )
-    })?;
+    let mut process = crate::process::spawn_dying_with_process(cmd)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot start {} in {}: {e}",
+                child.program,
+                ctx.workdir.display()
+            )
+        })?;
     let mut group = GroupKill::new(process.id());
     let (Some(out), Some(err)) = (process.stdout.take(), process.stderr.take()) else {
         return Err(format!("cannot capture the output of {}", child.program));
