@@ -59,7 +59,16 @@ impl Fake {
     }
 
     fn on_port(port: u16, responder: Responder) -> Fake {
-        let server = tiny_http::Server::http(("127.0.0.1", port)).expect("bind the fake");
+        // A port just given back may still be held for a moment by a child forked
+        // meanwhile (until its exec closes it): try again for a while.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let server = loop {
+            match tiny_http::Server::http(("127.0.0.1", port)) {
+                Ok(server) => break server,
+                Err(e) if Instant::now() > deadline => panic!("bind the fake: {e}"),
+                Err(_) => std::thread::sleep(Duration::from_millis(50)),
+            }
+        };
         let port = server.server_addr().to_ip().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));

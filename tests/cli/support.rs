@@ -372,7 +372,8 @@ impl ClosedPort {
     pub fn new() -> ClosedPort {
         // SAFETY: plain socket calls on a descriptor this value owns; every result is checked.
         unsafe {
-            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            // Close-on-exec: a child another test starts meanwhile must not keep it bound.
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
             assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
             let mut addr: libc::sockaddr_in = std::mem::zeroed();
             addr.sin_family = libc::AF_INET as libc::sa_family_t;
