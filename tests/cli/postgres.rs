@@ -3,6 +3,7 @@
 //! test run by `scripts/postgres/test-cluster.sh`, removed when the tests exit).
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -83,19 +84,30 @@ impl Host {
     }
 }
 
+/// A daemon, or a wrapper (faketime) that leads a process group with the daemon in it.
 struct Daemon(Child);
 
 impl Daemon {
+    /// Signals the child's process group when it leads one, else the child.
+    fn signal(&self, signal: i32) {
+        let pid = self.0.id() as i32;
+        // SAFETY: signalling the child we started, or the group it leads.
+        unsafe {
+            if libc::kill(-pid, signal) != 0 {
+                libc::kill(pid, signal);
+            }
+        }
+    }
+
     fn stop(mut self) {
-        // SAFETY: signalling the child we started.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        self.signal(libc::SIGTERM);
         let _ = self.0.wait();
     }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        self.signal(libc::SIGKILL);
         let _ = self.0.wait();
     }
 }
@@ -435,9 +447,12 @@ fn a_host_whose_clock_runs_ahead_fires_nothing_early_and_on_time_by_the_postgres
     }
     fast.env_remove("FAKETIME")
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    // faketime runs the daemon as its child and passes no signal on: the test signals
+    // the group both are in.
     let child = fast
         .stdout(Stdio::null())
         .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     let daemon = Daemon(child);
