@@ -45,11 +45,19 @@ pub async fn run(
             .min(MAX_SLEEP);
         let deadline = tokio::time::Instant::now() + sleep_for;
         let seen = scheduler.store().change_mark();
+        let seen_backlog = scheduler.store().backlog_mark();
         let stop = loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break false,
                 _ = tokio::time::sleep(WATCH_EVERY) => {
                     if blocking(|| scheduler.store().change_mark()) != seen {
+                        break false;
+                    }
+                    // Others' waiting claims matter only with a slot to run one here
+                    // (one freed by a run that ended counts at the next look).
+                    if scheduler.store().backlog_mark() != seen_backlog
+                        && scheduler.free_slots().is_none_or(|free| free > 0)
+                    {
                         break false;
                     }
                 }

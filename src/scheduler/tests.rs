@@ -629,3 +629,60 @@ async fn a_run_that_waits_for_a_slot_records_when_it_really_started() {
     let second = chrono::Duration::seconds(1);
     assert_eq!(started, [due, due, due, due, due + second, due + second]);
 }
+
+/// Others' claims waiting for a run slot wake a daemon only when it has a free slot: a
+/// daemon with every slot busy sleeps on, and passes as soon as a slot frees up.
+#[tokio::test(start_paused = true)]
+async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
+    let one_slot = CronSettings {
+        max_parallel: Some(1),
+        ..settings()
+    };
+    let store = Arc::new(MemoryStore::new(jobs::store::Owner {
+        host: "testhost".into(),
+        pid: 1,
+    }));
+    let rig = Rig::on(
+        store,
+        Arc::new(ManualClock::at(at(START))),
+        Work::Answer(Duration::from_secs(30)),
+        Chat::Up,
+        one_slot,
+    );
+    rig.add("every 1h", "hourly");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
+        let _ = stopped.await;
+    }));
+    let last_pass = || rig.store.heartbeat().unwrap().alive_at;
+    // 10:00: the hourly job fires and holds the only slot for 30 s.
+    pass_time(Duration::from_secs(3601)).await;
+    assert_eq!(rig.started().len(), 1);
+    assert_eq!(rig.scheduler.free_slots(), Some(0));
+    let busy_pass = last_pass();
+    rig.store.note_backlog();
+    pass_time(Duration::from_secs(10)).await;
+    assert_eq!(
+        last_pass(),
+        busy_pass,
+        "no free slot: no pass for the backlog"
+    );
+    // The run ends at 10:00:30 and frees the slot: a pass for the backlog at once (the
+    // loop's own wake-up would come at 10:01).
+    pass_time(Duration::from_secs(21)).await;
+    let freed = at("2026-11-23T10:00:30Z");
+    assert!(
+        last_pass().is_some_and(|at| at >= freed && at <= rig.clock.now()),
+        "{:?}",
+        last_pass()
+    );
+    // With the slot free, a new backlog is looked at within a watch interval.
+    let idle_pass = last_pass();
+    pass_time(Duration::from_secs(5)).await;
+    assert_eq!(last_pass(), idle_pass, "nothing to do: asleep");
+    rig.store.note_backlog();
+    pass_time(Duration::from_secs(1)).await;
+    assert!(last_pass() > idle_pass, "{:?}", last_pass());
+    stop.send(()).unwrap();
+    daemon.await.unwrap().unwrap();
+}

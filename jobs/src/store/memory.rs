@@ -33,6 +33,8 @@ struct Delivery {
 struct Inner {
     jobs: Vec<Job>,
     changes: u64,
+    /// Bumped by [`MemoryStore::note_backlog`].
+    backlog: u64,
     runs: Vec<RunRow>,
     deliveries: Vec<Delivery>,
     /// Documents per job, keyed by their file name (which sorts by run time).
@@ -71,6 +73,12 @@ impl MemoryStore {
             },
             inner: Arc::clone(&self.inner),
         }
+    }
+
+    /// Another process says it holds claims it cannot start yet (what a shared store
+    /// hears from its hosts): [`Store::backlog_mark`] changes.
+    pub fn note_backlog(&self) {
+        self.lock().backlog += 1;
     }
 
     /// Marks a pid of this host dead: its running runs and deliveries become orphans.
@@ -202,6 +210,10 @@ impl Store for MemoryStore {
 
     fn change_mark(&self) -> ChangeMark {
         ChangeMark(self.lock().changes)
+    }
+
+    fn backlog_mark(&self) -> ChangeMark {
+        ChangeMark(self.lock().backlog)
     }
 
     fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {

@@ -255,6 +255,12 @@ pub trait Store: Send + Sync {
     fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError>;
     /// Changes whenever any job changes.
     fn change_mark(&self) -> ChangeMark;
+    /// Changes when other processes may hold claimed occurrences waiting for a run slot
+    /// (a shared store hands them to a process with a free slot): only a process with a
+    /// free slot needs a pass for it. Stores whose claims start at once never change it.
+    fn backlog_mark(&self) -> ChangeMark {
+        ChangeMark(0)
+    }
 
     // --- occurrences and the run ledger ---
 

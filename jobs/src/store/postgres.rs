@@ -152,6 +152,9 @@ pub struct PgStore {
     /// Bumped by NOTIFY, by this process's own writes and when a dead host's claims
     /// wait to be taken over: what the daemon watches to wake up.
     changes: Arc<AtomicU64>,
+    /// Bumped when live processes hold claims they have not started (a `backlog`
+    /// NOTIFY, or seen by the heartbeat): only a daemon with a free slot wakes for it.
+    backlog: Arc<AtomicU64>,
     /// Whose "now" decides what is due: the database's (always, but for a pinned
     /// process clock; see [`PgStore::deciding_on_caller_clock`]).
     caller_clock: bool,
@@ -289,17 +292,20 @@ impl PgStore {
             owner,
             location,
             changes: Arc::new(AtomicU64::new(1)),
+            backlog: Arc::new(AtomicU64::new(0)),
             caller_clock: false,
             unpruned: std::sync::Mutex::new(HashSet::new()),
         };
         store.block(store.migrate())?;
         store.block(store.register())?;
-        store.rt.spawn(listen(config, Arc::clone(&store.changes)));
-        store.rt.spawn(heartbeat(
-            store.pool.clone(),
-            store.instance.clone(),
-            Arc::clone(&store.changes),
-        ));
+        let marks = Marks {
+            changes: Arc::clone(&store.changes),
+            backlog: Arc::clone(&store.backlog),
+        };
+        store.rt.spawn(listen(config, marks.clone()));
+        store
+            .rt
+            .spawn(heartbeat(store.pool.clone(), store.instance.clone(), marks));
         Ok(store)
     }
 
@@ -768,9 +774,19 @@ fn handed_over(row: &Row, ctx: &Context) -> Result<Occurrence, StoreError> {
     })
 }
 
-/// Holds one connection that LISTENs for job changes and bumps `changes` on each; on a
-/// lost connection it reconnects with backoff (the daemon's polling covers the gap).
-async fn listen(config: tokio_postgres::Config, changes: Arc<AtomicU64>) {
+/// What the background tasks bump for the daemon to see: see [`PgStore::changes`] and
+/// [`PgStore::backlog`].
+#[derive(Clone)]
+struct Marks {
+    changes: Arc<AtomicU64>,
+    backlog: Arc<AtomicU64>,
+}
+
+/// Holds one connection that LISTENs for job changes and bumps `changes` on each (or
+/// `backlog` for a backlog); on a lost connection it reconnects with backoff (the
+/// daemon's polling covers the gap).
+async fn listen(config: tokio_postgres::Config, marks: Marks) {
+    let Marks { changes, backlog } = marks;
     let mut backoff = Duration::from_millis(500);
     loop {
         if let Ok((client, mut connection)) = config.connect(NoTls).await {
@@ -792,6 +808,11 @@ async fn listen(config: tokio_postgres::Config, changes: Arc<AtomicU64>) {
                 changes.fetch_add(1, Ordering::Relaxed);
                 while let Some(message) = received.recv().await {
                     match message {
+                        Ok(tokio_postgres::AsyncMessage::Notification(note))
+                            if note.payload() == "backlog" =>
+                        {
+                            backlog.fetch_add(1, Ordering::Relaxed);
+                        }
                         Ok(_) => {
                             changes.fetch_add(1, Ordering::Relaxed);
                         }
@@ -825,11 +846,12 @@ where
 }
 
 /// Renews this process's lease every [`HEARTBEAT_EVERY`], and marks a change when a
-/// dead process left claims to take over, when live ones hold claims they have not
-/// started (work to share) or when the earliest due time moved (the
-/// safety net under NOTIFY: a notification lost while the database was away is noticed
+/// dead process left claims to take over or when the earliest due time moved, and a
+/// backlog when live ones hold claims they have not started (work to share): the
+/// safety net under NOTIFY (a notification lost while the database was away is noticed
 /// here within one beat), so a sleeping daemon wakes for them.
-async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
+async fn heartbeat(pool: Pool, instance: String, marks: Marks) {
+    let Marks { changes, backlog } = marks;
     let mut every = tokio::time::interval(HEARTBEAT_EVERY);
     let mut earliest: Option<Option<DateTime<Utc>>> = None;
     loop {
@@ -853,23 +875,26 @@ async fn heartbeat(pool: Pool, instance: String, changes: Arc<AtomicU64>) {
                 )
                 .await;
         }
-        // Also occurrences other processes claimed and have not started: this one may
-        // have a free slot for some (work sharing), and the NOTIFY of that backlog may
-        // have been lost.
-        let orphans = client
+        // Runs of dead processes to close or take over; and occurrences other processes
+        // claimed and have not started: this one may have a free slot for some (work
+        // sharing), and the NOTIFY of that backlog may have been lost.
+        let open = client
             .query_one(
                 &format!(
                     "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs
-                     WHERE status IN ('claimed', 'running') AND NOT (instance IN ({LIVE})))
-                     OR EXISTS (SELECT 1 FROM hermes_cron_runs
+                     WHERE status IN ('claimed', 'running') AND NOT (instance IN ({LIVE}))),
+                     EXISTS (SELECT 1 FROM hermes_cron_runs
                      WHERE status = 'claimed' AND instance <> $2)"
                 ),
                 &[&LEASE.as_secs_f64(), &instance],
             )
             .await;
-        if let Ok(row) = orphans {
+        if let Ok(row) = open {
             if row.get::<_, bool>(0) {
                 changes.fetch_add(1, Ordering::Relaxed);
+            }
+            if row.get::<_, bool>(1) {
+                backlog.fetch_add(1, Ordering::Relaxed);
             }
         }
         let due = client
@@ -1053,6 +1078,10 @@ impl Store for PgStore {
 
     fn change_mark(&self) -> ChangeMark {
         ChangeMark(self.changes.load(Ordering::Relaxed))
+    }
+
+    fn backlog_mark(&self) -> ChangeMark {
+        ChangeMark(self.backlog.load(Ordering::Relaxed))
     }
 
     fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
