@@ -416,6 +416,21 @@ fn a_host_stopped_for_two_leases_while_holding_a_claim_never_runs_it_twice() {
         ran.iter().any(|l| l.ends_with("host-b")),
         "B took the claim over: {ran:?}"
     );
+    // The claim A held started on B within the lease (10 s) + 2 s of its time, by the
+    // ledger (`started_at` is when B started it, not when A claimed it).
+    let runs = b.json(&["cron", "runs", "--json"]);
+    let taken = runs["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["host"] == "host-b" && r["status"] == "ok")
+        .cloned()
+        .unwrap_or_default();
+    let time =
+        |key: &str| chrono::DateTime::parse_from_rfc3339(taken[key].as_str().unwrap()).unwrap();
+    let waited = (time("started_at") - time("scheduled_at")).num_milliseconds();
+    eprintln!("the stopped host's claim started on B {waited} ms after its time");
+    assert!((0..=12_000).contains(&waited), "{waited} ms: {taken}");
 }
 
 #[test]
