@@ -150,6 +150,11 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
+        Rig::fresh(Work::Answer(Duration::from_secs(1)), Chat::Up, settings())
+    }
+
+    /// One process (pid 1) on a store of its own, at [`START`].
+    fn fresh(work: Work, chat: Chat, settings: CronSettings) -> Rig {
         let store = Arc::new(MemoryStore::new(Owner {
             host: "testhost".into(),
             pid: 1,
@@ -157,9 +162,9 @@ impl Rig {
         Rig::on(
             store,
             Arc::new(ManualClock::at(at(START))),
-            Work::Answer(Duration::from_secs(1)),
-            Chat::Up,
-            settings(),
+            work,
+            chat,
+            settings,
         )
     }
 
@@ -347,19 +352,9 @@ async fn a_late_recurring_job_catches_up_once_and_resumes_from_now() {
 
 #[tokio::test(start_paused = true)]
 async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
-    let store = Arc::new(MemoryStore::new(Owner {
-        host: "testhost".into(),
-        pid: 1,
-    }));
     let mut off = settings();
     off.catch_up_missed = false;
-    let rig = Rig::on(
-        store,
-        Arc::new(ManualClock::at(at(START))),
-        Work::Answer(Duration::ZERO),
-        Chat::Up,
-        off,
-    );
+    let rig = Rig::fresh(Work::Answer(Duration::ZERO), Chat::Up, off);
     let id = rig.add("every 5m", "ping");
     rig.clock.advance(chrono::Duration::hours(1));
     assert!(rig.tick().await.is_empty());
@@ -389,17 +384,7 @@ async fn a_one_shot_more_than_two_minutes_late_is_missed_not_run() {
 
 #[tokio::test(start_paused = true)]
 async fn a_job_whose_run_is_still_going_is_not_started_again() {
-    let store = Arc::new(MemoryStore::new(Owner {
-        host: "testhost".into(),
-        pid: 1,
-    }));
-    let rig = Rig::on(
-        store,
-        Arc::new(ManualClock::at(at(START))),
-        Work::Answer(Duration::from_secs(150)),
-        Chat::Up,
-        settings(),
-    );
+    let rig = Rig::fresh(Work::Answer(Duration::from_secs(150)), Chat::Up, settings());
     let id = rig.add("every 1m", "slow");
     pass_time(Duration::from_secs(60)).await;
     let first = rig.scheduler.pass().await.unwrap();
@@ -426,19 +411,9 @@ async fn a_job_whose_run_is_still_going_is_not_started_again() {
 
 #[tokio::test(start_paused = true)]
 async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
-    let store = Arc::new(MemoryStore::new(Owner {
-        host: "testhost".into(),
-        pid: 1,
-    }));
     let mut limited = settings();
     limited.inactivity_timeout = Some(Duration::from_secs(30));
-    let rig = Rig::on(
-        store,
-        Arc::new(ManualClock::at(at(START))),
-        Work::Hang,
-        Chat::Up,
-        limited,
-    );
+    let rig = Rig::fresh(Work::Hang, Chat::Up, limited);
     let id = rig.add("every 1m", "stuck");
     pass_time(Duration::from_secs(60)).await;
     let started = tokio::time::Instant::now();
@@ -463,12 +438,7 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
 
 #[tokio::test(start_paused = true)]
 async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
-    let first = Rig::on(
-        Arc::new(MemoryStore::new(Owner {
-            host: "testhost".into(),
-            pid: 1,
-        })),
-        Arc::new(ManualClock::at(at(START))),
+    let first = Rig::fresh(
         Work::Answer(Duration::ZERO),
         Chat::HangsAfterTracking,
         settings(),
@@ -638,17 +608,7 @@ async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
         max_parallel: Some(1),
         ..settings()
     };
-    let store = Arc::new(MemoryStore::new(jobs::store::Owner {
-        host: "testhost".into(),
-        pid: 1,
-    }));
-    let rig = Rig::on(
-        store,
-        Arc::new(ManualClock::at(at(START))),
-        Work::Answer(Duration::from_secs(30)),
-        Chat::Up,
-        one_slot,
-    );
+    let rig = Rig::fresh(Work::Answer(Duration::from_secs(30)), Chat::Up, one_slot);
     rig.add("every 1h", "hourly");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
