@@ -100,7 +100,8 @@ pub async fn spawn_dying_with_process(
         command.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::other("the process that started it is gone"));
+                // No allocation between fork and exec: an OS error code only.
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
             Ok(())
         });

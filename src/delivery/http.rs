@@ -450,12 +450,14 @@ impl Slot {
     }
 }
 
-/// Moves the message sent in slot `at` to `now`, keeping the slots in order.
+/// Moves the message sent in slot `at` to `now`, keeping the slots in order (counted
+/// again when another reservation pruned it as out of the window meanwhile).
 fn answered(slots: &mut ChatSlots, at: Instant, now: Instant) {
-    if let Some(entry) = slots.sent.iter_mut().rev().find(|t| **t == at) {
-        *entry = (*entry).max(now);
-        slots.sent.make_contiguous().sort_unstable();
+    match slots.sent.iter_mut().rev().find(|t| **t == at) {
+        Some(entry) => *entry = (*entry).max(now),
+        None => slots.sent.push_back(now),
     }
+    slots.sent.make_contiguous().sort_unstable();
 }
 
 /// Takes the earliest slot at or after `now` that keeps every pacing rule.
@@ -651,5 +653,29 @@ mod tests {
         let sixth = reserve(&mut state, "qq:c", "qq", five_a_second, now);
         let late = first_answer;
         assert_eq!(sixth, late + Duration::from_secs(1));
+    }
+
+    /// An answer that comes after another reservation pruned its slot still counts.
+    #[test]
+    fn a_late_answer_counts_even_after_its_slot_was_pruned() {
+        let one_a_second = Pacing {
+            spacing: Duration::ZERO,
+            window: Duration::from_secs(1),
+            window_max: 1,
+            global_per_sec: 1000,
+        };
+        let mut state = PacerState::default();
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let first = reserve(&mut state, "qq:c", "qq", one_a_second, start);
+        // Another run reserves 1.5 s later and prunes the first slot as out of the window.
+        assert_eq!(
+            reserve(&mut state, "qq:c", "qq", one_a_second, ms(1500)),
+            ms(1500)
+        );
+        // The first message's answer comes only now: it counts from here.
+        answered(state.chats.get_mut("qq:c").unwrap(), first, ms(1600));
+        let next = reserve(&mut state, "qq:c", "qq", one_a_second, ms(1700));
+        assert_eq!(next, ms(2600));
     }
 }

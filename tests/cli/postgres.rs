@@ -107,8 +107,11 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        self.signal(libc::SIGKILL);
-        let _ = self.0.wait();
+        // Only a child not reaped yet: a reaped one's pid may be another process's now.
+        if matches!(self.0.try_wait(), Ok(None)) {
+            self.signal(libc::SIGKILL);
+            let _ = self.0.wait();
+        }
     }
 }
 
