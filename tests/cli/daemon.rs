@@ -313,6 +313,39 @@ fn sigkill_during_a_run_never_reruns_that_occurrence() {
     assert_eq!(runs[0]["status"], "interrupted");
 }
 
+/// With one run slot, the second of two jobs due together waits for the first; the
+/// ledger records when each really started, not when both were claimed.
+#[test]
+fn a_run_that_waited_for_a_slot_is_recorded_when_it_started() {
+    let home = Home::new();
+    home.config("cron:\n  max_parallel_jobs: 1\n");
+    home.script("slow.sh", "sleep 1\necho done\n");
+    let due = soon(2);
+    let ids = [
+        home.add(&[&iso(due), "--script", "slow.sh", "--no-agent"]),
+        home.add(&[&iso(due), "--script", "slow.sh", "--no-agent"]),
+    ];
+    let daemon = home.daemon();
+    assert!(wait_for(Duration::from_secs(15), || ids
+        .iter()
+        .all(|id| home.job(id)["state"] == "completed")));
+    daemon.stop();
+    let mut runs: Vec<Value> = ids
+        .iter()
+        .map(|id| home.runs(Some(id))[0].clone())
+        .collect();
+    runs.sort_by_key(|r| r["started_at"].as_str().unwrap().to_string());
+    let (first, second) = (&runs[0], &runs[1]);
+    let time = |run: &Value, key: &str| at(run[key].as_str().unwrap());
+    assert!(
+        time(second, "started_at") >= time(first, "finished_at"),
+        "the second run is recorded as started at {} while the first ran until {}",
+        second["started_at"],
+        first["finished_at"]
+    );
+    assert!(time(second, "started_at") - due >= chrono::Duration::seconds(1));
+}
+
 /// Is the process gone? (A zombie not yet reaped by init is dead too.)
 fn dead(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| stat.contains(") Z "))
