@@ -626,16 +626,21 @@ mod tests {
         assert!(other - now <= Duration::from_millis(100));
     }
 
+    /// At most `max` messages a second to one chat, and no other rule.
+    fn per_second(max: usize) -> Pacing {
+        Pacing {
+            spacing: Duration::ZERO,
+            window: Duration::from_secs(1),
+            window_max: max,
+            global_per_sec: 1000,
+        }
+    }
+
     /// A part the platform took late counts from its answer: the window rule then holds
     /// at the platform even when the first request of a burst was slow to arrive.
     #[test]
     fn a_slot_counts_from_the_answer_when_that_is_later() {
-        let five_a_second = Pacing {
-            spacing: Duration::ZERO,
-            window: Duration::from_secs(1),
-            window_max: 5,
-            global_per_sec: 1000,
-        };
+        let five_a_second = per_second(5);
         let mut state = PacerState::default();
         let start = Instant::now();
         // Parts go one after another; the first is answered after 300 ms, the rest at once.
@@ -651,19 +656,13 @@ mod tests {
             }
         }
         let sixth = reserve(&mut state, "qq:c", "qq", five_a_second, now);
-        let late = first_answer;
-        assert_eq!(sixth, late + Duration::from_secs(1));
+        assert_eq!(sixth, first_answer + Duration::from_secs(1));
     }
 
     /// An answer that comes after another reservation pruned its slot still counts.
     #[test]
     fn a_late_answer_counts_even_after_its_slot_was_pruned() {
-        let one_a_second = Pacing {
-            spacing: Duration::ZERO,
-            window: Duration::from_secs(1),
-            window_max: 1,
-            global_per_sec: 1000,
-        };
+        let one_a_second = per_second(1);
         let mut state = PacerState::default();
         let start = Instant::now();
         let ms = |n: u64| start + Duration::from_millis(n);

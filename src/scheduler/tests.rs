@@ -248,6 +248,14 @@ impl Rig {
         self.scheduler.tick().await.unwrap().unwrap_or_default()
     }
 
+    /// Starts every run a pass claimed, each as a task of its own.
+    fn spawn_all(&self, pass: super::PassReport) -> Vec<tokio::task::JoinHandle<RunReport>> {
+        pass.pending
+            .into_iter()
+            .map(|pending| tokio::spawn(pending.run(self.scheduler.clone())))
+            .collect()
+    }
+
     fn started(&self) -> Vec<(String, DateTime<Utc>)> {
         self.runner.started.lock().unwrap().clone()
     }
@@ -540,11 +548,7 @@ async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
     let pass = rig.scheduler.pass().await.unwrap();
     assert_eq!(pass.pending.len(), 3);
     assert_eq!(rig.scheduler.free_slots(), Some(1));
-    let runs: Vec<_> = pass
-        .pending
-        .into_iter()
-        .map(|pending| tokio::spawn(pending.run(rig.scheduler.clone())))
-        .collect();
+    let runs = rig.spawn_all(pass);
     tokio::task::yield_now().await;
     assert_eq!(rig.scheduler.free_slots(), Some(1));
     for run in runs {
@@ -557,11 +561,7 @@ async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
     let pass = rig.scheduler.pass().await.unwrap();
     assert_eq!(pass.pending.len(), 6);
     assert_eq!(rig.scheduler.free_slots(), Some(0));
-    let mut runs: Vec<_> = pass
-        .pending
-        .into_iter()
-        .map(|pending| tokio::spawn(pending.run(rig.scheduler.clone())))
-        .collect();
+    let mut runs = rig.spawn_all(pass);
     tokio::task::yield_now().await;
     assert_eq!(rig.scheduler.free_slots(), Some(0));
     for run in runs.drain(4..) {
