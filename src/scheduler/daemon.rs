@@ -38,14 +38,17 @@ pub async fn run(
     let mut running: JoinSet<RunReport> = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
+        // Marked before the pass reads the store: a change written while the pass decides
+        // (a job added or edited) is then seen at the first look, not lost until the next
+        // wake-up. The pass's own writes cost one more, idle, pass.
+        let seen = blocking(|| scheduler.store().change_mark());
+        let seen_backlog = scheduler.store().backlog_mark();
         let (next_wake, backlog) = scheduler.loop_pass(&mut running).await;
         let sleep_for = next_wake
             .map(|at| (at - scheduler.now()).to_std().unwrap_or(Duration::ZERO))
             .unwrap_or(MAX_SLEEP)
             .min(MAX_SLEEP);
         let deadline = tokio::time::Instant::now() + sleep_for;
-        let seen = scheduler.store().change_mark();
-        let seen_backlog = scheduler.store().backlog_mark();
         let stop = loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break false,

@@ -646,3 +646,30 @@ async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
     stop.send(()).unwrap();
     daemon.await.unwrap().unwrap();
 }
+
+/// A job added while a pass is deciding (after it read the store, before the loop goes
+/// to sleep) is seen at the next look, not at the loop's own wake-up a minute later.
+#[tokio::test(start_paused = true)]
+async fn a_job_added_while_a_pass_decides_is_picked_up_at_the_next_look() {
+    let rig = Rig::new();
+    let (store, ctx) = (rig.store.clone(), rig.ctx());
+    rig.store.after_next_pass(move || {
+        let new = NewJob {
+            schedule: "2026-11-23T09:00:10Z".into(),
+            prompt: "added".into(),
+            name: Some("added".into()),
+            ..NewJob::default()
+        };
+        create_job(&*store, &new, &ctx).unwrap();
+    });
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
+        let _ = stopped.await;
+    }));
+    pass_time(Duration::from_secs(11)).await;
+    let started = rig.started();
+    assert_eq!(started.len(), 1, "{started:?}");
+    assert_eq!(started[0].1, at("2026-11-23T09:00:10Z"));
+    stop.send(()).unwrap();
+    daemon.await.unwrap().unwrap();
+}

@@ -529,6 +529,10 @@ impl Store for FileStore {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         meta.modified().ok().hash(&mut hasher);
         meta.len().hash(&mut hasher);
+        // Every write replaces the file (a new inode), so two writes of the same length
+        // within one tick of the file system's coarse clock still differ.
+        #[cfg(unix)]
+        std::os::unix::fs::MetadataExt::ino(&meta).hash(&mut hasher);
         ChangeMark(hasher.finish())
     }
 

@@ -46,6 +46,8 @@ struct Inner {
     pass_held: bool,
     /// Where each run saved its document.
     run_outputs: BTreeMap<i64, String>,
+    /// Run once, just after the next pass has decided (see [`MemoryStore::after_next_pass`]).
+    after_pass: Option<Box<dyn FnOnce() + Send>>,
 }
 
 /// Everything in memory, for tests. Claims are stamped with `owner`.
@@ -89,6 +91,57 @@ impl MemoryStore {
     /// Makes passes find the store busy, as when another scheduler holds the pass.
     pub fn hold_pass(&self, held: bool) {
         self.lock().pass_held = held;
+    }
+
+    /// Runs `change` once, just after the next pass has read and decided, as when another
+    /// process writes the store while a pass is deciding.
+    pub fn after_next_pass(&self, change: impl FnOnce() + Send + 'static) {
+        self.lock().after_pass = Some(Box::new(change));
+    }
+
+    /// The pass itself: decide what is due, move schedules forward, claim.
+    fn decide_and_claim(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        let mut inner = self.lock();
+        if inner.pass_held {
+            return Ok(DuePass::default());
+        }
+        inner.heal_all(ctx);
+        let before = inner.jobs.len();
+        let planned = plan_pass(&mut inner.jobs, ctx, scan.options);
+        prune_completed_one_shots(&mut inner.jobs, ctx, scan.completed_retention);
+        if !planned.is_empty() || inner.jobs.len() != before {
+            inner.changes += 1;
+        }
+        let next_wake = earliest_next_run(&inner.jobs, ctx, scan.options.run_claim_ttl);
+        let host = self.owner.host.clone();
+        let inner = &mut *inner;
+        let occurrences = {
+            let runs_view = inner.runs.clone();
+            let dead = inner.dead.clone();
+            claim_planned(
+                planned,
+                ctx,
+                scan,
+                &mut |job_id| {
+                    runs_view.iter().any(|r| {
+                        r.job_id == job_id
+                            && r.status == RunStatus::Running.as_str()
+                            && (r.host.as_deref() != Some(host.as_str())
+                                || r.pid
+                                    .and_then(|p| u32::try_from(p).ok())
+                                    .is_some_and(|p| !dead.contains(&p)))
+                    })
+                },
+                &mut |claim| Ok(inner.insert_run(&self.owner, claim)),
+            )
+        };
+        Ok(DuePass {
+            occurrences,
+            next_wake,
+            ran: true,
+            decided_at: None,
+            backlog: false,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -217,47 +270,12 @@ impl Store for MemoryStore {
     }
 
     fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
-        let mut inner = self.lock();
-        if inner.pass_held {
-            return Ok(DuePass::default());
+        let pass = self.decide_and_claim(ctx, scan);
+        let after = self.lock().after_pass.take();
+        if let Some(change) = after {
+            change();
         }
-        inner.heal_all(ctx);
-        let before = inner.jobs.len();
-        let planned = plan_pass(&mut inner.jobs, ctx, scan.options);
-        prune_completed_one_shots(&mut inner.jobs, ctx, scan.completed_retention);
-        if !planned.is_empty() || inner.jobs.len() != before {
-            inner.changes += 1;
-        }
-        let next_wake = earliest_next_run(&inner.jobs, ctx, scan.options.run_claim_ttl);
-        let host = self.owner.host.clone();
-        let inner = &mut *inner;
-        let occurrences = {
-            let runs_view = inner.runs.clone();
-            let dead = inner.dead.clone();
-            claim_planned(
-                planned,
-                ctx,
-                scan,
-                &mut |job_id| {
-                    runs_view.iter().any(|r| {
-                        r.job_id == job_id
-                            && r.status == RunStatus::Running.as_str()
-                            && (r.host.as_deref() != Some(host.as_str())
-                                || r.pid
-                                    .and_then(|p| u32::try_from(p).ok())
-                                    .is_some_and(|p| !dead.contains(&p)))
-                    })
-                },
-                &mut |claim| Ok(inner.insert_run(&self.owner, claim)),
-            )
-        };
-        Ok(DuePass {
-            occurrences,
-            next_wake,
-            ran: true,
-            decided_at: None,
-            backlog: false,
-        })
+        pass
     }
 
     fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
