@@ -545,13 +545,7 @@ impl Store for FileStore {
         let (planned, next_wake) = self.plan(ctx, scan)?;
         if planned.is_empty() {
             // Nothing to claim: the ledger is not even opened.
-            return Ok(DuePass {
-                occurrences: Vec::new(),
-                next_wake,
-                ran: true,
-                decided_at: None,
-                backlog: false,
-            });
+            return Ok(DuePass::decided(Vec::new(), next_wake));
         }
         let occurrences = self.with_ledger(|ledger| {
             Ok(claim_planned(
@@ -571,13 +565,7 @@ impl Store for FileStore {
             ))
         })?;
         drop(tick_lock);
-        Ok(DuePass {
-            occurrences,
-            next_wake,
-            ran: true,
-            decided_at: None,
-            backlog: false,
-        })
+        Ok(DuePass::decided(occurrences, next_wake))
     }
 
     fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {

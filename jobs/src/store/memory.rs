@@ -135,13 +135,7 @@ impl MemoryStore {
                 &mut |claim| Ok(inner.insert_run(&self.owner, claim)),
             )
         };
-        Ok(DuePass {
-            occurrences,
-            next_wake,
-            ran: true,
-            decided_at: None,
-            backlog: false,
-        })
+        Ok(DuePass::decided(occurrences, next_wake))
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

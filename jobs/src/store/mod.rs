@@ -113,6 +113,19 @@ pub struct DuePass {
     pub backlog: bool,
 }
 
+impl DuePass {
+    /// A pass that ran on a store one host uses, deciding by the caller's clock.
+    pub fn decided(occurrences: Vec<Occurrence>, next_wake: Option<DateTime<Utc>>) -> DuePass {
+        DuePass {
+            occurrences,
+            next_wake,
+            ran: true,
+            decided_at: None,
+            backlog: false,
+        }
+    }
+}
+
 /// The scheduler's health marks, as `hermes cron status` reads them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Heartbeat {
