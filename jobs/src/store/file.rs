@@ -393,9 +393,7 @@ impl Store for FileStore {
         if started {
             sink.restart();
         }
-        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-            sink.summary(&JobSummary::of(&job, ctx))
-        })
+        super::summarize_each_job(self, ctx, sink)
     }
 
     /// Each job the healing leaves as it is is written straight from its text in the

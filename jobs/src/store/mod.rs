@@ -224,9 +224,7 @@ pub trait Store: Send + Sync {
         ctx: &Context,
         sink: &mut dyn SummarySink,
     ) -> Result<(), StoreError> {
-        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-            sink.summary(&JobSummary::of(&job, ctx))
-        })
+        summarize_each_job(self, ctx, sink)
     }
     /// Appends every job `keep` accepts, in store order, as `list --json` shows it
     /// ([`Job::normalized`]) with the `extras` set on each, separated by commas. Nothing is
@@ -565,6 +563,18 @@ pub(crate) fn append_normalized_job(
 }
 
 /// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
+/// Each job's summary, from jobs built reduced to [`JobSummary::KEYS`]: how any store
+/// lists, and how jobs.json lists a file not in the canonical shape.
+pub(crate) fn summarize_each_job(
+    store: &(impl Store + ?Sized),
+    ctx: &Context,
+    sink: &mut dyn SummarySink,
+) -> Result<(), StoreError> {
+    store.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
+        sink.summary(&JobSummary::of(&job, ctx))
+    })
+}
+
 pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
 
 /// What a listing keeps or leaves out a job by, as the job is stored (before healing).
