@@ -56,6 +56,10 @@ pub fn walk_jobs<'a>(
     let mut seen_jobs = false;
     cursor.ws();
     cursor.object(0, |cursor, key| {
+        // An escaped key may read as `jobs` once decoded: the whole-document reader decides.
+        if cursor.escaped {
+            return None;
+        }
         if key != "jobs" {
             return cursor.value(1).map(drop);
         }
@@ -596,6 +600,21 @@ mod tests {
                 ],
                 vec![],
             ])
+        );
+    }
+
+    /// A key with an escape may be `jobs` in disguise, and the last `jobs` wins: the walk
+    /// leaves such a store to the whole-document reader.
+    #[test]
+    fn an_escaped_top_level_key_is_left_to_the_whole_document_reader() {
+        assert_eq!(
+            jobs_of("{\"jobs\": [{\"id\": \"a\"}], \"\\u006aobs\": [{\"id\": \"b\"}]}"),
+            None
+        );
+        assert_eq!(jobs_of("{\"upd\\u0061ted_at\": null, \"jobs\": []}"), None);
+        assert_eq!(
+            jobs_of("{\"updated_at\": null, \"jobs\": []}"),
+            Some(vec![])
         );
     }
 

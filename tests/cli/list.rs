@@ -404,3 +404,33 @@ fn listed_ids(text: &str) -> Vec<&str> {
         .filter_map(|line| line.split_whitespace().next())
         .collect()
 }
+
+/// A second `jobs` spelled with an escape replaces the first, as in every JSON reader
+/// that lets the last key win (Python's too): both listings show the second list, and
+/// the file is left as it is.
+#[test]
+fn a_jobs_key_spelled_with_an_escape_is_read_as_jobs() {
+    let hermes = Hermes::new();
+    let store = String::from_utf8(many_jobs(3)).unwrap();
+    let store = store.replacen(
+        "{\n  \"jobs\": [",
+        "{\"jobs\": [{\"id\": \"aaaaaaaaaaaa\", \"prompt\": \"p\", \"schedule\": \"every 1h\"}],\n  \"\\u006aobs\": [",
+        1,
+    );
+    assert!(store.contains("\\u006aobs"), "{store}");
+    hermes.write_store(store.as_bytes());
+    let json: Value = serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok()).unwrap();
+    let ids: Vec<&str> = json["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|job| job["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["000000000000", "000000000001", "000000000002"]);
+    let text = hermes.cron(&["list", "--all"]).ok().to_string();
+    assert_eq!(
+        listed_ids(&text),
+        ["000000000000", "000000000001", "000000000002"]
+    );
+    assert_eq!(std::fs::read(hermes.jobs_path()).unwrap(), store.as_bytes());
+}

@@ -537,7 +537,6 @@ pub(crate) fn prepare_claims(
         .collect()
 }
 
-/// [`prepare_claims`], each row inserted with `insert`, settled.
 /// Appends `job` the long way (normalized, `extras` set) when `keep` accepts it, after a
 /// comma unless it comes `first`; whether it was appended.
 pub(crate) fn append_normalized_job(
@@ -562,7 +561,6 @@ pub(crate) fn append_normalized_job(
     Ok(true)
 }
 
-/// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
 /// Each job's summary, from jobs built reduced to [`JobSummary::KEYS`]: how any store
 /// lists, and how jobs.json lists a file not in the canonical shape.
 pub(crate) fn summarize_each_job(
@@ -575,6 +573,7 @@ pub(crate) fn summarize_each_job(
     })
 }
 
+/// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
 pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
 
 /// What a listing keeps or leaves out a job by, as the job is stored (before healing).
@@ -660,6 +659,7 @@ pub(crate) fn write_normalized(
     result
 }
 
+/// [`prepare_claims`], each row inserted with `insert`, settled.
 pub(crate) fn claim_planned(
     planned: Vec<Planned>,
     ctx: &Context,
