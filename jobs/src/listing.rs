@@ -271,11 +271,11 @@ fn write_fields(
             "repeat" => {
                 out.extend_from_slice(b"{\"times\":");
                 match job.times {
-                    Some(times) => out.extend_from_slice(times.to_string().as_bytes()),
+                    Some(times) => write_number(times, out),
                     None => out.extend_from_slice(b"null"),
                 }
                 out.extend_from_slice(b",\"completed\":");
-                out.extend_from_slice(job.completed.to_string().as_bytes());
+                write_number(job.completed, out);
                 out.push(b'}');
             }
             "enabled" => write_flag(job.enabled, out),
@@ -578,6 +578,13 @@ fn write_text(text: &str, out: &mut Vec<u8>) {
     out.push(b'"');
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
+}
+
+/// A number as JSON, with no string in between.
+fn write_number(number: impl std::fmt::Display, out: &mut Vec<u8>) {
+    use std::io::Write;
+    // Writing into a Vec cannot fail.
+    let _ = write!(out, "{number}");
 }
 
 fn write_flag(flag: bool, out: &mut Vec<u8>) {

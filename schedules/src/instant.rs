@@ -15,6 +15,14 @@ use crate::ScheduleError;
 /// Formats an instant in `zone` as `2026-08-19T09:00:00-03:00` (whole seconds, like the
 /// Python store writes for computed times; UTC is `+00:00`, never `Z`).
 pub fn format_instant(instant: DateTime<Utc>, zone: Tz) -> String {
+    let mut text = String::with_capacity(25);
+    push_instant(&mut text, instant, zone);
+    text
+}
+
+/// [`format_instant`] appended to `text`.
+pub fn push_instant(text: &mut String, instant: DateTime<Utc>, zone: Tz) {
+    use std::fmt::Write;
     let local = instant.with_timezone(&zone);
     let local = local.with_nanosecond(0).unwrap_or(local);
     let offset = local.offset().fix().local_minus_utc();
@@ -28,9 +36,8 @@ pub fn format_instant(instant: DateTime<Utc>, zone: Tz) -> String {
             ('+', offset / 60)
         };
         let year = local.year().unsigned_abs();
-        let mut text = String::with_capacity(25);
-        push_digits(&mut text, year / 100);
-        push_digits(&mut text, year % 100);
+        push_digits(text, year / 100);
+        push_digits(text, year % 100);
         for (separator, number) in [
             ('-', local.month()),
             ('-', local.day()),
@@ -41,11 +48,12 @@ pub fn format_instant(instant: DateTime<Utc>, zone: Tz) -> String {
             (':', minutes.unsigned_abs() % 60),
         ] {
             text.push(separator);
-            push_digits(&mut text, number);
+            push_digits(text, number);
         }
-        return text;
+        return;
     }
-    local.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+    // Writing into a String cannot fail.
+    let _ = write!(text, "{}", local.format("%Y-%m-%dT%H:%M:%S%:z"));
 }
 
 /// Two digits of `number` (below 100).
@@ -260,6 +268,9 @@ mod tests {
                 let local = local.with_nanosecond(0).unwrap_or(local);
                 let chrono = local.format("%Y-%m-%dT%H:%M:%S%:z").to_string();
                 assert_eq!(format_instant(t, zone), chrono, "{text} in {zone}");
+                let mut appended = String::from("at ");
+                push_instant(&mut appended, t, zone);
+                assert_eq!(appended, format!("at {chrono}"));
             }
         }
     }

@@ -18,6 +18,6 @@ pub use cron::CronExpr;
 pub use duration::parse_duration_minutes;
 pub use error::ScheduleError;
 pub use instant::{
-    format_instant, has_explicit_offset, parse_stored_instant, parse_user_timestamp,
+    format_instant, has_explicit_offset, parse_stored_instant, parse_user_timestamp, push_instant,
 };
 pub use schedule::{grace_period, parse_schedule, Schedule, ONE_SHOT_GRACE};

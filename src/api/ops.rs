@@ -112,9 +112,16 @@ impl ApiState {
         let (ctx, _) = self.context()?;
         let store = self.scheduler.store();
         let latest = store.latest_runs()?;
-        let write = |id: &str, out: &mut Vec<u8>| match latest.get(id) {
-            Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
-            _ => out.extend_from_slice(b"null"),
+        let write = |id: &str, out: &mut Vec<u8>| {
+            let mark = out.len();
+            match latest.get(id) {
+                Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
+                _ => {
+                    // Nothing half-written stays in the body.
+                    out.truncate(mark);
+                    out.extend_from_slice(b"null");
+                }
+            }
         };
         let mut extras = vec![ExtraField {
             key: "latest_execution",

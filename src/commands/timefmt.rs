@@ -52,7 +52,7 @@ pub fn write_absolute_and_relative(
     now: DateTime<Utc>,
     zone: Tz,
 ) {
-    out.push_str(&schedules::format_instant(target, zone));
+    schedules::push_instant(out, target, zone);
     out.push_str(" (");
     write_relative(out, target, now);
     out.push(')');
