@@ -376,16 +376,10 @@ pub fn pick_job_fields<'a, 'k>(bytes: &'a [u8], keys: &'k [&'k str]) -> Option<P
     crate::jsonscan::walk_jobs(bytes, &mut |_, entries| {
         let base = values.len();
         values.resize(base + keys.len(), None);
-        for entry in entries {
-            let Some(key) = entry.key_text() else {
-                return crate::jsonscan::Walk::Stop;
-            };
-            // A later duplicate wins, as in a map.
-            if let Some(i) = index.find(&key) {
-                values[base + i] = Some(entry.value);
-            }
+        match index.pick(entries, &mut values[base..]) {
+            Some(()) => crate::jsonscan::Walk::Continue,
+            None => crate::jsonscan::Walk::Stop,
         }
-        crate::jsonscan::Walk::Continue
     })?;
     Some(PickedJobs { keys, values })
 }

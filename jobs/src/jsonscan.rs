@@ -275,6 +275,21 @@ impl<'k> KeyIndex<'k> {
         }
         None
     }
+
+    /// Each key's value text among `entries` into `values` (one slot per key, left as
+    /// they are for keys absent); a later duplicate wins, as in a map. `None` when a key
+    /// cannot be read.
+    pub fn pick<'a>(&self, entries: &[Entry<'a>], values: &mut [Option<&'a str>]) -> Option<()> {
+        for entry in entries {
+            if let Some(slot) = self
+                .find(&entry.key_text()?)
+                .and_then(|i| values.get_mut(i))
+            {
+                *slot = Some(entry.value);
+            }
+        }
+        Some(())
+    }
 }
 
 struct Cursor<'a> {

@@ -253,14 +253,8 @@ impl FileStore {
         // The file is read on this thread while each job is judged on another.
         let walked = walk_jobs_in_parallel(&bytes, &mut |_, entries| {
             values.iter_mut().for_each(|v| *v = None);
-            for entry in entries {
-                let Some(key) = entry.key_text() else {
-                    return Walk::Stop;
-                };
-                // A later duplicate wins, as in a map.
-                if let Some(i) = keys.find(&key) {
-                    values[i] = Some(entry.value);
-                }
+            if keys.pick(entries, &mut values).is_none() {
+                return Walk::Stop;
             }
             let mut fields = [const { None }; PROBE_KEYS.len()];
             for (field, i) in fields.iter_mut().zip(at) {
