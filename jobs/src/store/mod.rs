@@ -226,6 +226,7 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError> {
         summarize_each_job(self, ctx, sink)
     }
+
     /// Appends every job `keep` accepts, in store order, as `list --json` shows it
     /// ([`Job::normalized`]) with the `extras` set on each, separated by commas. Nothing is
     /// appended when the store cannot be read.
