@@ -55,6 +55,21 @@ impl From<schedules::ScheduleError> for CliError {
     }
 }
 
+impl From<crate::job_service::ServiceError> for CliError {
+    fn from(e: crate::job_service::ServiceError) -> CliError {
+        match e.kind() {
+            crate::job_service::ErrorKind::Internal => CliError::internal(e.to_string()),
+            _ => CliError::user(e.to_string()),
+        }
+    }
+}
+
+impl From<crate::home::HomeError> for CliError {
+    fn from(e: crate::home::HomeError) -> CliError {
+        CliError::user(e.to_string())
+    }
+}
+
 impl From<crate::config::ConfigError> for CliError {
     fn from(e: crate::config::ConfigError) -> CliError {
         match e {

@@ -20,8 +20,6 @@ use jobs::{JobEdit, NewJob};
 use super::ops::{blocked_message, Failure};
 use super::{off_thread, read_object, ApiState};
 
-const MAX_NAME_CHARS: usize = 200;
-const MAX_PROMPT_CHARS: usize = 5000;
 /// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
 const UPDATABLE: &[&str] = &[
     "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled",
@@ -94,22 +92,15 @@ fn text<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, 
     }
 }
 
+/// The job service's name limit, checked where Python Hermes checks it (before the
+/// schedule is looked at).
 fn check_name(name: &str) -> Result<(), Failure> {
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(Failure::bad_request(format!(
-            "Name must be ≤ {MAX_NAME_CHARS} characters"
-        )));
-    }
-    Ok(())
+    Ok(jobs::limits::check_name(name)?)
 }
 
-/// Length, then the threat scan, with Python Hermes' messages.
+/// Length, then the threat scan: the job service's rules, in Python Hermes' order.
 fn check_prompt(prompt: &str) -> Result<(), Failure> {
-    if prompt.chars().count() > MAX_PROMPT_CHARS {
-        return Err(Failure::bad_request(format!(
-            "Prompt must be ≤ {MAX_PROMPT_CHARS} characters"
-        )));
-    }
+    jobs::limits::check_prompt(prompt)?;
     jobs::threats::scan_prompt(prompt).map_err(|b| Failure::bad_request(blocked_message(&b)))
 }
 

@@ -38,12 +38,15 @@ use ops::Failure;
 use settings::{ApiSettings, NotServed};
 
 use crate::environment::Environment;
+use crate::job_service::JobService;
 use crate::redact::Redactor;
 use crate::scheduler::Scheduler;
 
 /// What every route reads: the scheduler (its store, clock and manual runs), the home
 /// and the metrics. Shared by all requests; holds no lock of its own.
 pub struct ApiState {
+    /// Every change to a job goes through it.
+    pub jobs: JobService,
     pub scheduler: Arc<Scheduler>,
     /// The Hermes home (config.yaml, `.env`, scripts), for settings read per request.
     pub home: PathBuf,

@@ -21,6 +21,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::error::CliError;
 use crate::home::{load_context, Home};
+use crate::job_service::JobService;
 use crate::process::{host_name, pid_alive};
 
 /// What every verb needs: where the files are, the store, the clock and what "now" is.
@@ -50,6 +51,16 @@ impl Session {
 
     pub fn zone(&self) -> Tz {
         self.ctx.zone
+    }
+
+    /// The job service on this session's home, store and clock: every verb that changes
+    /// a job goes through it.
+    pub fn service(&self) -> JobService {
+        JobService::new(
+            &self.home.root,
+            Arc::clone(&self.store),
+            Arc::clone(&self.clock),
+        )
     }
 }
 

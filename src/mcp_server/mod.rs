@@ -95,9 +95,7 @@ pub fn serve(session: Session) -> Result<(), CliError> {
     let server = CronServer {
         tool: schema::cronjob_tool(),
         cron: Cron {
-            home: session.home,
-            store: session.store,
-            clock: session.clock,
+            jobs: session.service(),
             scheduler: Arc::clone(&scheduler),
         },
     };
