@@ -4,6 +4,7 @@
 mod gateway_cmd;
 mod jobs_cmd;
 mod list;
+mod mcp_cmd;
 mod next;
 pub mod scheduler_cmd;
 mod status;
@@ -167,6 +168,6 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         CronVerb::Doctor => status::doctor(&session),
         CronVerb::Store { verb } => store_cmd::store(&session, verb),
         CronVerb::Output { run } => status::output(&session, run),
-        CronVerb::Mcp => crate::mcp_server::serve(session),
+        CronVerb::Mcp => mcp_cmd::mcp(session),
     }
 }

@@ -18,9 +18,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::commands::scheduler_cmd::{runtime, scheduler_for, stop_signal};
-use crate::commands::Session;
-use crate::error::CliError;
+use crate::job_service::JobService;
+use crate::scheduler::Scheduler;
 use actions::Cron;
 use arguments::Arguments;
 
@@ -87,37 +86,37 @@ impl ServerHandler for CronServer {
     }
 }
 
-/// Serves MCP on stdin/stdout until the client closes stdin (calls under way finish and
-/// are answered first) or SIGTERM/SIGINT arrives (at once: a run under way is stopped
-/// and recorded as interrupted).
-pub fn serve(session: Session) -> Result<(), CliError> {
-    let scheduler = scheduler_for(&session, None)?;
+/// Why the server could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("MCP: the client did not initialize: {0}")]
+    NotInitialized(String),
+}
+
+/// Serves MCP on stdin/stdout with `jobs` and `scheduler` until the client closes stdin
+/// (calls under way finish and are answered first) or `stop` completes (at once: the
+/// caller then records a run under way as interrupted).
+pub async fn serve(
+    jobs: JobService,
+    scheduler: Arc<Scheduler>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), ServeError> {
     let server = CronServer {
         tool: schema::cronjob_tool(),
-        cron: Cron {
-            jobs: session.service(),
-            scheduler: Arc::clone(&scheduler),
-        },
+        cron: Cron { jobs, scheduler },
     };
-    runtime()?.block_on(async move {
-        let stop = stop_signal().await?;
-        let running = server
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .map_err(|e| CliError::user(format!("MCP: the client did not initialize: {e}")))?;
-        let cancel = running.cancellation_token();
-        tokio::select! {
-            ended = running.waiting() => {
-                if let Err(e) = ended {
-                    tracing::warn!("MCP server task failed: {e}");
-                }
+    let running = server
+        .serve(rmcp::transport::stdio_pipes())
+        .await
+        .map_err(|e| ServeError::NotInitialized(e.to_string()))?;
+    let cancel = running.cancellation_token();
+    tokio::select! {
+        ended = running.waiting() => {
+            if let Err(e) = ended {
+                tracing::warn!("MCP server task failed: {e}");
             }
-            () = stop => cancel.cancel(),
         }
-        let interrupted = scheduler.interrupt_own_runs()?;
-        if interrupted > 0 {
-            tracing::warn!("stopped with {interrupted} run(s) unfinished: recorded as interrupted");
-        }
-        Ok(())
-    })
+        () = stop => cancel.cancel(),
+    }
+    Ok(())
 }
