@@ -43,7 +43,7 @@ pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError>
             "({hidden} paused or completed job(s) not shown; use --all)\n"
         ));
     }
-    crate::output::emit(&out);
+    crate::stdout::emit(&out);
     Ok(())
 }
 
@@ -90,7 +90,7 @@ fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
         &mut out,
     )?;
     out.extend_from_slice(b"]}\n");
-    crate::output::emit_bytes(&out);
+    crate::stdout::emit_bytes(&out);
     Ok(())
 }
 

@@ -29,6 +29,6 @@ pub fn emit_bytes(bytes: &[u8]) {
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
-        $crate::output::emit(&format!("{}\n", format_args!($($arg)*)))
+        $crate::stdout::emit(&format!("{}\n", format_args!($($arg)*)))
     };
 }
