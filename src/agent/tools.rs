@@ -860,3 +860,21 @@ mod tests {
         assert!(out.contains("refused"));
     }
 }
+
+#[cfg(test)]
+mod schema_golden {
+    use super::*;
+
+    /// Every built-in tool as the model sees it (name, description, parameters, in
+    /// order), with `execute_code` offered for 300 s, is exactly the recorded list: a
+    /// change here changes the bytes providers cache and the words the model reads.
+    #[test]
+    fn the_schemas_are_the_recorded_ones() {
+        let specs: Vec<Value> = available(None, &[], Some(Duration::from_secs(300)))
+            .into_iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "parameters": t.parameters}))
+            .collect();
+        let rendered = serde_json::to_string_pretty(&specs).unwrap_or_default() + "\n";
+        assert_eq!(rendered, include_str!("tools/testdata/schemas.json"));
+    }
+}
