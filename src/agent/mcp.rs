@@ -21,8 +21,8 @@ use rmcp::ServiceExt;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::config::Vars;
-use super::provider::ToolSpec;
+use super::inference::Vars;
+use super::model_api::ToolSpec;
 use crate::config::{McpServer, Seconds};
 use crate::process::GroupKill;
 use crate::runner::{Activity, RunEnv, RunOutcome, RunResult};

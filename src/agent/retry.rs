@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::config::Endpoint;
-use super::provider::{build_client, call, CallError, ChatRequest, ErrorClass, ModelReply};
+use super::inference::Endpoint;
+use super::model_api::{build_client, call, CallError, ChatRequest, ErrorClass, ModelReply};
 use crate::runner::Activity;
 
 /// How the retry loop waits.
@@ -169,8 +169,8 @@ impl<'a> Caller<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::config::ApiMode;
-    use crate::agent::provider::Message;
+    use crate::agent::inference::ApiMode;
+    use crate::agent::model_api::Message;
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]

@@ -33,7 +33,7 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::mcp::McpServers;
-use super::provider::ToolSpec;
+use super::model_api::ToolSpec;
 use crate::runner::Activity;
 
 pub use self::code::DEFAULT_TIMEOUT as DEFAULT_CODE_TIMEOUT;

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::child::{self, Child, Ended};
 use super::{error, ToolContext};
-use crate::agent::provider::ToolSpec;
+use crate::agent::model_api::ToolSpec;
 
 /// Hermes' defaults: 5 minutes (`code_execution.timeout`), 50 KB of stdout kept as
 /// 40 % head and 60 % tail.

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::{error, refused, resolve};
-use crate::agent::provider::ToolSpec;
+use crate::agent::model_api::ToolSpec;
 
 pub fn spec() -> ToolSpec {
     ToolSpec {

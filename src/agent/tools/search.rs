@@ -10,7 +10,7 @@ use regex::Regex;
 use serde_json::{json, Map, Value};
 
 use super::{cap, error};
-use crate::agent::provider::ToolSpec;
+use crate::agent::model_api::ToolSpec;
 
 const MAX_FILES: usize = 20_000;
 const MAX_FILE_BYTES: u64 = 2_000_000;

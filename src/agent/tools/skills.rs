@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::agent::provider::ToolSpec;
+use crate::agent::model_api::ToolSpec;
 use crate::agent::skills::{front_matter, index, IndexEntry};
 
 pub fn specs() -> Vec<ToolSpec> {

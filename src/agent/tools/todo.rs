@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::error;
-use crate::agent::provider::ToolSpec;
+use crate::agent::model_api::ToolSpec;
 
 const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "cancelled"];
 /// Hermes' bounds: one item's text, and the number of items kept (the head: order is priority).

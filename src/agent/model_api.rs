@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::config::{ApiMode, Endpoint};
+use super::inference::{ApiMode, Endpoint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

@@ -12,7 +12,7 @@
 //!   base URL is configured (job pin, `model.base_url` or `OPENAI_BASE_URL`: a server you
 //!   pointed at is not OpenRouter just because an OpenRouter key is in the environment);
 //!   else `openrouter` when `OPENROUTER_API_KEY` is set; else `openai`. The name is looked
-//!   up in the registry (`providers`) or `custom_providers`; an unknown one fails;
+//!   up in the registry (`provider_registry`) or `custom_providers`; an unknown one fails;
 //! * base URL: job `base_url` → `model.base_url` (when the run's provider is
 //!   `model.provider`) → the provider's base-URL variable (`GEMINI_BASE_URL`,
 //!   `OPENAI_BASE_URL` for `openai`/`custom`, ...) → the provider's default;
@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use jobs::Job;
 
-use super::providers::{self, find_custom, CustomProvider, Provider};
+use super::provider_registry::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
 use crate::environment::parse_dotenv;
 
@@ -215,11 +215,11 @@ fn lookup(name: &str, config: &Config, home: &Path) -> Result<Named, String> {
             format!(
                 "provider '{name}' is not in custom_providers in {}: add an entry with its name and base_url, or use one of: {}",
                 config_path.display(),
-                providers::known_ids()
+                provider_registry::known_ids()
             )
         });
     }
-    if let Some(provider) = providers::find(name) {
+    if let Some(provider) = provider_registry::find(name) {
         return Ok(Named::Registry(provider));
     }
     find_custom(&config.extra, name)
@@ -227,7 +227,7 @@ fn lookup(name: &str, config: &Config, home: &Path) -> Result<Named, String> {
         .ok_or_else(|| {
             format!(
                 "unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}",
-                providers::known_ids(),
+                provider_registry::known_ids(),
                 config_path.display()
             )
         })
