@@ -4,8 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::error;
-use crate::agent::model_api::ToolSpec;
+use super::{error, ready, Tool, ToolContext, ToolFuture};
 
 const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "cancelled"];
 /// Hermes' bounds: one item's text, and the number of items kept (the head: order is priority).
@@ -13,11 +12,23 @@ const MAX_CONTENT_CHARS: usize = 4000;
 const MAX_ITEMS: usize = 256;
 const TRUNCATION_MARKER: &str = "… [truncated]";
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: "todo".into(),
-        description: "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.".into(),
-        parameters: json!({"type": "object", "properties": {
+pub struct Todo;
+
+impl Tool for Todo {
+    fn name(&self) -> &'static str {
+        "todo"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "todo"
+    }
+
+    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
+        "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
             "todos": {"type": "array", "description": "Task items to write. Omit to read current list.", "items": {
                 "type": "object", "properties": {
                     "id": {"type": "string", "description": "Unique item identifier"},
@@ -25,7 +36,11 @@ pub fn spec() -> ToolSpec {
                     "status": {"type": "string", "enum": STATUSES, "description": "Current status"}
                 }, "required": ["id", "content", "status"]}},
             "merge": {"type": "boolean", "description": "true: update existing items by id, add new ones. false (default): replace the entire list.", "default": false}
-        }, "required": []}),
+        }, "required": []})
+    }
+
+    fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        ready(run(args, &ctx.todos))
     }
 }
 
@@ -154,7 +169,7 @@ impl TodoList {
 }
 
 /// One call: `todos` given writes (replacing, or merging by id), absent reads.
-pub fn run(args: &Value, list: &std::sync::Mutex<TodoList>) -> String {
+fn run(args: &Value, list: &std::sync::Mutex<TodoList>) -> String {
     let Ok(mut list) = list.lock() else {
         return error("the todo list of this run is unusable after a failed call");
     };

@@ -1,0 +1,55 @@
+//! `list_directory`: the entries of one directory (at most 1,000), sorted by name, each
+//! with its kind and size. Reading only.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::{error, ready, resolve, text, Tool, ToolContext, ToolFuture};
+
+pub struct ListDirectory;
+
+impl Tool for ListDirectory {
+    fn name(&self) -> &'static str {
+        "list_directory"
+    }
+
+    fn toolset(&self) -> &'static str {
+        "file"
+    }
+
+    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
+        "List the entries of a directory.".into()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    }
+
+    fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        let path = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
+        ready(list_directory(&path))
+    }
+}
+
+fn list_directory(path: &Path) -> String {
+    let entries = match std::fs::read_dir(path) {
+        Ok(entries) => entries,
+        Err(e) => return error(format!("cannot list {}: {e}", path.display())),
+    };
+    let mut items: Vec<Value> = entries
+        .filter_map(Result::ok)
+        .take(1000)
+        .map(|e| {
+            let meta = e.metadata().ok();
+            let kind = match &meta {
+                Some(m) if m.is_dir() => "dir",
+                Some(m) if m.is_file() => "file",
+                _ => "other",
+            };
+            json!({"name": e.file_name().to_string_lossy(), "type": kind, "size": meta.map(|m| m.len())})
+        })
+        .collect();
+    items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    json!({"path": path.display().to_string(), "entries": items}).to_string()
+}
