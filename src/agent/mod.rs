@@ -109,7 +109,7 @@ pub async fn run_agent_with(
     let vars = Vars::load(&env.home);
     let settings = match inference::resolve(job, &env.config, &vars, &env.home) {
         Ok(s) => s,
-        Err(e) => return RunOutcome::failed(raw_prompt, e),
+        Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
     let sources = prompt::Sources {
         home: &env.home,
@@ -118,7 +118,7 @@ pub async fn run_agent_with(
     };
     let prompt = match assemble(job, &sources, &script) {
         Ok(p) => p,
-        Err(e) => return RunOutcome::failed(raw_prompt, e),
+        Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
     match &settings.backend {
         Backend::Command(argv) => {
