@@ -223,7 +223,7 @@ async fn converse(
             .await
         {
             Ok(r) => r,
-            Err(e) => return outcome(prompt, RunResult::Failed(e), tokens),
+            Err(e) => return outcome(prompt, RunResult::Failed(e.to_string()), tokens),
         };
         env.activity.touch();
         tokens.add(reply.usage);
@@ -264,7 +264,7 @@ async fn converse(
             tokens.add(reply.usage);
             outcome(prompt, reply_result(reply.message.content), tokens)
         }
-        Err(e) => outcome(prompt, RunResult::Failed(e), tokens),
+        Err(e) => outcome(prompt, RunResult::Failed(e.to_string()), tokens),
     }
 }
 
