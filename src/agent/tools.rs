@@ -73,19 +73,38 @@ pub struct ToolContext {
 /// What a tool call comes to: the JSON text the model gets back.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = String> + Send + 'a>>;
 
+/// What the model is told about a built-in tool, and the toolset it belongs to.
+#[derive(Debug, Clone)]
+pub struct Schema {
+    /// The name the model calls it by (Hermes' name).
+    pub name: &'static str,
+    /// The toolset it is enabled and disabled with (Hermes' grouping).
+    pub toolset: &'static str,
+    pub description: Cow<'static, str>,
+    /// The JSON schema of its arguments.
+    pub parameters: Value,
+}
+
+impl Schema {
+    pub fn new(
+        name: &'static str,
+        toolset: &'static str,
+        description: impl Into<Cow<'static, str>>,
+        parameters: Value,
+    ) -> Schema {
+        Schema {
+            name,
+            toolset,
+            description: description.into(),
+            parameters,
+        }
+    }
+}
+
 /// One built-in tool: what the model is told about it and what a call of it does.
 pub trait Tool: Sync {
-    /// The name the model calls it by (Hermes' name).
-    fn name(&self) -> &'static str;
-
-    /// The toolset it is enabled and disabled with (Hermes' grouping).
-    fn toolset(&self) -> &'static str;
-
-    /// What the model reads about it; may name the run's limits.
-    fn description(&self, ctx: &ToolContext) -> Cow<'static, str>;
-
-    /// The JSON schema of its arguments.
-    fn parameters(&self) -> Value;
+    /// Its name, toolset, description and argument schema in a run with `ctx`.
+    fn schema(&self, ctx: &ToolContext) -> Schema;
 
     /// Whether this run may have it at all, whatever the toolsets say.
     fn offered(&self, _ctx: &ToolContext) -> bool {
@@ -115,20 +134,20 @@ const BUILT_IN: &[&dyn Tool] = &[
 /// The built-in tools offered to this run: the job's `enabled_toolsets` (when set)
 /// narrows the set, `agent.disabled_toolsets` removes from it.
 fn available(enabled: Option<&[String]>, disabled: &[String], ctx: &ToolContext) -> Vec<ToolSpec> {
-    let listed = |list: &[String], tool: &dyn Tool| {
+    let listed = |list: &[String], tool: &Schema| {
         list.iter()
-            .any(|e| e.eq_ignore_ascii_case(tool.name()) || e.eq_ignore_ascii_case(tool.toolset()))
+            .any(|e| e.eq_ignore_ascii_case(tool.name) || e.eq_ignore_ascii_case(tool.toolset))
     };
     BUILT_IN
         .iter()
-        .copied()
         .filter(|tool| tool.offered(ctx))
-        .filter(|tool| enabled.is_none_or(|e| listed(e, *tool)))
-        .filter(|tool| !listed(disabled, *tool))
+        .map(|tool| tool.schema(ctx))
+        .filter(|tool| enabled.is_none_or(|e| listed(e, tool)))
+        .filter(|tool| !listed(disabled, tool))
         .map(|tool| ToolSpec {
-            name: tool.name().into(),
-            description: tool.description(ctx),
-            parameters: tool.parameters(),
+            name: tool.name.into(),
+            description: tool.description,
+            parameters: tool.parameters,
         })
         .collect()
 }
@@ -202,7 +221,7 @@ pub async fn dispatch(
         // still gets that server's error rather than a bare refusal.
         return mcp.call(name, map.clone()).await;
     }
-    let result = match BUILT_IN.iter().find(|tool| tool.name() == name) {
+    let result = match BUILT_IN.iter().find(|tool| tool.schema(ctx).name == name) {
         Some(tool) => tool.run(&args, ctx).await,
         None => refused(format!("unknown tool '{name}'")),
     };

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::child::{self, Child, Ended};
-use super::{error, Tool, ToolContext, ToolFuture};
+use super::{error, Schema, Tool, ToolContext, ToolFuture};
 
 /// Hermes' defaults: 5 minutes (`code_execution.timeout`), 50 KB of stdout kept as
 /// 40 % head and 60 % tail.
@@ -20,26 +20,13 @@ const STDOUT_TAIL: usize = 30_000;
 pub struct ExecuteCode;
 
 impl Tool for ExecuteCode {
-    fn name(&self) -> &'static str {
-        "execute_code"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "code_execution"
-    }
-
-    fn description(&self, ctx: &ToolContext) -> std::borrow::Cow<'static, str> {
-        format!(
-            "Run a Python script (python3) and return what it prints. Use this when you need processing logic between steps: filter or reduce large data before it enters your context, branch on results, or loop (process N files, retry on failure).\n\nUse normal tool calls instead when a single call with no processing will do.\n\nLimits: {}-second timeout, 50KB stdout cap. The script runs in the job's working directory, so relative paths work like in terminal(). Tools are not importable from the script (no hermes_tools module): use the Python standard library and subprocess.\n\nPrint your final result to stdout.",
-            ctx.code_timeout.as_secs()
+    fn schema(&self, ctx: &ToolContext) -> Schema {
+        Schema::new(
+            "execute_code",
+            "code_execution",
+            description(ctx.code_timeout),
+            parameters(),
         )
-        .into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "code": {"type": "string", "description": "Python code to execute. Print your final result to stdout."}
-        }, "required": ["code"]})
     }
 
     /// Arbitrary code runs only when the user allowed it (`approvals.cron_mode: approve`).
@@ -114,6 +101,21 @@ async fn run(args: &Value, ctx: &ToolContext) -> String {
             result.to_string()
         }
     }
+}
+
+/// What the model reads about `execute_code`: Hermes' words, with this run's time limit.
+fn description(timeout: Duration) -> String {
+    format!(
+        "Run a Python script (python3) and return what it prints. Use this when you need processing logic between steps: filter or reduce large data before it enters your context, branch on results, or loop (process N files, retry on failure).\n\nUse normal tool calls instead when a single call with no processing will do.\n\nLimits: {}-second timeout, 50KB stdout cap. The script runs in the job's working directory, so relative paths work like in terminal(). Tools are not importable from the script (no hermes_tools module): use the Python standard library and subprocess.\n\nPrint your final result to stdout.",
+        timeout.as_secs()
+    )
+}
+
+/// The JSON schema of `execute_code`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "code": {"type": "string", "description": "Python code to execute. Print your final result to stdout."}
+    }, "required": ["code"]})
 }
 
 #[cfg(test)]

@@ -5,25 +5,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, resolve, text, Tool, ToolContext, ToolFuture};
+use super::{error, ready, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 pub struct ListDirectory;
 
 impl Tool for ListDirectory {
-    fn name(&self) -> &'static str {
-        "list_directory"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "List the entries of a directory.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("list_directory", "file", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -52,4 +40,12 @@ fn list_directory(path: &Path) -> String {
         .collect();
     items.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     json!({"path": path.display().to_string(), "entries": items}).to_string()
+}
+
+/// What the model reads about `list_directory` (Hermes' words).
+const DESCRIPTION: &str = "List the entries of a directory.";
+
+/// The JSON schema of `list_directory`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})
 }

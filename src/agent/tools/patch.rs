@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, refused, resolve, text, Tool, ToolContext, ToolFuture};
+use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 /// Why a replacement cannot be made, in Hermes' words (the model reads them).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -25,28 +25,8 @@ enum ReplaceError {
 pub struct Patch;
 
 impl Tool for Patch {
-    fn name(&self) -> &'static str {
-        "patch"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Matches exactly, else line by line ignoring leading and trailing whitespace. Returns a unified diff.\n\nREPLACE MODE (mode='replace', default): find a unique string and replace it. REQUIRED PARAMETERS: mode, path, old_string, new_string.\nPATCH MODE (mode='patch', V4A multi-file patches) is not available in scheduled runs: make one replace call per edit.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Edit mode. 'replace' (default): requires path + old_string + new_string. 'patch': requires patch content only.", "default": "replace"},
-            "path": {"type": "string", "description": "REQUIRED when mode='replace'. File path to edit."},
-            "old_string": {"type": "string", "description": "REQUIRED when mode='replace'. Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},
-            "new_string": {"type": "string", "description": "REQUIRED when mode='replace'. Replacement text. Pass empty string '' to delete the matched text."},
-            "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false},
-            "patch": {"type": "string", "description": "REQUIRED when mode='patch'. V4A format patch content. Format:\n*** Begin Patch\n*** Update File: path/to/file\n@@ context hint @@\n context line\n-removed line\n+added line\n*** End Patch"},
-            "cross_profile": {"type": "boolean", "description": "Opt out of the cross-profile soft guard. Defaults to false. Set true ONLY after explicit user direction to edit another Hermes profile's skills/plugins/cron/memories.", "default": false}
-        }, "required": ["mode"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("patch", "file", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -230,6 +210,22 @@ fn unified_diff(old: &str, new: &str, path: &str) -> String {
         .iter()
         .for_each(|l| diff.push_str(&line(' ', l)));
     diff
+}
+
+/// What the model reads about `patch` (Hermes' words).
+const DESCRIPTION: &str = "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Matches exactly, else line by line ignoring leading and trailing whitespace. Returns a unified diff.\n\nREPLACE MODE (mode='replace', default): find a unique string and replace it. REQUIRED PARAMETERS: mode, path, old_string, new_string.\nPATCH MODE (mode='patch', V4A multi-file patches) is not available in scheduled runs: make one replace call per edit.";
+
+/// The JSON schema of `patch`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Edit mode. 'replace' (default): requires path + old_string + new_string. 'patch': requires patch content only.", "default": "replace"},
+        "path": {"type": "string", "description": "REQUIRED when mode='replace'. File path to edit."},
+        "old_string": {"type": "string", "description": "REQUIRED when mode='replace'. Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},
+        "new_string": {"type": "string", "description": "REQUIRED when mode='replace'. Replacement text. Pass empty string '' to delete the matched text."},
+        "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false},
+        "patch": {"type": "string", "description": "REQUIRED when mode='patch'. V4A format patch content. Format:\n*** Begin Patch\n*** Update File: path/to/file\n@@ context hint @@\n context line\n-removed line\n+added line\n*** End Patch"},
+        "cross_profile": {"type": "boolean", "description": "Opt out of the cross-profile soft guard. Defaults to false. Set true ONLY after explicit user direction to edit another Hermes profile's skills/plugins/cron/memories.", "default": false}
+    }, "required": ["mode"]})
 }
 
 #[cfg(test)]

@@ -6,29 +6,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{cap, error, ready, resolve, text, Tool, ToolContext, ToolFuture, RESULT_CAP};
+use super::{cap, error, ready, resolve, text, Schema, Tool, ToolContext, ToolFuture, RESULT_CAP};
 
 pub struct ReadFile;
 
 impl Tool for ReadFile {
-    fn name(&self) -> &'static str {
-        "read_file"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. Output format: 'LINE_NUM|CONTENT'. Use offset and limit for large files: a read that stops before the end says where to continue.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "Path to the file to read (absolute, relative, or ~/path)"},
-            "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},
-            "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
-        }, "required": ["path"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("read_file", "file", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -92,6 +76,18 @@ fn read_file(path: &Path, lines: Lines) -> String {
         ));
     }
     result.to_string()
+}
+
+/// What the model reads about `read_file` (Hermes' words).
+const DESCRIPTION: &str = "Read a text file with line numbers and pagination. Use this instead of cat/head/tail in terminal. Output format: 'LINE_NUM|CONTENT'. Use offset and limit for large files: a read that stops before the end says where to continue.";
+
+/// The JSON schema of `read_file`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "path": {"type": "string", "description": "Path to the file to read (absolute, relative, or ~/path)"},
+        "offset": {"type": "integer", "description": "Line number to start reading from (1-indexed, default: 1)", "default": 1, "minimum": 1},
+        "limit": {"type": "integer", "description": "Maximum number of lines to read (default: 500, max: 2000)", "default": 500, "maximum": 2000}
+    }, "required": ["path"]})
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{cap, error, resolve, text, Tool, ToolContext, ToolFuture};
+use super::{cap, error, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 const MAX_FILES: usize = 20_000;
 const MAX_FILE_BYTES: u64 = 2_000_000;
@@ -19,29 +19,8 @@ const MAX_MATCHES: usize = 10_000;
 pub struct SearchFiles;
 
 impl Tool for SearchFiles {
-    fn name(&self) -> &'static str {
-        "search_files"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
-            "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},
-            "path": {"type": "string", "description": "Directory or file to search in (default: current working directory)", "default": "."},
-            "file_glob": {"type": "string", "description": "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)"},
-            "limit": {"type": "integer", "description": "Maximum number of results to return (default: 50)", "default": 50},
-            "offset": {"type": "integer", "description": "Skip first N results for pagination (default: 0)", "default": 0},
-            "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file", "default": "content"},
-            "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
-        }, "required": ["pattern"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("search_files", "file", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -349,6 +328,23 @@ fn dense(hits: &[Hit]) -> String {
         lines.push(format!("  {}: {}", hit.line, hit.content.trim_end()));
     }
     lines.join("\n")
+}
+
+/// What the model reads about `search_files` (Hermes' words).
+const DESCRIPTION: &str = "Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.";
+
+/// The JSON schema of `search_files`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
+        "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},
+        "path": {"type": "string", "description": "Directory or file to search in (default: current working directory)", "default": "."},
+        "file_glob": {"type": "string", "description": "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)"},
+        "limit": {"type": "integer", "description": "Maximum number of results to return (default: 50)", "default": 50},
+        "offset": {"type": "integer", "description": "Skip first N results for pagination (default: 0)", "default": 0},
+        "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file", "default": "content"},
+        "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
+    }, "required": ["pattern"]})
 }
 
 #[cfg(test)]

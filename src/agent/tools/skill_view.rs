@@ -7,29 +7,14 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::{ready, Tool, ToolContext, ToolFuture};
+use super::{ready, Schema, Tool, ToolContext, ToolFuture};
 use crate::agent::skills::{front_matter, index};
 
 pub struct SkillView;
 
 impl Tool for SkillView {
-    fn name(&self) -> &'static str {
-        "skill_view"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "skills"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Skills allow for loading information about specific tasks and workflows, as well as scripts and templates. Load a skill's full content or access its linked files (references, templates, scripts). First call returns SKILL.md content plus a 'linked_files' dict showing available references/templates/scripts. To access those, call again with file_path parameter.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "name": {"type": "string", "description": "The skill name (use skills_list to see available skills). For plugin-provided skills, use the qualified form 'plugin:skill' (e.g. 'superpowers:writing-plans')."},
-            "file_path": {"type": "string", "description": "OPTIONAL: Path to a linked file within the skill (e.g., 'references/api.md', 'templates/config.yaml', 'scripts/validate.py'). Omit to get the main SKILL.md content."}
-        }, "required": ["name"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("skill_view", "skills", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -307,6 +292,17 @@ fn view_file(name: &str, file: &str, skill_dir: &Path) -> String {
         },
         Err(e) => failure(json!({"error": format!("Failed to read '{file}' of skill '{name}': {e}")})),
     }
+}
+
+/// What the model reads about `skill_view` (Hermes' words).
+const DESCRIPTION: &str = "Skills allow for loading information about specific tasks and workflows, as well as scripts and templates. Load a skill's full content or access its linked files (references, templates, scripts). First call returns SKILL.md content plus a 'linked_files' dict showing available references/templates/scripts. To access those, call again with file_path parameter.";
+
+/// The JSON schema of `skill_view`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string", "description": "The skill name (use skills_list to see available skills). For plugin-provided skills, use the qualified form 'plugin:skill' (e.g. 'superpowers:writing-plans')."},
+        "file_path": {"type": "string", "description": "OPTIONAL: Path to a linked file within the skill (e.g., 'references/api.md', 'templates/config.yaml', 'scripts/validate.py'). Omit to get the main SKILL.md content."}
+    }, "required": ["name"]})
 }
 
 #[cfg(test)]

@@ -6,29 +6,14 @@ use std::path::{Component, Path};
 
 use serde_json::{json, Value};
 
-use super::{ready, Tool, ToolContext, ToolFuture};
+use super::{ready, Schema, Tool, ToolContext, ToolFuture};
 use crate::agent::skills::{index, IndexEntry};
 
 pub struct SkillsList;
 
 impl Tool for SkillsList {
-    fn name(&self) -> &'static str {
-        "skills_list"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "skills"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "List available skills (name + description). Use skill_view(name) to load full content."
-            .into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "category": {"type": "string", "description": "Optional category filter to narrow results"}
-        }, "required": []})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("skills_list", "skills", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -111,6 +96,17 @@ fn list(args: &Value, home: &Path) -> String {
         "hint": "Use skill_view(name) to see full content, tags, and linked files",
     })
     .to_string()
+}
+
+/// What the model reads about `skills_list` (Hermes' words).
+const DESCRIPTION: &str =
+    "List available skills (name + description). Use skill_view(name) to load full content.";
+
+/// The JSON schema of `skills_list`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "category": {"type": "string", "description": "Optional category filter to narrow results"}
+    }, "required": []})
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::child::{self, Child, Ended};
-use super::{cap, error, refused, resolve, text, Tool, ToolContext, ToolFuture, RESULT_CAP};
+use super::{
+    cap, error, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture, RESULT_CAP,
+};
 
 const DEFAULT_TIMEOUT: u64 = 180;
 const MAX_TIMEOUT: u64 = 600;
@@ -18,28 +20,8 @@ const MAX_TIMEOUT: u64 = 600;
 pub struct Terminal;
 
 impl Tool for Terminal {
-    fn name(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "terminal"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Run a shell command (bash) in the job's working directory and return its output and exit code. Commands run in the foreground only: background processes (background, notify_on_complete, watch_patterns) are not available in scheduled runs, and pty is ignored.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "command": {"type": "string", "description": "The command to execute"},
-            "background": {"type": "boolean", "description": "Not available in scheduled runs: must be false.", "default": false},
-            "timeout": {"type": "integer", "description": "Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.", "minimum": 1},
-            "workdir": {"type": "string", "description": "Working directory for this command (absolute path). Defaults to the session working directory."},
-            "pty": {"type": "boolean", "description": "Ignored in scheduled runs (no pseudo-terminal).", "default": false},
-            "notify_on_complete": {"type": "boolean", "description": "Only with background=true, which scheduled runs do not have.", "default": false},
-            "watch_patterns": {"type": "array", "items": {"type": "string"}, "description": "Only with background=true, which scheduled runs do not have."}
-        }, "required": ["command"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("terminal", "terminal", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -154,6 +136,22 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
         "exit_code": code,
     })
     .to_string()
+}
+
+/// What the model reads about `terminal` (Hermes' words).
+const DESCRIPTION: &str = "Run a shell command (bash) in the job's working directory and return its output and exit code. Commands run in the foreground only: background processes (background, notify_on_complete, watch_patterns) are not available in scheduled runs, and pty is ignored.";
+
+/// The JSON schema of `terminal`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "command": {"type": "string", "description": "The command to execute"},
+        "background": {"type": "boolean", "description": "Not available in scheduled runs: must be false.", "default": false},
+        "timeout": {"type": "integer", "description": "Max seconds to wait (default: 180, max: 600). Returns as soon as the command finishes.", "minimum": 1},
+        "workdir": {"type": "string", "description": "Working directory for this command (absolute path). Defaults to the session working directory."},
+        "pty": {"type": "boolean", "description": "Ignored in scheduled runs (no pseudo-terminal).", "default": false},
+        "notify_on_complete": {"type": "boolean", "description": "Only with background=true, which scheduled runs do not have.", "default": false},
+        "watch_patterns": {"type": "array", "items": {"type": "string"}, "description": "Only with background=true, which scheduled runs do not have."}
+    }, "required": ["command"]})
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{error, ready, Tool, ToolContext, ToolFuture};
+use super::{error, ready, Schema, Tool, ToolContext, ToolFuture};
 
 const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "cancelled"];
 /// Hermes' bounds: one item's text, and the number of items kept (the head: order is priority).
@@ -15,28 +15,8 @@ const TRUNCATION_MARKER: &str = "… [truncated]";
 pub struct Todo;
 
 impl Tool for Todo {
-    fn name(&self) -> &'static str {
-        "todo"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "todo"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "todos": {"type": "array", "description": "Task items to write. Omit to read current list.", "items": {
-                "type": "object", "properties": {
-                    "id": {"type": "string", "description": "Unique item identifier"},
-                    "content": {"type": "string", "description": "Task description"},
-                    "status": {"type": "string", "enum": STATUSES, "description": "Current status"}
-                }, "required": ["id", "content", "status"]}},
-            "merge": {"type": "boolean", "description": "true: update existing items by id, add new ones. false (default): replace the entire list.", "default": false}
-        }, "required": []})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("todo", "todo", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -199,6 +179,22 @@ fn kind(value: &Value) -> &'static str {
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
     }
+}
+
+/// What the model reads about `todo` (Hermes' words).
+const DESCRIPTION: &str = "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.";
+
+/// The JSON schema of `todo`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "todos": {"type": "array", "description": "Task items to write. Omit to read current list.", "items": {
+            "type": "object", "properties": {
+                "id": {"type": "string", "description": "Unique item identifier"},
+                "content": {"type": "string", "description": "Task description"},
+                "status": {"type": "string", "enum": STATUSES, "description": "Current status"}
+            }, "required": ["id", "content", "status"]}},
+        "merge": {"type": "boolean", "description": "true: update existing items by id, add new ones. false (default): replace the entire list.", "default": false}
+    }, "required": []})
 }
 
 #[cfg(test)]

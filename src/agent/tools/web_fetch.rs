@@ -8,27 +8,15 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{cap, error, refused, text, Tool, ToolContext, ToolFuture};
+use super::{cap, error, refused, text, Schema, Tool, ToolContext, ToolFuture};
 
 const FETCH_CAP: usize = 200_000;
 
 pub struct WebFetch;
 
 impl Tool for WebFetch {
-    fn name(&self) -> &'static str {
-        "web_fetch"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "web"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "GET a web page or text resource (http/https) and return its text.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("web_fetch", "web", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -160,6 +148,14 @@ async fn web_fetch(url: &str, allow_private: bool) -> String {
         .to_string();
     }
     error(format!("{url}: too many redirects"))
+}
+
+/// What the model reads about `web_fetch` (Hermes' words).
+const DESCRIPTION: &str = "GET a web page or text resource (http/https) and return its text.";
+
+/// The JSON schema of `web_fetch`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
 }
 
 #[cfg(test)]

@@ -5,29 +5,13 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, refused, resolve, text, Tool, ToolContext, ToolFuture};
+use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 pub struct WriteFile;
 
 impl Tool for WriteFile {
-    fn name(&self) -> &'static str {
-        "write_file"
-    }
-
-    fn toolset(&self) -> &'static str {
-        "file"
-    }
-
-    fn description(&self, _: &ToolContext) -> std::borrow::Cow<'static, str> {
-        "Write content to a file, completely replacing existing content. Creates parent directories automatically. OVERWRITES the entire file: use 'patch' for targeted edits.".into()
-    }
-
-    fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
-            "content": {"type": "string", "description": "Complete content to write to the file"},
-            "cross_profile": {"type": "boolean", "description": "Accepted for compatibility; has no effect in scheduled runs.", "default": false}
-        }, "required": ["path", "content"]})
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("write_file", "file", DESCRIPTION, parameters())
     }
 
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
@@ -51,4 +35,16 @@ fn write_file(path: &Path, content: &str) -> String {
         }
         Err(e) => error(format!("cannot write {}: {e}", path.display())),
     }
+}
+
+/// What the model reads about `write_file` (Hermes' words).
+const DESCRIPTION: &str = "Write content to a file, completely replacing existing content. Creates parent directories automatically. OVERWRITES the entire file: use 'patch' for targeted edits.";
+
+/// The JSON schema of `write_file`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "path": {"type": "string", "description": "Path to the file to write (will be created if it doesn't exist, overwritten if it does)"},
+        "content": {"type": "string", "description": "Complete content to write to the file"},
+        "cross_profile": {"type": "boolean", "description": "Accepted for compatibility; has no effect in scheduled runs.", "default": false}
+    }, "required": ["path", "content"]})
 }
