@@ -9,29 +9,42 @@ use std::time::SystemTime;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{cap, error};
-use crate::agent::provider::ToolSpec;
+use super::{cap, error, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 const MAX_FILES: usize = 20_000;
 const MAX_FILE_BYTES: u64 = 2_000_000;
 /// Matches collected before counting stops (the total is then "at least").
 const MAX_MATCHES: usize = 10_000;
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: "search_files".into(),
-        description: "Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.".into(),
-        parameters: json!({"type": "object", "properties": {
-            "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
-            "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},
-            "path": {"type": "string", "description": "Directory or file to search in (default: current working directory)", "default": "."},
-            "file_glob": {"type": "string", "description": "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)"},
-            "limit": {"type": "integer", "description": "Maximum number of results to return (default: 50)", "default": 50},
-            "offset": {"type": "integer", "description": "Skip first N results for pagination (default: 0)", "default": 0},
-            "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file", "default": "content"},
-            "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
-        }, "required": ["pattern"]}),
+pub struct SearchFiles;
+
+impl Tool for SearchFiles {
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("search_files", "file", DESCRIPTION, parameters())
     }
+
+    fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        let root = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
+        let args = args.clone();
+        // The walk reads up to 20,000 files: off the runtime's threads.
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || run(&args, &root))
+                .await
+                .unwrap_or_else(|e| error(format!("search failed: {e}")))
+        })
+    }
+}
+
+/// Why a pattern cannot be searched for.
+#[derive(Debug, thiserror::Error)]
+enum PatternError {
+    #[error("'{0}' is not a usable glob pattern")]
+    Glob(String),
+    #[error("'{pattern}' is not a valid regular expression: {source}")]
+    Regex {
+        pattern: String,
+        source: regex::Error,
+    },
 }
 
 /// A shell glob (`*`, `?`, `[…]`) as an anchored regular expression.
@@ -115,10 +128,9 @@ impl Page {
 }
 
 /// One call of `search_files`.
-pub fn run(args: &Value, root: &Path) -> String {
-    let text = |key: &str| args.get(key).and_then(Value::as_str);
+fn run(args: &Value, root: &Path) -> String {
     let number = |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
-    let Some(pattern) = text("pattern").filter(|p| !p.is_empty()) else {
+    let Some(pattern) = text(args, "pattern").filter(|p| !p.is_empty()) else {
         return error("search_files needs 'pattern'");
     };
     let page = Page {
@@ -128,16 +140,16 @@ pub fn run(args: &Value, root: &Path) -> String {
         offset: usize::try_from(number("offset", 0)).unwrap_or(0),
     };
     let (files, stopped) = walk(root);
-    let result = match text("target").unwrap_or("content") {
+    let result = match text(args, "target").unwrap_or("content") {
         "files" | "find" => find_files(pattern, root, &files, &page),
         "content" | "grep" => {
             let context = usize::try_from(number("context", 0)).unwrap_or(0).min(20);
-            let mode = text("output_mode").unwrap_or("content");
+            let mode = text(args, "output_mode").unwrap_or("content");
             grep(
                 pattern,
                 root,
                 &files,
-                text("file_glob"),
+                text(args, "file_glob"),
                 mode,
                 context,
                 &page,
@@ -151,7 +163,7 @@ pub fn run(args: &Value, root: &Path) -> String {
     };
     let mut result = match result {
         Ok(result) => result,
-        Err(why) => return error(why),
+        Err(why) => return error(why.to_string()),
     };
     if stopped {
         result.insert(
@@ -170,8 +182,8 @@ fn find_files(
     root: &Path,
     files: &[PathBuf],
     page: &Page,
-) -> Result<Map<String, Value>, String> {
-    let re = glob(pattern).ok_or_else(|| format!("'{pattern}' is not a usable glob pattern"))?;
+) -> Result<Map<String, Value>, PatternError> {
+    let re = glob(pattern).ok_or_else(|| PatternError::Glob(pattern.to_string()))?;
     let mut found: Vec<(SystemTime, String)> = files
         .iter()
         .filter(|p| glob_matches(&re, pattern.contains('/'), root, p))
@@ -210,12 +222,14 @@ fn grep(
     mode: &str,
     context: usize,
     page: &Page,
-) -> Result<Map<String, Value>, String> {
-    let re = Regex::new(pattern)
-        .map_err(|e| format!("'{pattern}' is not a valid regular expression: {e}"))?;
+) -> Result<Map<String, Value>, PatternError> {
+    let re = Regex::new(pattern).map_err(|source| PatternError::Regex {
+        pattern: pattern.to_string(),
+        source,
+    })?;
     let only = match file_glob.filter(|g| !g.is_empty()) {
         Some(g) => Some((
-            glob(g).ok_or_else(|| format!("'{g}' is not a usable glob pattern"))?,
+            glob(g).ok_or_else(|| PatternError::Glob(g.to_string()))?,
             g.contains('/'),
         )),
         None => None,
@@ -314,6 +328,23 @@ fn dense(hits: &[Hit]) -> String {
         lines.push(format!("  {}: {}", hit.line, hit.content.trim_end()));
     }
     lines.join("\n")
+}
+
+/// What the model reads about `search_files` (Hermes' words).
+const DESCRIPTION: &str = "Search file contents or find files by name. Use this instead of grep/rg/find/ls in terminal.\n\nContent search (target='content'): Regex search inside files. Output modes: full matches with line numbers, file paths only, or match counts.\n\nFile search (target='files'): Find files by glob pattern (e.g., '*.py', '*config*'). Also use this instead of ls — results sorted by modification time.";
+
+/// The JSON schema of `search_files`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "pattern": {"type": "string", "description": "Regex pattern for content search, or glob pattern (e.g., '*.py') for file search"},
+        "target": {"type": "string", "enum": ["content", "files"], "description": "'content' searches inside file contents, 'files' searches for files by name", "default": "content"},
+        "path": {"type": "string", "description": "Directory or file to search in (default: current working directory)", "default": "."},
+        "file_glob": {"type": "string", "description": "Filter files by pattern in grep mode (e.g., '*.py' to only search Python files)"},
+        "limit": {"type": "integer", "description": "Maximum number of results to return (default: 50)", "default": 50},
+        "offset": {"type": "integer", "description": "Skip first N results for pagination (default: 0)", "default": 0},
+        "output_mode": {"type": "string", "enum": ["content", "files_only", "count"], "description": "Output format for grep mode: 'content' shows matching lines with line numbers, 'files_only' lists file paths, 'count' shows match counts per file", "default": "content"},
+        "context": {"type": "integer", "description": "Number of context lines before and after each match (grep mode only)", "default": 0}
+    }, "required": ["pattern"]})
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //!   base URL is configured (job pin, `model.base_url` or `OPENAI_BASE_URL`: a server you
 //!   pointed at is not OpenRouter just because an OpenRouter key is in the environment);
 //!   else `openrouter` when `OPENROUTER_API_KEY` is set; else `openai`. The name is looked
-//!   up in the registry (`providers`) or `custom_providers`; an unknown one fails;
+//!   up in the registry (`provider_registry`) or `custom_providers`; an unknown one fails;
 //! * base URL: job `base_url` → `model.base_url` (when the run's provider is
 //!   `model.provider`) → the provider's base-URL variable (`GEMINI_BASE_URL`,
 //!   `OPENAI_BASE_URL` for `openai`/`custom`, ...) → the provider's default;
@@ -23,14 +23,47 @@
 //! Variables come from the real environment first, then `<home>/.env`.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jobs::Job;
 
-use super::providers::{self, find_custom, CustomProvider, Provider};
+use super::provider_registry::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
 use crate::environment::parse_dotenv;
+
+/// Why an agent run cannot start with the configuration it was given; the text is the
+/// run's error (and `hermes cron status` shows it).
+#[derive(Debug, thiserror::Error)]
+pub enum InferenceError {
+    #[error("agent.backend is 'command' but agent.command is empty in {}: set it to the program and its arguments, e.g. [\"my-agent\", \"--print\"]", config.display())]
+    EmptyCommand { config: PathBuf },
+    #[error("agent.backend '{backend}' is unknown in {}: use 'builtin' or 'command'", config.display())]
+    UnknownBackend { backend: String, config: PathBuf },
+    #[error("provider '{name}' is not in custom_providers in {}: add an entry with its name and base_url, or use one of: {}", config.display(), provider_registry::known_ids())]
+    NotACustomProvider { name: String, config: PathBuf },
+    #[error("unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}", provider_registry::known_ids(), config.display())]
+    UnknownProvider { name: String, config: PathBuf },
+    #[error("no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one (e.g. 'hermes cron edit {job} --model <name>' or 'model: {{default: <name>}}' in config.yaml)", config.display(), dotenv.display())]
+    NoModel {
+        config: PathBuf,
+        dotenv: PathBuf,
+        job: String,
+    },
+    #[error("provider '{provider}' needs a base URL: set model.base_url in {} (or OPENAI_BASE_URL)", config.display())]
+    NoBaseUrl { provider: String, config: PathBuf },
+    #[error("refused: the job's base_url pin {pin} points at another host than provider '{provider}' ({own_base}), and the stored credential {key_source} must not be sent there; remove the job's base_url pin or point model.base_url at that server")]
+    CredentialElsewhere {
+        pin: String,
+        provider: String,
+        own_base: String,
+        key_source: String,
+    },
+    #[error("no model: add 'model' to this entry")]
+    FallbackNoModel,
+    #[error("provider '{provider}' needs a base_url: add 'base_url' to this entry")]
+    FallbackNoBaseUrl { provider: String },
+}
 
 /// How a provider is spoken to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,13 +161,13 @@ fn is_claude(model: &str) -> bool {
     model.to_ascii_lowercase().contains("claude") && !model.starts_with("anthropic/")
 }
 
-/// Resolves everything an agent run needs. `Err` is the run's error text.
+/// Resolves everything an agent run needs.
 pub fn resolve(
     job: &Job,
     config: &Config,
     vars: &Vars,
     home: &Path,
-) -> Result<AgentConfig, String> {
+) -> Result<AgentConfig, InferenceError> {
     let agent = &config.agent;
     let backend = match agent.backend.as_deref() {
         None | Some("builtin" | "built-in" | "hermes") => Backend::BuiltIn,
@@ -147,18 +180,17 @@ pub fn resolve(
                 None => Vec::new(),
             };
             if argv.is_empty() {
-                return Err(format!(
-                    "agent.backend is 'command' but agent.command is empty in {}: set it to the program and its arguments, e.g. [\"my-agent\", \"--print\"]",
-                    home.join("config.yaml").display()
-                ));
+                return Err(InferenceError::EmptyCommand {
+                    config: home.join("config.yaml"),
+                });
             }
             Backend::Command(argv)
         }
         Some(other) => {
-            return Err(format!(
-                "agent.backend '{other}' is unknown in {}: use 'builtin' or 'command'",
-                home.join("config.yaml").display()
-            ))
+            return Err(InferenceError::UnknownBackend {
+                backend: other.to_string(),
+                config: home.join("config.yaml"),
+            })
         }
     };
     let max_turns = agent.max_turns.map_or(90, clamp_u32).max(1);
@@ -208,28 +240,24 @@ impl Named {
 /// Finds the provider `name` names: `custom:<name>` is a `custom_providers` entry; any
 /// other name is a registry id or alias, else a `custom_providers` entry by its bare
 /// name. Unknown names fail with the list of known ones.
-fn lookup(name: &str, config: &Config, home: &Path) -> Result<Named, String> {
+fn lookup(name: &str, config: &Config, home: &Path) -> Result<Named, InferenceError> {
     let config_path = home.join("config.yaml");
     if name.trim().to_ascii_lowercase().starts_with("custom:") {
-        return find_custom(&config.extra, name).map(Named::Custom).ok_or_else(|| {
-            format!(
-                "provider '{name}' is not in custom_providers in {}: add an entry with its name and base_url, or use one of: {}",
-                config_path.display(),
-                providers::known_ids()
-            )
-        });
+        return find_custom(&config.extra, name)
+            .map(Named::Custom)
+            .ok_or_else(|| InferenceError::NotACustomProvider {
+                name: name.to_string(),
+                config: config_path,
+            });
     }
-    if let Some(provider) = providers::find(name) {
+    if let Some(provider) = provider_registry::find(name) {
         return Ok(Named::Registry(provider));
     }
     find_custom(&config.extra, name)
         .map(Named::Custom)
-        .ok_or_else(|| {
-            format!(
-                "unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}",
-                providers::known_ids(),
-                config_path.display()
-            )
+        .ok_or_else(|| InferenceError::UnknownProvider {
+            name: name.to_string(),
+            config: config_path,
         })
 }
 
@@ -253,7 +281,12 @@ fn key_from_vars(provider: &Provider, vars: &Vars) -> Option<(String, &'static s
         .find_map(|var| vars.get(var).map(|key| (key, *var)))
 }
 
-fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpoint, String> {
+fn primary(
+    job: &Job,
+    config: &Config,
+    vars: &Vars,
+    home: &Path,
+) -> Result<Endpoint, InferenceError> {
     let section = &config.model;
     let model = job
         .text_field("model")
@@ -300,13 +333,10 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
             Named::Custom(c) => c.model.clone(),
             Named::Registry(_) => None,
         })
-        .ok_or_else(|| {
-            format!(
-                "no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one (e.g. 'hermes cron edit {} --model <name>' or 'model: {{default: <name>}}' in config.yaml)",
-                home.join("config.yaml").display(),
-                home.join(".env").display(),
-                job.id()
-            )
+        .ok_or_else(|| InferenceError::NoModel {
+            config: home.join("config.yaml"),
+            dotenv: home.join(".env"),
+            job: job.id().to_string(),
         })?;
     let (own_base, api_key, key_source, mode) = match &named {
         Named::Registry(p) => {
@@ -338,19 +368,19 @@ fn primary(job: &Job, config: &Config, vars: &Vars, home: &Path) -> Result<Endpo
     let base_url = job_base
         .clone()
         .or_else(|| own_base.clone())
-        .ok_or_else(|| {
-            format!(
-                "provider '{provider}' needs a base URL: set model.base_url in {} (or OPENAI_BASE_URL)",
-                home.join("config.yaml").display()
-            )
+        .ok_or_else(|| InferenceError::NoBaseUrl {
+            provider: provider.clone(),
+            config: home.join("config.yaml"),
         })?;
     if let (Some(pin), Some(_)) = (&job_base, &api_key) {
         let own_host = own_base.as_deref().and_then(host_of);
         if host_of(pin).is_none() || host_of(pin) != own_host {
-            return Err(format!(
-                "refused: the job's base_url pin {pin} points at another host than provider '{provider}' ({}), and the stored credential {key_source} must not be sent there; remove the job's base_url pin or point model.base_url at that server",
-                own_base.as_deref().unwrap_or("no configured URL")
-            ));
+            return Err(InferenceError::CredentialElsewhere {
+                pin: pin.clone(),
+                provider,
+                own_base: own_base.unwrap_or_else(|| "no configured URL".to_string()),
+                key_source,
+            });
         }
     }
     Ok(Endpoint {
@@ -375,14 +405,14 @@ fn fallback(
     config: &Config,
     vars: &Vars,
     home: &Path,
-) -> Result<Endpoint, String> {
+) -> Result<Endpoint, InferenceError> {
     let name = item
         .provider
         .as_ref()
         .map(|p| p.trim().to_ascii_lowercase())
         .unwrap_or_else(|| "custom".into());
     let named = lookup(&name, config, home)?;
-    let model = item.model.clone().ok_or("no model")?;
+    let model = item.model.clone().ok_or(InferenceError::FallbackNoModel)?;
     let provider = named.label();
     let (own_base, own_key, mode) = match &named {
         Named::Registry(p) => (
@@ -399,11 +429,13 @@ fn fallback(
             c.mode,
         ),
     };
-    let base_url = item
-        .base_url
-        .clone()
-        .or(own_base)
-        .ok_or_else(|| format!("provider '{provider}' needs a base_url"))?;
+    let base_url =
+        item.base_url
+            .clone()
+            .or(own_base)
+            .ok_or_else(|| InferenceError::FallbackNoBaseUrl {
+                provider: provider.clone(),
+            })?;
     let api_key = match &item.api_key_env {
         Some(var) => vars.get(var),
         None => own_key,
@@ -511,7 +543,8 @@ mod tests {
             &vars(&[]),
             Path::new("/h"),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         for place in [
             "'model' field",
             "cron.model",
@@ -558,7 +591,8 @@ mod tests {
             &vars(&[("OPENAI_API_KEY", "sk-x")]),
             home,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("refused") && e.contains("OPENAI_API_KEY"), "{e}");
         assert!(!e.contains("sk-x"));
         // Same host as the provider's own: fine. No key: fine.
@@ -676,7 +710,7 @@ mod tests {
                 "{id}"
             );
         }
-        let e = resolve_one("groq", &[]).unwrap_err();
+        let e = resolve_one("groq", &[]).unwrap_err().to_string();
         assert!(
             e.starts_with(
                 "unknown provider 'groq': use one of openrouter, openai, anthropic, nous, gemini"
@@ -729,7 +763,8 @@ mod tests {
             &vars(&[]),
             Path::new("/h"),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("not in custom_providers"), "{e}");
     }
 

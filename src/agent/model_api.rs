@@ -4,12 +4,11 @@
 //! is classified (docs/AGENT.md, "Retries and fallback"); retrying is not done here but in `retry`.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::config::{ApiMode, Endpoint};
+use super::inference::{ApiMode, Endpoint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -124,7 +123,8 @@ impl ErrorClass {
 
 /// A failed call: its class, the HTTP status if there was one, the server's
 /// `Retry-After`, and a short description.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}: {message}", class.as_str())]
 pub struct CallError {
     pub class: ErrorClass,
     pub status: Option<u16>,
@@ -132,10 +132,19 @@ pub struct CallError {
     pub message: String,
 }
 
-impl fmt::Display for CallError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.class.as_str(), self.message)
-    }
+/// What an answer with a success status lacks (an `invalid_response`).
+#[derive(Debug, thiserror::Error)]
+enum ShapeError {
+    #[error("the answer has no choices")]
+    NoChoices,
+    #[error("a tool call has no function")]
+    NoFunction,
+    #[error("a tool call has no name")]
+    NoToolName,
+    #[error("the answer has no content")]
+    NoContent,
+    #[error("a tool_use block has no name")]
+    NoToolUseName,
 }
 
 impl CallError {
@@ -234,7 +243,7 @@ pub async fn call(
         ApiMode::ChatCompletions => parse_openai(&value),
         ApiMode::AnthropicMessages => parse_anthropic(&value),
     }
-    .map_err(|m| CallError::new(ErrorClass::InvalidResponse, Some(status), m))
+    .map_err(|e| CallError::new(ErrorClass::InvalidResponse, Some(status), e.to_string()))
 }
 
 fn transport_error(e: reqwest::Error) -> CallError {
@@ -351,13 +360,13 @@ fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
     })
 }
 
-fn parse_openai(value: &Value) -> Result<ModelReply, String> {
+fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
     let message = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .and_then(|c| c.get("message"))
-        .ok_or("the answer has no choices")?;
+        .ok_or(ShapeError::NoChoices)?;
     let content = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -375,7 +384,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, String> {
         .flatten()
         .enumerate()
     {
-        let function = call.get("function").ok_or("a tool call has no function")?;
+        let function = call.get("function").ok_or(ShapeError::NoFunction)?;
         let arguments = match function.get("arguments") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => "{}".to_string(),
@@ -390,7 +399,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, String> {
             name: function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or("a tool call has no name")?
+                .ok_or(ShapeError::NoToolName)?
                 .to_string(),
             arguments,
         });
@@ -494,11 +503,11 @@ fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn parse_anthropic(value: &Value) -> Result<ModelReply, String> {
+fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
     let blocks = value
         .get("content")
         .and_then(Value::as_array)
-        .ok_or("the answer has no content")?;
+        .ok_or(ShapeError::NoContent)?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for block in blocks {
@@ -515,7 +524,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, String> {
                 name: block
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or("a tool_use block has no name")?
+                    .ok_or(ShapeError::NoToolUseName)?
                     .to_string(),
                 arguments: block
                     .get("input")

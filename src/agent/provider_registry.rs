@@ -2,11 +2,11 @@
 //! reduced to the ids that speak an OpenAI-compatible or the Anthropic API, each with
 //! its default base URL and the variables Hermes reads for its key and base URL, plus
 //! the user's own `custom_providers` (`custom:<name>`). It only describes providers;
-//! choosing one for a run and reading the variables is `config`'s job.
+//! choosing one for a run and reading the variables is `inference`'s job.
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::config::ApiMode;
+use super::inference::ApiMode;
 
 /// One provider of the registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
