@@ -550,6 +550,27 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
 mod tests {
     use super::*;
 
+    /// An assistant turn that asks for `calls` and says nothing.
+    fn asking(calls: Vec<ToolCall>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content: String::new(),
+            tool_calls: calls,
+            tool_call_id: None,
+        }
+    }
+
+    /// The Anthropic request body for `messages`, offering no tools.
+    fn anthropic(messages: &[Message]) -> Value {
+        anthropic_body(
+            "m",
+            &ChatRequest {
+                messages,
+                tools: &[],
+            },
+        )
+    }
+
     #[test]
     fn statuses_are_classified() {
         assert_eq!(http_error(429, "").class, ErrorClass::RateLimit);
@@ -590,22 +611,11 @@ mod tests {
         let messages = vec![
             Message::system("sys"),
             Message::user("task"),
-            Message {
-                role: Role::Assistant,
-                content: String::new(),
-                tool_calls: vec![call("a"), call("b")],
-                tool_call_id: None,
-            },
+            asking(vec![call("a"), call("b")]),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &messages,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&messages);
         assert_eq!(body["system"][0]["text"], "sys");
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         let marked: Vec<String> = body["messages"]
@@ -625,13 +635,7 @@ mod tests {
         // The user task is the fourth-last message: not marked.
         assert_eq!(marked, vec!["tool_use:b", "tool_result:a", "tool_result:b"]);
         let short = vec![Message::system("sys"), Message::user("task")];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &short,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&short);
         assert_eq!(
             body["messages"][0]["content"][0]["cache_control"]["type"],
             "ephemeral"
@@ -642,33 +646,22 @@ mod tests {
     fn anthropic_tool_results_merge_into_one_user_turn() {
         let messages = vec![
             Message::user("hi"),
-            Message {
-                role: Role::Assistant,
-                content: String::new(),
-                tool_calls: vec![
-                    ToolCall {
-                        id: "a".into(),
-                        name: "x".into(),
-                        arguments: "{}".into(),
-                    },
-                    ToolCall {
-                        id: "b".into(),
-                        name: "y".into(),
-                        arguments: "{\"p\":1}".into(),
-                    },
-                ],
-                tool_call_id: None,
-            },
+            asking(vec![
+                ToolCall {
+                    id: "a".into(),
+                    name: "x".into(),
+                    arguments: "{}".into(),
+                },
+                ToolCall {
+                    id: "b".into(),
+                    name: "y".into(),
+                    arguments: "{\"p\":1}".into(),
+                },
+            ]),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &messages,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&messages);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[2]["content"].as_array().unwrap().len(), 2);
