@@ -57,6 +57,16 @@ impl Message {
         }
     }
 
+    /// The model's turn: what it said and the tools it asked for.
+    pub fn assistant(content: String, tool_calls: Vec<ToolCall>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
     pub fn tool_result(call_id: &str, content: String) -> Message {
         Message {
             role: Role::Tool,
@@ -405,12 +415,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
         });
     }
     Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant(content, tool_calls),
         usage: usage_from(value, "prompt_tokens", "completion_tokens"),
     })
 }
@@ -536,12 +541,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
         }
     }
     Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant(content, tool_calls),
         usage: usage_from(value, "input_tokens", "output_tokens"),
     })
 }
@@ -549,16 +549,6 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An assistant turn that asks for `calls` and says nothing.
-    fn asking(calls: Vec<ToolCall>) -> Message {
-        Message {
-            role: Role::Assistant,
-            content: String::new(),
-            tool_calls: calls,
-            tool_call_id: None,
-        }
-    }
 
     /// The Anthropic request body for `messages`, offering no tools.
     fn anthropic(messages: &[Message]) -> Value {
@@ -611,7 +601,7 @@ mod tests {
         let messages = vec![
             Message::system("sys"),
             Message::user("task"),
-            asking(vec![call("a"), call("b")]),
+            Message::assistant(String::new(), vec![call("a"), call("b")]),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
@@ -646,18 +636,21 @@ mod tests {
     fn anthropic_tool_results_merge_into_one_user_turn() {
         let messages = vec![
             Message::user("hi"),
-            asking(vec![
-                ToolCall {
-                    id: "a".into(),
-                    name: "x".into(),
-                    arguments: "{}".into(),
-                },
-                ToolCall {
-                    id: "b".into(),
-                    name: "y".into(),
-                    arguments: "{\"p\":1}".into(),
-                },
-            ]),
+            Message::assistant(
+                String::new(),
+                vec![
+                    ToolCall {
+                        id: "a".into(),
+                        name: "x".into(),
+                        arguments: "{}".into(),
+                    },
+                    ToolCall {
+                        id: "b".into(),
+                        name: "y".into(),
+                        arguments: "{\"p\":1}".into(),
+                    },
+                ],
+            ),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
