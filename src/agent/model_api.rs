@@ -144,17 +144,17 @@ pub struct CallError {
 
 /// What an answer with a success status lacks (an `invalid_response`).
 #[derive(Debug, thiserror::Error)]
-enum ShapeError {
+enum Missing {
     #[error("the answer has no choices")]
-    NoChoices,
+    Choices,
     #[error("a tool call has no function")]
-    NoFunction,
+    Function,
     #[error("a tool call has no name")]
-    NoToolName,
+    ToolName,
     #[error("the answer has no content")]
-    NoContent,
+    Content,
     #[error("a tool_use block has no name")]
-    NoToolUseName,
+    ToolUseName,
 }
 
 impl CallError {
@@ -370,13 +370,13 @@ fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
     })
 }
 
-fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
+fn parse_openai(value: &Value) -> Result<ModelReply, Missing> {
     let message = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .and_then(|c| c.get("message"))
-        .ok_or(ShapeError::NoChoices)?;
+        .ok_or(Missing::Choices)?;
     let content = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -394,7 +394,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
         .flatten()
         .enumerate()
     {
-        let function = call.get("function").ok_or(ShapeError::NoFunction)?;
+        let function = call.get("function").ok_or(Missing::Function)?;
         let arguments = match function.get("arguments") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => "{}".to_string(),
@@ -409,7 +409,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
             name: function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or(ShapeError::NoToolName)?
+                .ok_or(Missing::ToolName)?
                 .to_string(),
             arguments,
         });
@@ -508,11 +508,11 @@ fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
+fn parse_anthropic(value: &Value) -> Result<ModelReply, Missing> {
     let blocks = value
         .get("content")
         .and_then(Value::as_array)
-        .ok_or(ShapeError::NoContent)?;
+        .ok_or(Missing::Content)?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for block in blocks {
@@ -529,7 +529,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
                 name: block
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or(ShapeError::NoToolUseName)?
+                    .ok_or(Missing::ToolUseName)?
                     .to_string(),
                 arguments: block
                     .get("input")
