@@ -20,10 +20,6 @@ const MAX_MATCHES: usize = 10_000;
 pub struct SearchFiles;
 
 impl Tool for SearchFiles {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("search_files", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let root = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
         let args = args.clone();
@@ -33,6 +29,10 @@ impl Tool for SearchFiles {
                 .await
                 .unwrap_or_else(|e| error(format!("search failed: {e}")))
         })
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("search_files", "file", DESCRIPTION, parameters())
     }
 }
 

@@ -13,12 +13,12 @@ use crate::agent::skills::{front_matter, index};
 pub struct SkillView;
 
 impl Tool for SkillView {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("skill_view", "skills", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(view(args, &ctx.home))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("skill_view", "skills", DESCRIPTION, parameters())
     }
 }
 
