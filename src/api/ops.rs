@@ -145,9 +145,9 @@ impl ApiState {
     /// Creates a job; `new.inference_now` is filled in here, as the CLI does.
     pub fn create_job(&self, mut new: NewJob) -> Result<Record, Failure> {
         let (ctx, config) = self.context()?;
-        new.inference_now = crate::agent::inference::inference_now(
+        new.inference_now = crate::agent::config::inference_now(
             &config,
-            &crate::agent::inference::Vars::load(&self.home),
+            &crate::agent::config::Vars::load(&self.home),
             &self.home,
         );
         if let Some(script) = &new.script {
@@ -168,9 +168,9 @@ impl ApiState {
         let (ctx, config) = self.context()?;
         let mut job = self.job_by_id(&ctx, id)?;
         if !edit.is_empty() {
-            edit.inference_now = crate::agent::inference::inference_now(
+            edit.inference_now = crate::agent::config::inference_now(
                 &config,
-                &crate::agent::inference::Vars::load(&self.home),
+                &crate::agent::config::Vars::load(&self.home),
                 &self.home,
             );
             job = jobs::edit_job(self.scheduler.store(), id, &edit, &ctx)?;

@@ -43,9 +43,9 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         script_text: fields.script.as_deref().and_then(|script| {
             crate::script::read_for_scan(&session.home.root.join("scripts"), script)
         }),
-        inference_now: crate::agent::inference::inference_now(
+        inference_now: crate::agent::config::inference_now(
             &session.config,
-            &crate::agent::inference::Vars::load(&session.home.root),
+            &crate::agent::config::Vars::load(&session.home.root),
             &session.home.root,
         ),
     };
@@ -85,9 +85,9 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         model: fields.model,
         provider: fields.provider,
         timezone: fields.timezone,
-        inference_now: crate::agent::inference::inference_now(
+        inference_now: crate::agent::config::inference_now(
             &session.config,
-            &crate::agent::inference::Vars::load(&session.home.root),
+            &crate::agent::config::Vars::load(&session.home.root),
             &session.home.root,
         ),
     };

@@ -287,11 +287,7 @@ impl Cron {
 
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
         let root = &self.home.root;
-        crate::agent::inference::inference_now(
-            config,
-            &crate::agent::inference::Vars::load(root),
-            root,
-        )
+        crate::agent::config::inference_now(config, &crate::agent::config::Vars::load(root), root)
     }
 
     /// The job `job_id` names, whole, with the context it was read in.
