@@ -509,6 +509,15 @@ mod tests {
         Config::parse(text, Path::new("/h/config.yaml")).unwrap()
     }
 
+    /// `resolve` for a job with `fields` in the home `/h`, with the variables `env`.
+    fn run(
+        fields: serde_json::Value,
+        config: &Config,
+        env: &[(&str, &str)],
+    ) -> Result<AgentConfig, InferenceError> {
+        resolve(&job(fields), config, &vars(env), Path::new("/h"))
+    }
+
     fn vars(pairs: &[(&str, &str)]) -> Vars {
         Vars {
             dotenv: pairs
@@ -520,15 +529,14 @@ mod tests {
 
     #[test]
     fn the_job_pin_wins_then_cron_model_then_model_default() {
-        let home = Path::new("/h");
         let config =
             yaml("cron: {model: cronm}\nmodel: {default: defm, base_url: 'http://127.0.0.1:9/v1'}");
-        let c = resolve(&job(json!({"model": "jobm"})), &config, &vars(&[]), home).unwrap();
+        let c = run(json!({"model": "jobm"}), &config, &[]).unwrap();
         assert_eq!(c.endpoints[0].model, "jobm");
         assert_eq!(c.endpoints[0].provider, "custom");
-        let c = resolve(&job(json!({})), &config, &vars(&[]), home).unwrap();
+        let c = run(json!({}), &config, &[]).unwrap();
         assert_eq!(c.endpoints[0].model, "cronm");
-        let c = resolve(&job(json!({})), &yaml("model: plain"), &vars(&[]), home).unwrap();
+        let c = run(json!({}), &yaml("model: plain"), &[]).unwrap();
         assert_eq!(c.endpoints[0].model, "plain");
         assert_eq!(c.endpoints[0].provider, "openai");
         assert_eq!(c.max_turns, 90);
@@ -537,14 +545,9 @@ mod tests {
 
     #[test]
     fn no_model_names_every_place_looked() {
-        let e = resolve(
-            &job(json!({})),
-            &Config::default(),
-            &vars(&[]),
-            Path::new("/h"),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = run(json!({}), &Config::default(), &[])
+            .unwrap_err()
+            .to_string();
         for place in [
             "'model' field",
             "cron.model",
@@ -558,22 +561,19 @@ mod tests {
 
     #[test]
     fn providers_are_inferred_from_keys() {
-        let home = Path::new("/h");
-        let c = resolve(
-            &job(json!({"model": "claude-sonnet-4"})),
+        let c = run(
+            json!({"model": "claude-sonnet-4"}),
             &Config::default(),
-            &vars(&[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")]),
-            home,
+            &[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")],
         )
         .unwrap();
         assert_eq!(c.endpoints[0].provider, "anthropic");
         assert_eq!(c.endpoints[0].mode, ApiMode::AnthropicMessages);
         assert_eq!(c.endpoints[0].api_key.as_deref(), Some("a"));
-        let c = resolve(
-            &job(json!({"model": "anthropic/claude-sonnet-4"})),
+        let c = run(
+            json!({"model": "anthropic/claude-sonnet-4"}),
             &Config::default(),
-            &vars(&[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")]),
-            home,
+            &[("ANTHROPIC_API_KEY", "a"), ("OPENROUTER_API_KEY", "o")],
         )
         .unwrap();
         assert_eq!(c.endpoints[0].provider, "openrouter");
@@ -582,32 +582,26 @@ mod tests {
 
     #[test]
     fn a_base_url_pin_may_not_carry_a_stored_key_elsewhere() {
-        let home = Path::new("/h");
-        let e = resolve(
-            &job(
-                json!({"model": "m", "provider": "openai", "base_url": "https://evil.example/v1"}),
-            ),
+        let e = run(
+            json!({"model": "m", "provider": "openai", "base_url": "https://evil.example/v1"}),
             &Config::default(),
-            &vars(&[("OPENAI_API_KEY", "sk-x")]),
-            home,
+            &[("OPENAI_API_KEY", "sk-x")],
         )
         .unwrap_err()
         .to_string();
         assert!(e.contains("refused") && e.contains("OPENAI_API_KEY"), "{e}");
         assert!(!e.contains("sk-x"));
         // Same host as the provider's own: fine. No key: fine.
-        assert!(resolve(
-            &job(json!({"model": "m", "provider": "openai", "base_url": "https://api.openai.com/v1/"})),
+        assert!(run(
+            json!({"model": "m", "provider": "openai", "base_url": "https://api.openai.com/v1/"}),
             &Config::default(),
-            &vars(&[("OPENAI_API_KEY", "sk-x")]),
-            home,
+            &[("OPENAI_API_KEY", "sk-x")]
         )
         .is_ok());
-        assert!(resolve(
-            &job(json!({"model": "m", "base_url": "http://127.0.0.1:8080/v1"})),
+        assert!(run(
+            json!({"model": "m", "base_url": "http://127.0.0.1:8080/v1"}),
             &Config::default(),
-            &vars(&[]),
-            home,
+            &[]
         )
         .is_ok());
     }
@@ -617,13 +611,7 @@ mod tests {
         let config = yaml(
             "model: {default: m, base_url: 'http://127.0.0.1:1/v1'}\nagent: {max_turns: 5, api_max_retries: 0, disabled_toolsets: [web]}\nfallback_providers:\n  - {provider: anthropic, model: anthropic/claude-x, api_key_env: MY_KEY}\ntools: {web_fetch: {allow_private: true}}",
         );
-        let c = resolve(
-            &job(json!({})),
-            &config,
-            &vars(&[("MY_KEY", "k")]),
-            Path::new("/h"),
-        )
-        .unwrap();
+        let c = run(json!({}), &config, &[("MY_KEY", "k")]).unwrap();
         assert_eq!(c.max_turns, 5);
         assert_eq!(c.api_max_retries, 1);
         assert_eq!(c.disabled_toolsets, vec!["web"]);
@@ -635,13 +623,11 @@ mod tests {
 
     #[test]
     fn registry_providers_resolve_to_their_url_and_key() {
-        let home = Path::new("/h");
         let resolve_one = |provider: &str, env: &[(&str, &str)]| {
-            resolve(
-                &job(json!({"model": "m", "provider": provider})),
+            run(
+                json!({"model": "m", "provider": provider}),
                 &Config::default(),
-                &vars(env),
-                home,
+                env,
             )
             .map(|c| c.endpoints[0].clone())
         };
@@ -722,11 +708,10 @@ mod tests {
     #[test]
     fn model_base_url_and_key_stay_with_model_provider() {
         let config = yaml("model: {default: m, provider: custom, base_url: 'http://127.0.0.1:1/v1', api_key: local-key}");
-        let c = resolve(
-            &job(json!({"provider": "gemini"})),
+        let c = run(
+            json!({"provider": "gemini"}),
             &config,
-            &vars(&[("GEMINI_API_KEY", "g")]),
-            Path::new("/h"),
+            &[("GEMINI_API_KEY", "g")],
         )
         .unwrap();
         assert_eq!(
@@ -734,37 +719,25 @@ mod tests {
             "https://generativelanguage.googleapis.com/v1beta/openai"
         );
         assert_eq!(c.endpoints[0].api_key.as_deref(), Some("g"));
-        let c = resolve(
-            &job(json!({"provider": "custom"})),
-            &config,
-            &vars(&[]),
-            Path::new("/h"),
-        )
-        .unwrap();
+        let c = run(json!({"provider": "custom"}), &config, &[]).unwrap();
         assert_eq!(c.endpoints[0].api_key.as_deref(), Some("local-key"));
     }
 
     #[test]
     fn custom_providers_are_named_custom_colon_name() {
         let config = yaml("model: {default: m}\ncustom_providers:\n  - {name: box, base_url: 'http://10.0.0.2:8000/v1', key_env: BOX_KEY}\n");
-        let c = resolve(
-            &job(json!({"provider": "custom:box"})),
+        let c = run(
+            json!({"provider": "custom:box"}),
             &config,
-            &vars(&[("BOX_KEY", "b")]),
-            Path::new("/h"),
+            &[("BOX_KEY", "b")],
         )
         .unwrap();
         assert_eq!(c.endpoints[0].provider, "custom:box");
         assert_eq!(c.endpoints[0].base_url, "http://10.0.0.2:8000/v1");
         assert_eq!(c.endpoints[0].api_key.as_deref(), Some("b"));
-        let e = resolve(
-            &job(json!({"provider": "custom:nope"})),
-            &config,
-            &vars(&[]),
-            Path::new("/h"),
-        )
-        .unwrap_err()
-        .to_string();
+        let e = run(json!({"provider": "custom:nope"}), &config, &[])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not in custom_providers"), "{e}");
     }
 

@@ -1094,10 +1094,7 @@ fn listed_resources<T: serde::Serialize>(resources: &[T]) -> String {
 /// The texts of a resource's contents (binary ones by their size), as `result`.
 fn read_resource<T: serde::Serialize>(result: &T) -> String {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);
-    let parts: Vec<String> = result["contents"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let parts: Vec<String> = items(&result, "contents")
         .filter_map(|c| match (c["text"].as_str(), c["blob"].as_str()) {
             (Some(text), _) => Some(text.to_string()),
             (None, Some(blob)) => Some(format!("[binary data, {} bytes]", blob.len() / 4 * 3)),
@@ -1114,10 +1111,7 @@ fn listed_prompts<T: serde::Serialize>(prompts: &[T]) -> String {
         .filter_map(|p| serde_json::to_value(p).ok())
         .map(|p| {
             let mut item = picked(&p, &["name", "description"]);
-            let arguments: Vec<Value> = p["arguments"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let arguments: Vec<Value> = items(&p, "arguments")
                 .map(|a| {
                     let mut argument = picked(a, &["name", "description"]);
                     argument["required"] = json!(a["required"].as_bool().unwrap_or(false));
@@ -1134,10 +1128,7 @@ fn listed_prompts<T: serde::Serialize>(prompts: &[T]) -> String {
 /// `{"messages": [{role, content}], "description"?}`: each message's text.
 fn got_prompt<T: serde::Serialize>(result: &T) -> String {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);
-    let messages: Vec<Value> = result["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let messages: Vec<Value> = items(&result, "messages")
         .map(|m| {
             let content = &m["content"];
             let text = content["text"]
@@ -1153,6 +1144,11 @@ fn got_prompt<T: serde::Serialize>(result: &T) -> String {
         out["description"] = json!(description);
     }
     out.to_string()
+}
+
+/// The elements of the list `value[key]`; none when it is not a list.
+fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value[key].as_array().into_iter().flatten()
 }
 
 /// The keys of `value` among `keys` that hold something.

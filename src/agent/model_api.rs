@@ -57,6 +57,16 @@ impl Message {
         }
     }
 
+    /// The model's turn: what it said and the tools it asked for.
+    pub fn assistant(content: String, tool_calls: Vec<ToolCall>) -> Message {
+        Message {
+            role: Role::Assistant,
+            content,
+            tool_calls,
+            tool_call_id: None,
+        }
+    }
+
     pub fn tool_result(call_id: &str, content: String) -> Message {
         Message {
             role: Role::Tool,
@@ -134,17 +144,17 @@ pub struct CallError {
 
 /// What an answer with a success status lacks (an `invalid_response`).
 #[derive(Debug, thiserror::Error)]
-enum ShapeError {
+enum Missing {
     #[error("the answer has no choices")]
-    NoChoices,
+    Choices,
     #[error("a tool call has no function")]
-    NoFunction,
+    Function,
     #[error("a tool call has no name")]
-    NoToolName,
+    ToolName,
     #[error("the answer has no content")]
-    NoContent,
+    Content,
     #[error("a tool_use block has no name")]
-    NoToolUseName,
+    ToolUseName,
 }
 
 impl CallError {
@@ -360,13 +370,13 @@ fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
     })
 }
 
-fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
+fn parse_openai(value: &Value) -> Result<ModelReply, Missing> {
     let message = value
         .get("choices")
         .and_then(Value::as_array)
         .and_then(|c| c.first())
         .and_then(|c| c.get("message"))
-        .ok_or(ShapeError::NoChoices)?;
+        .ok_or(Missing::Choices)?;
     let content = match message.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(parts)) => parts
@@ -384,7 +394,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
         .flatten()
         .enumerate()
     {
-        let function = call.get("function").ok_or(ShapeError::NoFunction)?;
+        let function = call.get("function").ok_or(Missing::Function)?;
         let arguments = match function.get("arguments") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => "{}".to_string(),
@@ -399,18 +409,13 @@ fn parse_openai(value: &Value) -> Result<ModelReply, ShapeError> {
             name: function
                 .get("name")
                 .and_then(Value::as_str)
-                .ok_or(ShapeError::NoToolName)?
+                .ok_or(Missing::ToolName)?
                 .to_string(),
             arguments,
         });
     }
     Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant(content, tool_calls),
         usage: usage_from(value, "prompt_tokens", "completion_tokens"),
     })
 }
@@ -503,11 +508,11 @@ fn anthropic_body(model: &str, request: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
+fn parse_anthropic(value: &Value) -> Result<ModelReply, Missing> {
     let blocks = value
         .get("content")
         .and_then(Value::as_array)
-        .ok_or(ShapeError::NoContent)?;
+        .ok_or(Missing::Content)?;
     let mut content = String::new();
     let mut tool_calls = Vec::new();
     for block in blocks {
@@ -524,7 +529,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
                 name: block
                     .get("name")
                     .and_then(Value::as_str)
-                    .ok_or(ShapeError::NoToolUseName)?
+                    .ok_or(Missing::ToolUseName)?
                     .to_string(),
                 arguments: block
                     .get("input")
@@ -536,12 +541,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
         }
     }
     Ok(ModelReply {
-        message: Message {
-            role: Role::Assistant,
-            content,
-            tool_calls,
-            tool_call_id: None,
-        },
+        message: Message::assistant(content, tool_calls),
         usage: usage_from(value, "input_tokens", "output_tokens"),
     })
 }
@@ -549,6 +549,17 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, ShapeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The Anthropic request body for `messages`, offering no tools.
+    fn anthropic(messages: &[Message]) -> Value {
+        anthropic_body(
+            "m",
+            &ChatRequest {
+                messages,
+                tools: &[],
+            },
+        )
+    }
 
     #[test]
     fn statuses_are_classified() {
@@ -590,22 +601,11 @@ mod tests {
         let messages = vec![
             Message::system("sys"),
             Message::user("task"),
-            Message {
-                role: Role::Assistant,
-                content: String::new(),
-                tool_calls: vec![call("a"), call("b")],
-                tool_call_id: None,
-            },
+            Message::assistant(String::new(), vec![call("a"), call("b")]),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &messages,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&messages);
         assert_eq!(body["system"][0]["text"], "sys");
         assert_eq!(body["system"][0]["cache_control"]["type"], "ephemeral");
         let marked: Vec<String> = body["messages"]
@@ -625,13 +625,7 @@ mod tests {
         // The user task is the fourth-last message: not marked.
         assert_eq!(marked, vec!["tool_use:b", "tool_result:a", "tool_result:b"]);
         let short = vec![Message::system("sys"), Message::user("task")];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &short,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&short);
         assert_eq!(
             body["messages"][0]["content"][0]["cache_control"]["type"],
             "ephemeral"
@@ -642,10 +636,9 @@ mod tests {
     fn anthropic_tool_results_merge_into_one_user_turn() {
         let messages = vec![
             Message::user("hi"),
-            Message {
-                role: Role::Assistant,
-                content: String::new(),
-                tool_calls: vec![
+            Message::assistant(
+                String::new(),
+                vec![
                     ToolCall {
                         id: "a".into(),
                         name: "x".into(),
@@ -657,18 +650,11 @@ mod tests {
                         arguments: "{\"p\":1}".into(),
                     },
                 ],
-                tool_call_id: None,
-            },
+            ),
             Message::tool_result("a", "1".into()),
             Message::tool_result("b", "2".into()),
         ];
-        let body = anthropic_body(
-            "m",
-            &ChatRequest {
-                messages: &messages,
-                tools: &[],
-            },
-        );
+        let body = anthropic(&messages);
         let msgs = body["messages"].as_array().unwrap();
         assert_eq!(msgs.len(), 3);
         assert_eq!(msgs[2]["content"].as_array().unwrap().len(), 2);

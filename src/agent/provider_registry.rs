@@ -24,7 +24,8 @@ pub struct Provider {
     pub base_url_var: Option<&'static str>,
 }
 
-const fn openai(
+/// A provider of the registry that speaks OpenAI-compatible chat completions.
+const fn provider(
     id: &'static str,
     aliases: &'static [&'static str],
     base_url: &'static str,
@@ -41,20 +42,13 @@ const fn openai(
     }
 }
 
-const fn anthropic(
-    id: &'static str,
-    aliases: &'static [&'static str],
-    base_url: &'static str,
-    key_vars: &'static [&'static str],
-    base_url_var: Option<&'static str>,
-) -> Provider {
-    Provider {
-        id,
-        aliases,
-        mode: ApiMode::AnthropicMessages,
-        base_url,
-        key_vars,
-        base_url_var,
+impl Provider {
+    /// The same provider speaking the Anthropic Messages API instead.
+    const fn anthropic_messages(self) -> Provider {
+        Provider {
+            mode: ApiMode::AnthropicMessages,
+            ..self
+        }
     }
 }
 
@@ -67,210 +61,213 @@ const fn anthropic(
 /// API). Anthropic takes `ANTHROPIC_API_KEY` only: Hermes' other two variables hold
 /// OAuth tokens, which need another kind of authentication.
 pub const REGISTRY: &[Provider] = &[
-    openai(
+    provider(
         "openrouter",
         &["or"],
         "https://openrouter.ai/api/v1",
         &["OPENROUTER_API_KEY"],
         None,
     ),
-    openai(
+    provider(
         "openai",
         &["openai-api"],
         "https://api.openai.com/v1",
         &["OPENAI_API_KEY"],
         Some("OPENAI_BASE_URL"),
     ),
-    anthropic(
+    provider(
         "anthropic",
         &["claude"],
         "https://api.anthropic.com",
         &["ANTHROPIC_API_KEY"],
         Some("ANTHROPIC_BASE_URL"),
-    ),
-    openai(
+    )
+    .anthropic_messages(),
+    provider(
         "nous",
         &["nous-portal", "nousresearch"],
         "https://inference-api.nousresearch.com/v1",
         &["NOUS_API_KEY"],
         Some("NOUS_INFERENCE_BASE_URL"),
     ),
-    openai(
+    provider(
         "gemini",
         &["google", "google-gemini", "google-ai-studio"],
         "https://generativelanguage.googleapis.com/v1beta/openai",
         &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
         Some("GEMINI_BASE_URL"),
     ),
-    openai(
+    provider(
         "deepseek",
         &["deepseek-chat"],
         "https://api.deepseek.com/v1",
         &["DEEPSEEK_API_KEY"],
         Some("DEEPSEEK_BASE_URL"),
     ),
-    openai(
+    provider(
         "xai",
         &["grok", "x-ai", "x.ai"],
         "https://api.x.ai/v1",
         &["XAI_API_KEY"],
         Some("XAI_BASE_URL"),
     ),
-    openai(
+    provider(
         "zai",
         &["glm", "z-ai", "z.ai", "zhipu"],
         "https://api.z.ai/api/paas/v4",
         &["GLM_API_KEY", "ZAI_API_KEY", "Z_AI_API_KEY"],
         Some("GLM_BASE_URL"),
     ),
-    openai(
+    provider(
         "kimi-coding",
         &["kimi", "moonshot", "kimi-for-coding"],
         "https://api.moonshot.ai/v1",
         &["KIMI_API_KEY", "KIMI_CODING_API_KEY"],
         Some("KIMI_BASE_URL"),
     ),
-    openai(
+    provider(
         "kimi-coding-cn",
         &["kimi-cn", "moonshot-cn"],
         "https://api.moonshot.cn/v1",
         &["KIMI_CN_API_KEY"],
         None,
     ),
-    openai(
+    provider(
         "stepfun",
         &["step", "stepfun-coding-plan"],
         "https://api.stepfun.ai/step_plan/v1",
         &["STEPFUN_API_KEY"],
         Some("STEPFUN_BASE_URL"),
     ),
-    openai(
+    provider(
         "arcee",
         &["arcee-ai", "arceeai"],
         "https://api.arcee.ai/api/v1",
         &["ARCEEAI_API_KEY"],
         Some("ARCEE_BASE_URL"),
     ),
-    openai(
+    provider(
         "gmi",
         &["gmi-cloud", "gmicloud"],
         "https://api.gmi-serving.com/v1",
         &["GMI_API_KEY"],
         Some("GMI_BASE_URL"),
     ),
-    anthropic(
+    provider(
         "minimax",
         &["mini-max"],
         "https://api.minimax.io/anthropic",
         &["MINIMAX_API_KEY"],
         Some("MINIMAX_BASE_URL"),
-    ),
-    anthropic(
+    )
+    .anthropic_messages(),
+    provider(
         "minimax-cn",
         &["minimax-china", "minimax_cn"],
         "https://api.minimaxi.com/anthropic",
         &["MINIMAX_CN_API_KEY"],
         Some("MINIMAX_CN_BASE_URL"),
-    ),
-    openai(
+    )
+    .anthropic_messages(),
+    provider(
         "alibaba",
         &["dashscope", "alibaba-cloud", "qwen-dashscope"],
         "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
         &["DASHSCOPE_API_KEY"],
         Some("DASHSCOPE_BASE_URL"),
     ),
-    openai(
+    provider(
         "alibaba-coding-plan",
         &["alibaba_coding", "alibaba-coding", "dashscope-coding"],
         "https://coding-intl.dashscope.aliyuncs.com/v1",
         &["ALIBABA_CODING_PLAN_API_KEY", "DASHSCOPE_API_KEY"],
         Some("ALIBABA_CODING_PLAN_BASE_URL"),
     ),
-    openai(
+    provider(
         "nvidia",
         &["nvidia-nim"],
         "https://integrate.api.nvidia.com/v1",
         &["NVIDIA_API_KEY"],
         Some("NVIDIA_BASE_URL"),
     ),
-    openai(
+    provider(
         "opencode-zen",
         &["opencode", "opencode_zen", "zen"],
         "https://opencode.ai/zen/v1",
         &["OPENCODE_ZEN_API_KEY"],
         Some("OPENCODE_ZEN_BASE_URL"),
     ),
-    openai(
+    provider(
         "opencode-go",
         &["opencode_go", "go", "opencode-go-sub"],
         "https://opencode.ai/zen/go/v1",
         &["OPENCODE_GO_API_KEY"],
         Some("OPENCODE_GO_BASE_URL"),
     ),
-    openai(
+    provider(
         "kilocode",
         &["kilo-code", "kilo", "kilo-gateway"],
         "https://api.kilo.ai/api/gateway",
         &["KILOCODE_API_KEY"],
         Some("KILOCODE_BASE_URL"),
     ),
-    openai(
+    provider(
         "huggingface",
         &["hf", "hugging-face", "huggingface-hub"],
         "https://router.huggingface.co/v1",
         &["HF_TOKEN"],
         Some("HF_BASE_URL"),
     ),
-    openai(
+    provider(
         "xiaomi",
         &["mimo", "xiaomi-mimo"],
         "https://api.xiaomimimo.com/v1",
         &["XIAOMI_API_KEY"],
         Some("XIAOMI_BASE_URL"),
     ),
-    openai(
+    provider(
         "tencent-tokenhub",
         &[],
         "https://tokenhub.tencentmaas.com/v1",
         &["TOKENHUB_API_KEY"],
         Some("TOKENHUB_BASE_URL"),
     ),
-    openai(
+    provider(
         "ollama-cloud",
         &["ollama_cloud"],
         "https://ollama.com/v1",
         &["OLLAMA_API_KEY"],
         Some("OLLAMA_BASE_URL"),
     ),
-    openai(
+    provider(
         "lmstudio",
         &["lm-studio"],
         "http://127.0.0.1:1234/v1",
         &["LM_API_KEY"],
         Some("LM_BASE_URL"),
     ),
-    openai(
+    provider(
         "deepinfra",
         &["deep-infra", "deepinfra-ai"],
         "https://api.deepinfra.com/v1/openai",
         &["DEEPINFRA_API_KEY"],
         Some("DEEPINFRA_BASE_URL"),
     ),
-    openai(
+    provider(
         "fireworks",
         &["fireworks-ai", "fw"],
         "https://api.fireworks.ai/inference/v1",
         &["FIREWORKS_API_KEY"],
         None,
     ),
-    openai(
+    provider(
         "novita",
         &["novita-ai", "novitaai"],
         "https://api.novita.ai/openai/v1",
         &["NOVITA_API_KEY"],
         Some("NOVITA_BASE_URL"),
     ),
-    openai(
+    provider(
         "upstage",
         &["solar"],
         "https://api.upstage.ai/v1",
@@ -279,7 +276,7 @@ pub const REGISTRY: &[Provider] = &[
     ),
     // Any OpenAI-compatible server you point at (`model.base_url`); the local-server
     // names are Hermes' aliases for it.
-    openai(
+    provider(
         "custom",
         &[
             "ollama",

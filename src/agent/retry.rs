@@ -270,23 +270,18 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_up_to_half_jitter() {
-        for _ in 0..50 {
-            assert!(within(
-                jittered_backoff(1, Duration::from_secs(2), Duration::from_secs(60)),
-                2.0
-            ));
-            assert!(within(
-                jittered_backoff(3, Duration::from_secs(2), Duration::from_secs(60)),
-                8.0
-            ));
-            assert!(within(
-                jittered_backoff(9, Duration::from_secs(2), Duration::from_secs(60)),
-                60.0
-            ));
-            assert!(within(
-                jittered_backoff(2, Duration::from_secs(5), Duration::from_secs(120)),
-                10.0
-            ));
+        // (attempt, base, cap, the wait before jitter), in seconds.
+        for (attempt, base, cap, plain) in [
+            (1, 2, 60, 2.0),
+            (3, 2, 60, 8.0),
+            (9, 2, 60, 60.0),
+            (2, 5, 120, 10.0),
+        ] {
+            for _ in 0..50 {
+                let wait =
+                    jittered_backoff(attempt, Duration::from_secs(base), Duration::from_secs(cap));
+                assert!(within(wait, plain), "{attempt}: {wait:?}");
+            }
         }
     }
 

@@ -32,6 +32,7 @@ mod web_fetch;
 mod write_file;
 
 use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
@@ -227,6 +228,37 @@ pub async fn dispatch(
     };
     ctx.activity.touch();
     result
+}
+
+/// The files below `root`, depth first, not entering the folders `skipped` names: at
+/// most `limit`, and whether the walk stopped there. Unreadable folders are passed over.
+fn files_below(
+    root: &Path,
+    skipped: impl Fn(&OsStr) -> bool,
+    limit: usize,
+) -> (Vec<PathBuf>, bool) {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() && !skipped(&entry.file_name()) => {
+                    stack.push(entry.path())
+                }
+                Ok(kind) if kind.is_file() => {
+                    files.push(entry.path());
+                    if files.len() >= limit {
+                        return (files, true);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (files, false)
 }
 
 fn resolve(workdir: &Path, path: &str) -> PathBuf {

@@ -10,13 +10,13 @@ use super::{error, ready, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 pub struct ListDirectory;
 
 impl Tool for ListDirectory {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("list_directory", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let path = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
         ready(list_directory(&path))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("list_directory", "file", DESCRIPTION, parameters())
     }
 }
 

@@ -25,12 +25,12 @@ enum ReplaceError {
 pub struct Patch;
 
 impl Tool for Patch {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("patch", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(run(args, &ctx.workdir))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("patch", "file", DESCRIPTION, parameters())
     }
 }
 

@@ -11,10 +11,6 @@ use super::{cap, error, ready, resolve, text, Schema, Tool, ToolContext, ToolFut
 pub struct ReadFile;
 
 impl Tool for ReadFile {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("read_file", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let Some(path) = text(args, "path") else {
             return ready(error("read_file needs 'path'"));
@@ -28,6 +24,10 @@ impl Tool for ReadFile {
                 .clamp(1, 2000),
         };
         ready(read_file(&resolve(&ctx.workdir, path), lines))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("read_file", "file", DESCRIPTION, parameters())
     }
 }
 

@@ -3,13 +3,14 @@
 //! paging (`limit`, `offset`), output modes and result fields. Reading only; it skips
 //! `.git`, `node_modules`, `target` and files over 2 MB, and stops after 20,000 files.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{cap, error, resolve, text, Schema, Tool, ToolContext, ToolFuture};
+use super::{cap, error, files_below, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
 const MAX_FILES: usize = 20_000;
 const MAX_FILE_BYTES: u64 = 2_000_000;
@@ -19,10 +20,6 @@ const MAX_MATCHES: usize = 10_000;
 pub struct SearchFiles;
 
 impl Tool for SearchFiles {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("search_files", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let root = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
         let args = args.clone();
@@ -32,6 +29,10 @@ impl Tool for SearchFiles {
                 .await
                 .unwrap_or_else(|e| error(format!("search failed: {e}")))
         })
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("search_files", "file", DESCRIPTION, parameters())
     }
 }
 
@@ -78,32 +79,10 @@ fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
     if root.is_file() {
         return (vec![root.to_path_buf()], false);
     }
-    let mut files = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name();
-            if kind.is_dir() {
-                if !matches!(name.to_str(), Some(".git" | "node_modules" | "target")) {
-                    stack.push(entry.path());
-                }
-            } else if kind.is_file() {
-                files.push(entry.path());
-                if files.len() >= MAX_FILES {
-                    files.sort();
-                    return (files, true);
-                }
-            }
-        }
-    }
+    let skipped = |name: &OsStr| matches!(name.to_str(), Some(".git" | "node_modules" | "target"));
+    let (mut files, stopped) = files_below(root, skipped, MAX_FILES);
     files.sort();
-    (files, false)
+    (files, stopped)
 }
 
 /// The paging and shape a call asked for.

@@ -7,18 +7,18 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::{ready, Schema, Tool, ToolContext, ToolFuture};
+use super::{files_below, ready, Schema, Tool, ToolContext, ToolFuture};
 use crate::agent::skills::{front_matter, index};
 
 pub struct SkillView;
 
 impl Tool for SkillView {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("skill_view", "skills", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(view(args, &ctx.home))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("skill_view", "skills", DESCRIPTION, parameters())
     }
 }
 
@@ -163,25 +163,12 @@ fn view_skill(name: &str, skill_md: &Path, skill_dir: &Path, root: &Path) -> Str
 
 /// Every file under `dir`, relative to `base`, sorted (so results are stable).
 fn files_under(dir: &Path, base: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => stack.push(path),
-                Ok(t) if t.is_file() => {
-                    if let Ok(rel) = path.strip_prefix(base) {
-                        out.push(rel.to_string_lossy().into_owned());
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
+    let (files, _) = files_below(dir, |_| false, usize::MAX);
+    let mut out: Vec<String> = files
+        .iter()
+        .filter_map(|path| path.strip_prefix(base).ok())
+        .map(|rel| rel.to_string_lossy().into_owned())
+        .collect();
     out.sort();
     out
 }

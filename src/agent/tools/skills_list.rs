@@ -12,12 +12,12 @@ use crate::agent::skills::{index, IndexEntry};
 pub struct SkillsList;
 
 impl Tool for SkillsList {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("skills_list", "skills", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(list(args, &ctx.home))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("skills_list", "skills", DESCRIPTION, parameters())
     }
 }
 

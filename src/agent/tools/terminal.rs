@@ -20,12 +20,12 @@ const MAX_TIMEOUT: u64 = 600;
 pub struct Terminal;
 
 impl Tool for Terminal {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("terminal", "terminal", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(call(args, ctx))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("terminal", "terminal", DESCRIPTION, parameters())
     }
 }
 

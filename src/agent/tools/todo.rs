@@ -15,12 +15,12 @@ const TRUNCATION_MARKER: &str = "… [truncated]";
 pub struct Todo;
 
 impl Tool for Todo {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("todo", "todo", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(run(args, &ctx.todos))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("todo", "todo", DESCRIPTION, parameters())
     }
 }
 

@@ -15,10 +15,6 @@ const FETCH_CAP: usize = 200_000;
 pub struct WebFetch;
 
 impl Tool for WebFetch {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("web_fetch", "web", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         Box::pin(async move {
             match text(args, "url") {
@@ -26,6 +22,10 @@ impl Tool for WebFetch {
                 None => error("web_fetch needs 'url'"),
             }
         })
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("web_fetch", "web", DESCRIPTION, parameters())
     }
 }
 

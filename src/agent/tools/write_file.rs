@@ -10,15 +10,15 @@ use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, Too
 pub struct WriteFile;
 
 impl Tool for WriteFile {
-    fn schema(&self, _: &ToolContext) -> Schema {
-        Schema::new("write_file", "file", DESCRIPTION, parameters())
-    }
-
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(match (text(args, "path"), text(args, "content")) {
             (Some(path), Some(content)) => write_file(&resolve(&ctx.workdir, path), content),
             _ => error("write_file needs 'path' and 'content'"),
         })
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("write_file", "file", DESCRIPTION, parameters())
     }
 }
 
