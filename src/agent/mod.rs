@@ -22,9 +22,6 @@ pub mod skills;
 pub mod system_prompt;
 pub mod tools;
 
-/// The old name of `inference`, kept so callers elsewhere in the binary still compile.
-pub use self::inference as config;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
