@@ -52,15 +52,7 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let job = create_job(&*session.store, &new, &session.ctx)?;
     say!("Created job: {}", job.id());
     print_summary(session, &job);
-    warn_unsendable(&job);
     Ok(())
-}
-
-/// Warns (on stderr) about targets this build cannot send to.
-fn warn_unsendable(job: &Job) {
-    for warning in crate::delivery::unsendable_warnings(&job.deliver()) {
-        eprintln!("{warning}");
-    }
 }
 
 pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
@@ -99,9 +91,6 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let job = edit_job(&*session.store, &args.job, &edit, &session.ctx)?;
     say!("Updated job: {}", job.id());
     print_summary(session, &job);
-    if edit.deliver.is_some() {
-        warn_unsendable(&job);
-    }
     Ok(())
 }
 

@@ -3,8 +3,10 @@
 //! Each sender keeps its own frames and answers; nothing here sends a message.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_tungstenite::tungstenite::Error as WsError;
+use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::Connector;
 
 use super::http::Failure;
@@ -37,5 +39,45 @@ pub fn connect_failure(error: WsError, gateway: &str, url_var: &str) -> Failure 
         }
         WsError::Url(e) => Failure::Final(format!("{url_var} is not a ws:// or wss:// URL ({e})")),
         other => Failure::Transient(format!("cannot connect ({other})")),
+    }
+}
+
+/// How a WebSocket sender lost its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Lost {
+    #[error("no answer from {gateway} in {} s", .limit.as_secs())]
+    NoAnswer {
+        gateway: &'static str,
+        limit: Duration,
+    },
+    #[error("the {gateway} connection closed")]
+    Closed { gateway: &'static str },
+    #[error("the {gateway} connection failed ({error})")]
+    Failed {
+        gateway: &'static str,
+        error: WsError,
+    },
+}
+
+/// What waiting for the next frame until a deadline gave.
+pub type Next = Result<Option<Result<Frame, WsError>>, tokio::time::error::Elapsed>;
+
+impl Lost {
+    /// The next frame, or how the connection was lost.
+    pub fn read(gateway: &'static str, limit: Duration, next: Next) -> Result<Frame, Lost> {
+        match next {
+            Err(_) => Err(Lost::NoAnswer { gateway, limit }),
+            Ok(None) | Ok(Some(Ok(Frame::Close(_)))) => Err(Lost::Closed { gateway }),
+            Ok(Some(Err(error))) => Err(Lost::Failed { gateway, error }),
+            Ok(Some(Ok(frame))) => Ok(frame),
+        }
+    }
+
+    /// The failure of a message whose frame went out before the connection was lost: it
+    /// may have arrived, so it is never resent.
+    pub fn after_sending(&self) -> Failure {
+        Failure::Unknown(format!(
+            "{self} after the message was sent; not resent, to never post twice"
+        ))
     }
 }
