@@ -15,25 +15,17 @@ use jobs::target::Platform;
 use super::format::{split, Part};
 use super::http::{snippet, Answer, Failure, Link, Verdict};
 use super::sender::{
-    as_parts, read_media, Attachments, Description, Home, Open, Opened, Sender, Sending, Text,
+    as_parts, opened, read_media, Description, Home, Open, Opened, Sender, Sending,
 };
 use super::sms::plain_text;
 
 /// Hermes' bubble size.
 pub const MAX_CHARS: usize = 4000;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::BlueBubbles,
-    required: &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("BLUEBUBBLES_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Own(|text, _| as_parts(bubbles(text))),
-    attachments: Attachments::Sent,
-    pacing: None,
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::BlueBubbles, open)
+    .needs(&["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"])
+    .home(Home::var("BLUEBUBBLES_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(bubbles(text)));
 
 /// The bubbles of a reply, as Hermes cuts them: plain text, one bubble per paragraph
 /// (a code block stays one bubble), a paragraph over the limit cut into pieces without
@@ -100,7 +92,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
     };
     Box::pin(async move {
         server.guid = server.chat_guid().await?;
-        Ok(Box::new(server) as Box<dyn Sender + '_>)
+        opened(server)
     })
 }
 

@@ -12,7 +12,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{Answer, Link, Pacing, Verdict};
-use super::sender::{Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text};
+use super::sender::{ready, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' DingTalk message limit.
 pub const MAX_CHARS: usize = 20_000;
@@ -25,22 +25,12 @@ const THROTTLED_FOR: Duration = Duration::from_secs(600);
 /// "System busy": DingTalk asks to try again.
 const BUSY: i64 = -1;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::DingTalk,
-    required: &["DINGTALK_WEBHOOK_URL"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("DINGTALK_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Plain,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Named("not sent to DingTalk"),
-    pacing: Some(PACING),
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::DingTalk, open)
+    .needs(&["DINGTALK_WEBHOOK_URL"])
+    .home(Home::var("DINGTALK_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to DingTalk"))
+    .paced(PACING);
 
 /// Posts to the robot's group: the chat id is only a label, and the robot is paced.
 fn open(open: Open<'_>) -> Opened<'_> {
@@ -48,7 +38,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
     let mut link = open.link;
     link.key = robot_key(url);
     let robot = Robot { url, link };
-    Box::pin(async move { Ok(Box::new(robot) as Box<dyn Sender + '_>) })
+    ready(robot)
 }
 
 struct Robot<'a> {

@@ -17,33 +17,18 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{Answer, Failure, Limiter, Link, Pace, Verdict};
-use super::sender::{
-    read_media, Attachments, Base, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 use crate::scheduler::BoxFuture;
 
 pub const MAX_CHARS: usize = 2000;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Discord,
-    required: &["DISCORD_BOT_TOKEN"],
-    aliases: &[],
-    base: Some(Base {
-        var: "DISCORD_API_BASE",
-        default: "https://discord.com/api/v10",
-    }),
-    home: Some(Home::var("DISCORD_HOME_CHANNEL")),
-    sigil: Some('#'),
-    text: Text::Split {
-        rendering: Rendering::Markdown,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
-    // Paced by Discord's own headers instead: see `open`.
-    pacing: None,
-    open,
-};
+/// Paced by Discord's own rate-limit headers rather than a fixed rate: see `open`.
+pub const DESCRIPTION: Description = Description::new(Platform::Discord, open)
+    .needs(&["DISCORD_BOT_TOKEN"])
+    .base("DISCORD_API_BASE", "https://discord.com/api/v10")
+    .home(Home::var("DISCORD_HOME_CHANNEL"))
+    .names('#')
+    .split(Rendering::Markdown, MAX_CHARS);
 
 fn open(open: Open<'_>) -> Opened<'_> {
     let mut link = open.link;
@@ -55,7 +40,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         auth: format!("Bot {}", open.settings[0]),
         link,
     };
-    Box::pin(async move { Ok(Box::new(channel) as Box<dyn Sender + '_>) })
+    ready(channel)
 }
 
 /// A channel (or thread) of the bot's.

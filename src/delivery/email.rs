@@ -25,26 +25,19 @@ use jobs::target::Platform;
 use super::format::{split, Part};
 use super::http::{report, Failure, Flight, Link, Verdict};
 use super::sender::{
-    as_parts, read_media, settings, Attachments, Description, Home, Open, Opened, Sender, Sending,
-    Text,
+    as_parts, opened, read_media, settings, Attachments, Description, Home, Open, Opened, Sender,
+    Sending,
 };
 use crate::environment::Environment;
 
 /// Hermes' limit on one email body; a longer reply becomes several emails.
 pub const MAX_CHARS: usize = 50_000;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Email,
-    required: &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("EMAIL_HOME_ADDRESS")),
-    sigil: None,
-    text: Text::Own(|text, media| as_parts(parts(text, media.len()))),
-    attachments: Attachments::OnParts,
-    pacing: None,
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::Email, open)
+    .needs(&["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"])
+    .home(Home::var("EMAIL_HOME_ADDRESS"))
+    .cut(|text, media| as_parts(parts(text, media.len())))
+    .attachments(Attachments::OnParts);
 
 /// The subject Python Hermes gives every email it sends on its own (outside a thread).
 pub const SUBJECT: &str = "Hermes Agent";
@@ -213,7 +206,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             last,
             link: open.link,
         };
-        Ok(Box::new(recipient) as Box<dyn Sender + '_>)
+        opened(recipient)
     })
 }
 

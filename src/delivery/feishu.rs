@@ -14,9 +14,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{seconds, snippet, Answer, Failure, Link, Pacing, Request, Verdict};
-use super::sender::{
-    read_media, Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{opened, read_media, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' Feishu part size.
 pub const MAX_CHARS: usize = 8000;
@@ -24,28 +22,17 @@ pub const MAX_CHARS: usize = 8000;
 /// "Request trigger frequency limit".
 const RATE_LIMITED: i64 = 99_991_400;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Feishu,
-    required: &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("FEISHU_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Markdown,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
+pub const DESCRIPTION: Description = Description::new(Platform::Feishu, open)
+    .needs(&["FEISHU_APP_ID", "FEISHU_APP_SECRET"])
+    .home(Home::var("FEISHU_HOME_CHANNEL"))
+    .split(Rendering::Markdown, MAX_CHARS)
     // A bot may send 5 messages a second to one chat, 50 a second in all.
-    pacing: Some(Pacing {
+    .paced(Pacing {
         spacing: Duration::from_millis(210),
         window: Duration::from_secs(1),
         window_max: usize::MAX,
         global_per_sec: 50,
-    }),
-    open,
-};
+    });
 
 /// A `post` message's content: one `md` row per run of prose and per code block,
 /// since Feishu's renderer can swallow what follows a fence inside one element.
@@ -108,7 +95,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             send_id: format!("{:016x}", rand::random::<u64>()),
             link: open.link,
         };
-        Ok(Box::new(bot) as Box<dyn Sender + '_>)
+        opened(bot)
     })
 }
 

@@ -12,27 +12,15 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{Answer, Link, Verdict};
-use super::sender::{Attachments, Description, Measure, Open, Opened, Sender, Sending, Text};
+use super::sender::{ready, Attachments, Description, Open, Opened, Sender, Sending};
 
 /// Hermes' notification cap.
 pub const MAX_CHARS: usize = 4096;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::HomeAssistant,
-    required: &["HASS_URL", "HASS_TOKEN"],
-    aliases: &[],
-    base: None,
-    home: None,
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Markdown,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Named("not sent to Home Assistant"),
-    pacing: None,
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::HomeAssistant, open)
+    .needs(&["HASS_URL", "HASS_TOKEN"])
+    .split(Rendering::Markdown, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to Home Assistant"));
 
 /// Notifies `target` (the chat of `homeassistant:<target>`).
 fn open(open: Open<'_>) -> Opened<'_> {
@@ -42,7 +30,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         target: open.chat.to_string(),
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(notify) as Box<dyn Sender + '_>) })
+    ready(notify)
 }
 
 struct Notify<'a> {

@@ -14,9 +14,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{seconds, snippet, Answer, Failure, Link, Pacing, Verdict};
-use super::sender::{
-    read_media, Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{opened, read_media, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' part size for Matrix (`MATRIX_MAX_MESSAGE_LENGTH`); an event, HTML
 /// included, must stay under the homeserver's 64 KiB.
@@ -27,24 +25,14 @@ pub const MAX_CHARS: usize = 16_000;
 /// so the pacing key is the homeserver: every room of the account shares it.
 const PACING: Pacing = Pacing::window(Duration::from_secs(50), 10, 50);
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Matrix,
-    required: &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("MATRIX_HOME_ROOM")),
-    sigil: Some('#'),
+pub const DESCRIPTION: Description = Description::new(Platform::Matrix, open)
+    .needs(&["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"])
+    .home(Home::var("MATRIX_HOME_ROOM"))
+    .names('#')
     // Each part is its Markdown (the `body`) and its HTML (the `formatted_body`),
     // measured on the HTML, the longer of the two.
-    text: Text::Split {
-        rendering: Rendering::Html,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
-    pacing: Some(PACING),
-    open,
-};
+    .split(Rendering::Html, MAX_CHARS)
+    .paced(PACING);
 
 struct Room<'a> {
     homeserver: &'a str,
@@ -89,7 +77,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
     };
     Box::pin(async move {
         refuse_encrypted(&room).await?;
-        Ok(Box::new(room) as Box<dyn Sender + '_>)
+        opened(room)
     })
 }
 

@@ -13,30 +13,18 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{snippet, Answer, Failure, Link, Pacing, Request, Verdict};
-use super::sender::{
-    read_media, Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' part size (the server takes up to 16383, 4000 reads well).
 pub const MAX_CHARS: usize = 4000;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Mattermost,
-    required: &["MATTERMOST_URL", "MATTERMOST_TOKEN"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("MATTERMOST_HOME_CHANNEL")),
-    sigil: Some('~'),
-    text: Text::Split {
-        rendering: Rendering::Markdown,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
+pub const DESCRIPTION: Description = Description::new(Platform::Mattermost, open)
+    .needs(&["MATTERMOST_URL", "MATTERMOST_TOKEN"])
+    .home(Home::var("MATTERMOST_HOME_CHANNEL"))
+    .names('~')
+    .split(Rendering::Markdown, MAX_CHARS)
     // Mattermost's rate limiter defaults to 10 requests a second per user (burst 100).
-    pacing: Some(Pacing::window(Duration::from_secs(1), usize::MAX, 10)),
-    open,
-};
+    .paced(Pacing::window(Duration::from_secs(1), usize::MAX, 10));
 
 /// Opens a channel id (replying under `root_id` when a thread is given).
 fn open(open: Open<'_>) -> Opened<'_> {
@@ -47,7 +35,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         root: open.thread,
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(channel) as Box<dyn Sender + '_>) })
+    ready(channel)
 }
 
 struct Channel<'a> {

@@ -13,7 +13,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
-use super::sender::{Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text};
+use super::sender::{opened, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' QQ message limit.
 pub const MAX_CHARS: usize = 4000;
@@ -42,26 +42,16 @@ const KINDS: [(&str, &str); 3] = [
     ("group", "/v2/groups/{id}/messages"),
 ];
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::QqBot,
-    required: &["QQ_APP_ID", "QQ_CLIENT_SECRET"],
-    aliases: &[],
-    base: None,
-    home: Some(Home {
+pub const DESCRIPTION: Description = Description::new(Platform::QqBot, open)
+    .needs(&["QQ_APP_ID", "QQ_CLIENT_SECRET"])
+    .home(Home {
         var: "QQBOT_HOME_CHANNEL",
         former: Some("QQ_HOME_CHANNEL"),
         cron_thread: None,
-    }),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Plain,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Named("not sent to QQ"),
-    pacing: Some(PACING),
-    open,
-};
+    })
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to QQ"))
+    .paced(PACING);
 
 /// Opens a guild channel, user or group openid with the app's access token.
 /// `QQBOT_API_BASE` points both hosts at one server.
@@ -83,7 +73,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             kinds: KINDS.to_vec(),
             link: open.link,
         };
-        Ok(Box::new(bot) as Box<dyn Sender + '_>)
+        opened(bot)
     })
 }
 

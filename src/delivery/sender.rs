@@ -153,7 +153,102 @@ pub struct Description {
     pub open: for<'a> fn(Open<'a>) -> Opened<'a>,
 }
 
+/// Builds a description in a platform's module: what is not said is the default (no
+/// variables, no other names, no base variable, no home channel, no channel names, Markdown as
+/// written in parts of 4096 characters, files sent, no pacing).
 impl Description {
+    pub const fn new(platform: Platform, open: for<'a> fn(Open<'a>) -> Opened<'a>) -> Description {
+        Description {
+            platform,
+            required: &[],
+            aliases: &[],
+            base: None,
+            home: None,
+            sigil: None,
+            text: Text::Split {
+                rendering: Rendering::Markdown,
+                limit: 4096,
+                measure: Measure::Chars,
+            },
+            attachments: Attachments::Sent,
+            pacing: None,
+            open,
+        }
+    }
+
+    pub const fn needs(self, required: &'static [&'static str]) -> Description {
+        Description { required, ..self }
+    }
+
+    pub const fn aliases(self, aliases: &'static [(&'static str, &'static str)]) -> Description {
+        Description { aliases, ..self }
+    }
+
+    pub const fn base(self, var: &'static str, default: &'static str) -> Description {
+        let base = Some(Base { var, default });
+        Description { base, ..self }
+    }
+
+    pub const fn home(self, home: Home) -> Description {
+        Description {
+            home: Some(home),
+            ..self
+        }
+    }
+
+    pub const fn names(self, sigil: char) -> Description {
+        Description {
+            sigil: Some(sigil),
+            ..self
+        }
+    }
+
+    /// Parts rendered in `rendering`, of at most `limit` characters.
+    pub const fn split(self, rendering: Rendering, limit: usize) -> Description {
+        let measure = Measure::Chars;
+        let text = Text::Split {
+            rendering,
+            limit,
+            measure,
+        };
+        Description { text, ..self }
+    }
+
+    /// Parts measured as the platform counts (after [`Description::split`]).
+    pub const fn measured(self, measure: Measure) -> Description {
+        let text = match self.text {
+            Text::Split {
+                rendering, limit, ..
+            } => Text::Split {
+                rendering,
+                limit,
+                measure,
+            },
+            own => own,
+        };
+        Description { text, ..self }
+    }
+
+    /// Parts cut by the platform's own rules.
+    pub const fn cut(self, cut: fn(&str, &[String]) -> Vec<Part>) -> Description {
+        let text = Text::Own(cut);
+        Description { text, ..self }
+    }
+
+    pub const fn attachments(self, attachments: Attachments) -> Description {
+        Description {
+            attachments,
+            ..self
+        }
+    }
+
+    pub const fn paced(self, pacing: Pacing) -> Description {
+        Description {
+            pacing: Some(pacing),
+            ..self
+        }
+    }
+
     /// The parts a message's text is sent in.
     pub fn parts(&self, text: &str, media: &[String]) -> Vec<Part> {
         let (rendering, limit, measure) = match self.text {
@@ -194,6 +289,16 @@ impl Description {
             Attachments::OnParts | Attachments::Named(_) => &[],
         }
     }
+}
+
+/// A sender opened without a request of its own.
+pub fn ready<'a>(sender: impl Sender + 'a) -> Opened<'a> {
+    Box::pin(async move { opened(sender) })
+}
+
+/// A sender, opened.
+pub fn opened<'a>(sender: impl Sender + 'a) -> Result<Box<dyn Sender + 'a>, Failure> {
+    Ok(Box::new(sender))
 }
 
 /// Parts cut by a platform's own rules, as the [`Part`]s the driver hands out (the
@@ -291,6 +396,12 @@ pub fn read_media(path: &Path) -> Result<(String, Vec<u8>), Failure> {
     Ok((name, bytes))
 }
 
+/// One item of a message, in the order the outbox counts them.
+enum Item<'m> {
+    Text(&'m Part),
+    File(&'m Path),
+}
+
 /// Sends a message to one chat, skipping the first `skip` items (parts, then files)
 /// that an earlier attempt already delivered. Returns how many items exist in all; on
 /// failure, the failure and how many items were delivered.
@@ -326,20 +437,17 @@ pub async fn send_chat(
         link: Link::new(shared, platform.as_str(), &chat, pace),
     };
     let mut sender = (description.open)(open).await.map_err(|f| (f, skip))?;
+    let texts = parts.iter().map(Item::Text);
+    let items = texts.chain(files.iter().map(|path| Item::File(Path::new(path))));
     let mut sent = Ok(total);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        if let Err(failure) = sender.text(index, part).await {
+    for (index, item) in items.enumerate().skip(skip) {
+        let result = match item {
+            Item::Text(part) => sender.text(index, part).await,
+            Item::File(path) => sender.file(index, path).await,
+        };
+        if let Err(failure) = result {
             sent = Err((failure, index));
             break;
-        }
-    }
-    let first_file = skip.max(parts.len());
-    for (index, path) in files.iter().enumerate().map(|(n, p)| (parts.len() + n, p)) {
-        if sent.is_err() || index < first_file {
-            continue;
-        }
-        if let Err(failure) = sender.file(index, Path::new(path)).await {
-            sent = Err((failure, index));
         }
     }
     sender.close().await;

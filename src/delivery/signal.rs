@@ -14,9 +14,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{seconds, snippet, Answer, Failure, Link, Verdict};
-use super::sender::{
-    read_media, Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' Signal limit on one message.
 pub const MAX_CHARS: usize = 8000;
@@ -25,22 +23,10 @@ const RATE_LIMITED: i64 = -5;
 /// signal-cli's wait when it names none (its token refill interval).
 const DEFAULT_WAIT: Duration = Duration::from_secs(4);
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Signal,
-    required: &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("SIGNAL_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Plain,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
-    pacing: None,
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::Signal, open)
+    .needs(&["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"])
+    .home(Home::var("SIGNAL_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS);
 
 /// Sends to a number or `group:<id>`. Signal has no threads.
 fn open(open: Open<'_>) -> Opened<'_> {
@@ -50,7 +36,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         chat: open.chat.to_string(),
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(daemon) as Box<dyn Sender + '_>) })
+    ready(daemon)
 }
 
 /// The signal-cli daemon of one account, sending to one chat.

@@ -14,34 +14,20 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
-use super::sender::{
-    read_media, Attachments, Base, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 
 /// Slack truncates very long messages; parts stay well under its guidance.
 pub const MAX_CHARS: usize = 3900;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Slack,
-    required: &["SLACK_BOT_TOKEN"],
-    aliases: &[],
-    base: Some(Base {
-        var: "SLACK_API_BASE",
-        default: "https://slack.com/api",
-    }),
-    home: Some(Home::var("SLACK_HOME_CHANNEL")),
-    sigil: Some('#'),
+pub const DESCRIPTION: Description = Description::new(Platform::Slack, open)
+    .needs(&["SLACK_BOT_TOKEN"])
+    .base("SLACK_API_BASE", "https://slack.com/api")
+    .home(Home::var("SLACK_HOME_CHANNEL"))
+    .names('#')
     // As mrkdwn, escaped, so `<`, `>` and `&` in the reply stay text.
-    text: Text::Split {
-        rendering: Rendering::SlackMrkdwn,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
+    .split(Rendering::SlackMrkdwn, MAX_CHARS)
     // chat.postMessage: one message per second per channel.
-    pacing: Some(Pacing::spaced(Duration::from_millis(1050), 50)),
-    open,
-};
+    .paced(Pacing::spaced(Duration::from_millis(1050), 50));
 
 const TRANSIENT_ERRORS: &[&str] = &[
     "ratelimited",
@@ -59,7 +45,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         thread: open.thread,
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(channel) as Box<dyn Sender + '_>) })
+    ready(channel)
 }
 
 /// One channel of one workspace (threaded under `thread_ts` when given).

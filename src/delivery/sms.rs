@@ -10,36 +10,21 @@ use jobs::target::Platform;
 
 use super::format::{render, Part, Rendering};
 use super::http::{Answer, Link, Verdict};
-use super::sender::{
-    Attachments, Base, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{ready, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Twilio refuses a `Body` over 1600 characters (error 21617).
 pub const MAX_CHARS: usize = 1600;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Sms,
-    required: &[
+pub const DESCRIPTION: Description = Description::new(Platform::Sms, open)
+    .needs(&[
         "TWILIO_ACCOUNT_SID",
         "TWILIO_AUTH_TOKEN",
         "TWILIO_PHONE_NUMBER",
-    ],
-    aliases: &[],
-    base: Some(Base {
-        var: "SMS_API_BASE",
-        default: "https://api.twilio.com",
-    }),
-    home: Some(Home::var("SMS_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Plain,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Named("not sent by SMS"),
-    pacing: None,
-    open,
-};
+    ])
+    .base("SMS_API_BASE", "https://api.twilio.com")
+    .home(Home::var("SMS_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent by SMS"));
 
 /// Markdown as plain text, for platforms that show it literally (SMS, Signal):
 /// [`Rendering::Plain`].
@@ -58,7 +43,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         to: open.chat.to_string(),
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(number) as Box<dyn Sender + '_>) })
+    ready(number)
 }
 
 struct Number<'a> {

@@ -14,37 +14,24 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{Answer, Failure, Link, Pace, Verdict, TELEGRAM_GROUP, TELEGRAM_PRIVATE};
-use super::sender::{
-    read_media, Attachments, Base, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Measure, Open, Opened, Sender, Sending};
 
 /// Telegram's limit on a message's text.
 pub const MAX_CHARS: usize = 4096;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Telegram,
-    required: &["TELEGRAM_BOT_TOKEN"],
-    aliases: &[],
-    base: Some(Base {
-        var: "TELEGRAM_API_BASE",
-        default: "https://api.telegram.org",
-    }),
-    home: Some(Home {
+pub const DESCRIPTION: Description = Description::new(Platform::Telegram, open)
+    .needs(&["TELEGRAM_BOT_TOKEN"])
+    .base("TELEGRAM_API_BASE", "https://api.telegram.org")
+    .home(Home {
         var: "TELEGRAM_HOME_CHANNEL",
         former: None,
         cron_thread: Some("TELEGRAM_CRON_THREAD_ID"),
-    }),
-    sigil: Some('@'),
-    text: Text::Split {
-        rendering: Rendering::TelegramHtml,
-        limit: MAX_CHARS,
-        measure: Measure::Utf16,
-    },
-    attachments: Attachments::Sent,
+    })
+    .names('@')
+    .split(Rendering::TelegramHtml, MAX_CHARS)
+    .measured(Measure::Utf16)
     // Set per chat when opened: groups are paced harder than private chats.
-    pacing: Some(TELEGRAM_PRIVATE),
-    open,
-};
+    .paced(TELEGRAM_PRIVATE);
 
 /// A chat id as JSON: a number when it is one (Telegram accepts both), else `@name`.
 fn chat_value(chat: &str) -> Value {
@@ -70,7 +57,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             migrated: false,
         }),
     };
-    Box::pin(async move { Ok(Box::new(bot) as Box<dyn Sender + '_>) })
+    ready(bot)
 }
 
 struct Bot<'a> {

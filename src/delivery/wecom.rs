@@ -20,9 +20,7 @@ use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{report, Failure, Flight, Link, Pacing, Request, Verdict};
-use super::sender::{
-    read_media, Attachments, Description, Home, Measure, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 use super::websocket::{connect_failure, tls, Lost};
 use crate::scheduler::BoxFuture;
 
@@ -50,22 +48,11 @@ const BUSY: i64 = -1;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::WeCom,
-    required: &["WECOM_BOT_ID", "WECOM_SECRET"],
-    aliases: &[],
-    base: None,
-    home: Some(Home::var("WECOM_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Split {
-        rendering: Rendering::Markdown,
-        limit: MAX_CHARS,
-        measure: Measure::Chars,
-    },
-    attachments: Attachments::Sent,
-    pacing: Some(PACING),
-    open,
-};
+pub const DESCRIPTION: Description = Description::new(Platform::WeCom, open)
+    .needs(&["WECOM_BOT_ID", "WECOM_SECRET"])
+    .home(Home::var("WECOM_HOME_CHANNEL"))
+    .split(Rendering::Markdown, MAX_CHARS)
+    .paced(PACING);
 
 /// Opens a user or group chat id; the connection itself opens with the first frame.
 /// WeCom has no threads.
@@ -78,7 +65,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         socket: None,
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(bot) as Box<dyn Sender + '_>) })
+    ready(bot)
 }
 
 impl Sender for Bot<'_> {

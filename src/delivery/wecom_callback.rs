@@ -13,9 +13,7 @@ use jobs::target::Platform;
 
 use super::format::{split, Part};
 use super::http::{Answer, Failure, Link, Pacing, Verdict};
-use super::sender::{
-    as_parts, Attachments, Base, Description, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{as_parts, opened, Attachments, Description, Open, Opened, Sender, Sending};
 use super::sms::plain_text;
 
 /// WeCom's limit on a text message, in UTF-8 bytes.
@@ -32,25 +30,16 @@ const RATE_LIMITED: &[i64] = &[45009, 45033];
 /// "System busy, try again".
 const BUSY: i64 = -1;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::WeComCallback,
-    required: &[
+pub const DESCRIPTION: Description = Description::new(Platform::WeComCallback, open)
+    .needs(&[
         "WECOM_CALLBACK_CORP_ID",
         "WECOM_CALLBACK_CORP_SECRET",
         "WECOM_CALLBACK_AGENT_ID",
-    ],
-    aliases: &[],
-    base: Some(Base {
-        var: "WECOM_CALLBACK_API_BASE",
-        default: "https://qyapi.weixin.qq.com",
-    }),
-    home: None,
-    sigil: None,
-    text: Text::Own(|text, media| as_parts(parts(&DESCRIPTION.with_names(text, media)))),
-    attachments: Attachments::Named("not sent to WeCom"),
-    pacing: Some(PACING),
-    open,
-};
+    ])
+    .base("WECOM_CALLBACK_API_BASE", "https://qyapi.weixin.qq.com")
+    .cut(|text, media| as_parts(parts(&DESCRIPTION.with_names(text, media))))
+    .attachments(Attachments::Named("not sent to WeCom"))
+    .paced(PACING);
 
 pub fn parts(text: &str) -> Vec<String> {
     let text = plain_text(text);
@@ -83,7 +72,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             link,
         };
         app.token = app.access_token().await?;
-        Ok(Box::new(app) as Box<dyn Sender + '_>)
+        opened(app)
     })
 }
 

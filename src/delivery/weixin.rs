@@ -19,7 +19,7 @@ use jobs::target::Platform;
 use super::format::{split, Part};
 use super::http::{snippet, Answer, Failure, Link, Pace, Pacing, Request, Verdict};
 use super::sender::{
-    as_parts, read_media, Attachments, Base, Description, Home, Open, Opened, Sender, Sending, Text,
+    as_parts, read_media, ready, Description, Home, Open, Opened, Sender, Sending,
 };
 
 /// Hermes' Weixin message limit, in characters.
@@ -49,23 +49,13 @@ const ITEM_VOICE: u8 = 3;
 const ITEM_FILE: u8 = 4;
 const ITEM_VIDEO: u8 = 5;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Weixin,
-    required: &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
-    aliases: &[],
-    base: Some(Base {
-        var: "WEIXIN_BASE_URL",
-        default: "https://ilinkai.weixin.qq.com",
-    }),
-    home: Some(Home::var("WEIXIN_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Own(|text, _| as_parts(parts(text))),
-    attachments: Attachments::Sent,
-    // Set when opened: Hermes leaves `WEIXIN_SEND_CHUNK_DELAY_SECONDS` (1.5 s) between
-    // the parts of a reply.
-    pacing: None,
-    open,
-};
+/// Paced when opened: Hermes leaves `WEIXIN_SEND_CHUNK_DELAY_SECONDS` (1.5 s) between
+/// the parts of a reply.
+pub const DESCRIPTION: Description = Description::new(Platform::Weixin, open)
+    .needs(&["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"])
+    .base("WEIXIN_BASE_URL", "https://ilinkai.weixin.qq.com")
+    .home(Home::var("WEIXIN_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(parts(text)));
 
 /// Where the sender talks to: the API, the CDN, the token, and how long iLink's
 /// rate-limit cooldown lasts (`WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS`, as Hermes reads it).
@@ -123,7 +113,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         cooldown: seconds("WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS", 30.0),
         link,
     };
-    Box::pin(async move { Ok(Box::new(ilink) as Box<dyn Sender + '_>) })
+    ready(ilink)
 }
 
 impl Sender for Ilink<'_> {

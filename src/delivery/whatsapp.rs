@@ -14,7 +14,7 @@ use jobs::target::Platform;
 use super::format::{split, Part};
 use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
 use super::sender::{
-    as_parts, read_media, Attachments, Base, Description, Home, Open, Opened, Sender, Sending, Text,
+    as_parts, opened, read_media, Description, Home, Open, Opened, Sender, Sending,
 };
 
 /// Hermes' part size for the bridge (its `max_message_length`).
@@ -27,24 +27,15 @@ const CAPTIONABLE: &[&str] = &[
     "txt", "md", "csv", "xlsx", "zip",
 ];
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::WhatsApp,
-    required: &["WHATSAPP_ENABLED"],
-    aliases: &[],
+pub const DESCRIPTION: Description = Description::new(Platform::WhatsApp, open)
+    .needs(&["WHATSAPP_ENABLED"])
     // The bridge Hermes starts listens on loopback port 3000 unless told otherwise.
-    base: Some(Base {
-        var: "WHATSAPP_API_BASE",
-        default: "http://localhost:3000",
-    }),
-    home: Some(Home::var("WHATSAPP_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Own(parts),
-    attachments: Attachments::Sent,
+    .base("WHATSAPP_API_BASE", "http://localhost:3000")
+    .home(Home::var("WHATSAPP_HOME_CHANNEL"))
+    .cut(parts)
     // Hermes leaves 0.3 s between the parts of one reply so WhatsApp does not flag the
     // account for bursts.
-    pacing: Some(Pacing::spaced(Duration::from_millis(300), 20)),
-    open,
-};
+    .paced(Pacing::spaced(Duration::from_millis(300), 20));
 
 /// The parts of a reply: none when it rides on its only file as a caption.
 fn parts(text: &str, media: &[String]) -> Vec<Part> {
@@ -115,7 +106,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
                 "WHATSAPP_ENABLED is '{enabled}', not true (set WHATSAPP_ENABLED=true once the bridge is paired)"
             )));
         }
-        Ok(Box::new(bridge) as Box<dyn Sender + '_>)
+        opened(bridge)
     })
 }
 

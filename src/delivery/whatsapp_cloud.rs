@@ -13,9 +13,7 @@ use jobs::target::Platform;
 
 use super::format::{split, Part};
 use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
-use super::sender::{
-    as_parts, read_media, Attachments, Base, Description, Open, Opened, Sender, Sending, Text,
-};
+use super::sender::{as_parts, read_media, ready, Description, Open, Opened, Sender, Sending};
 
 /// The Cloud API's limit on a text body.
 pub const MAX_CHARS: usize = 4096;
@@ -27,26 +25,17 @@ const DEFAULT_VERSION: &str = "v20.0";
 const RATE_LIMITED: &[i64] = &[4, 80007, 130429, 131048, 131056];
 const TEMPORARY: &[i64] = &[1, 2, 131000, 131016];
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::WhatsAppCloud,
-    required: &[
+pub const DESCRIPTION: Description = Description::new(Platform::WhatsAppCloud, open)
+    .needs(&[
         "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
         "WHATSAPP_CLOUD_ACCESS_TOKEN",
-    ],
-    aliases: &[],
-    base: Some(Base {
-        var: "WHATSAPP_CLOUD_API_BASE",
-        default: "https://graph.facebook.com",
-    }),
-    home: Some(super::sender::Home::var("WHATSAPP_CLOUD_HOME_CHANNEL")),
-    sigil: None,
-    text: Text::Own(|text, _| as_parts(parts(text))),
-    attachments: Attachments::Sent,
+    ])
+    .base("WHATSAPP_CLOUD_API_BASE", "https://graph.facebook.com")
+    .home(super::sender::Home::var("WHATSAPP_CLOUD_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(parts(text)))
     // Meta's pair rate limit: one message every 6 s to one user on average, in bursts
     // of up to 45; and 80 messages a second per business number.
-    pacing: Some(Pacing::window(Duration::from_secs(270), 45, 80)),
-    open,
-};
+    .paced(Pacing::window(Duration::from_secs(270), 45, 80));
 
 /// Markdown in WhatsApp's markup: `*bold*`, `~strike~`, headings bold, links as
 /// `text (url)`; code blocks and inline code are WhatsApp's own syntax already.
@@ -105,7 +94,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         to: open.chat.to_string(),
         link: open.link,
     };
-    Box::pin(async move { Ok(Box::new(number) as Box<dyn Sender + '_>) })
+    ready(number)
 }
 
 struct Number<'a> {

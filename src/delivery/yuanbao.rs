@@ -19,7 +19,7 @@ use jobs::target::Platform;
 
 use super::format::{split, Part};
 use super::http::{report, snippet, Answer, Failure, Flight, Link, Verdict};
-use super::sender::{as_parts, Attachments, Description, Open, Opened, Sender, Sending, Text};
+use super::sender::{as_parts, opened, Attachments, Description, Open, Opened, Sender, Sending};
 use super::websocket::{connect_failure, tls, Lost};
 use super::yuanbao_proto::{self as pb, Head, Login};
 use crate::scheduler::BoxFuture;
@@ -39,22 +39,13 @@ const RETRYABLE: u64 = 10099;
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-pub const DESCRIPTION: Description = Description {
-    platform: Platform::Yuanbao,
-    required: &["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"],
-    aliases: &[("YUANBAO_APP_ID", "YUANBAO_APP_KEY")],
-    base: None,
-    home: None,
-    sigil: None,
+pub const DESCRIPTION: Description = Description::new(Platform::Yuanbao, open)
+    .needs(&["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"])
+    .aliases(&[("YUANBAO_APP_ID", "YUANBAO_APP_KEY")])
     // The wrapper goes before the files are named.
-    text: Text::Own(|text, media| {
-        as_parts(parts(&DESCRIPTION.with_names(strip_wrapper(text), media)))
-    }),
+    .cut(|text, media| as_parts(parts(&DESCRIPTION.with_names(strip_wrapper(text), media))))
     // Yuanbao files go through a Tencent Cloud upload this sender does not make.
-    attachments: Attachments::Named("not sent to Yuanbao"),
-    pacing: None,
-    open,
-};
+    .attachments(Attachments::Named("not sent to Yuanbao"));
 
 /// The parts of a reply: Hermes drops the response wrapper for Yuanbao and sends its
 /// parts without `(1/3)` markers.
@@ -94,7 +85,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
             socket: None,
             link: open.link,
         };
-        Ok(Box::new(bot) as Box<dyn Sender + '_>)
+        opened(bot)
     })
 }
 
