@@ -66,12 +66,7 @@ fn robot_key(url: &str) -> String {
 /// DingTalk answers HTTP 200 with `{"errcode": 0, "errmsg": "ok"}`, or an error code:
 /// 300001 (token is not exist), 310000 (keywords or signature), 410100 (too fast).
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body = answer.json();
-    let code = body["errcode"].as_i64();
-    let text = match body["errmsg"].as_str() {
-        Some(m) => format!("errcode {}: {m}", body["errcode"]),
-        None => format!("{} {}", answer.status, super::http::snippet(&answer.body)),
-    };
+    let (code, text) = answer.errcode();
     let verdict = match (answer.status, code) {
         (200, Some(0)) => Verdict::Done,
         (429, _) => Verdict::RateLimited(answer.retry_after.unwrap_or(Duration::from_secs(1))),

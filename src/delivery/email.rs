@@ -458,16 +458,7 @@ fn reply_of(e: &SmtpError) -> Option<String> {
 
 /// An error with its causes, on one line.
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
+    let text = super::http::error_chain(e);
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

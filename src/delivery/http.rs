@@ -79,6 +79,17 @@ impl Answer {
         }
     }
 
+    /// The `errcode` of an answer that carries one in its body (DingTalk, WeCom), and
+    /// the text of a failure: `errcode <code>: <errmsg>`, else the status and body.
+    pub fn errcode(&self) -> (Option<i64>, String) {
+        let body = self.json();
+        let text = match body["errmsg"].as_str() {
+            Some(m) => format!("errcode {}: {m}", body["errcode"]),
+            None => format!("{} {}", self.status, snippet(&self.body)),
+        };
+        (body["errcode"].as_i64(), text)
+    }
+
     /// The verdict most platforms give by status alone: 2xx taken, 429 waited out
     /// (`Retry-After`, else `wait`), 5xx retried, the rest final.
     pub fn by_status(&self, wait: Duration) -> Verdict {
@@ -343,7 +354,8 @@ async fn send(
     Ok((answer, headers))
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error with its causes, each said once.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

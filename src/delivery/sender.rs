@@ -381,18 +381,17 @@ pub fn read_media(path: &Path) -> Result<(String, Vec<u8>), Failure> {
             path.display()
         )));
     }
-    let meta = std::fs::metadata(path).map_err(|e| {
+    let unreadable = |e: std::io::Error| {
         Failure::Final(format!("MEDIA file {} cannot be read: {e}", path.display()))
-    })?;
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() || meta.len() > MAX_UPLOAD {
         return Err(Failure::Final(format!(
             "MEDIA file {} is not a regular file under 50 MB; not sent",
             path.display()
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| {
-        Failure::Final(format!("MEDIA file {} cannot be read: {e}", path.display()))
-    })?;
+    let bytes = std::fs::read(path).map_err(unreadable)?;
     Ok((name, bytes))
 }
 

@@ -12,16 +12,14 @@ use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use md5::Digest;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Frame;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
 use super::format::{Part, Rendering};
 use super::http::{report, Failure, Flight, Link, Pacing, Request, Verdict};
 use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
-use super::websocket::{connect_failure, tls, Lost};
+use super::websocket::{connect, Lost, Socket};
 use crate::scheduler::BoxFuture;
 
 /// Hermes' WeCom message limit, in characters.
@@ -45,8 +43,6 @@ const PACING: Pacing = Pacing::window(Duration::from_millis(60_500), 30, 20);
 const RATE_LIMITED: &[i64] = &[45009, 45033];
 /// "System busy, try again".
 const BUSY: i64 = -1;
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 pub const DESCRIPTION: Description = Description::new(Platform::WeCom, open)
     .needs(&["WECOM_BOT_ID", "WECOM_SECRET"])
@@ -169,17 +165,7 @@ impl Bot<'_> {
 
     /// Connects and subscribes as the bot.
     async fn open(&self) -> Result<Socket, Failure> {
-        let connecting =
-            tokio_tungstenite::connect_async_tls_with_config(self.url, None, true, Some(tls()?));
-        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-            Err(_) => {
-                return Err(Failure::Transient(
-                    "cannot connect: no answer in 20 s".into(),
-                ))
-            }
-            Ok(Err(e)) => return Err(connect_failure(e, "WeCom", "WECOM_WEBSOCKET_URL")),
-            Ok(Ok((socket, _))) => socket,
-        };
+        let mut socket = connect(self.url, CONNECT_TIMEOUT, "WeCom", "WECOM_WEBSOCKET_URL").await?;
         let req_id = new_req_id("aibot_subscribe");
         let device_id = hex::encode(rand::random::<[u8; 16]>());
         let frame = json!({"cmd": "aibot_subscribe", "headers": {"req_id": req_id},

@@ -135,12 +135,7 @@ impl App<'_> {
 /// WeCom answers HTTP 200 with `{"errcode": 0, "errmsg": "ok", …}` or an error code in
 /// the body; the status itself only fails at the edge (5xx).
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body = answer.json();
-    let code = body["errcode"].as_i64();
-    let text = match body["errmsg"].as_str() {
-        Some(m) => format!("errcode {}: {m}", body["errcode"]),
-        None => format!("{} {}", answer.status, super::http::snippet(&answer.body)),
-    };
+    let (code, text) = answer.errcode();
     let verdict = match (answer.status, code) {
         (200, Some(0)) => Verdict::Done,
         (429, _) => Verdict::RateLimited(answer.retry_after.unwrap_or(Duration::from_secs(1))),

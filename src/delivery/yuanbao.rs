@@ -11,16 +11,14 @@ use futures_util::{SinkExt, StreamExt};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Frame;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
 use super::format::{split, Part};
 use super::http::{report, snippet, Answer, Failure, Flight, Link, Verdict};
 use super::sender::{as_parts, opened, Attachments, Description, Open, Opened, Sender, Sending};
-use super::websocket::{connect_failure, tls, Lost};
+use super::websocket::{connect, Lost, Socket};
 use super::yuanbao_proto::{self as pb, Head, Login};
 use crate::scheduler::BoxFuture;
 
@@ -36,8 +34,6 @@ const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// The code Yuanbao answers when it is busy: "try again".
 const RETRYABLE: u64 = 10099;
-
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 pub const DESCRIPTION: Description = Description::new(Platform::Yuanbao, open)
     .needs(&["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"])
@@ -267,17 +263,7 @@ impl Bot<'_> {
 
     /// Connects and binds as the bot.
     async fn open(&self) -> Result<Socket, Failure> {
-        let connecting =
-            tokio_tungstenite::connect_async_tls_with_config(self.url, None, true, Some(tls()?));
-        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-            Err(_) => {
-                return Err(Failure::Transient(
-                    "cannot connect: no answer in 15 s".into(),
-                ))
-            }
-            Ok(Err(e)) => return Err(connect_failure(e, "Yuanbao", "YUANBAO_WS_URL")),
-            Ok(Ok((socket, _))) => socket,
-        };
+        let mut socket = connect(self.url, CONNECT_TIMEOUT, "Yuanbao", "YUANBAO_WS_URL").await?;
         let msg_id = hex::encode(rand::random::<[u8; 16]>());
         let login = Login {
             uid: self.bot_id.as_deref().unwrap_or(&self.signed.bot_id),
