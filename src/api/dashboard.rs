@@ -271,7 +271,7 @@ async fn delivery_targets(State(state): State<Arc<ApiState>>) -> Response {
         "home_target_set": true,
         "home_env_var": null,
     })];
-    for platform in crate::delivery::platforms::ALL.map(|d| d.platform) {
+    for platform in crate::delivery::platforms::ALL.iter().map(|d| d.platform) {
         let configured = crate::delivery::platforms::required_vars(platform)
             .iter()
             .all(|var| crate::delivery::sender::setting(&env, var).is_some());

@@ -7,32 +7,28 @@
 use jobs::target::Platform;
 
 use super::sender::Description;
-use super::{
-    bluebubbles, dingtalk, discord, email, feishu, homeassistant, matrix, mattermost, qqbot,
-    signal, slack, sms, telegram, wecom, wecom_callback, weixin, whatsapp, whatsapp_cloud, yuanbao,
-};
 
 /// Every platform with a sender, in home-channel order.
-pub static ALL: [&Description; 19] = [
-    &matrix::DESCRIPTION,
-    &telegram::DESCRIPTION,
-    &discord::DESCRIPTION,
-    &slack::DESCRIPTION,
-    &signal::DESCRIPTION,
-    &mattermost::DESCRIPTION,
-    &sms::DESCRIPTION,
-    &email::DESCRIPTION,
-    &dingtalk::DESCRIPTION,
-    &feishu::DESCRIPTION,
-    &wecom::DESCRIPTION,
-    &weixin::DESCRIPTION,
-    &bluebubbles::DESCRIPTION,
-    &qqbot::DESCRIPTION,
-    &whatsapp::DESCRIPTION,
-    &whatsapp_cloud::DESCRIPTION,
-    &homeassistant::DESCRIPTION,
-    &wecom_callback::DESCRIPTION,
-    &yuanbao::DESCRIPTION,
+pub static ALL: &[&Description] = &[
+    &super::matrix::DESCRIPTION,
+    &super::telegram::DESCRIPTION,
+    &super::discord::DESCRIPTION,
+    &super::slack::DESCRIPTION,
+    &super::signal::DESCRIPTION,
+    &super::mattermost::DESCRIPTION,
+    &super::sms::DESCRIPTION,
+    &super::email::DESCRIPTION,
+    &super::dingtalk::DESCRIPTION,
+    &super::feishu::DESCRIPTION,
+    &super::wecom::DESCRIPTION,
+    &super::weixin::DESCRIPTION,
+    &super::bluebubbles::DESCRIPTION,
+    &super::qqbot::DESCRIPTION,
+    &super::whatsapp::DESCRIPTION,
+    &super::whatsapp_cloud::DESCRIPTION,
+    &super::homeassistant::DESCRIPTION,
+    &super::wecom_callback::DESCRIPTION,
+    &super::yuanbao::DESCRIPTION,
 ];
 
 /// The row of a platform; every [`Platform`] has one (a test holds the table to it).
@@ -61,7 +57,7 @@ mod tests {
     #[test]
     fn rows_are_in_home_channel_order() {
         assert_eq!(
-            ALL.map(|d| d.platform.as_str()),
+            ALL.iter().map(|d| d.platform.as_str()).collect::<Vec<_>>(),
             [
                 "matrix",
                 "telegram",
