@@ -28,7 +28,6 @@ pub mod discord;
 pub mod email;
 pub mod feishu;
 pub mod format;
-pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;
