@@ -28,6 +28,7 @@ pub mod discord;
 pub mod email;
 pub mod feishu;
 pub mod format;
+pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;

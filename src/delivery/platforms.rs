@@ -26,6 +26,7 @@ pub static ALL: &[&Description] = &[
     &super::qqbot::DESCRIPTION,
     &super::whatsapp::DESCRIPTION,
     &super::whatsapp_cloud::DESCRIPTION,
+    &super::homeassistant::DESCRIPTION,
     &super::wecom_callback::DESCRIPTION,
     &super::yuanbao::DESCRIPTION,
 ];
