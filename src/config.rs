@@ -4,81 +4,118 @@
 //! under a key it uses is an error naming the key and the line. It never writes the file,
 //! never looks at the environment and never fills in defaults: callers decide those.
 
-use std::fmt;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
+use serde::de::value::StrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::redact::is_secret_name;
 
+// Every section below derives `Deserialize` for the keys it uses; each of those keys is
+// read by `forgiving`, and the section itself by `Section` (an empty section, the keys it
+// does not use kept in `extra`). `Config::parse` is the reader: the derived impls alone
+// leave `extra` empty and refuse an empty section.
+
 /// Everything this program reads from config.yaml. A key that is missing (or empty) is
 /// `None`, an empty list or an empty section.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct Config {
     /// `timezone`: the IANA zone schedules are read in (checked where it is used).
+    #[serde(deserialize_with = "forgiving")]
     pub timezone: Option<String>,
     /// `model`: the default model and the server that runs it.
+    #[serde(deserialize_with = "forgiving")]
     pub model: ModelSection,
     /// `fallback_providers`: tried in order when the primary model keeps failing.
+    #[serde(deserialize_with = "forgiving")]
     pub fallback_providers: Vec<FallbackProvider>,
     /// `agent`: the agent loop and which program carries it out.
+    #[serde(deserialize_with = "forgiving")]
     pub agent: AgentSection,
     /// `cron`: the scheduler.
+    #[serde(deserialize_with = "forgiving")]
     pub cron: CronSection,
     /// `tools`: settings of individual tools.
+    #[serde(deserialize_with = "forgiving")]
     pub tools: ToolsSection,
     /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
+    #[serde(deserialize_with = "forgiving")]
     pub mcp_servers: Vec<McpServer>,
     /// `approvals`: what an agent may do with nobody there to approve it.
+    #[serde(deserialize_with = "forgiving")]
     pub approvals: ApprovalsSection,
     /// `code_execution`: the `execute_code` tool.
+    #[serde(deserialize_with = "forgiving")]
     pub code_execution: CodeExecutionSection,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// `model:`, written either as a plain model name or as a mapping.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct ModelSection {
     /// `model.default`, or the whole `model:` value when it is a plain name.
+    #[serde(deserialize_with = "forgiving")]
     pub default: Option<String>,
     /// `model.provider`: `openrouter`, `openai`, `anthropic`, `custom`, `ollama`, ...
+    #[serde(deserialize_with = "forgiving")]
     pub provider: Option<String>,
     /// `model.base_url`: the server's OpenAI-compatible (or Anthropic) endpoint.
+    #[serde(deserialize_with = "forgiving")]
     pub base_url: Option<String>,
     /// `model.api_key`: a key written into the file instead of the environment.
+    #[serde(deserialize_with = "forgiving")]
     pub api_key: Option<String>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// One entry of `fallback_providers`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct FallbackProvider {
+    #[serde(deserialize_with = "forgiving")]
     pub provider: Option<String>,
+    #[serde(deserialize_with = "forgiving")]
     pub model: Option<String>,
+    #[serde(deserialize_with = "forgiving")]
     pub base_url: Option<String>,
     /// The environment variable that holds this provider's key.
+    #[serde(deserialize_with = "forgiving")]
     pub api_key_env: Option<String>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// `agent:`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct AgentSection {
     /// `agent.max_turns`: model calls per run.
+    #[serde(deserialize_with = "forgiving")]
     pub max_turns: Option<u64>,
     /// `agent.api_max_retries`: attempts per model call.
+    #[serde(deserialize_with = "forgiving")]
     pub api_max_retries: Option<u64>,
     /// `agent.request_timeout_seconds`: how long one model call may take.
+    #[serde(deserialize_with = "forgiving")]
     pub request_timeout_seconds: Option<u64>,
     /// `agent.backend`: `builtin` or `command` (checked where it is used).
+    #[serde(deserialize_with = "forgiving")]
     pub backend: Option<String>,
     /// `agent.command`: the program `backend: command` runs.
+    #[serde(deserialize_with = "forgiving")]
     pub command: Option<AgentCommand>,
     /// `agent.disabled_toolsets`: a list, or one comma-separated text.
+    #[serde(deserialize_with = "forgiving")]
     pub disabled_toolsets: Vec<String>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
@@ -92,44 +129,64 @@ pub enum AgentCommand {
 }
 
 /// `cron:`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct CronSection {
+    #[serde(deserialize_with = "forgiving")]
     pub max_parallel_jobs: Option<u64>,
+    #[serde(deserialize_with = "forgiving")]
     pub wrap_response: Option<bool>,
+    #[serde(deserialize_with = "forgiving")]
     pub catch_up_missed: Option<bool>,
+    #[serde(deserialize_with = "forgiving")]
     pub output_retention: Option<u64>,
+    #[serde(deserialize_with = "forgiving")]
     pub completed_retention_days: Option<u64>,
+    #[serde(deserialize_with = "forgiving")]
     pub script_timeout_seconds: Option<u64>,
+    #[serde(deserialize_with = "forgiving")]
     pub delivery_retry_hours: Option<u64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
+    #[serde(deserialize_with = "forgiving")]
     pub model: Option<String>,
     /// `cron.store`: a `postgresql://` URL for a store shared by several hosts (unset:
     /// jobs.json). `HERMES_CRON_STORE` wins over it.
+    #[serde(deserialize_with = "forgiving")]
     pub store: Option<String>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// `tools:`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct ToolsSection {
+    #[serde(deserialize_with = "forgiving")]
     pub web_fetch: WebFetchSection,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// `tools.web_fetch:`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct WebFetchSection {
     /// `tools.web_fetch.allow_private`: may the tool reach private and loopback addresses.
+    #[serde(deserialize_with = "forgiving")]
     pub allow_private: Option<bool>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
 /// `approvals:` (Python Hermes' `tools/approval.py`).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct ApprovalsSection {
     /// `approvals.cron_mode`: `approve` lets a cron run do what needs approval (here:
     /// `execute_code`); anything else, or nothing, denies it.
+    #[serde(deserialize_with = "forgiving")]
     pub cron_mode: Option<CronApproval>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
 
@@ -144,12 +201,81 @@ pub enum CronApproval {
 }
 
 /// `code_execution:`.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
 pub struct CodeExecutionSection {
     /// `code_execution.timeout`: seconds one `execute_code` script may run.
+    #[serde(deserialize_with = "forgiving")]
     pub timeout: Option<u64>,
+    #[serde(skip)]
     pub extra: Mapping,
 }
+
+// `mcp_servers:` (docs/CONFIG.md, "mcp_servers"), with Python Hermes' keys. Whether an
+// entry is a stdio or an HTTP server, and what `${VAR}` references stand for, is decided
+// where the servers are started (src/agent/mcp.rs): this part only reads what is written.
+
+/// One entry of `mcp_servers:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct McpServer {
+    /// Its name under `mcp_servers:`, as written.
+    #[serde(skip)]
+    pub name: String,
+    /// `command`: the program of a stdio server.
+    #[serde(deserialize_with = "forgiving")]
+    pub command: Option<String>,
+    /// `args`: its arguments, as written.
+    #[serde(deserialize_with = "arguments")]
+    pub args: Vec<String>,
+    /// `env`: variables the stdio server gets on top of a safe base.
+    #[serde(deserialize_with = "forgiving")]
+    pub env: Vec<(String, String)>,
+    /// `url`: the endpoint of a Streamable HTTP server.
+    #[serde(deserialize_with = "forgiving")]
+    pub url: Option<String>,
+    /// `headers`: sent with every request to the HTTP server.
+    #[serde(deserialize_with = "forgiving")]
+    pub headers: Vec<(String, String)>,
+    /// `timeout`: seconds one tool call may take.
+    #[serde(deserialize_with = "forgiving")]
+    pub timeout: Option<Seconds>,
+    /// `connect_timeout`: seconds to start, initialise and list the tools.
+    #[serde(deserialize_with = "forgiving")]
+    pub connect_timeout: Option<Seconds>,
+    /// `enabled`: `false` leaves the server out without removing its entry.
+    #[serde(deserialize_with = "forgiving")]
+    pub enabled: Option<bool>,
+    /// `tools`: which of its tools are offered.
+    #[serde(deserialize_with = "forgiving")]
+    pub tools: McpToolFilter,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// `mcp_servers.<name>.tools:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct McpToolFilter {
+    /// `include`: only these tools (by the server's own names); wins over `exclude`.
+    #[serde(deserialize_with = "forgiving")]
+    pub include: Vec<String>,
+    /// `exclude`: every tool but these.
+    #[serde(deserialize_with = "forgiving")]
+    pub exclude: Vec<String>,
+    /// `resources`: offer the resource tools when the server has resources (default on).
+    #[serde(deserialize_with = "forgiving")]
+    pub resources: Option<bool>,
+    /// `prompts`: offer the prompt tools when the server has prompts (default on).
+    #[serde(deserialize_with = "forgiving")]
+    pub prompts: Option<bool>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// A positive number of seconds, whole or not (`30`, `2.5`, `"10"`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seconds(pub f64);
 
 /// Credentials written in the file, for redaction.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -161,13 +287,20 @@ pub struct WrittenSecrets {
 }
 
 /// Why config.yaml could not be used. Every message says what to do about it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     /// The file exists but could not be read from disk.
+    #[error("Cannot read {}: {reason}", path.display())]
     Unreadable { path: PathBuf, reason: String },
     /// The file is not YAML, or not a mapping of settings at the top.
+    #[error("Cannot read {}: {reason}; fix the YAML or move the file aside", path.display())]
     Syntax { path: PathBuf, reason: String },
     /// A key this program uses holds a value it cannot read.
+    #[error(
+        "Cannot read {}: {key}{}: {reason}; fix the value or remove the key",
+        path.display(),
+        at_line(*line)
+    )]
     WrongValue {
         path: PathBuf,
         /// Where the value sits, e.g. `cron.max_parallel_jobs`, `fallback_providers[1].model`.
@@ -177,34 +310,10 @@ pub enum ConfigError {
     },
 }
 
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::Unreadable { path, reason } => {
-                write!(f, "Cannot read {}: {reason}", path.display())
-            }
-            ConfigError::Syntax { path, reason } => write!(
-                f,
-                "Cannot read {}: {reason}; fix the YAML or move the file aside",
-                path.display()
-            ),
-            ConfigError::WrongValue {
-                path,
-                key,
-                line,
-                reason,
-            } => {
-                write!(f, "Cannot read {}: {key}", path.display())?;
-                if let Some(line) = line {
-                    write!(f, " at line {line}")?;
-                }
-                write!(f, ": {reason}; fix the value or remove the key")
-            }
-        }
-    }
+fn at_line(line: Option<usize>) -> String {
+    line.map(|line| format!(" at line {line}"))
+        .unwrap_or_default()
 }
-
-impl std::error::Error for ConfigError {}
 
 impl Config {
     /// Reads the file at `path`. A missing or empty file is an empty config.
@@ -230,9 +339,11 @@ impl Config {
             path: path.to_path_buf(),
             reason: one_line(&e.to_string()),
         })?;
+        let mut track = serde_path_to_error::Track::new();
         let document = serde_yaml_ng::Deserializer::from_str(text);
-        let config = serde_path_to_error::deserialize::<_, Config>(document)
-            .map_err(|e| wrong_value(path, &e))?;
+        let config: Config =
+            forgiving(serde_path_to_error::Deserializer::new(document, &mut track))
+                .map_err(|e| wrong_value(path, &track.path().to_string(), &e))?;
         let unused: Vec<String> = config
             .unknown_keys()
             .into_iter()
@@ -308,19 +419,14 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The error for a value that could not be read, naming its key and line.
-fn wrong_value(
-    path: &Path,
-    error: &serde_path_to_error::Error<serde_yaml_ng::Error>,
-) -> ConfigError {
-    let key = error.path().to_string();
-    let inner = error.inner();
-    let line = inner.location().map(|l| l.line());
+/// The error for a value that could not be read at `key`, naming the key and its line.
+fn wrong_value(path: &Path, key: &str, error: &serde_yaml_ng::Error) -> ConfigError {
+    let line = error.location().map(|l| l.line());
     // serde_yaml_ng prints "<key>: <reason> at line L column C"; the key and the line
     // are given separately here.
-    let text = one_line(&inner.to_string());
+    let text = one_line(&error.to_string());
     let reason = text
-        .strip_prefix(key.as_str())
+        .strip_prefix(key)
         .and_then(|rest| rest.strip_prefix(": "))
         .unwrap_or(&text);
     let reason = reason
@@ -338,7 +444,7 @@ fn wrong_value(
     }
     ConfigError::WrongValue {
         path: path.to_path_buf(),
-        key,
+        key: key.to_string(),
         line,
         reason,
     }
@@ -373,11 +479,64 @@ fn collect_value_secrets(value: &Value, under_secret_key: bool, secrets: &mut Wr
     }
 }
 
+impl McpServer {
+    /// Credential-named `env` and `headers` values, and the variables their `${VAR}`
+    /// references name.
+    fn collect_secrets(&self, secrets: &mut WrittenSecrets) {
+        for (name, value) in self.env.iter().chain(&self.headers) {
+            if !is_secret_name(name) {
+                continue;
+            }
+            secrets.values.push(value.trim().to_string());
+            let mut rest = value.as_str();
+            while let Some(start) = rest.find("${") {
+                let Some(len) = rest[start..].find('}') else {
+                    break;
+                };
+                let reference = rest[start + 2..start + len].trim();
+                let variable = reference.strip_prefix("env:").unwrap_or(reference).trim();
+                secrets.variables.push(variable.to_string());
+                rest = &rest[start + len..];
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Reading values. Every type read from the file says what it accepts in each form a YAML
 // value can take (scalar, sequence, mapping); a form it does not accept is refused with
 // "expected <what>, got <what was written>". The refusal is raised while the YAML reader
-// still stands on the value, so the error carries the value's own line.
+// still stands on the value, so the error carries the value's own line. This part stays
+// hand-written: serde's own forms (`#[serde(untagged)]`, `flatten`) buffer the value
+// first, which loses its line and turns every refusal into "did not match any variant".
+
+/// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
+fn forgiving<'de, D: Deserializer<'de>, T: FromYaml>(deserializer: D) -> Result<T, D::Error> {
+    deserializer.deserialize_any(Read(PhantomData))
+}
+
+/// `args`: texts kept exactly as written, unlike the names of `Vec<String>`.
+fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    forgiving(deserializer).map(|Arguments(args)| args)
+}
+
+/// A value the type its key needs cannot be read from; the reason of
+/// `ConfigError::WrongValue`.
+#[derive(Debug, thiserror::Error)]
+#[error("expected {wanted}, got {got}")]
+struct Refusal {
+    /// What the key holds: "a whole number".
+    wanted: &'static str,
+    /// What was written, as `Scalar::shown` or "a sequence".
+    got: String,
+}
+
+fn refuse(wanted: &'static str, got: impl Into<String>) -> Refusal {
+    Refusal {
+        wanted,
+        got: got.into(),
+    }
+}
 
 /// A scalar as written, before it is read as the type its key needs.
 #[derive(Debug, Clone, Copy)]
@@ -408,25 +567,21 @@ impl Scalar<'_> {
     }
 }
 
-fn refusal(wanted: &str, got: &str) -> String {
-    format!("expected {wanted}, got {got}")
-}
-
 /// A type read from one YAML value; each method refuses its form unless overridden.
 trait FromYaml: Sized {
     /// What the key holds, for messages: "a whole number".
     const WANTED: &'static str;
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
-        Err(refusal(Self::WANTED, &scalar.shown()))
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        Err(refuse(Self::WANTED, scalar.shown()))
     }
 
     fn from_seq<'de, A: SeqAccess<'de>>(_seq: A) -> Result<Self, A::Error> {
-        Err(de::Error::custom(refusal(Self::WANTED, "a sequence")))
+        Err(de::Error::custom(refuse(Self::WANTED, "a sequence")))
     }
 
     fn from_map<'de, A: MapAccess<'de>>(_map: A) -> Result<Self, A::Error> {
-        Err(de::Error::custom(refusal(Self::WANTED, "a mapping")))
+        Err(de::Error::custom(refuse(Self::WANTED, "a mapping")))
     }
 }
 
@@ -449,7 +604,7 @@ impl<'de, T: FromYaml> DeserializeSeed<'de> for Read<T> {
 impl<'de, T: FromYaml> Visitor<'de> for Read<T> {
     type Value = T;
 
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str(T::WANTED)
     }
 
@@ -503,7 +658,7 @@ impl<'de, T: FromYaml> Visitor<'de> for Read<T> {
     }
 
     fn visit_enum<A: EnumAccess<'de>>(self, _data: A) -> Result<T, A::Error> {
-        Err(de::Error::custom(refusal(T::WANTED, "a tagged value")))
+        Err(de::Error::custom(refuse(T::WANTED, "a tagged value")))
     }
 }
 
@@ -511,13 +666,13 @@ impl<'de, T: FromYaml> Visitor<'de> for Read<T> {
 impl FromYaml for Option<String> {
     const WANTED: &'static str = "a text value";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(None),
             Scalar::Text(s) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
             Scalar::Int(n) => Ok(Some(n.to_string())),
             Scalar::Float(x) => Ok(Some(x.to_string())),
-            Scalar::Bool(_) => Err(refusal(Self::WANTED, &scalar.shown())),
+            Scalar::Bool(_) => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 }
@@ -526,8 +681,8 @@ impl FromYaml for Option<String> {
 impl FromYaml for Option<u64> {
     const WANTED: &'static str = "a whole number";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
-        let refused = || refusal(Self::WANTED, &scalar.shown());
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let refused = || refuse(Self::WANTED, scalar.shown());
         match scalar {
             Scalar::Null => Ok(None),
             Scalar::Int(n) => u64::try_from(n).map(Some).map_err(|_| refused()),
@@ -542,7 +697,7 @@ impl FromYaml for Option<u64> {
 impl FromYaml for Option<bool> {
     const WANTED: &'static str = "true or false";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(None),
             Scalar::Bool(b) => Ok(Some(b)),
@@ -550,9 +705,9 @@ impl FromYaml for Option<bool> {
                 "" => Ok(None),
                 "true" | "yes" | "on" => Ok(Some(true)),
                 "false" | "no" | "off" => Ok(Some(false)),
-                _ => Err(refusal(Self::WANTED, &scalar.shown())),
+                _ => Err(refuse(Self::WANTED, scalar.shown())),
             },
-            Scalar::Int(_) | Scalar::Float(_) => Err(refusal(Self::WANTED, &scalar.shown())),
+            Scalar::Int(_) | Scalar::Float(_) => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 }
@@ -561,7 +716,7 @@ impl FromYaml for Option<bool> {
 impl FromYaml for Vec<String> {
     const WANTED: &'static str = "a list of names";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(Vec::new()),
             Scalar::Text(s) => Ok(s
@@ -569,7 +724,7 @@ impl FromYaml for Vec<String> {
                 .map(|p| p.trim().to_string())
                 .filter(|p| !p.is_empty())
                 .collect()),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 
@@ -585,12 +740,12 @@ impl FromYaml for Vec<String> {
 impl FromYaml for Option<AgentCommand> {
     const WANTED: &'static str = "a command line, or a list of the program and its arguments";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(None),
             Scalar::Text(s) if s.trim().is_empty() => Ok(None),
             Scalar::Text(s) => Ok(Some(AgentCommand::Shell(s.to_string()))),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 
@@ -600,284 +755,10 @@ impl FromYaml for Option<AgentCommand> {
     }
 }
 
-impl FromYaml for Vec<FallbackProvider> {
-    const WANTED: &'static str = "a list of providers (each a mapping with provider and model)";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
-        match scalar {
-            Scalar::Null => Ok(Vec::new()),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
-        }
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut providers = Vec::new();
-        while let Some(provider) = seq.next_element_seed(read::<FallbackProvider>())? {
-            providers.push(provider);
-        }
-        Ok(providers)
-    }
-}
-
-/// A mapping of settings: the keys it uses are read typed, every other key is kept as
-/// written. Empty (`cron:` with nothing under it) is an empty section.
-trait Section: Default {
-    const WANTED: &'static str;
-
-    /// Reads the value of `key` into `self` if this section uses that key; `false` if
-    /// it does not (the caller keeps it in `extra`).
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error>;
-
-    fn extra_mut(&mut self) -> &mut Mapping;
-
-    /// A section written as a scalar: empty is an empty section, anything else refused.
-    fn from_plain(scalar: Scalar<'_>) -> Result<Self, String> {
-        match scalar {
-            Scalar::Null => Ok(Self::default()),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
-        }
-    }
-}
-
-impl<S: Section> FromYaml for S {
-    const WANTED: &'static str = S::WANTED;
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
-        S::from_plain(scalar)
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut section = S::default();
-        while let Some(key) = map.next_key::<Value>()? {
-            let used = match key.as_str() {
-                Some(name) => section.read_key(name, &mut map)?,
-                None => false,
-            };
-            if !used {
-                let value = map.next_value::<Value>()?;
-                section.extra_mut().insert(key, value);
-            }
-        }
-        Ok(section)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Config {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Config, D::Error> {
-        read::<Config>().deserialize(deserializer)
-    }
-}
-
-impl Section for Config {
-    const WANTED: &'static str = "a mapping of settings (one 'key: value' per line)";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "timezone" => self.timezone = map.next_value_seed(read())?,
-            "model" => self.model = map.next_value_seed(read())?,
-            "fallback_providers" => self.fallback_providers = map.next_value_seed(read())?,
-            "agent" => self.agent = map.next_value_seed(read())?,
-            "cron" => self.cron = map.next_value_seed(read())?,
-            "tools" => self.tools = map.next_value_seed(read())?,
-            "mcp_servers" => self.mcp_servers = map.next_value_seed(read())?,
-            "approvals" => self.approvals = map.next_value_seed(read())?,
-            "code_execution" => self.code_execution = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for ModelSection {
-    const WANTED: &'static str =
-        "a model name, or a mapping with default, provider, base_url and api_key";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "default" => self.default = map.next_value_seed(read())?,
-            "provider" => self.provider = map.next_value_seed(read())?,
-            "base_url" => self.base_url = map.next_value_seed(read())?,
-            "api_key" => self.api_key = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-
-    /// `model: some-model` is the default model.
-    fn from_plain(scalar: Scalar<'_>) -> Result<Self, String> {
-        let default = Option::<String>::from_scalar(scalar)
-            .map_err(|_| refusal(<Self as Section>::WANTED, &scalar.shown()))?;
-        Ok(ModelSection {
-            default,
-            ..ModelSection::default()
-        })
-    }
-}
-
-impl Section for FallbackProvider {
-    const WANTED: &'static str = "a mapping with provider, model, base_url and api_key_env";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "provider" => self.provider = map.next_value_seed(read())?,
-            "model" => self.model = map.next_value_seed(read())?,
-            "base_url" => self.base_url = map.next_value_seed(read())?,
-            "api_key_env" => self.api_key_env = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for AgentSection {
-    const WANTED: &'static str = "a mapping of agent settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "max_turns" => self.max_turns = map.next_value_seed(read())?,
-            "api_max_retries" => self.api_max_retries = map.next_value_seed(read())?,
-            "request_timeout_seconds" => {
-                self.request_timeout_seconds = map.next_value_seed(read())?
-            }
-            "backend" => self.backend = map.next_value_seed(read())?,
-            "command" => self.command = map.next_value_seed(read())?,
-            "disabled_toolsets" => self.disabled_toolsets = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for CronSection {
-    const WANTED: &'static str = "a mapping of cron settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "max_parallel_jobs" => self.max_parallel_jobs = map.next_value_seed(read())?,
-            "wrap_response" => self.wrap_response = map.next_value_seed(read())?,
-            "catch_up_missed" => self.catch_up_missed = map.next_value_seed(read())?,
-            "output_retention" => self.output_retention = map.next_value_seed(read())?,
-            "completed_retention_days" => {
-                self.completed_retention_days = map.next_value_seed(read())?
-            }
-            "script_timeout_seconds" => self.script_timeout_seconds = map.next_value_seed(read())?,
-            "delivery_retry_hours" => self.delivery_retry_hours = map.next_value_seed(read())?,
-            "model" => self.model = map.next_value_seed(read())?,
-            "store" => self.store = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for ToolsSection {
-    const WANTED: &'static str = "a mapping of tool settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "web_fetch" => self.web_fetch = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for WebFetchSection {
-    const WANTED: &'static str = "a mapping of web_fetch settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "allow_private" => self.allow_private = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-impl Section for ApprovalsSection {
-    const WANTED: &'static str = "a mapping of approval settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "cron_mode" => self.cron_mode = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
 impl FromYaml for Option<CronApproval> {
     const WANTED: &'static str = "approve or deny";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         Ok(match scalar {
             Scalar::Null => None,
             Scalar::Text(s) if s.trim().is_empty() => None,
@@ -891,103 +772,11 @@ impl FromYaml for Option<CronApproval> {
     }
 }
 
-impl Section for CodeExecutionSection {
-    const WANTED: &'static str = "a mapping of code_execution settings";
-
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "timeout" => self.timeout = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// `mcp_servers:` (docs/CONFIG.md, "mcp_servers"), with Python Hermes' keys. Whether an
-// entry is a stdio or an HTTP server, and what `${VAR}` references stand for, is decided
-// where the servers are started (src/agent/mcp.rs): this part only reads what is written.
-
-/// One entry of `mcp_servers:`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct McpServer {
-    /// Its name under `mcp_servers:`, as written.
-    pub name: String,
-    /// `command`: the program of a stdio server.
-    pub command: Option<String>,
-    /// `args`: its arguments, as written.
-    pub args: Vec<String>,
-    /// `env`: variables the stdio server gets on top of a safe base.
-    pub env: Vec<(String, String)>,
-    /// `url`: the endpoint of a Streamable HTTP server.
-    pub url: Option<String>,
-    /// `headers`: sent with every request to the HTTP server.
-    pub headers: Vec<(String, String)>,
-    /// `timeout`: seconds one tool call may take.
-    pub timeout: Option<Seconds>,
-    /// `connect_timeout`: seconds to start, initialise and list the tools.
-    pub connect_timeout: Option<Seconds>,
-    /// `enabled`: `false` leaves the server out without removing its entry.
-    pub enabled: Option<bool>,
-    /// `tools`: which of its tools are offered.
-    pub tools: McpToolFilter,
-    pub extra: Mapping,
-}
-
-/// `mcp_servers.<name>.tools:`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct McpToolFilter {
-    /// `include`: only these tools (by the server's own names); wins over `exclude`.
-    pub include: Vec<String>,
-    /// `exclude`: every tool but these.
-    pub exclude: Vec<String>,
-    /// `resources`: offer the resource tools when the server has resources (default on).
-    pub resources: Option<bool>,
-    /// `prompts`: offer the prompt tools when the server has prompts (default on).
-    pub prompts: Option<bool>,
-    pub extra: Mapping,
-}
-
-/// A positive number of seconds, whole or not (`30`, `2.5`, `"10"`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Seconds(pub f64);
-
-impl McpServer {
-    /// Credential-named `env` and `headers` values, and the variables their `${VAR}`
-    /// references name.
-    fn collect_secrets(&self, secrets: &mut WrittenSecrets) {
-        for (name, value) in self.env.iter().chain(&self.headers) {
-            if !is_secret_name(name) {
-                continue;
-            }
-            secrets.values.push(value.trim().to_string());
-            let mut rest = value.as_str();
-            while let Some(start) = rest.find("${") {
-                let Some(len) = rest[start..].find('}') else {
-                    break;
-                };
-                let reference = rest[start + 2..start + len].trim();
-                let variable = reference.strip_prefix("env:").unwrap_or(reference).trim();
-                secrets.variables.push(variable.to_string());
-                rest = &rest[start + len..];
-            }
-        }
-    }
-}
-
 impl FromYaml for Option<Seconds> {
     const WANTED: &'static str = "a number of seconds greater than 0";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
-        let refused = || refusal(Self::WANTED, &scalar.shown());
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let refused = || refuse(Self::WANTED, scalar.shown());
         let seconds = match scalar {
             Scalar::Null => return Ok(None),
             Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
@@ -1004,14 +793,33 @@ impl FromYaml for Option<Seconds> {
     }
 }
 
+impl FromYaml for Vec<FallbackProvider> {
+    const WANTED: &'static str = "a list of providers (each a mapping with provider and model)";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        match scalar {
+            Scalar::Null => Ok(Vec::new()),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
+        }
+    }
+
+    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        let mut providers = Vec::new();
+        while let Some(provider) = seq.next_element_seed(read::<FallbackProvider>())? {
+            providers.push(provider);
+        }
+        Ok(providers)
+    }
+}
+
 /// One text exactly as written (an argument may be blank or start with a space); numbers
 /// are read as their digits.
-fn verbatim_text(scalar: Scalar<'_>, wanted: &str) -> Result<String, String> {
+fn verbatim_text(scalar: Scalar<'_>, wanted: &'static str) -> Result<String, Refusal> {
     match scalar {
         Scalar::Text(s) => Ok(s.to_string()),
         Scalar::Int(n) => Ok(n.to_string()),
         Scalar::Float(x) => Ok(x.to_string()),
-        Scalar::Null | Scalar::Bool(_) => Err(refusal(wanted, &scalar.shown())),
+        Scalar::Null | Scalar::Bool(_) => Err(refuse(wanted, scalar.shown())),
     }
 }
 
@@ -1021,7 +829,7 @@ struct Argument(String);
 impl FromYaml for Argument {
     const WANTED: &'static str = "a text argument";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         verbatim_text(scalar, Self::WANTED).map(Argument)
     }
 }
@@ -1032,10 +840,10 @@ struct Arguments(Vec<String>);
 impl FromYaml for Arguments {
     const WANTED: &'static str = "a list of arguments, e.g. [\"-y\", \"server\"]";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(Arguments(Vec::new())),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 
@@ -1054,62 +862,59 @@ struct NamedText(String);
 impl FromYaml for NamedText {
     const WANTED: &'static str = "a text value";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         verbatim_text(scalar, Self::WANTED).map(NamedText)
     }
 }
 
-/// `env` and `headers`: names with text values, in the file's order.
-struct NamedTexts(Vec<(String, String)>);
+/// A key that names something (a variable, a header, a server): text, or a number read
+/// as its digits.
+fn name_of<E: de::Error>(key: Value, wanted: &'static str) -> Result<String, E> {
+    match key {
+        Value::String(s) => Ok(s),
+        Value::Number(n) => Ok(n.to_string()),
+        other => Err(E::custom(refuse(wanted, format!("{other:?}")))),
+    }
+}
 
-impl FromYaml for NamedTexts {
+/// `env` and `headers`: names with text values, in the file's order.
+impl FromYaml for Vec<(String, String)> {
     const WANTED: &'static str = "a mapping of names to text values";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
-            Scalar::Null => Ok(NamedTexts(Vec::new())),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            Scalar::Null => Ok(Vec::new()),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 
     fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut pairs = Vec::new();
         while let Some(name) = map.next_key::<Value>()? {
-            let name = match name {
-                Value::String(s) => s,
-                Value::Number(n) => n.to_string(),
-                other => return Err(de::Error::custom(refusal("a name", &format!("{other:?}")))),
-            };
+            let name = name_of(name, "a name")?;
             let NamedText(value) = map.next_value_seed(read::<NamedText>())?;
             pairs.push((name, value));
         }
-        Ok(NamedTexts(pairs))
+        Ok(pairs)
     }
 }
 
+/// `mcp_servers`: a mapping from names to servers, kept as a list in the file's order
+/// with the name inside each server.
 impl FromYaml for Vec<McpServer> {
     const WANTED: &'static str = "a mapping of MCP server names to their settings";
 
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, String> {
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
         match scalar {
             Scalar::Null => Ok(Vec::new()),
-            _ => Err(refusal(Self::WANTED, &scalar.shown())),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 
     fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
         let mut servers = Vec::new();
         while let Some(name) = map.next_key::<Value>()? {
-            let name = match name {
-                Value::String(s) => s,
-                Value::Number(n) => n.to_string(),
-                other => {
-                    return Err(de::Error::custom(refusal(
-                        "a server name",
-                        &format!("{other:?}"),
-                    )))
-                }
-            };
+            let name = name_of(name, "a server name")?;
             let mut server = map.next_value_seed(read::<McpServer>())?;
             server.name = name;
             servers.push(server);
@@ -1118,55 +923,151 @@ impl FromYaml for Vec<McpServer> {
     }
 }
 
-impl Section for McpServer {
-    const WANTED: &'static str =
-        "a mapping with command, args and env (stdio) or url and headers (HTTP)";
+// ---------------------------------------------------------------------------------------
+// Sections: the derived readers above, given a mapping with only the keys they use.
 
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "command" => self.command = map.next_value_seed(read())?,
-            "args" => self.args = map.next_value_seed(read::<Arguments>())?.0,
-            "env" => self.env = map.next_value_seed(read::<NamedTexts>())?.0,
-            "url" => self.url = map.next_value_seed(read())?,
-            "headers" => self.headers = map.next_value_seed(read::<NamedTexts>())?.0,
-            "timeout" => self.timeout = map.next_value_seed(read())?,
-            "connect_timeout" => self.connect_timeout = map.next_value_seed(read())?,
-            "enabled" => self.enabled = map.next_value_seed(read())?,
-            "tools" => self.tools = map.next_value_seed(read())?,
-            _ => return Ok(false),
+/// A mapping of settings: the keys it uses are read by its derived `Deserialize`, every
+/// other key is kept as written in `extra`. Empty (`cron:` with nothing under it) is an
+/// empty section.
+trait Section: Default + for<'de> Deserialize<'de> {
+    const WANTED: &'static str;
+
+    fn extra_mut(&mut self) -> &mut Mapping;
+
+    /// A section written as a scalar: empty is an empty section, anything else refused.
+    fn from_plain(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        match scalar {
+            Scalar::Null => Ok(Self::default()),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
-        Ok(true)
-    }
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
     }
 }
 
-impl Section for McpToolFilter {
-    const WANTED: &'static str = "a mapping with include or exclude (lists of tool names)";
+impl<S: Section> FromYaml for S {
+    const WANTED: &'static str = S::WANTED;
 
-    fn read_key<'de, A: MapAccess<'de>>(
-        &mut self,
-        key: &str,
-        map: &mut A,
-    ) -> Result<bool, A::Error> {
-        match key {
-            "include" => self.include = map.next_value_seed(read())?,
-            "exclude" => self.exclude = map.next_value_seed(read())?,
-            "resources" => self.resources = map.next_value_seed(read())?,
-            "prompts" => self.prompts = map.next_value_seed(read())?,
-            _ => return Ok(false),
-        }
-        Ok(true)
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        S::from_plain(scalar)
     }
+
+    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
+        let mut extra = Mapping::new();
+        let mut section = S::deserialize(SectionBody {
+            map,
+            extra: &mut extra,
+        })?;
+        *section.extra_mut() = extra;
+        Ok(section)
+    }
+}
+
+/// A section's mapping as its derived reader asks for it: as a struct, which names the
+/// keys it uses.
+struct SectionBody<'a, A> {
+    map: A,
+    extra: &'a mut Mapping,
+}
+
+impl<'de, A: MapAccess<'de>> Deserializer<'de> for SectionBody<'_, A> {
+    type Error = A::Error;
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        used: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        visitor.visit_map(UsedKeys {
+            map: self.map,
+            used,
+            extra: self.extra,
+        })
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
+        self.deserialize_struct("", &[], visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+        ignored_any
+    }
+}
+
+/// The mapping with only the keys in `used`; every other key, with its value as written,
+/// goes into `extra` on the way. The values are read from the YAML itself, so an error
+/// still carries its line.
+struct UsedKeys<'a, A> {
+    map: A,
+    used: &'static [&'static str],
+    extra: &'a mut Mapping,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for UsedKeys<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<Value>()? {
+            if let Some(name) = key.as_str().filter(|name| self.used.contains(name)) {
+                return seed.deserialize(StrDeserializer::new(name)).map(Some);
+            }
+            let value = self.map.next_value()?;
+            self.extra.insert(key, value);
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// What each section is called when it is refused.
+macro_rules! sections {
+    ($($section:ty => $wanted:literal,)*) => {$(
+        impl Section for $section {
+            const WANTED: &'static str = $wanted;
+
+            fn extra_mut(&mut self) -> &mut Mapping {
+                &mut self.extra
+            }
+        }
+    )*};
+}
+
+sections! {
+    Config => "a mapping of settings (one 'key: value' per line)",
+    FallbackProvider => "a mapping with provider, model, base_url and api_key_env",
+    AgentSection => "a mapping of agent settings",
+    CronSection => "a mapping of cron settings",
+    ToolsSection => "a mapping of tool settings",
+    WebFetchSection => "a mapping of web_fetch settings",
+    ApprovalsSection => "a mapping of approval settings",
+    CodeExecutionSection => "a mapping of code_execution settings",
+    McpServer => "a mapping with command, args and env (stdio) or url and headers (HTTP)",
+    McpToolFilter => "a mapping with include or exclude (lists of tool names)",
+}
+
+impl Section for ModelSection {
+    const WANTED: &'static str =
+        "a model name, or a mapping with default, provider, base_url and api_key";
 
     fn extra_mut(&mut self) -> &mut Mapping {
         &mut self.extra
+    }
+
+    /// `model: some-model` is the default model.
+    fn from_plain(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let default = Option::<String>::from_scalar(scalar)
+            .map_err(|_| refuse(<Self as Section>::WANTED, scalar.shown()))?;
+        Ok(ModelSection {
+            default,
+            ..ModelSection::default()
+        })
     }
 }
 
