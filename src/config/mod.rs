@@ -4,20 +4,20 @@
 //! under a key it uses is an error naming the key and the line. It never writes the file,
 //! never looks at the environment and never fills in defaults: callers decide those.
 
-use std::marker::PhantomData;
+mod forgiving;
+
 use std::path::{Path, PathBuf};
 
-use serde::de::value::StrDeserializer;
-use serde::de::{self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::redact::is_secret_name;
 
 // Every section below derives `Deserialize` for the keys it uses; each of those keys is
-// read by `forgiving`, and the section itself by `Section` (an empty section, the keys it
-// does not use kept in `extra`). `Config::parse` is the reader: the derived impls alone
-// leave `extra` empty and refuse an empty section.
+// read by `forgiving::read` in the forms people write, and the section itself through
+// `forgiving` too (an empty section, the keys it does not use kept in `extra`).
+// `Config::parse` is the reader: the derived impls alone leave `extra` empty and refuse
+// an empty section.
 
 /// Everything this program reads from config.yaml. A key that is missing (or empty) is
 /// `None`, an empty list or an empty section.
@@ -25,31 +25,31 @@ use crate::redact::is_secret_name;
 #[serde(default)]
 pub struct Config {
     /// `timezone`: the IANA zone schedules are read in (checked where it is used).
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub timezone: Option<String>,
     /// `model`: the default model and the server that runs it.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub model: ModelSection,
     /// `fallback_providers`: tried in order when the primary model keeps failing.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub fallback_providers: Vec<FallbackProvider>,
     /// `agent`: the agent loop and which program carries it out.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub agent: AgentSection,
     /// `cron`: the scheduler.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub cron: CronSection,
     /// `tools`: settings of individual tools.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub tools: ToolsSection,
     /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub mcp_servers: Vec<McpServer>,
     /// `approvals`: what an agent may do with nobody there to approve it.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub approvals: ApprovalsSection,
     /// `code_execution`: the `execute_code` tool.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub code_execution: CodeExecutionSection,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
     #[serde(skip)]
@@ -61,16 +61,16 @@ pub struct Config {
 #[serde(default)]
 pub struct ModelSection {
     /// `model.default`, or the whole `model:` value when it is a plain name.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub default: Option<String>,
     /// `model.provider`: `openrouter`, `openai`, `anthropic`, `custom`, `ollama`, ...
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub provider: Option<String>,
     /// `model.base_url`: the server's OpenAI-compatible (or Anthropic) endpoint.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub base_url: Option<String>,
     /// `model.api_key`: a key written into the file instead of the environment.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub api_key: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -80,14 +80,14 @@ pub struct ModelSection {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct FallbackProvider {
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub provider: Option<String>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub model: Option<String>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub base_url: Option<String>,
     /// The environment variable that holds this provider's key.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub api_key_env: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -98,22 +98,22 @@ pub struct FallbackProvider {
 #[serde(default)]
 pub struct AgentSection {
     /// `agent.max_turns`: model calls per run.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub max_turns: Option<u64>,
     /// `agent.api_max_retries`: attempts per model call.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub api_max_retries: Option<u64>,
     /// `agent.request_timeout_seconds`: how long one model call may take.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub request_timeout_seconds: Option<u64>,
     /// `agent.backend`: `builtin` or `command` (checked where it is used).
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub backend: Option<String>,
     /// `agent.command`: the program `backend: command` runs.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub command: Option<AgentCommand>,
     /// `agent.disabled_toolsets`: a list, or one comma-separated text.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub disabled_toolsets: Vec<String>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -132,26 +132,26 @@ pub enum AgentCommand {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CronSection {
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub max_parallel_jobs: Option<u64>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub wrap_response: Option<bool>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub catch_up_missed: Option<bool>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub output_retention: Option<u64>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub completed_retention_days: Option<u64>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub script_timeout_seconds: Option<u64>,
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub delivery_retry_hours: Option<u64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub model: Option<String>,
     /// `cron.store`: a `postgresql://` URL for a store shared by several hosts (unset:
     /// jobs.json). `HERMES_CRON_STORE` wins over it.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub store: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -161,7 +161,7 @@ pub struct CronSection {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct ToolsSection {
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub web_fetch: WebFetchSection,
     #[serde(skip)]
     pub extra: Mapping,
@@ -172,7 +172,7 @@ pub struct ToolsSection {
 #[serde(default)]
 pub struct WebFetchSection {
     /// `tools.web_fetch.allow_private`: may the tool reach private and loopback addresses.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub allow_private: Option<bool>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -184,7 +184,7 @@ pub struct WebFetchSection {
 pub struct ApprovalsSection {
     /// `approvals.cron_mode`: `approve` lets a cron run do what needs approval (here:
     /// `execute_code`); anything else, or nothing, denies it.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub cron_mode: Option<CronApproval>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -205,7 +205,7 @@ pub enum CronApproval {
 #[serde(default)]
 pub struct CodeExecutionSection {
     /// `code_execution.timeout`: seconds one `execute_code` script may run.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub timeout: Option<u64>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -223,31 +223,31 @@ pub struct McpServer {
     #[serde(skip)]
     pub name: String,
     /// `command`: the program of a stdio server.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub command: Option<String>,
     /// `args`: its arguments, as written.
-    #[serde(deserialize_with = "arguments")]
+    #[serde(deserialize_with = "forgiving::arguments")]
     pub args: Vec<String>,
     /// `env`: variables the stdio server gets on top of a safe base.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub env: Vec<(String, String)>,
     /// `url`: the endpoint of a Streamable HTTP server.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub url: Option<String>,
     /// `headers`: sent with every request to the HTTP server.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub headers: Vec<(String, String)>,
     /// `timeout`: seconds one tool call may take.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub timeout: Option<Seconds>,
     /// `connect_timeout`: seconds to start, initialise and list the tools.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub connect_timeout: Option<Seconds>,
     /// `enabled`: `false` leaves the server out without removing its entry.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub enabled: Option<bool>,
     /// `tools`: which of its tools are offered.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub tools: McpToolFilter,
     #[serde(skip)]
     pub extra: Mapping,
@@ -258,16 +258,16 @@ pub struct McpServer {
 #[serde(default)]
 pub struct McpToolFilter {
     /// `include`: only these tools (by the server's own names); wins over `exclude`.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub include: Vec<String>,
     /// `exclude`: every tool but these.
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub exclude: Vec<String>,
     /// `resources`: offer the resource tools when the server has resources (default on).
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub resources: Option<bool>,
     /// `prompts`: offer the prompt tools when the server has prompts (default on).
-    #[serde(deserialize_with = "forgiving")]
+    #[serde(deserialize_with = "forgiving::read")]
     pub prompts: Option<bool>,
     #[serde(skip)]
     pub extra: Mapping,
@@ -342,7 +342,7 @@ impl Config {
         let mut track = serde_path_to_error::Track::new();
         let document = serde_yaml_ng::Deserializer::from_str(text);
         let config: Config =
-            forgiving(serde_path_to_error::Deserializer::new(document, &mut track))
+            forgiving::read(serde_path_to_error::Deserializer::new(document, &mut track))
                 .map_err(|e| wrong_value(path, &track.path().to_string(), &e))?;
         let unused: Vec<String> = config
             .unknown_keys()
@@ -502,575 +502,6 @@ impl McpServer {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// Reading values. Every type read from the file says what it accepts in each form a YAML
-// value can take (scalar, sequence, mapping); a form it does not accept is refused with
-// "expected <what>, got <what was written>". The refusal is raised while the YAML reader
-// still stands on the value, so the error carries the value's own line. This part stays
-// hand-written: serde's own forms (`#[serde(untagged)]`, `flatten`) buffer the value
-// first, which loses its line and turns every refusal into "did not match any variant".
-
-/// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
-fn forgiving<'de, D: Deserializer<'de>, T: FromYaml>(deserializer: D) -> Result<T, D::Error> {
-    deserializer.deserialize_any(Read(PhantomData))
-}
-
-/// `args`: texts kept exactly as written, unlike the names of `Vec<String>`.
-fn arguments<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
-    forgiving(deserializer).map(|Arguments(args)| args)
-}
-
-/// A value the type its key needs cannot be read from; the reason of
-/// `ConfigError::WrongValue`.
-#[derive(Debug, thiserror::Error)]
-#[error("expected {wanted}, got {got}")]
-struct Refusal {
-    /// What the key holds: "a whole number".
-    wanted: &'static str,
-    /// What was written, as `Scalar::shown` or "a sequence".
-    got: String,
-}
-
-fn refuse(wanted: &'static str, got: impl Into<String>) -> Refusal {
-    Refusal {
-        wanted,
-        got: got.into(),
-    }
-}
-
-/// A scalar as written, before it is read as the type its key needs.
-#[derive(Debug, Clone, Copy)]
-enum Scalar<'a> {
-    Null,
-    Bool(bool),
-    Int(i128),
-    Float(f64),
-    Text(&'a str),
-}
-
-impl Scalar<'_> {
-    /// How the value is shown in a refusal (text cut short: it might be pasted secrets).
-    fn shown(&self) -> String {
-        match self {
-            Scalar::Null => "nothing".to_string(),
-            Scalar::Bool(b) => b.to_string(),
-            Scalar::Int(n) => n.to_string(),
-            Scalar::Float(x) => x.to_string(),
-            Scalar::Text(s) if s.chars().count() > 40 => {
-                format!(
-                    "{:?}",
-                    format!("{}...", s.chars().take(40).collect::<String>())
-                )
-            }
-            Scalar::Text(s) => format!("{s:?}"),
-        }
-    }
-}
-
-/// A type read from one YAML value; each method refuses its form unless overridden.
-trait FromYaml: Sized {
-    /// What the key holds, for messages: "a whole number".
-    const WANTED: &'static str;
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        Err(refuse(Self::WANTED, scalar.shown()))
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(_seq: A) -> Result<Self, A::Error> {
-        Err(de::Error::custom(refuse(Self::WANTED, "a sequence")))
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(_map: A) -> Result<Self, A::Error> {
-        Err(de::Error::custom(refuse(Self::WANTED, "a mapping")))
-    }
-}
-
-/// Reads a `T` from the next value: a seed for `next_value_seed` / `next_element_seed`,
-/// and the visitor that sees the value as YAML wrote it.
-struct Read<T>(PhantomData<T>);
-
-fn read<T>() -> Read<T> {
-    Read(PhantomData)
-}
-
-impl<'de, T: FromYaml> DeserializeSeed<'de> for Read<T> {
-    type Value = T;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de, T: FromYaml> Visitor<'de> for Read<T> {
-    type Value = T;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(T::WANTED)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
-        T::from_scalar(Scalar::Null).map_err(E::custom)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<T, E> {
-        T::from_scalar(Scalar::Null).map_err(E::custom)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<T, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<T, E> {
-        T::from_scalar(Scalar::Bool(v)).map_err(E::custom)
-    }
-
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
-        T::from_scalar(Scalar::Int(v.into())).map_err(E::custom)
-    }
-
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        T::from_scalar(Scalar::Int(v.into())).map_err(E::custom)
-    }
-
-    fn visit_i128<E: de::Error>(self, v: i128) -> Result<T, E> {
-        T::from_scalar(Scalar::Int(v)).map_err(E::custom)
-    }
-
-    fn visit_u128<E: de::Error>(self, v: u128) -> Result<T, E> {
-        let scalar = i128::try_from(v).map_or(Scalar::Float(v as f64), Scalar::Int);
-        T::from_scalar(scalar).map_err(E::custom)
-    }
-
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        T::from_scalar(Scalar::Float(v)).map_err(E::custom)
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
-        T::from_scalar(Scalar::Text(v)).map_err(E::custom)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
-        T::from_seq(seq)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-        T::from_map(map)
-    }
-
-    fn visit_enum<A: EnumAccess<'de>>(self, _data: A) -> Result<T, A::Error> {
-        Err(de::Error::custom(refuse(T::WANTED, "a tagged value")))
-    }
-}
-
-/// Text: numbers are read as their digits; blank is not set.
-impl FromYaml for Option<String> {
-    const WANTED: &'static str = "a text value";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(None),
-            Scalar::Text(s) => Ok(Some(s.trim().to_string()).filter(|s| !s.is_empty())),
-            Scalar::Int(n) => Ok(Some(n.to_string())),
-            Scalar::Float(x) => Ok(Some(x.to_string())),
-            Scalar::Bool(_) => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-}
-
-/// A whole number, also written as text ("4"); blank is not set.
-impl FromYaml for Option<u64> {
-    const WANTED: &'static str = "a whole number";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        let refused = || refuse(Self::WANTED, scalar.shown());
-        match scalar {
-            Scalar::Null => Ok(None),
-            Scalar::Int(n) => u64::try_from(n).map(Some).map_err(|_| refused()),
-            Scalar::Text(s) if s.trim().is_empty() => Ok(None),
-            Scalar::Text(s) => s.trim().parse().map(Some).map_err(|_| refused()),
-            Scalar::Bool(_) | Scalar::Float(_) => Err(refused()),
-        }
-    }
-}
-
-/// true/false, also written as text: true, yes, on, false, no, off (any case).
-impl FromYaml for Option<bool> {
-    const WANTED: &'static str = "true or false";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(None),
-            Scalar::Bool(b) => Ok(Some(b)),
-            Scalar::Text(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "" => Ok(None),
-                "true" | "yes" | "on" => Ok(Some(true)),
-                "false" | "no" | "off" => Ok(Some(false)),
-                _ => Err(refuse(Self::WANTED, scalar.shown())),
-            },
-            Scalar::Int(_) | Scalar::Float(_) => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-}
-
-/// Names: a list, or one comma-separated text. Blank entries are dropped.
-impl FromYaml for Vec<String> {
-    const WANTED: &'static str = "a list of names";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Vec::new()),
-            Scalar::Text(s) => Ok(s
-                .split(',')
-                .map(|p| p.trim().to_string())
-                .filter(|p| !p.is_empty())
-                .collect()),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut names = Vec::new();
-        while let Some(name) = seq.next_element_seed(read::<Option<String>>())? {
-            names.extend(name);
-        }
-        Ok(names)
-    }
-}
-
-impl FromYaml for Option<AgentCommand> {
-    const WANTED: &'static str = "a command line, or a list of the program and its arguments";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(None),
-            Scalar::Text(s) if s.trim().is_empty() => Ok(None),
-            Scalar::Text(s) => Ok(Some(AgentCommand::Shell(s.to_string()))),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(seq: A) -> Result<Self, A::Error> {
-        let argv = Vec::<String>::from_seq(seq)?;
-        Ok((!argv.is_empty()).then_some(AgentCommand::Argv(argv)))
-    }
-}
-
-impl FromYaml for Option<CronApproval> {
-    const WANTED: &'static str = "approve or deny";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        Ok(match scalar {
-            Scalar::Null => None,
-            Scalar::Text(s) if s.trim().is_empty() => None,
-            Scalar::Text(s)
-                if matches!(s.trim().to_ascii_lowercase().as_str(), "approve" | "allow") =>
-            {
-                Some(CronApproval::Approve)
-            }
-            _ => Some(CronApproval::Deny),
-        })
-    }
-}
-
-impl FromYaml for Option<Seconds> {
-    const WANTED: &'static str = "a number of seconds greater than 0";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        let refused = || refuse(Self::WANTED, scalar.shown());
-        let seconds = match scalar {
-            Scalar::Null => return Ok(None),
-            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
-            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
-            Scalar::Int(n) => n as f64,
-            Scalar::Float(x) => x,
-            Scalar::Bool(_) => return Err(refused()),
-        };
-        if seconds.is_finite() && seconds > 0.0 {
-            Ok(Some(Seconds(seconds)))
-        } else {
-            Err(refused())
-        }
-    }
-}
-
-impl FromYaml for Vec<FallbackProvider> {
-    const WANTED: &'static str = "a list of providers (each a mapping with provider and model)";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Vec::new()),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut providers = Vec::new();
-        while let Some(provider) = seq.next_element_seed(read::<FallbackProvider>())? {
-            providers.push(provider);
-        }
-        Ok(providers)
-    }
-}
-
-/// One text exactly as written (an argument may be blank or start with a space); numbers
-/// are read as their digits.
-fn verbatim_text(scalar: Scalar<'_>, wanted: &'static str) -> Result<String, Refusal> {
-    match scalar {
-        Scalar::Text(s) => Ok(s.to_string()),
-        Scalar::Int(n) => Ok(n.to_string()),
-        Scalar::Float(x) => Ok(x.to_string()),
-        Scalar::Null | Scalar::Bool(_) => Err(refuse(wanted, scalar.shown())),
-    }
-}
-
-/// An element of `args`.
-struct Argument(String);
-
-impl FromYaml for Argument {
-    const WANTED: &'static str = "a text argument";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        verbatim_text(scalar, Self::WANTED).map(Argument)
-    }
-}
-
-/// `args`: a list of texts, kept as written.
-struct Arguments(Vec<String>);
-
-impl FromYaml for Arguments {
-    const WANTED: &'static str = "a list of arguments, e.g. [\"-y\", \"server\"]";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Arguments(Vec::new())),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
-        let mut args = Vec::new();
-        while let Some(Argument(arg)) = seq.next_element_seed(read::<Argument>())? {
-            args.push(arg);
-        }
-        Ok(Arguments(args))
-    }
-}
-
-/// A value of `env` or `headers`.
-struct NamedText(String);
-
-impl FromYaml for NamedText {
-    const WANTED: &'static str = "a text value";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        verbatim_text(scalar, Self::WANTED).map(NamedText)
-    }
-}
-
-/// A key that names something (a variable, a header, a server): text, or a number read
-/// as its digits.
-fn name_of<E: de::Error>(key: Value, wanted: &'static str) -> Result<String, E> {
-    match key {
-        Value::String(s) => Ok(s),
-        Value::Number(n) => Ok(n.to_string()),
-        other => Err(E::custom(refuse(wanted, format!("{other:?}")))),
-    }
-}
-
-/// `env` and `headers`: names with text values, in the file's order.
-impl FromYaml for Vec<(String, String)> {
-    const WANTED: &'static str = "a mapping of names to text values";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Vec::new()),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut pairs = Vec::new();
-        while let Some(name) = map.next_key::<Value>()? {
-            let name = name_of(name, "a name")?;
-            let NamedText(value) = map.next_value_seed(read::<NamedText>())?;
-            pairs.push((name, value));
-        }
-        Ok(pairs)
-    }
-}
-
-/// `mcp_servers`: a mapping from names to servers, kept as a list in the file's order
-/// with the name inside each server.
-impl FromYaml for Vec<McpServer> {
-    const WANTED: &'static str = "a mapping of MCP server names to their settings";
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Vec::new()),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
-        let mut servers = Vec::new();
-        while let Some(name) = map.next_key::<Value>()? {
-            let name = name_of(name, "a server name")?;
-            let mut server = map.next_value_seed(read::<McpServer>())?;
-            server.name = name;
-            servers.push(server);
-        }
-        Ok(servers)
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// Sections: the derived readers above, given a mapping with only the keys they use.
-
-/// A mapping of settings: the keys it uses are read by its derived `Deserialize`, every
-/// other key is kept as written in `extra`. Empty (`cron:` with nothing under it) is an
-/// empty section.
-trait Section: Default + for<'de> Deserialize<'de> {
-    const WANTED: &'static str;
-
-    fn extra_mut(&mut self) -> &mut Mapping;
-
-    /// A section written as a scalar: empty is an empty section, anything else refused.
-    fn from_plain(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        match scalar {
-            Scalar::Null => Ok(Self::default()),
-            _ => Err(refuse(Self::WANTED, scalar.shown())),
-        }
-    }
-}
-
-impl<S: Section> FromYaml for S {
-    const WANTED: &'static str = S::WANTED;
-
-    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        S::from_plain(scalar)
-    }
-
-    fn from_map<'de, A: MapAccess<'de>>(map: A) -> Result<Self, A::Error> {
-        let mut extra = Mapping::new();
-        let mut section = S::deserialize(SectionBody {
-            map,
-            extra: &mut extra,
-        })?;
-        *section.extra_mut() = extra;
-        Ok(section)
-    }
-}
-
-/// A section's mapping as its derived reader asks for it: as a struct, which names the
-/// keys it uses.
-struct SectionBody<'a, A> {
-    map: A,
-    extra: &'a mut Mapping,
-}
-
-impl<'de, A: MapAccess<'de>> Deserializer<'de> for SectionBody<'_, A> {
-    type Error = A::Error;
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        used: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, A::Error> {
-        visitor.visit_map(UsedKeys {
-            map: self.map,
-            used,
-            extra: self.extra,
-        })
-    }
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, A::Error> {
-        self.deserialize_struct("", &[], visitor)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
-        ignored_any
-    }
-}
-
-/// The mapping with only the keys in `used`; every other key, with its value as written,
-/// goes into `extra` on the way. The values are read from the YAML itself, so an error
-/// still carries its line.
-struct UsedKeys<'a, A> {
-    map: A,
-    used: &'static [&'static str],
-    extra: &'a mut Mapping,
-}
-
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for UsedKeys<'_, A> {
-    type Error = A::Error;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, A::Error> {
-        while let Some(key) = self.map.next_key::<Value>()? {
-            if let Some(name) = key.as_str().filter(|name| self.used.contains(name)) {
-                return seed.deserialize(StrDeserializer::new(name)).map(Some);
-            }
-            let value = self.map.next_value()?;
-            self.extra.insert(key, value);
-        }
-        Ok(None)
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        self.map.next_value_seed(seed)
-    }
-}
-
-/// What each section is called when it is refused.
-macro_rules! sections {
-    ($($section:ty => $wanted:literal,)*) => {$(
-        impl Section for $section {
-            const WANTED: &'static str = $wanted;
-
-            fn extra_mut(&mut self) -> &mut Mapping {
-                &mut self.extra
-            }
-        }
-    )*};
-}
-
-sections! {
-    Config => "a mapping of settings (one 'key: value' per line)",
-    FallbackProvider => "a mapping with provider, model, base_url and api_key_env",
-    AgentSection => "a mapping of agent settings",
-    CronSection => "a mapping of cron settings",
-    ToolsSection => "a mapping of tool settings",
-    WebFetchSection => "a mapping of web_fetch settings",
-    ApprovalsSection => "a mapping of approval settings",
-    CodeExecutionSection => "a mapping of code_execution settings",
-    McpServer => "a mapping with command, args and env (stdio) or url and headers (HTTP)",
-    McpToolFilter => "a mapping with include or exclude (lists of tool names)",
-}
-
-impl Section for ModelSection {
-    const WANTED: &'static str =
-        "a model name, or a mapping with default, provider, base_url and api_key";
-
-    fn extra_mut(&mut self) -> &mut Mapping {
-        &mut self.extra
-    }
-
-    /// `model: some-model` is the default model.
-    fn from_plain(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        let default = Option::<String>::from_scalar(scalar)
-            .map_err(|_| refuse(<Self as Section>::WANTED, scalar.shown()))?;
-        Ok(ModelSection {
-            default,
-            ..ModelSection::default()
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1227,6 +658,59 @@ mod tests {
             e.contains("cron at line 1: expected a mapping of cron settings, got \"every hour\""),
             "{e}"
         );
+    }
+
+    #[test]
+    fn empty_tagged_and_fractional_values() {
+        let e = error("cron:\n  max_parallel_jobs: !int 4\n");
+        assert!(
+            e.contains(
+                "cron.max_parallel_jobs at line 2: expected a whole number, got a tagged value"
+            ),
+            "{e}"
+        );
+        let e = error("cron:\n  output_retention: 4.5\n");
+        assert!(
+            e.contains("cron.output_retention at line 2: expected a whole number, got 4.5"),
+            "{e}"
+        );
+        let e = error("mcp_servers:\n  mail:\n    args: [-m, ~]\n");
+        assert!(
+            e.contains("mcp_servers.mail.args[1] at line 3: expected a text argument, got nothing"),
+            "{e}"
+        );
+        let e = error("mcp_servers:\n  mail:\n    env:\n      PORT:\n");
+        assert!(
+            e.contains("mcp_servers.mail.env.PORT at line 4: expected a text value, got nothing"),
+            "{e}"
+        );
+        let e = error("cron: ''\n");
+        assert!(
+            e.contains("cron at line 1: expected a mapping of cron settings, got \"\""),
+            "{e}"
+        );
+        let e = error("model: true\n");
+        assert!(e.contains("model at line 1: expected a model name"), "{e}");
+        let e = error("mcp_servers:\n  [a, b]: {command: x}\n");
+        assert!(e.contains("expected a server name"), "{e}");
+        let config = parse("limit: &n 5\ncron: {max_parallel_jobs: *n, model: ~, store: ''}\n");
+        assert_eq!(config.cron.max_parallel_jobs, Some(5));
+        assert_eq!((config.cron.model, config.cron.store), (None, None));
+    }
+
+    #[test]
+    fn keys_that_are_not_text_are_kept_never_read_as_a_setting() {
+        // serde numbers a struct's fields; a key `0` must not stand for the first one.
+        let config = parse("cron: {0: 9, 1: true, '2': x, max_parallel_jobs: 3}\n0: gpt-x\n");
+        assert_eq!(config.cron.max_parallel_jobs, Some(3));
+        assert_eq!(config.cron.wrap_response, None);
+        assert_eq!(config.cron.extra.len(), 3);
+        assert_eq!(config.model, ModelSection::default());
+        assert_eq!(config.timezone, None);
+        assert_eq!(config.extra.len(), 1);
+        let config = parse("mcp_servers:\n  7: {command: x, 0: y}\n");
+        assert_eq!(config.mcp_servers[0].name, "7");
+        assert_eq!(config.mcp_servers[0].extra.len(), 1);
     }
 
     #[test]
