@@ -43,6 +43,25 @@ pub enum Walk {
 /// serde_json refuses nesting deeper than 128; stopping earlier leaves those to it.
 const MAX_DEPTH: usize = 100;
 
+thread_local! {
+    /// Set on this thread while [`the_long_way`] runs.
+    static LONG_WAY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every walk on this thread answering `None`, so every reader of the
+/// store takes its whole-document path: what a differential test compares the walk with.
+#[doc(hidden)]
+pub fn the_long_way<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LONG_WAY.set(self.0);
+        }
+    }
+    let _restore = Restore(LONG_WAY.replace(true));
+    f()
+}
+
 /// Calls `each` with every job of a canonical store: its text and its entries. `None`
 /// when the text is not a canonical store (or `each` stopped): nothing it was given
 /// can be trusted then, since the rest of the file was not checked.
@@ -50,6 +69,9 @@ pub fn walk_jobs<'a>(
     bytes: &'a [u8],
     each: &mut dyn FnMut(&'a str, &[Entry<'a>]) -> Walk,
 ) -> Option<()> {
+    if LONG_WAY.get() {
+        return None;
+    }
     let text = std::str::from_utf8(bytes).ok()?;
     let mut cursor = Cursor::new(text);
     let mut entries = Vec::with_capacity(48);
@@ -598,6 +620,23 @@ mod tests {
             Walk::Continue
         })?;
         Some(jobs)
+    }
+
+    #[test]
+    fn the_long_way_turns_every_walk_away_on_its_thread_only_while_it_runs() {
+        let store = "{\"jobs\": [{\"id\": \"a\"}]}";
+        assert!(the_long_way(|| jobs_of(store)).is_none());
+        the_long_way(|| {
+            the_long_way(|| ());
+            assert!(
+                jobs_of(store).is_none(),
+                "an inner call leaves the outer one on"
+            );
+        });
+        assert_eq!(jobs_of(store).map(|jobs| jobs.len()), Some(1));
+        let other_thread =
+            the_long_way(|| std::thread::scope(|s| s.spawn(|| jobs_of(store)).join()));
+        assert!(matches!(other_thread, Ok(Some(_))));
     }
 
     #[test]
