@@ -174,6 +174,36 @@ pub fn walk_jobs_in_parallel<'a>(
     }
 }
 
+/// Does the JSON text nest containers deeper than the whole-document reader reads?
+/// serde_json refuses a 128th level; a reader that takes values as raw text (and so never
+/// counts levels) asks this first, to leave such a store to the reader that refuses it.
+pub fn nests_too_deep(bytes: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= 128 {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 /// The entries of one JSON object's text (a value an [`Entry`] holds), checked as JSON;
 /// `None` when the text is not one object.
 pub fn object_entries<'a>(text: &'a str, entries: &mut Vec<Entry<'a>>) -> Option<()> {
@@ -620,6 +650,30 @@ mod tests {
             Walk::Continue
         })?;
         Some(jobs)
+    }
+
+    #[test]
+    fn a_store_too_deep_for_the_whole_document_reader_is_not_read_job_by_job() {
+        let path = std::path::Path::new("jobs.json");
+        for depth in 120..135 {
+            let deep = "[".repeat(depth) + &"]".repeat(depth);
+            let stores = [
+                format!("{{\"jobs\": [{{\"id\": \"a\"}}], \"x\": {deep}}}"),
+                format!("{{\"jobs\": [{{\"id\": \"a\", \"x\": {deep}}}]}}"),
+                format!("{{\"jobs\": [], \"x\": \"[[[{deep}\"}}"),
+            ];
+            for store in stores {
+                let whole = crate::jsonfile::parse_document(store.as_bytes(), path).is_ok();
+                assert_eq!(
+                    !nests_too_deep(store.as_bytes()),
+                    whole,
+                    "depth {depth}: {store}"
+                );
+                if !whole {
+                    assert!(crate::jsonfile::canonical_job_texts(store.as_bytes()).is_none());
+                }
+            }
+        }
     }
 
     #[test]
