@@ -25,6 +25,7 @@ command -v cargo-fuzz >/dev/null || {
 failed=()
 for target in $targets; do
     echo "== $target: ${seconds}s"
+    mkdir -p "fuzz/corpus/$target"
     # -timeout: one input taking 30 s is a hang worth reporting, not a slow path.
     # New inputs go to fuzz/corpus/<target>; fuzz/seeds/<target> (hand-written, realistic
     # inputs) is read but never rewritten.
