@@ -55,6 +55,23 @@ impl From<schedules::ScheduleError> for CliError {
     }
 }
 
+impl From<crate::home::HomeError> for CliError {
+    fn from(e: crate::home::HomeError) -> CliError {
+        CliError::user(e.to_string())
+    }
+}
+
+impl From<crate::scheduler::SchedulerError> for CliError {
+    fn from(e: crate::scheduler::SchedulerError) -> CliError {
+        use crate::scheduler::SchedulerError;
+        match e {
+            SchedulerError::AlreadyRunning(_) => CliError::user(e.to_string()),
+            SchedulerError::Config(e) => e.into(),
+            SchedulerError::Job(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::config::ConfigError> for CliError {
     fn from(e: crate::config::ConfigError) -> CliError {
         match e {

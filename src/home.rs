@@ -4,8 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::config::Config;
-use crate::error::CliError;
+use crate::config::{Config, ConfigError};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use jobs::Context;
@@ -14,22 +13,31 @@ pub struct Home {
     pub root: PathBuf,
 }
 
+/// Why the home of a command could not be found. Every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum HomeError {
+    #[error("Cannot find your home directory: set HERMES_HOME or HOME")]
+    NoHome,
+    #[error("Invalid profile name '{0}': use lowercase letters, digits, '-' and '_' (at most 64)")]
+    InvalidProfile(String),
+    #[error("Profile '{0}' does not exist. Create it with: hermes profile create {0}")]
+    NoProfile(String),
+}
+
 impl Home {
     /// The home of this command, by Python Hermes' profile rule: `--profile NAME` is
     /// `<root>/profiles/NAME` (`default` is the root itself); without it, a HERMES_HOME
     /// that already is a profile directory is used as it is, else the root's sticky
     /// `active_profile` applies. The root is `$HERMES_HOME`, else `~/.hermes`. A profile
     /// that does not exist is an error, as in Python Hermes.
-    pub fn resolve(profile: Option<&str>) -> Result<Home, CliError> {
+    pub fn resolve(profile: Option<&str>) -> Result<Home, HomeError> {
         let env_home = std::env::var_os("HERMES_HOME").filter(|d| !d.is_empty());
         let given = match &env_home {
             Some(dir) => PathBuf::from(dir),
             None => {
                 let home = std::env::var_os("HOME")
                     .filter(|d| !d.is_empty())
-                    .ok_or_else(|| {
-                        CliError::user("Cannot find your home directory: set HERMES_HOME or HOME")
-                    })?;
+                    .ok_or(HomeError::NoHome)?;
                 Path::new(&home).join(".hermes")
             }
         };
@@ -67,14 +75,14 @@ impl Home {
 
     /// config.yaml, read now: a missing file is an empty config; an unparsable file or a
     /// value that cannot be read is an error that says what to fix.
-    pub fn config(&self) -> Result<Config, CliError> {
-        Ok(Config::read(&self.config_path())?)
+    pub fn config(&self) -> Result<Config, ConfigError> {
+        Config::read(&self.config_path())
     }
 }
 
 /// "Now" and the zones for one operation, with the config it was read from. Called per
 /// CLI command and per scheduler pass, so config edits apply without a restart.
-pub fn load_context(home: &Home, now: DateTime<Utc>) -> Result<(Context, Config), CliError> {
+pub fn load_context(home: &Home, now: DateTime<Utc>) -> Result<(Context, Config), ConfigError> {
     let config = home.config()?;
     let ctx = Context {
         now,
@@ -120,7 +128,7 @@ pub fn configured_zone(config: &Config) -> Tz {
 }
 
 /// `<root>/profiles/<name>` (the root itself for `default`), which must exist.
-fn profile_dir(root: &Path, name: &str) -> Result<PathBuf, CliError> {
+fn profile_dir(root: &Path, name: &str) -> Result<PathBuf, HomeError> {
     let trimmed = name.trim();
     if trimmed.eq_ignore_ascii_case("default") {
         return Ok(root.to_path_buf());
@@ -135,15 +143,11 @@ fn profile_dir(root: &Path, name: &str) -> Result<PathBuf, CliError> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
     if !valid {
-        return Err(CliError::user(format!(
-            "Invalid profile name '{trimmed}': use lowercase letters, digits, '-' and '_' (at most 64)"
-        )));
+        return Err(HomeError::InvalidProfile(trimmed.to_string()));
     }
     let dir = root.join("profiles").join(&canon);
     if !dir.is_dir() {
-        return Err(CliError::user(format!(
-            "Profile '{canon}' does not exist. Create it with: hermes profile create {canon}"
-        )));
+        return Err(HomeError::NoProfile(canon));
     }
     Ok(dir)
 }

@@ -72,8 +72,10 @@ pub enum Flight {
     Back { delivered: bool },
 }
 
-/// Receives the [`Flight`] events of the requests sent inside [`recording_flights`].
-pub type FlightRecorder = std::sync::Arc<dyn Fn(Flight) + Send + Sync>;
+/// Receives the [`Flight`] events of the requests sent inside [`recording_flights`]; a
+/// request goes out once its `Out` is recorded (the returned future is done).
+pub type FlightRecorder =
+    std::sync::Arc<dyn Fn(Flight) -> crate::scheduler::BoxFuture<'static, ()> + Send + Sync>;
 
 tokio::task_local! {
     static FLIGHTS: FlightRecorder;
@@ -90,8 +92,10 @@ pub async fn recording_flights<F: std::future::Future>(
 
 /// Tells the recorder of the send under way (if any) about one item's flight; for
 /// senders that do not speak HTTP (email, a WebSocket frame), which report their own.
-pub fn report(flight: Flight) {
-    let _ = FLIGHTS.try_with(|recorder| recorder(flight));
+pub async fn report(flight: Flight) {
+    if let Ok(recording) = FLIGHTS.try_with(|recorder| recorder(flight)) {
+        recording.await;
+    }
 }
 
 /// Sends a request once. Transport errors are classified: a failure to connect never
@@ -125,16 +129,20 @@ pub async fn send_judged_with_headers(
     delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
 ) -> Result<(Answer, reqwest::header::HeaderMap), Failure> {
     let tracked = delivered.is_some();
-    let note = |flight| {
-        if tracked {
-            report(flight);
-        }
-    };
-    note(Flight::Out);
-    let response = request.send().await.map_err(|e| {
+    if tracked {
+        report(Flight::Out).await;
+    }
+    let sent = request.send().await;
+    if tracked
+        && sent
+            .as_ref()
+            .is_err_and(|e| e.is_connect() || e.is_builder())
+    {
+        report(Flight::Back { delivered: false }).await;
+    }
+    let response = sent.map_err(|e| {
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
-            note(Flight::Back { delivered: false });
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
         } else if !tracked {
             Failure::Transient(format!("the request failed ({})", error_chain(&e)))
@@ -171,7 +179,8 @@ pub async fn send_judged_with_headers(
     if let Some(delivered) = delivered {
         report(Flight::Back {
             delivered: delivered(&answer),
-        });
+        })
+        .await;
     }
     Ok((answer, headers))
 }
@@ -574,7 +583,8 @@ mod tests {
         let flights = std::sync::Arc::new(Mutex::new(Vec::new()));
         let seen = std::sync::Arc::clone(&flights);
         let recorder: FlightRecorder = std::sync::Arc::new(move |flight| {
-            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight)
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight);
+            Box::pin(async {})
         });
         let url = format!("http://127.0.0.1:{port}/");
         let build = || client().post(&url);
