@@ -55,6 +55,15 @@ impl From<schedules::ScheduleError> for CliError {
     }
 }
 
+impl From<crate::job_service::ServiceError> for CliError {
+    fn from(e: crate::job_service::ServiceError) -> CliError {
+        match e.kind() {
+            crate::job_service::ErrorKind::Internal => CliError::internal(e.to_string()),
+            _ => CliError::user(e.to_string()),
+        }
+    }
+}
+
 impl From<crate::home::HomeError> for CliError {
     fn from(e: crate::home::HomeError) -> CliError {
         CliError::user(e.to_string())
@@ -68,6 +77,15 @@ impl From<crate::scheduler::SchedulerError> for CliError {
             SchedulerError::AlreadyRunning(_) => CliError::user(e.to_string()),
             SchedulerError::Config(e) => e.into(),
             SchedulerError::Job(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::mcp_server::McpError> for CliError {
+    fn from(e: crate::mcp_server::McpError) -> CliError {
+        match e {
+            crate::mcp_server::McpError::NotInitialized(_) => CliError::user(e.to_string()),
+            crate::mcp_server::McpError::Scheduler(e) => e.into(),
         }
     }
 }

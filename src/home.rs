@@ -13,7 +13,7 @@ pub struct Home {
     pub root: PathBuf,
 }
 
-/// Why the home of a command could not be found. Every message says what to do.
+/// Why the home of a command cannot be found.
 #[derive(Debug, thiserror::Error)]
 pub enum HomeError {
     #[error("Cannot find your home directory: set HERMES_HOME or HOME")]

@@ -14,6 +14,7 @@ mod environment;
 mod error;
 mod hermes_runner;
 mod home;
+mod job_service;
 mod mcp_server;
 mod process;
 mod redact;

@@ -26,6 +26,8 @@ mod daemon;
 mod dashboard;
 #[path = "cli/delivery.rs"]
 mod delivery;
+#[path = "cli/doors.rs"]
+mod doors;
 #[path = "cli/edit.rs"]
 mod edit;
 #[path = "cli/email.rs"]

@@ -9,6 +9,7 @@ pub mod jsonfile;
 pub mod jsonscan;
 pub mod ledger;
 pub mod lifecycle;
+pub mod limits;
 pub mod listing;
 pub mod outbox;
 pub mod output;

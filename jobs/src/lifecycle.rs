@@ -35,6 +35,15 @@ pub enum JobError {
     /// A manual run of a job that has a run going (here or on another host).
     #[error("Job {0} is already running; wait for it to finish")]
     Running(String),
+    /// A text field longer than [`crate::limits`] allows.
+    #[error("{field} must be ≤ {max_chars} characters")]
+    TooLong {
+        field: &'static str,
+        max_chars: usize,
+    },
+    /// A list with more items than [`crate::limits`] allows.
+    #[error("A job may load at most {max} {what}: keep the ones it needs, or split it into several jobs")]
+    TooMany { what: &'static str, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -144,6 +153,9 @@ pub struct JobEdit {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub timezone: Option<String>,
+    /// The text of the script the job will run after the edit (read by the caller), for
+    /// the gateway lifecycle guard when the edit sets a prompt or a script.
+    pub script_text: Option<String>,
     /// What unpinned axes resolve to now, for the snapshots when the edit changes the
     /// model, the provider or `no_agent` (Hermes recomputes them then).
     pub inference_now: InferenceNow,
@@ -296,6 +308,7 @@ fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
 
 /// Creates a job and stores it. Everything is validated before the store is locked.
 pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
+    crate::limits::check_new(new)?;
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
         None => ctx.zone,
@@ -406,6 +419,7 @@ struct CheckedEdit {
 
 impl CheckedEdit {
     fn check(edit: &JobEdit) -> Result<CheckedEdit, JobError> {
+        crate::limits::check_edit(edit)?;
         if let Some(prompt) = &edit.prompt {
             scan_prompt(prompt)?;
         }
@@ -503,6 +517,12 @@ impl CheckedEdit {
                 "--no-agent needs a script: set --script too".into(),
             ));
         }
+        // The guard of creation, on what the job will run once edited.
+        let touches_run = edit.prompt.is_some() || edit.script.is_some();
+        if touches_run && gateway_guard::touches_gateway(job.prompt(), edit.script_text.as_deref())
+        {
+            return Err(JobError::Invalid(gateway_guard::REFUSAL.to_string()));
+        }
         for (field, value) in [
             (TextField::Workdir, &edit.workdir),
             (TextField::Model, &edit.model),
@@ -569,6 +589,7 @@ pub async fn pause_job(
     reason: Option<&str>,
     ctx: &Context,
 ) -> Result<Job, JobError> {
+    crate::limits::check_reason(reason)?;
     let reason = reason.map(str::to_string);
     let at = *ctx;
     let change: JobChange = Box::new(move |job| {

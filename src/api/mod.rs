@@ -38,12 +38,15 @@ use ops::Failure;
 use settings::{ApiSettings, NotServed};
 
 use crate::environment::Environment;
+use crate::job_service::JobService;
 use crate::redact::Redactor;
 use crate::scheduler::Scheduler;
 
 /// What every route reads: the scheduler (its store, clock and manual runs), the home
 /// and the metrics. Shared by all requests; holds no lock of its own.
 pub struct ApiState {
+    /// Every change to a job goes through it.
+    pub jobs: JobService,
     pub scheduler: Arc<Scheduler>,
     /// The Hermes home (config.yaml, `.env`, scripts), for settings read per request.
     pub home: PathBuf,
@@ -60,18 +63,6 @@ impl ApiState {
             failure.message.clone()
         }
     }
-}
-
-/// Runs a store operation on the blocking pool (store calls block on locks and I/O).
-async fn off_thread<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
-) -> Result<T, Failure> {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-        Err(Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the request failed: {e}"),
-        ))
-    })
 }
 
 /// A JSON object body, read up to the size limit.

@@ -1,21 +1,20 @@
 //! The job operations behind both route families (Hermes' `/api/jobs` and the
-//! dashboard's `/api/cron/`): each reads "now" and the zones afresh, goes through the
-//! `jobs` lifecycle functions (the same validation and threat scan as the CLI) and the
-//! one store, and starts runs through the scheduler's manual-run path. It never opens a
-//! file of the store and never formats an HTTP body (the route modules do).
+//! dashboard's `/api/cron/`): jobs are addressed by id, every change goes through the
+//! job service (the same rules as every other door) and failures get their HTTP status
+//! from the error's kind. It never opens a file of the store and never formats an HTTP
+//! body (the route modules do).
 
 use std::sync::Arc;
 
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use jobs::store::{ExtraField, Listed};
-use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
+use jobs::store::{list_normalized, ExtraField, Keep, Listed};
+use jobs::{Context, JobEdit, JobError, NewJob};
 
 use super::ApiState;
 use crate::config::Config;
-use crate::error::CliError;
-use crate::home::{load_context, Home};
+use crate::job_service::{Changed, ErrorKind, ServiceError, WhenPaused};
 
 /// Why an operation failed: the status and the one-line message to show.
 #[derive(Debug)]
@@ -41,31 +40,31 @@ impl Failure {
     }
 }
 
+impl From<ServiceError> for Failure {
+    /// The status comes from the error's kind; a prompt the scan refuses is worded as
+    /// Python Hermes' API words it.
+    fn from(e: ServiceError) -> Failure {
+        if let ServiceError::Job(JobError::Blocked(blocked)) = &e {
+            return Failure::bad_request(blocked_message(blocked));
+        }
+        match e.kind() {
+            ErrorKind::NotFound => Failure::not_found(),
+            ErrorKind::Invalid => Failure::bad_request(e.to_string()),
+            ErrorKind::Conflict => Failure::new(StatusCode::CONFLICT, e.to_string()),
+            ErrorKind::Internal => Failure::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        }
+    }
+}
+
 impl From<JobError> for Failure {
     fn from(e: JobError) -> Failure {
-        match e {
-            JobError::NotFound(_) => Failure::not_found(),
-            JobError::Blocked(blocked) => Failure::bad_request(blocked_message(&blocked)),
-            e if e.is_internal() => Failure::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
-            e => Failure::bad_request(e.to_string()),
-        }
+        Failure::from(ServiceError::from(e))
     }
 }
 
 impl From<jobs::StoreError> for Failure {
     fn from(e: jobs::StoreError) -> Failure {
         Failure::from(JobError::from(e))
-    }
-}
-
-impl From<CliError> for Failure {
-    fn from(e: CliError) -> Failure {
-        let status = if e.code == 1 {
-            StatusCode::BAD_REQUEST
-        } else {
-            StatusCode::INTERNAL_SERVER_ERROR
-        };
-        Failure::new(status, e.message)
     }
 }
 
@@ -83,36 +82,31 @@ pub fn blocked_message(blocked: &jobs::threats::PromptBlocked) -> String {
 /// The API's answers carry one job as a JSON object.
 pub type Record = Map<String, Value>;
 
+/// A job as the API answers with it.
+fn record(changed: Changed) -> Record {
+    changed.job.normalized(&changed.ctx).into_record()
+}
+
 impl ApiState {
     /// "Now", the zones and the config, read afresh for each request.
     pub fn context(&self) -> Result<(Context, Config), Failure> {
-        let home = Home {
-            root: self.home.clone(),
-        };
-        Ok(load_context(&home, self.scheduler.now())?)
-    }
-
-    fn job_by_id(&self, ctx: &Context, id: &str) -> Result<Job, Failure> {
-        self.scheduler
-            .store()
-            .get_job(ctx, id)?
-            .ok_or_else(Failure::not_found)
+        Ok(self.jobs.context()?)
     }
 
     /// Appends every job (only enabled ones unless `include_disabled`), each with its
     /// latest run as `latest_execution` (null when it never ran) and then the `more`
     /// fields, as the items of a JSON list: written straight from the store's listing,
     /// so a store of 10,000 jobs builds no job.
-    pub fn write_job_list(
+    pub async fn write_job_list(
         &self,
         include_disabled: bool,
-        more: &[ExtraField<'_>],
-        out: &mut Vec<u8>,
-    ) -> Result<(), Failure> {
-        let (ctx, _) = self.context()?;
-        let store = self.scheduler.store();
-        let latest = store.latest_runs()?;
-        let write = |id: &str, out: &mut Vec<u8>| {
+        more: Vec<ExtraField>,
+        out: Vec<u8>,
+    ) -> Result<Vec<u8>, Failure> {
+        let (ctx, _) = self.jobs.context()?;
+        let store = self.jobs.store();
+        let latest = store.latest_runs().await?;
+        let write = move |id: &str, out: &mut Vec<u8>| {
             let mark = out.len();
             match latest.get(id) {
                 Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
@@ -125,105 +119,60 @@ impl ApiState {
         };
         let mut extras = vec![ExtraField {
             key: "latest_execution",
-            write: &write,
+            write: Arc::new(write),
         }];
-        extras.extend_from_slice(more);
-        store.write_normalized_jobs(
-            &ctx,
-            &|job: Listed| include_disabled || job.enabled,
-            &extras,
-            out,
-        )?;
-        Ok(())
+        extras.extend(more);
+        let keep: Keep = Arc::new(move |job: Listed| include_disabled || job.enabled);
+        Ok(list_normalized(store, &ctx, keep, extras, out).await?)
     }
 
-    pub fn get_job(&self, id: &str) -> Result<Record, Failure> {
-        let (ctx, _) = self.context()?;
-        Ok(self.job_by_id(&ctx, id)?.normalized(&ctx).into_record())
+    /// The job with exactly this id (a name never matches here: both route families
+    /// address jobs by id).
+    pub async fn get_job(&self, id: &str) -> Result<Record, Failure> {
+        Ok(record(self.jobs.get(id).await?))
     }
 
-    /// Creates a job; `new.inference_now` is filled in here, as the CLI does.
-    pub fn create_job(&self, mut new: NewJob) -> Result<Record, Failure> {
-        let (ctx, config) = self.context()?;
-        new.inference_now = crate::agent::config::inference_now(
-            &config,
-            &crate::agent::config::Vars::load(&self.home),
-            &self.home,
-        );
-        if let Some(script) = &new.script {
-            new.script_text = crate::script::read_for_scan(&self.home.join("scripts"), script);
-        }
-        let job = jobs::create_job(self.scheduler.store(), &new, &ctx)?;
-        Ok(job.normalized(&ctx).into_record())
+    pub async fn create_job(&self, new: NewJob) -> Result<Record, Failure> {
+        Ok(record(self.jobs.create(new).await?))
     }
 
     /// Applies `edit` (when it changes anything), then pauses or resumes the job when
     /// `enabled` says so.
-    pub fn update_job(
+    pub async fn update_job(
         &self,
         id: &str,
-        mut edit: JobEdit,
+        edit: JobEdit,
         enabled: Option<bool>,
     ) -> Result<Record, Failure> {
-        let (ctx, config) = self.context()?;
-        let mut job = self.job_by_id(&ctx, id)?;
-        if !edit.is_empty() {
-            edit.inference_now = crate::agent::config::inference_now(
-                &config,
-                &crate::agent::config::Vars::load(&self.home),
-                &self.home,
-            );
-            job = jobs::edit_job(self.scheduler.store(), id, &edit, &ctx)?;
-        }
-        match (enabled, job.state()) {
-            (Some(false), state) if state != JobState::Paused && job.enabled() => {
-                job = jobs::pause_job(self.scheduler.store(), id, None, &ctx)?;
-            }
-            (Some(true), JobState::Paused) => {
-                job = jobs::resume_job(self.scheduler.store(), id, &ctx)?;
-            }
-            _ => {}
-        }
-        Ok(job.normalized(&ctx).into_record())
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.update(id, edit, enabled).await?))
     }
 
-    pub fn pause_job(&self, id: &str) -> Result<Record, Failure> {
-        let (ctx, _) = self.context()?;
-        self.job_by_id(&ctx, id)?;
-        Ok(jobs::pause_job(self.scheduler.store(), id, None, &ctx)?
-            .normalized(&ctx)
-            .into_record())
+    pub async fn pause_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.pause(id, None).await?))
     }
 
-    pub fn resume_job(&self, id: &str) -> Result<Record, Failure> {
-        let (ctx, _) = self.context()?;
-        self.job_by_id(&ctx, id)?;
-        Ok(jobs::resume_job(self.scheduler.store(), id, &ctx)?
-            .normalized(&ctx)
-            .into_record())
+    pub async fn resume_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.resume(id).await?))
     }
 
-    pub fn remove_job(&self, id: &str) -> Result<(), Failure> {
-        let (ctx, _) = self.context()?;
-        self.job_by_id(&ctx, id)?;
-        jobs::remove_job(self.scheduler.store(), id, &ctx)?;
+    pub async fn remove_job(&self, id: &str) -> Result<(), Failure> {
+        self.jobs.get(id).await?;
+        self.jobs.remove(id).await?;
         Ok(())
     }
 
     /// Starts the job now through the scheduler's manual-run path (its ledger row exists
     /// when this returns). A paused job is resumed first, as Python Hermes' trigger
     /// does; a job already running is refused (409).
-    pub fn run_job(self: &Arc<Self>, id: &str) -> Result<Record, Failure> {
-        let (ctx, _) = self.context()?;
-        let mut job = self.job_by_id(&ctx, id)?;
-        if job.state() == JobState::Paused {
-            job = jobs::resume_job(self.scheduler.store(), id, &ctx)?;
-        }
-        let record = job.clone().normalized(&ctx).into_record();
-        self.scheduler.start_now(job).map_err(|e| match e.code {
-            1 => Failure::new(StatusCode::CONFLICT, e.message),
-            _ => Failure::from(e),
-        })?;
-        Ok(record)
+    pub async fn run_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(
+            self.jobs
+                .start_now(&self.scheduler, id, WhenPaused::Resume)
+                .await?,
+        ))
     }
 }

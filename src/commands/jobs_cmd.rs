@@ -1,6 +1,6 @@
 //! The verbs that change jobs: add, edit, pause, resume, remove.
 
-use jobs::{create_job, edit_job, pause_job, remove_job, resume_job, Job, JobEdit, NewJob};
+use jobs::{Job, JobEdit, NewJob};
 
 use super::timefmt::absolute_and_relative;
 use super::Session;
@@ -23,7 +23,7 @@ fn print_summary(session: &Session, job: &Job) {
     say!("  Deliver:  {}", job.deliver());
 }
 
-pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
+pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let fields = args.fields;
     let new = NewJob {
         schedule: args.schedule,
@@ -40,16 +40,9 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         timezone: fields.timezone,
         paused: args.paused,
         origin: args.origin,
-        script_text: fields.script.as_deref().and_then(|script| {
-            crate::script::read_for_scan(&session.home.root.join("scripts"), script)
-        }),
-        inference_now: crate::agent::config::inference_now(
-            &session.config,
-            &crate::agent::config::Vars::load(&session.home.root),
-            &session.home.root,
-        ),
+        ..NewJob::default()
     };
-    let job = create_job(&*session.store, &new, &session.ctx)?;
+    let job = session.service().create(new).await?.job;
     say!("Created job: {}", job.id());
     print_summary(session, &job);
     warn_unsendable(&job);
@@ -63,7 +56,7 @@ fn warn_unsendable(job: &Job) {
     }
 }
 
-pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
+pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let fields = args.fields;
     let edit = JobEdit {
         schedule: args.schedule,
@@ -85,41 +78,42 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         model: fields.model,
         provider: fields.provider,
         timezone: fields.timezone,
-        inference_now: crate::agent::config::inference_now(
-            &session.config,
-            &crate::agent::config::Vars::load(&session.home.root),
-            &session.home.root,
-        ),
+        ..JobEdit::default()
     };
     if edit.is_empty() {
         return Err(CliError::user(
             "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
         ));
     }
-    let job = edit_job(&*session.store, &args.job, &edit, &session.ctx)?;
+    let edited_deliver = edit.deliver.is_some();
+    let job = session.service().edit(&args.job, edit).await?.job;
     say!("Updated job: {}", job.id());
     print_summary(session, &job);
-    if edit.deliver.is_some() {
+    if edited_deliver {
         warn_unsendable(&job);
     }
     Ok(())
 }
 
-pub fn pause(session: &Session, reference: &str, reason: Option<&str>) -> Result<(), CliError> {
-    let job = pause_job(&*session.store, reference, reason, &session.ctx)?;
+pub async fn pause(
+    session: &Session,
+    reference: &str,
+    reason: Option<&str>,
+) -> Result<(), CliError> {
+    let job = session.service().pause(reference, reason).await?.job;
     say!("Paused job: {} ({})", job.id(), job.name());
     Ok(())
 }
 
-pub fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = resume_job(&*session.store, reference, &session.ctx)?;
+pub async fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = session.service().resume(reference).await?.job;
     say!("Resumed job: {} ({})", job.id(), job.name());
     print_summary(session, &job);
     Ok(())
 }
 
-pub fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = remove_job(&*session.store, reference, &session.ctx)?;
+pub async fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = session.service().remove(reference).await?.job;
     say!("Removed job: {} ({})", job.id(), job.name());
     Ok(())
 }

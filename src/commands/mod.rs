@@ -21,6 +21,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::error::CliError;
 use crate::home::{load_context, Home};
+use crate::job_service::JobService;
 use crate::process::{host_name, pid_alive};
 
 /// What every verb needs: where the files are, the store, the clock and what "now" is.
@@ -50,6 +51,16 @@ impl Session {
 
     pub fn zone(&self) -> Tz {
         self.ctx.zone
+    }
+
+    /// The job service on this session's home, store and clock: every verb that changes
+    /// a job goes through it.
+    pub fn service(&self) -> JobService {
+        JobService::new(
+            &self.home.root,
+            Arc::clone(&self.store),
+            Arc::clone(&self.clock),
+        )
     }
 }
 
@@ -160,12 +171,12 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
 
 async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
     match verb {
-        CronVerb::Add(args) => jobs_cmd::add(&session, args),
+        CronVerb::Add(args) => jobs_cmd::add(&session, args).await,
         CronVerb::List { all, json } => list::list(&session, all, json).await,
-        CronVerb::Edit(args) => jobs_cmd::edit(&session, args),
-        CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()),
-        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job),
-        CronVerb::Remove { job } => jobs_cmd::remove(&session, &job),
+        CronVerb::Edit(args) => jobs_cmd::edit(&session, args).await,
+        CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()).await,
+        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job).await,
+        CronVerb::Remove { job } => jobs_cmd::remove(&session, &job).await,
         CronVerb::Next(args) => next::next(&session, args),
         CronVerb::Daemon => scheduler_cmd::daemon(session).await,
         CronVerb::Tick => scheduler_cmd::tick(session).await,
@@ -179,6 +190,10 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         CronVerb::Doctor => status::doctor(&session).await,
         CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
         CronVerb::Output { run } => status::output(&session, run).await,
-        CronVerb::Mcp => crate::mcp_server::serve(session).await,
+        CronVerb::Mcp => {
+            let scheduler = scheduler_cmd::scheduler_for(&session, None)?;
+            let stop = scheduler_cmd::stop_signal().await?;
+            Ok(crate::mcp_server::serve(session.service(), scheduler, stop).await?)
+        }
     }
 }

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use jobs::ledger::RunStatus;
-use jobs::{find_job, JobState};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::Session;
 use crate::delivery::api::ApiDelivery;
 use crate::error::CliError;
 use crate::hermes_runner::HermesRunner;
+use crate::job_service::WhenPaused;
 use crate::process::host_name;
 use crate::scheduler::{self, Parts, RunReport, Scheduler};
 
@@ -57,10 +57,12 @@ pub async fn daemon(session: Session) -> Result<(), CliError> {
     let metrics = Arc::new(crate::api::Metrics::default());
     let observer: Arc<dyn scheduler::Observer> = metrics.clone();
     let scheduler = scheduler_for(&session, Some(observer))?;
+    let jobs = session.service();
     {
         let signal = stop_signal().await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let api_state = crate::api::ApiState {
+            jobs,
             scheduler: Arc::clone(&scheduler),
             home: session.home.root.clone(),
             metrics,
@@ -114,17 +116,11 @@ pub async fn tick(session: Session) -> Result<(), CliError> {
 }
 
 pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
-    let jobs = session.store.load_jobs(&session.ctx).await?;
-    let job = find_job(&jobs, reference)?.clone();
-    if job.state() == JobState::Paused {
-        return Err(CliError::user(format!(
-            "Job {} is paused; resume it first with 'hermes cron resume {}'",
-            job.id(),
-            job.id()
-        )));
-    }
+    let service = session.service();
     let scheduler = scheduler_for(&session, None)?;
-    let report = scheduler.run_now(job).await?;
+    let report = service
+        .run_now(&scheduler, reference, WhenPaused::Refuse)
+        .await?;
     print_report(&report);
     if let Some(response) = &report.response {
         say!("\n{response}");

@@ -8,18 +8,12 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use jobs::ledger::RunStatus;
-use jobs::store::Store;
-use jobs::{
-    create_job, edit_job, find_job, pause_job, remove_job, resume_job, Context, Job, JobEdit,
-    JobError, JobState, NewJob,
-};
+use jobs::{find_job, Context, Job, JobEdit, JobError, JobState, NewJob};
 use schedules::format_instant;
 
 use super::arguments::Arguments;
-use crate::clock::Clock;
-use crate::config::Config;
-use crate::home::{load_context, Home};
-use crate::scheduler::{blocking, Scheduler};
+use crate::job_service::{Changed, JobService, ServiceError, WhenPaused};
+use crate::scheduler::Scheduler;
 
 /// How many future run times a create or update reply shows.
 const NEXT_RUNS: usize = 3;
@@ -77,6 +71,15 @@ impl From<jobs::StoreError> for Failure {
     }
 }
 
+impl From<ServiceError> for Failure {
+    fn from(e: ServiceError) -> Failure {
+        match e {
+            ServiceError::Job(e) => Failure::from(e),
+            other => Failure::Message(other.to_string()),
+        }
+    }
+}
+
 impl From<String> for Failure {
     fn from(message: String) -> Failure {
         Failure::Message(message)
@@ -91,9 +94,8 @@ impl From<&str> for Failure {
 
 /// The parts the actions work with, shared by every call of one server.
 pub struct Cron {
-    pub home: Home,
-    pub store: Arc<dyn Store>,
-    pub clock: Arc<dyn Clock>,
+    /// Every change to a job goes through it.
+    pub jobs: JobService,
     /// The scheduler whose manual-run path `run` takes; it remembers which jobs this
     /// process is running, so a second `run` of one of them is refused.
     pub scheduler: Arc<Scheduler>,
@@ -105,36 +107,32 @@ impl Cron {
         let action = args.action.trim().to_ascii_lowercase();
         let result = match action.as_str() {
             "run" | "run_now" | "trigger" => self.run(&args).await,
-            _ => blocking(|| self.change(&action, &args)),
+            _ => self.change(&action, &args).await,
         };
         result.unwrap_or_else(Failure::reply)
     }
 
-    /// "Now", the zones and the config, read afresh for each call: the server lives
+    /// "Now", the zones and the config are read afresh for each call: the server lives
     /// for as long as the chat agent does.
-    fn context(&self) -> Result<(Context, Config), Failure> {
-        load_context(&self.home, self.clock.now()).map_err(|e| Failure::Message(e.message))
-    }
-
-    fn change(&self, action: &str, args: &Arguments) -> Result<Value, Failure> {
-        let (ctx, config) = self.context()?;
+    async fn change(&self, action: &str, args: &Arguments) -> Result<Value, Failure> {
+        let (ctx, _) = self.jobs.context()?;
         match action {
-            "create" => self.create(args, &ctx, &config),
-            "list" => self.list(args, &ctx),
-            "update" => self.update(args, &ctx, &config),
+            "create" => self.create(args).await,
+            "list" => self.list(args, &ctx).await,
+            "update" => self.update(args, &ctx).await,
             "pause" => {
-                let id = self.resolve(args, &ctx)?;
-                let job = pause_job(&*self.store, &id, args.reason.as_deref(), &ctx)?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.pause(&id, args.reason.as_deref()).await?;
                 Ok(json!({"success": true, "job": format_job(&job, &ctx)}))
             }
             "resume" => {
-                let id = self.resolve(args, &ctx)?;
-                let job = resume_job(&*self.store, &id, &ctx)?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.resume(&id).await?;
                 Ok(json!({"success": true, "job": format_job(&job, &ctx), "next_runs": next_runs(&job, &ctx)}))
             }
             "remove" => {
-                let id = self.resolve(args, &ctx)?;
-                let job = remove_job(&*self.store, &id, &ctx)?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.remove(&id).await?;
                 Ok(json!({
                     "success": true,
                     "message": format!("Cron job '{}' removed.", job.name()),
@@ -150,14 +148,14 @@ impl Cron {
     }
 
     /// The id of the job `job_id` names (an id, else an exact name).
-    fn resolve(&self, args: &Arguments, ctx: &Context) -> Result<String, Failure> {
+    async fn resolve(&self, args: &Arguments, ctx: &Context) -> Result<String, Failure> {
         let reference = args
             .job_id
             .as_deref()
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .ok_or_else(|| format!("job_id is required for action '{}'", args.action.trim()))?;
-        let jobs = self.store.load_view(ctx, REFERENCE_KEYS)?;
+        let jobs = self.jobs.store().load_view(ctx, REFERENCE_KEYS).await?;
         match find_job(&jobs, reference) {
             Ok(job) => Ok(job.id().to_string()),
             Err(JobError::Ambiguous { reference, ids }) => Err(Failure::Ambiguous {
@@ -182,7 +180,7 @@ impl Cron {
         }
     }
 
-    fn create(&self, args: &Arguments, ctx: &Context, config: &Config) -> Result<Value, Failure> {
+    async fn create(&self, args: &Arguments) -> Result<Value, Failure> {
         let schedule = non_blank(&args.schedule).ok_or("schedule is required for create")?;
         let no_agent = args.no_agent.unwrap_or(false);
         let script = non_blank(&args.script);
@@ -218,11 +216,10 @@ impl Cron {
             timezone: args.timezone.clone(),
             paused: false,
             origin,
-            script_text: script
-                .and_then(|s| crate::script::read_for_scan(&self.home.root.join("scripts"), s)),
-            inference_now: self.inference_now(config),
+            ..NewJob::default()
         };
-        let job = create_job(&*self.store, &new, ctx)?;
+        let Changed { job, ctx } = self.jobs.create(new).await?;
+        let ctx = &ctx;
         let mut message = format!("Cron job '{}' created.", job.name());
         if defaulted_to_local {
             message.push_str(" It has no origin and no deliver, so its results are only saved (see them with action='list'); pass origin or deliver to have them sent to a chat.");
@@ -244,12 +241,14 @@ impl Cron {
         }))
     }
 
-    fn list(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
+    async fn list(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
         // Python Hermes' tool lists paused and completed jobs unless told not to.
         let all = args.include_disabled.unwrap_or(true);
         let jobs: Vec<Value> = self
-            .store
-            .load_jobs(ctx)?
+            .jobs
+            .store()
+            .load_jobs(ctx)
+            .await?
             .iter()
             .filter(|job| all || matches!(job.state(), JobState::Scheduled | JobState::Error))
             .map(|job| format_job(job, ctx))
@@ -257,7 +256,7 @@ impl Cron {
         Ok(json!({"success": true, "count": jobs.len(), "jobs": jobs}))
     }
 
-    fn update(&self, args: &Arguments, ctx: &Context, config: &Config) -> Result<Value, Failure> {
+    async fn update(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
         let (model, provider) = args.model_and_provider()?;
         let edit = JobEdit {
             schedule: args.schedule.clone(),
@@ -272,79 +271,73 @@ impl Cron {
             model,
             provider,
             timezone: args.timezone.clone(),
-            inference_now: self.inference_now(config),
             ..JobEdit::default()
         };
         if edit.is_empty() {
             return Err("No updates provided.".into());
         }
-        let id = self.resolve(args, ctx)?;
-        let job = edit_job(&*self.store, &id, &edit, ctx)?;
+        let id = self.resolve(args, ctx).await?;
+        let Changed { job, ctx } = self.jobs.edit(&id, edit).await?;
         Ok(
-            json!({"success": true, "job": format_job(&job, ctx), "next_runs": next_runs(&job, ctx)}),
+            json!({"success": true, "job": format_job(&job, &ctx), "next_runs": next_runs(&job, &ctx)}),
         )
     }
 
-    fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
-        let root = &self.home.root;
-        crate::agent::config::inference_now(config, &crate::agent::config::Vars::load(root), root)
-    }
-
     /// The job `job_id` names, whole, with the context it was read in.
-    fn load(&self, args: &Arguments) -> Result<(Job, Context), Failure> {
-        let (ctx, _) = self.context()?;
-        let id = self.resolve(args, &ctx)?;
-        let jobs = self.store.load_jobs(&ctx)?;
-        let job = jobs
-            .into_iter()
-            .find(|job| job.id() == id)
-            .ok_or(Failure::NotFound(id))?;
+    async fn load(&self, args: &Arguments) -> Result<(Job, Context), Failure> {
+        let (ctx, _) = self.jobs.context()?;
+        let id = self.resolve(args, &ctx).await?;
+        let Changed { job, ctx } = self.jobs.get(&id).await?;
         Ok((job, ctx))
     }
 
     /// `run`: the job runs now, outside its schedule, and the reply waits for the
     /// outcome — the scheduler's manual run, as `hermes cron run` does.
     async fn run(&self, args: &Arguments) -> Result<Value, Failure> {
-        let (job, ctx) = blocking(|| self.load(args))?;
+        let (job, ctx) = self.load(args).await?;
         let id = job.id().to_string();
         let mut outcome = Map::new();
         let mut executed = false;
-        if job.state() == JobState::Paused {
-            outcome.insert(
-                "execution_skipped".into(),
-                json!("Job is paused; resume it before running."),
-            );
-        } else {
-            match self.scheduler.run_now(job.clone()).await {
-                Ok(report) => {
-                    executed = true;
-                    let ok = report.status == RunStatus::Ok;
-                    outcome.insert("execution_success".into(), json!(ok));
-                    if let Some(error) = &report.error {
-                        outcome.insert("execution_error".into(), json!(error));
-                    }
-                    outcome.insert(
-                        "run".into(),
-                        json!({
-                            "occurrence": report.occurrence,
-                            "status": report.status.as_str(),
-                            "output": report.output,
-                            "delivery": report.delivery,
-                        }),
-                    );
+        match self
+            .jobs
+            .run_now(&self.scheduler, &id, WhenPaused::Refuse)
+            .await
+        {
+            Ok(report) => {
+                executed = true;
+                let ok = report.status == RunStatus::Ok;
+                outcome.insert("execution_success".into(), json!(ok));
+                if let Some(error) = &report.error {
+                    outcome.insert("execution_error".into(), json!(error));
                 }
-                Err(e) => {
-                    outcome.insert("execution_skipped".into(), json!(e.message));
-                }
+                outcome.insert(
+                    "run".into(),
+                    json!({
+                        "occurrence": report.occurrence,
+                        "status": report.status.as_str(),
+                        "output": report.output,
+                        "delivery": report.delivery,
+                    }),
+                );
+            }
+            Err(ServiceError::Paused(_)) => {
+                outcome.insert(
+                    "execution_skipped".into(),
+                    json!("Job is paused; resume it before running."),
+                );
+            }
+            Err(e) => {
+                outcome.insert("execution_skipped".into(), json!(e.to_string()));
             }
         }
         // The job as the run left it (last status, next run), or as it was if it is gone.
-        let after = blocking(|| {
-            self.store
-                .load_jobs(&ctx)
-                .ok()
-                .and_then(|jobs| jobs.into_iter().find(|j| j.id() == id))
-        });
+        let after = self
+            .jobs
+            .store()
+            .load_jobs(&ctx)
+            .await
+            .ok()
+            .and_then(|jobs| jobs.into_iter().find(|j| j.id() == id));
         let mut reply = format_job(after.as_ref().unwrap_or(&job), &ctx);
         reply["executed"] = json!(executed);
         if !outcome.contains_key("execution_success") {

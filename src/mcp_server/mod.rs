@@ -18,9 +18,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use crate::commands::scheduler_cmd::{runtime, scheduler_for, stop_signal};
-use crate::commands::Session;
-use crate::error::CliError;
+use crate::job_service::JobService;
+use crate::scheduler::{Scheduler, SchedulerError};
 use actions::Cron;
 use arguments::Arguments;
 
@@ -87,26 +86,35 @@ impl ServerHandler for CronServer {
     }
 }
 
+/// Why the MCP server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP: the client did not initialize: {0}")]
+    NotInitialized(String),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
+}
+
 /// Serves MCP on stdin/stdout until the client closes stdin (calls under way finish and
-/// are answered first) or SIGTERM/SIGINT arrives (at once: a run under way is stopped
-/// and recorded as interrupted).
-pub fn serve(session: Session) -> Result<(), CliError> {
-    let scheduler = scheduler_for(&session, None)?;
+/// are answered first) or `stop` completes (SIGTERM/SIGINT: at once, a run under way is
+/// stopped and recorded as interrupted).
+pub async fn serve(
+    jobs: JobService,
+    scheduler: Arc<Scheduler>,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<(), McpError> {
     let server = CronServer {
         tool: schema::cronjob_tool(),
         cron: Cron {
-            home: session.home,
-            store: session.store,
-            clock: session.clock,
+            jobs,
             scheduler: Arc::clone(&scheduler),
         },
     };
-    runtime()?.block_on(async move {
-        let stop = stop_signal().await?;
+    {
         let running = server
             .serve(rmcp::transport::stdio_pipes())
             .await
-            .map_err(|e| CliError::user(format!("MCP: the client did not initialize: {e}")))?;
+            .map_err(|e| McpError::NotInitialized(e.to_string()))?;
         let cancel = running.cancellation_token();
         tokio::select! {
             ended = running.waiting() => {
@@ -116,10 +124,10 @@ pub fn serve(session: Session) -> Result<(), CliError> {
             }
             () = stop => cancel.cancel(),
         }
-        let interrupted = scheduler.interrupt_own_runs()?;
+        let interrupted = scheduler.interrupt_own_runs().await?;
         if interrupted > 0 {
             tracing::warn!("stopped with {interrupted} run(s) unfinished: recorded as interrupted");
         }
         Ok(())
-    })
+    }
 }

@@ -13,10 +13,10 @@ use serde_json::{json, Value};
 
 use crate::support::Hermes;
 
-const KEY: &str = "test-key-0123456789abcdef";
+pub(crate) const KEY: &str = "test-key-0123456789abcdef";
 
 /// A daemon serving the API on a free port of its own choosing.
-struct Api {
+pub(crate) struct Api {
     child: Child,
     address: String,
     log: PathBuf,
@@ -30,14 +30,14 @@ impl Drop for Api {
 }
 
 /// What came back: the status, the headers (names lower-cased) and the body.
-struct Reply {
-    status: u16,
+pub(crate) struct Reply {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: String,
+    pub(crate) body: String,
 }
 
 impl Reply {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
@@ -76,7 +76,7 @@ fn daemon(hermes: &Hermes, env: &[(&str, &str)], expect: &str) -> (Child, PathBu
     (child, log)
 }
 
-fn serve(hermes: &Hermes, env: &[(&str, &str)]) -> Api {
+pub(crate) fn serve(hermes: &Hermes, env: &[(&str, &str)]) -> Api {
     let mut all = vec![("API_SERVER_KEY", KEY), ("API_SERVER_PORT", "0")];
     all.extend_from_slice(env);
     let (child, log) = daemon(hermes, &all, "API listening on http://");
@@ -139,7 +139,13 @@ fn parse(raw: &[u8]) -> Reply {
 
 impl Api {
     /// One request on its own connection; `headers` replace the defaults (Host, key).
-    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+    pub(crate) fn send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Reply {
         let mut stream = TcpStream::connect(&self.address).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(5)))

@@ -47,8 +47,12 @@ struct Inner {
     /// Where each run saved its document.
     run_outputs: BTreeMap<i64, String>,
     /// Run once, just after the next pass has decided (see [`MemoryStore::after_next_pass`]).
-    after_pass: Option<Box<dyn FnOnce() + Send>>,
+    after_pass: Option<AfterPass>,
 }
+
+/// A test's change to the store, made while a pass is deciding.
+type AfterPass =
+    Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
 
 /// Everything in memory, for tests. Claims are stamped with `owner`.
 pub struct MemoryStore {
@@ -95,8 +99,11 @@ impl MemoryStore {
 
     /// Runs `change` once, just after the next pass has read and decided, as when another
     /// process writes the store while a pass is deciding.
-    pub fn after_next_pass(&self, change: impl FnOnce() + Send + 'static) {
-        self.lock().after_pass = Some(Box::new(change));
+    pub fn after_next_pass<F>(&self, change: impl FnOnce() -> F + Send + 'static)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.lock().after_pass = Some(Box::new(move || Box::pin(change())));
     }
 
     /// The pass itself: decide what is due, move schedules forward, claim.
@@ -264,7 +271,7 @@ impl Store for MemoryStore {
         let pass = self.decide_and_claim(ctx, scan);
         let after = self.lock().after_pass.take();
         if let Some(change) = after {
-            change();
+            change().await;
         }
         pass
     }

@@ -1,0 +1,237 @@
+//! The size limits of what a job change may carry, one set for every front door (the
+//! CLI, both HTTP route families and the MCP tool reach them through the lifecycle).
+//! Only values a request gives are measured: a stored job written by another program
+//! is never refused for what it already holds. Name and prompt keep Python Hermes' API
+//! limits and wording; the others bound what no real job needs, so one request can no
+//! longer grow jobs.json by a megabyte.
+
+use crate::lifecycle::{JobEdit, JobError, NewJob};
+
+/// Characters of a job name (Python Hermes' API limit).
+pub const MAX_NAME_CHARS: usize = 200;
+/// Characters of a prompt (Python Hermes' API limit).
+pub const MAX_PROMPT_CHARS: usize = 5000;
+/// Characters of a schedule: the longest real cron expression is far shorter.
+pub const MAX_SCHEDULE_CHARS: usize = 256;
+/// Characters of a `deliver` value (a comma-separated list of targets).
+pub const MAX_DELIVER_CHARS: usize = 1000;
+/// Skills one job loads.
+pub const MAX_SKILLS: usize = 50;
+/// Characters of one skill name, a model or provider name.
+pub const MAX_IDENTIFIER_CHARS: usize = 200;
+/// Characters of a path (script, workdir), an origin or a pause reason.
+pub const MAX_PATH_CHARS: usize = 1024;
+
+/// One text field of a request: its name as the user gives it, and its limit.
+struct TextLimit {
+    field: &'static str,
+    max_chars: usize,
+}
+
+const NAME: TextLimit = TextLimit {
+    field: "Name",
+    max_chars: MAX_NAME_CHARS,
+};
+const PROMPT: TextLimit = TextLimit {
+    field: "Prompt",
+    max_chars: MAX_PROMPT_CHARS,
+};
+const SCHEDULE: TextLimit = TextLimit {
+    field: "Schedule",
+    max_chars: MAX_SCHEDULE_CHARS,
+};
+const DELIVER: TextLimit = TextLimit {
+    field: "Deliver",
+    max_chars: MAX_DELIVER_CHARS,
+};
+const SKILL: TextLimit = TextLimit {
+    field: "Each skill name",
+    max_chars: MAX_IDENTIFIER_CHARS,
+};
+const MODEL: TextLimit = TextLimit {
+    field: "Model",
+    max_chars: MAX_IDENTIFIER_CHARS,
+};
+const PROVIDER: TextLimit = TextLimit {
+    field: "Provider",
+    max_chars: MAX_IDENTIFIER_CHARS,
+};
+const TIMEZONE: TextLimit = TextLimit {
+    field: "Timezone",
+    max_chars: MAX_IDENTIFIER_CHARS,
+};
+const REPEAT: TextLimit = TextLimit {
+    field: "Repeat",
+    max_chars: MAX_IDENTIFIER_CHARS,
+};
+const SCRIPT: TextLimit = TextLimit {
+    field: "Script",
+    max_chars: MAX_PATH_CHARS,
+};
+const WORKDIR: TextLimit = TextLimit {
+    field: "Workdir",
+    max_chars: MAX_PATH_CHARS,
+};
+const ORIGIN: TextLimit = TextLimit {
+    field: "Origin",
+    max_chars: MAX_PATH_CHARS,
+};
+const REASON: TextLimit = TextLimit {
+    field: "Reason",
+    max_chars: MAX_PATH_CHARS,
+};
+
+impl TextLimit {
+    fn check(&self, value: Option<&str>) -> Result<(), JobError> {
+        // Counting stops one past the limit: a megabyte is refused without walking it.
+        match value {
+            Some(text) if text.chars().nth(self.max_chars).is_some() => Err(JobError::TooLong {
+                field: self.field,
+                max_chars: self.max_chars,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn check_skills<'a>(skills: impl IntoIterator<Item = &'a String>) -> Result<(), JobError> {
+    let mut count = 0;
+    for skill in skills {
+        count += 1;
+        if count > MAX_SKILLS {
+            return Err(JobError::TooMany {
+                what: "skills",
+                max: MAX_SKILLS,
+            });
+        }
+        SKILL.check(Some(skill))?;
+    }
+    Ok(())
+}
+
+/// The limit of a job name.
+pub fn check_name(name: &str) -> Result<(), JobError> {
+    NAME.check(Some(name))
+}
+
+/// The limit of a prompt.
+pub fn check_prompt(prompt: &str) -> Result<(), JobError> {
+    PROMPT.check(Some(prompt))
+}
+
+/// Name, then prompt (Python Hermes' order), then the rest.
+pub fn check_new(new: &NewJob) -> Result<(), JobError> {
+    NAME.check(new.name.as_deref())?;
+    PROMPT.check(Some(&new.prompt))?;
+    SCHEDULE.check(Some(&new.schedule))?;
+    DELIVER.check(new.deliver.as_deref())?;
+    check_skills(&new.skills)?;
+    for (limit, value) in [
+        (&REPEAT, &new.repeat),
+        (&SCRIPT, &new.script),
+        (&WORKDIR, &new.workdir),
+        (&MODEL, &new.model),
+        (&PROVIDER, &new.provider),
+        (&TIMEZONE, &new.timezone),
+        (&ORIGIN, &new.origin),
+    ] {
+        limit.check(value.as_deref())?;
+    }
+    Ok(())
+}
+
+/// The same limits on what an edit sets.
+pub fn check_edit(edit: &JobEdit) -> Result<(), JobError> {
+    NAME.check(edit.name.as_deref())?;
+    PROMPT.check(edit.prompt.as_deref())?;
+    SCHEDULE.check(edit.schedule.as_deref())?;
+    DELIVER.check(edit.deliver.as_deref())?;
+    check_skills(edit.skills.iter().flatten())?;
+    check_skills(&edit.add_skills)?;
+    for (limit, value) in [
+        (&REPEAT, &edit.repeat),
+        (&SCRIPT, &edit.script),
+        (&WORKDIR, &edit.workdir),
+        (&MODEL, &edit.model),
+        (&PROVIDER, &edit.provider),
+        (&TIMEZONE, &edit.timezone),
+    ] {
+        limit.check(value.as_deref())?;
+    }
+    Ok(())
+}
+
+/// The limit of a pause reason.
+pub fn check_reason(reason: Option<&str>) -> Result<(), JobError> {
+    REASON.check(reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_at_the_limit_passes_and_one_past_it_is_refused_with_its_field() {
+        let at = "é".repeat(MAX_NAME_CHARS);
+        let past = format!("{at}x");
+        let new = |name: &str| NewJob {
+            name: Some(name.to_string()),
+            ..NewJob::default()
+        };
+        assert!(check_new(&new(&at)).is_ok());
+        let refused = check_new(&new(&past)).unwrap_err();
+        assert_eq!(refused.to_string(), "Name must be ≤ 200 characters");
+    }
+
+    #[test]
+    fn name_is_measured_before_prompt_as_in_python_hermes() {
+        let new = NewJob {
+            name: Some("n".repeat(MAX_NAME_CHARS + 1)),
+            prompt: "p".repeat(MAX_PROMPT_CHARS + 1),
+            ..NewJob::default()
+        };
+        assert!(check_new(&new).unwrap_err().to_string().starts_with("Name"));
+    }
+
+    #[test]
+    fn too_many_skills_are_refused_on_create_and_on_every_way_an_edit_sets_them() {
+        let many: Vec<String> = (0..=MAX_SKILLS).map(|i| format!("s{i}")).collect();
+        let message = "A job may load at most 50 skills";
+        let new = NewJob {
+            skills: many.clone(),
+            ..NewJob::default()
+        };
+        assert!(check_new(&new)
+            .unwrap_err()
+            .to_string()
+            .starts_with(message));
+        for edit in [
+            JobEdit {
+                skills: Some(many.clone()),
+                ..JobEdit::default()
+            },
+            JobEdit {
+                add_skills: many.clone(),
+                ..JobEdit::default()
+            },
+        ] {
+            assert!(check_edit(&edit)
+                .unwrap_err()
+                .to_string()
+                .starts_with(message));
+        }
+    }
+
+    #[test]
+    fn an_edit_that_sets_nothing_long_passes() {
+        assert!(check_edit(&JobEdit::default()).is_ok());
+        let edit = JobEdit {
+            deliver: Some("x".repeat(MAX_DELIVER_CHARS + 1)),
+            ..JobEdit::default()
+        };
+        assert_eq!(
+            check_edit(&edit).unwrap_err().to_string(),
+            "Deliver must be ≤ 1000 characters"
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The one door for every change to a job: create, edit, pause, resume, remove and run
+//! now. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
+//! translate their requests into [`NewJob`] / [`JobEdit`] and their answers out of
+//! [`Changed`] and [`ServiceError`]; the rules — field limits, schedule, targets, script
+//! confinement, the prompt scan and the gateway guard, on create and on edit alike —
+//! live in the `jobs` lifecycle this service feeds, so the same bad input gets the same
+//! refusal from every door. It reads what only the binary knows (the script's text, the
+//! model an unpinned job would use now) and never formats a door's reply.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use jobs::store::Store;
+use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
+
+use crate::clock::Clock;
+use crate::config::{Config, ConfigError};
+use crate::home::{load_context, Home};
+use crate::scheduler::{RunReport, Scheduler, SchedulerError};
+
+/// Why a job operation did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error(transparent)]
+    Job(#[from] JobError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A run asked for a paused job, where the door refuses rather than resumes.
+    #[error("Job {0} is paused; resume it first with 'hermes cron resume {0}'")]
+    Paused(String),
+    /// The scheduler would not start the run (the job is running, or the ledger could
+    /// not take the claim).
+    #[error("{message}")]
+    NotStarted { message: String, busy: bool },
+}
+
+impl From<jobs::StoreError> for ServiceError {
+    fn from(e: jobs::StoreError) -> ServiceError {
+        ServiceError::Job(JobError::from(e))
+    }
+}
+
+/// What kind of failure an error is: each door maps kinds to its own statuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// No job by that reference.
+    NotFound,
+    /// The request was refused: the user can fix it.
+    Invalid,
+    /// The job is in a state that refuses the operation now (running).
+    Conflict,
+    /// The machine failed (I/O, a database down, an unreadable store).
+    Internal,
+}
+
+impl ServiceError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ServiceError::Job(JobError::NotFound(_)) => ErrorKind::NotFound,
+            ServiceError::Job(e) if e.is_internal() => ErrorKind::Internal,
+            ServiceError::Config(ConfigError::Unreadable { .. }) => ErrorKind::Internal,
+            ServiceError::NotStarted { busy: true, .. } => ErrorKind::Conflict,
+            ServiceError::NotStarted { busy: false, .. } => ErrorKind::Internal,
+            _ => ErrorKind::Invalid,
+        }
+    }
+}
+
+/// A job as an operation left it, with the context ("now", zones) it was decided in:
+/// what a door needs to show it.
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub job: Job,
+    pub ctx: Context,
+}
+
+/// What a run of a paused job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenPaused {
+    /// Refuse: the user resumes it first (the CLI, the MCP tool).
+    Refuse,
+    /// Resume it, then run (Python Hermes' REST trigger).
+    Resume,
+}
+
+/// The job operations of one home on one store, "now" read from one clock.
+pub struct JobService {
+    home: PathBuf,
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+}
+
+impl JobService {
+    pub fn new(home: &Path, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> JobService {
+        JobService {
+            home: home.to_path_buf(),
+            store,
+            clock,
+        }
+    }
+
+    pub fn store(&self) -> &dyn Store {
+        &*self.store
+    }
+
+    /// "Now", the zones and the config, read afresh for each operation: a daemon or an
+    /// MCP server lives long, and a config edit applies to its next request.
+    pub fn context(&self) -> Result<(Context, Config), ServiceError> {
+        let home = Home {
+            root: self.home.clone(),
+        };
+        Ok(load_context(&home, self.clock.now())?)
+    }
+
+    /// The text of a script under `<home>/scripts/`, for the gateway guard.
+    fn script_text(&self, script: Option<&str>) -> Option<String> {
+        let script = script.map(str::trim).filter(|s| !s.is_empty())?;
+        crate::script::read_for_scan(&self.home.join("scripts"), script)
+    }
+
+    fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
+        let vars = crate::agent::config::Vars::load(&self.home);
+        crate::agent::config::inference_now(config, &vars, &self.home)
+    }
+
+    /// The job with exactly this id.
+    pub async fn get(&self, id: &str) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let job = self
+            .store
+            .get_job(&ctx, id)
+            .await?
+            .ok_or_else(|| JobError::NotFound(id.to_string()))?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// The job a reference names: an exact id, else a case-insensitive name.
+    pub async fn find(&self, reference: &str) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let jobs = self.store.load_jobs(&ctx).await?;
+        let job = jobs::find_job(&jobs, reference)?.clone();
+        Ok(Changed { job, ctx })
+    }
+
+    pub async fn create(&self, mut new: NewJob) -> Result<Changed, ServiceError> {
+        let (ctx, config) = self.context()?;
+        new.script_text = self.script_text(new.script.as_deref());
+        new.inference_now = self.inference_now(&config);
+        let job = jobs::create_job(&*self.store, &new, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// Applies an edit. The gateway guard reads the script the job will run once
+    /// edited: the one the edit sets, else the one it has.
+    pub async fn edit(&self, reference: &str, mut edit: JobEdit) -> Result<Changed, ServiceError> {
+        let (ctx, config) = self.context()?;
+        if edit.prompt.is_some() || edit.script.is_some() {
+            let script = match &edit.script {
+                Some(script) => Some(script.clone()),
+                None => self.find(reference).await?.job.script().map(str::to_string),
+            };
+            edit.script_text = self.script_text(script.as_deref());
+        }
+        edit.inference_now = self.inference_now(&config);
+        let job = jobs::edit_job(&*self.store, reference, &edit, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// An edit (when it changes anything), then a pause or resume when `enabled` says
+    /// so: the REST routes' update.
+    pub async fn update(
+        &self,
+        reference: &str,
+        edit: JobEdit,
+        enabled: Option<bool>,
+    ) -> Result<Changed, ServiceError> {
+        let mut changed = if edit.is_empty() {
+            self.find(reference).await?
+        } else {
+            self.edit(reference, edit).await?
+        };
+        let id = changed.job.id().to_string();
+        match (enabled, changed.job.state()) {
+            (Some(false), state) if state != JobState::Paused && changed.job.enabled() => {
+                changed = self.pause(&id, None).await?;
+            }
+            (Some(true), JobState::Paused) => changed = self.resume(&id).await?,
+            _ => {}
+        }
+        Ok(changed)
+    }
+
+    pub async fn pause(
+        &self,
+        reference: &str,
+        reason: Option<&str>,
+    ) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let job = jobs::pause_job(&*self.store, reference, reason, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    pub async fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let job = jobs::resume_job(&*self.store, reference, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// Removes a job and its output documents; returns it as it was.
+    pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// The job a run now would run, paused jobs handled as `when_paused` says.
+    async fn to_run(
+        &self,
+        reference: &str,
+        when_paused: WhenPaused,
+    ) -> Result<Changed, ServiceError> {
+        let found = self.find(reference).await?;
+        match (found.job.state(), when_paused) {
+            (JobState::Paused, WhenPaused::Refuse) => {
+                Err(ServiceError::Paused(found.job.id().to_string()))
+            }
+            (JobState::Paused, WhenPaused::Resume) => self.resume(found.job.id()).await,
+            _ => Ok(found),
+        }
+    }
+
+    /// Runs the job now, outside its schedule, and waits for its outcome.
+    pub async fn run_now(
+        &self,
+        scheduler: &Arc<Scheduler>,
+        reference: &str,
+        when_paused: WhenPaused,
+    ) -> Result<RunReport, ServiceError> {
+        let job = self.to_run(reference, when_paused).await?.job;
+        scheduler.run_now(job).await.map_err(not_started)
+    }
+
+    /// Starts the job now and returns once its run is claimed in the ledger; the run
+    /// goes on in the background. Returns the job as it was started.
+    pub async fn start_now(
+        &self,
+        scheduler: &Arc<Scheduler>,
+        reference: &str,
+        when_paused: WhenPaused,
+    ) -> Result<Changed, ServiceError> {
+        let changed = self.to_run(reference, when_paused).await?;
+        scheduler
+            .start_now(changed.job.clone())
+            .await
+            .map_err(not_started)?;
+        Ok(changed)
+    }
+}
+
+/// The scheduler's refusal of a manual run, by its kind.
+fn not_started(e: SchedulerError) -> ServiceError {
+    match e {
+        e if e.is_already_running() => ServiceError::NotStarted {
+            busy: true,
+            message: e.to_string(),
+        },
+        SchedulerError::Config(e) => ServiceError::Config(e),
+        SchedulerError::Job(e) => ServiceError::Job(e),
+        e => ServiceError::NotStarted {
+            busy: false,
+            message: e.to_string(),
+        },
+    }
+}
