@@ -388,6 +388,33 @@ impl PgStore {
         Ok(())
     }
 
+    /// The job in the one row `sql` (a statement on `$1` = `id` returning `record`)
+    /// gives, in `tx`; `NotFound` when there is none.
+    async fn job_row(&self, tx: &impl GenericClient, sql: &str, id: &str) -> Result<Job, JobError> {
+        let row = tx.query_opt(sql, &[&id]).await.map_err(|e| self.fail(e))?;
+        let Some(row) = row else {
+            return Err(JobError::NotFound(id.to_string()));
+        };
+        Ok(job_of(&row, "record")?)
+    }
+
+    /// The first column of the one row `sql` gives.
+    async fn scalar<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<T, StoreError>
+    where
+        T: for<'a> tokio_postgres::types::FromSql<'a>,
+    {
+        let client = self.client().await?;
+        let row = client
+            .query_one(sql, params)
+            .await
+            .map_err(|e| self.fail(e))?;
+        row.try_get(0).map_err(|e| self.fail(e))
+    }
+
     async fn live(&self, client: &impl GenericClient) -> Result<Vec<String>, StoreError> {
         let rows = client
             .query(LIVE, &[&LEASE.as_secs_f64()])
@@ -978,17 +1005,8 @@ impl Store for PgStore {
     ) -> Result<Job, JobError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-        let row = tx
-            .query_opt(
-                "SELECT record FROM hermes_cron_jobs WHERE id = $1 FOR UPDATE",
-                &[&id],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        let Some(row) = row else {
-            return Err(JobError::NotFound(id.to_string()));
-        };
-        let mut job = job_of(&row, "record")?;
+        let select = "SELECT record FROM hermes_cron_jobs WHERE id = $1 FOR UPDATE";
+        let mut job = self.job_row(&tx, select, id).await?;
         job.heal(ctx);
         change(&mut job)?;
         self.write_jobs(&tx, std::slice::from_ref(&job), ctx)
@@ -1032,22 +1050,14 @@ impl Store for PgStore {
     async fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-        let row = tx
-            .query_opt(
-                "DELETE FROM hermes_cron_jobs WHERE id = $1 RETURNING record",
-                &[&id],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        let Some(row) = row else {
-            return Err(JobError::NotFound(id.to_string()));
-        };
+        let delete = "DELETE FROM hermes_cron_jobs WHERE id = $1 RETURNING record";
+        let job = self.job_row(&tx, delete, id).await?;
         tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
             .await
             .map_err(|e| self.fail(e))?;
         tx.commit().await.map_err(|e| self.fail(e))?;
         self.changed();
-        Ok(job_of(&row, "record")?)
+        Ok(job)
     }
 
     async fn change_mark(&self) -> ChangeMark {
@@ -1358,42 +1368,32 @@ impl Store for PgStore {
     }
 
     async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
-        let client = self.client().await?;
-        let count: i64 = client
-            .query_one(
+        let count: i64 = self
+            .scalar(
                 "SELECT COUNT(*) FROM hermes_cron_outbox WHERE occurrence = $1
                          AND state IN ('pending', 'sending')",
                 &[&occurrence],
             )
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
+            .await?;
         Ok(count as usize)
     }
 
     async fn outbox_depth(&self) -> Result<usize, StoreError> {
-        let client = self.client().await?;
-        let count: i64 = client
-            .query_one(
+        let count: i64 = self
+            .scalar(
                 "SELECT COUNT(*) FROM hermes_cron_outbox WHERE state IN ('pending', 'sending')",
                 &[],
             )
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
+            .await?;
         Ok(count as usize)
     }
 
     async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let client = self.client().await?;
-        let row = client
-            .query_one(
-                "SELECT MIN(next_attempt_at) FROM hermes_cron_outbox WHERE state = 'pending'",
-                &[],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        Ok(row.get(0))
+        self.scalar(
+            "SELECT MIN(next_attempt_at) FROM hermes_cron_outbox WHERE state = 'pending'",
+            &[],
+        )
+        .await
     }
 
     async fn delivery_state(
@@ -1615,15 +1615,12 @@ impl Store for PgStore {
     }
 
     async fn describe(&self) -> Result<StoreInfo, StoreError> {
-        let client = self.client().await?;
-        let version: i64 = client
-            .query_one(
+        let version: i64 = self
+            .scalar(
                 "SELECT COALESCE(MAX(version), 0)::bigint FROM hermes_cron_schema_migrations",
                 &[],
             )
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
+            .await?;
         Ok(StoreInfo {
             backend: "postgresql",
             location: self.location.clone(),
