@@ -810,16 +810,18 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
     assert_eq!(listed, serde_json::Value::Array(expected));
 }
 
+// On a runtime of several threads, as the daemon runs them: the file store then does its
+// work on the blocking threads (on one thread it works in place, as a CLI verb does).
 macro_rules! conformance {
     ($($test:ident),* $(,)?) => {
         mod file_store {
-            $( #[tokio::test] async fn $test() { super::$test(&super::files()).await; } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::files()).await; } )*
         }
         mod memory_store {
-            $( #[tokio::test] async fn $test() { super::$test(&super::memory()).await; } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::memory()).await; } )*
         }
         mod postgres_store {
-            $( #[tokio::test] async fn $test() { super::$test(&super::postgres()).await; } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::postgres()).await; } )*
         }
     };
 }
