@@ -70,6 +70,26 @@ impl From<crate::home::HomeError> for CliError {
     }
 }
 
+impl From<crate::scheduler::SchedulerError> for CliError {
+    fn from(e: crate::scheduler::SchedulerError) -> CliError {
+        use crate::scheduler::SchedulerError;
+        match e {
+            SchedulerError::AlreadyRunning(_) => CliError::user(e.to_string()),
+            SchedulerError::Config(e) => e.into(),
+            SchedulerError::Job(e) => e.into(),
+        }
+    }
+}
+
+impl From<crate::mcp_server::McpError> for CliError {
+    fn from(e: crate::mcp_server::McpError) -> CliError {
+        match e {
+            crate::mcp_server::McpError::NotInitialized(_) => CliError::user(e.to_string()),
+            crate::mcp_server::McpError::Scheduler(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::config::ConfigError> for CliError {
     fn from(e: crate::config::ConfigError) -> CliError {
         match e {

@@ -16,7 +16,7 @@ use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::home::{load_context, Home};
-use crate::scheduler::{RunReport, Scheduler};
+use crate::scheduler::{RunReport, Scheduler, SchedulerError};
 
 /// Why a job operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -124,98 +124,107 @@ impl JobService {
     }
 
     /// The job with exactly this id.
-    pub fn get(&self, id: &str) -> Result<Changed, ServiceError> {
+    pub async fn get(&self, id: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
         let job = self
             .store
-            .get_job(&ctx, id)?
+            .get_job(&ctx, id)
+            .await?
             .ok_or_else(|| JobError::NotFound(id.to_string()))?;
         Ok(Changed { job, ctx })
     }
 
     /// The job a reference names: an exact id, else a case-insensitive name.
-    pub fn find(&self, reference: &str) -> Result<Changed, ServiceError> {
+    pub async fn find(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
-        let jobs = self.store.load_jobs(&ctx)?;
+        let jobs = self.store.load_jobs(&ctx).await?;
         let job = jobs::find_job(&jobs, reference)?.clone();
         Ok(Changed { job, ctx })
     }
 
-    pub fn create(&self, mut new: NewJob) -> Result<Changed, ServiceError> {
+    pub async fn create(&self, mut new: NewJob) -> Result<Changed, ServiceError> {
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
-        let job = jobs::create_job(&*self.store, &new, &ctx)?;
+        let job = jobs::create_job(&*self.store, &new, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     /// Applies an edit. The gateway guard reads the script the job will run once
     /// edited: the one the edit sets, else the one it has.
-    pub fn edit(&self, reference: &str, mut edit: JobEdit) -> Result<Changed, ServiceError> {
+    pub async fn edit(&self, reference: &str, mut edit: JobEdit) -> Result<Changed, ServiceError> {
         let (ctx, config) = self.context()?;
         if edit.prompt.is_some() || edit.script.is_some() {
             let script = match &edit.script {
                 Some(script) => Some(script.clone()),
-                None => self.find(reference)?.job.script().map(str::to_string),
+                None => self.find(reference).await?.job.script().map(str::to_string),
             };
             edit.script_text = self.script_text(script.as_deref());
         }
         edit.inference_now = self.inference_now(&config);
-        let job = jobs::edit_job(&*self.store, reference, &edit, &ctx)?;
+        let job = jobs::edit_job(&*self.store, reference, &edit, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     /// An edit (when it changes anything), then a pause or resume when `enabled` says
     /// so: the REST routes' update.
-    pub fn update(
+    pub async fn update(
         &self,
         reference: &str,
         edit: JobEdit,
         enabled: Option<bool>,
     ) -> Result<Changed, ServiceError> {
         let mut changed = if edit.is_empty() {
-            self.find(reference)?
+            self.find(reference).await?
         } else {
-            self.edit(reference, edit)?
+            self.edit(reference, edit).await?
         };
         let id = changed.job.id().to_string();
         match (enabled, changed.job.state()) {
             (Some(false), state) if state != JobState::Paused && changed.job.enabled() => {
-                changed = self.pause(&id, None)?;
+                changed = self.pause(&id, None).await?;
             }
-            (Some(true), JobState::Paused) => changed = self.resume(&id)?,
+            (Some(true), JobState::Paused) => changed = self.resume(&id).await?,
             _ => {}
         }
         Ok(changed)
     }
 
-    pub fn pause(&self, reference: &str, reason: Option<&str>) -> Result<Changed, ServiceError> {
+    pub async fn pause(
+        &self,
+        reference: &str,
+        reason: Option<&str>,
+    ) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
-        let job = jobs::pause_job(&*self.store, reference, reason, &ctx)?;
+        let job = jobs::pause_job(&*self.store, reference, reason, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
-    pub fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
+    pub async fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
-        let job = jobs::resume_job(&*self.store, reference, &ctx)?;
+        let job = jobs::resume_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     /// Removes a job and its output documents; returns it as it was.
-    pub fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
+    pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
-        let job = jobs::remove_job(&*self.store, reference, &ctx)?;
+        let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     /// The job a run now would run, paused jobs handled as `when_paused` says.
-    fn to_run(&self, reference: &str, when_paused: WhenPaused) -> Result<Changed, ServiceError> {
-        let found = self.find(reference)?;
+    async fn to_run(
+        &self,
+        reference: &str,
+        when_paused: WhenPaused,
+    ) -> Result<Changed, ServiceError> {
+        let found = self.find(reference).await?;
         match (found.job.state(), when_paused) {
             (JobState::Paused, WhenPaused::Refuse) => {
                 Err(ServiceError::Paused(found.job.id().to_string()))
             }
-            (JobState::Paused, WhenPaused::Resume) => self.resume(found.job.id()),
+            (JobState::Paused, WhenPaused::Resume) => self.resume(found.job.id()).await,
             _ => Ok(found),
         }
     }
@@ -227,30 +236,39 @@ impl JobService {
         reference: &str,
         when_paused: WhenPaused,
     ) -> Result<RunReport, ServiceError> {
-        let job = crate::scheduler::blocking(|| self.to_run(reference, when_paused))?.job;
+        let job = self.to_run(reference, when_paused).await?.job;
         scheduler.run_now(job).await.map_err(not_started)
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
     /// goes on in the background. Returns the job as it was started.
-    pub fn start_now(
+    pub async fn start_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
     ) -> Result<Changed, ServiceError> {
-        let changed = self.to_run(reference, when_paused)?;
+        let changed = self.to_run(reference, when_paused).await?;
         scheduler
             .start_now(changed.job.clone())
+            .await
             .map_err(not_started)?;
         Ok(changed)
     }
 }
 
-/// The scheduler's refusal of a manual run: `code` 1 is the job already running.
-fn not_started(e: crate::error::CliError) -> ServiceError {
-    ServiceError::NotStarted {
-        busy: e.code == 1,
-        message: e.message,
+/// The scheduler's refusal of a manual run, by its kind.
+fn not_started(e: SchedulerError) -> ServiceError {
+    match e {
+        e if e.is_already_running() => ServiceError::NotStarted {
+            busy: true,
+            message: e.to_string(),
+        },
+        SchedulerError::Config(e) => ServiceError::Config(e),
+        SchedulerError::Job(e) => ServiceError::Job(e),
+        e => ServiceError::NotStarted {
+            busy: false,
+            message: e.to_string(),
+        },
     }
 }

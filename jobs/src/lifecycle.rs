@@ -15,7 +15,7 @@ use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHO
 use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
-use crate::store::{Store, StoreError};
+use crate::store::{JobChange, Store, StoreError};
 use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
 
@@ -32,6 +32,9 @@ pub enum JobError {
     Blocked(#[from] PromptBlocked),
     #[error("{0}")]
     Invalid(String),
+    /// A manual run of a job that has a run going (here or on another host).
+    #[error("Job {0} is already running; wait for it to finish")]
+    Running(String),
     /// A text field longer than [`crate::limits`] allows.
     #[error("{field} must be ≤ {max_chars} characters")]
     TooLong {
@@ -74,24 +77,27 @@ pub fn find_job<'a>(jobs: &'a [Job], reference: &str) -> Result<&'a Job, JobErro
 }
 
 /// The id of the job `reference` names, resolved on a snapshot of the store.
-fn resolve(store: &dyn Store, reference: &str, ctx: &Context) -> Result<String, JobError> {
-    let jobs = store.load_view(ctx, &["id", "name"])?;
+async fn resolve(store: &dyn Store, reference: &str, ctx: &Context) -> Result<String, JobError> {
+    let jobs = store.load_view(ctx, &["id", "name"]).await?;
     Ok(find_job(&jobs, reference)?.id().to_string())
 }
 
 /// Changes the job `reference` names under the store's lock; a job removed meanwhile is
 /// reported as not found under the name the user gave.
-fn change_job(
+async fn change_job(
     store: &dyn Store,
     reference: &str,
     ctx: &Context,
-    change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+    change: JobChange,
 ) -> Result<Job, JobError> {
-    let id = resolve(store, reference, ctx)?;
-    store.update_job(ctx, &id, change).map_err(|e| match e {
-        JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
-        other => other,
-    })
+    let id = resolve(store, reference, ctx).await?;
+    store
+        .update_job(ctx, &id, change)
+        .await
+        .map_err(|e| match e {
+            JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
+            other => other,
+        })
 }
 
 /// What `hermes cron add` asks for. `None` means "not given" (defaults apply).
@@ -301,7 +307,7 @@ fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
 }
 
 /// Creates a job and stores it. Everything is validated before the store is locked.
-pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
+pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     crate::limits::check_new(new)?;
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
@@ -375,7 +381,7 @@ pub fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job,
         workdir: non_empty(&new.workdir),
         timezone: non_empty(&new.timezone),
     });
-    store.insert_job(ctx, job.clone())?;
+    store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
 
@@ -401,17 +407,18 @@ fn set_optional(job: &mut Job, field: TextField, value: &str) {
     job.set_text(field, Some(trimmed).filter(|t| !t.is_empty()));
 }
 
-/// What an edit asks for, checked before the store is touched.
-struct CheckedEdit<'a> {
-    edit: &'a JobEdit,
+/// What an edit asks for, checked before the store is touched (owned: the store may
+/// apply it on another thread).
+struct CheckedEdit {
+    edit: JobEdit,
     /// The validated `deliver` (`""`: back to the default).
     deliver: Option<String>,
     /// A new repeat count (`None` inside: forever).
     repeat: Option<Option<u64>>,
 }
 
-impl<'a> CheckedEdit<'a> {
-    fn check(edit: &'a JobEdit) -> Result<CheckedEdit<'a>, JobError> {
+impl CheckedEdit {
+    fn check(edit: &JobEdit) -> Result<CheckedEdit, JobError> {
         crate::limits::check_edit(edit)?;
         if let Some(prompt) = &edit.prompt {
             scan_prompt(prompt)?;
@@ -437,7 +444,7 @@ impl<'a> CheckedEdit<'a> {
             None => None,
         };
         Ok(CheckedEdit {
-            edit,
+            edit: edit.clone(),
             deliver,
             repeat,
         })
@@ -446,7 +453,7 @@ impl<'a> CheckedEdit<'a> {
     /// The time zone and schedule: a new schedule restarts a completed job, and a new
     /// one-shot starts counting afresh; the next run is recomputed from now.
     fn apply_schedule(&self, job: &mut Job, ctx: &Context) -> Result<(), JobError> {
-        let edit = self.edit;
+        let edit = &self.edit;
         if let Some(text) = &edit.timezone {
             set_optional(job, TextField::Timezone, text);
         }
@@ -474,7 +481,7 @@ impl<'a> CheckedEdit<'a> {
 
     /// Everything else: prompt, name, deliver, repeat, skills, script, paths and pins.
     fn apply_fields(&self, job: &mut Job) -> Result<(), JobError> {
-        let edit = self.edit;
+        let edit = &self.edit;
         let axes_before = inference_axes(job);
         if let Some(prompt) = &edit.prompt {
             job.set_prompt(prompt);
@@ -539,7 +546,7 @@ impl<'a> CheckedEdit<'a> {
     /// The job's skills after `--skill`, `--add-skill`, `--remove-skill` and
     /// `--clear-skills`, or `None` when the edit leaves them alone.
     fn skills_after(&self, job: &Job) -> Option<Vec<String>> {
-        let edit = self.edit;
+        let edit = &self.edit;
         let touched = edit.skills.is_some()
             || edit.clear_skills
             || !edit.add_skills.is_empty()
@@ -560,28 +567,32 @@ impl<'a> CheckedEdit<'a> {
 
 /// Applies an edit to the job `reference` names. Validates before locking; the
 /// change itself happens under the lock on the freshest copy of the job.
-pub fn edit_job(
+pub async fn edit_job(
     store: &dyn Store,
     reference: &str,
     edit: &JobEdit,
     ctx: &Context,
 ) -> Result<Job, JobError> {
     let checked = CheckedEdit::check(edit)?;
-    change_job(store, reference, ctx, &mut |job| {
-        checked.apply_schedule(job, ctx)?;
+    let at = *ctx;
+    let change: JobChange = Box::new(move |job| {
+        checked.apply_schedule(job, &at)?;
         checked.apply_fields(job)
-    })
+    });
+    change_job(store, reference, ctx, change).await
 }
 
 /// Pauses a job: it keeps its schedule but never fires (nor catches up) until resumed.
-pub fn pause_job(
+pub async fn pause_job(
     store: &dyn Store,
     reference: &str,
     reason: Option<&str>,
     ctx: &Context,
 ) -> Result<Job, JobError> {
     crate::limits::check_reason(reason)?;
-    change_job(store, reference, ctx, &mut |job| {
+    let reason = reason.map(str::to_string);
+    let at = *ctx;
+    let change: JobChange = Box::new(move |job| {
         if job.state() == JobState::Completed {
             return Err(JobError::Invalid(format!(
                 "Job {} has completed; there is nothing to pause",
@@ -589,17 +600,24 @@ pub fn pause_job(
             )));
         }
         job.pause(
-            &ctx.now_text(),
-            reason.map(str::trim).filter(|r| !r.is_empty()),
+            &at.now_text(),
+            reason.as_deref().map(str::trim).filter(|r| !r.is_empty()),
         );
         Ok(())
-    })
+    });
+    change_job(store, reference, ctx, change).await
 }
 
 /// Resumes a paused job; its next run is recomputed from now (missed runs are not
 /// caught up). A one-shot whose time has passed is refused.
-pub fn resume_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<Job, JobError> {
-    change_job(store, reference, ctx, &mut |job| {
+pub async fn resume_job(
+    store: &dyn Store,
+    reference: &str,
+    ctx: &Context,
+) -> Result<Job, JobError> {
+    let ctx_at = *ctx;
+    let change: JobChange = Box::new(move |job| {
+        let ctx = &ctx_at;
         if job.state() == JobState::Completed {
             return Err(JobError::Invalid(format!(
                 "Job {} has completed; give it a new schedule with 'hermes cron edit {} --schedule ...'",
@@ -621,12 +639,17 @@ pub fn resume_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<J
         job.unpause();
         job.set_next_run_at(Some(next), zone);
         Ok(())
-    })
+    });
+    change_job(store, reference, ctx, change).await
 }
 
 /// Removes a job and its output documents.
-pub fn remove_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<Job, JobError> {
-    let id = resolve(store, reference, ctx)?;
+pub async fn remove_job(
+    store: &dyn Store,
+    reference: &str,
+    ctx: &Context,
+) -> Result<Job, JobError> {
+    let id = resolve(store, reference, ctx).await?;
     // The id names the job's output documents; one that could name anything else is
     // refused before any backend touches anything.
     if !crate::job::is_safe_id(&id) {
@@ -634,7 +657,7 @@ pub fn remove_job(store: &dyn Store, reference: &str, ctx: &Context) -> Result<J
             "Job id '{id}' is not a safe file name; fix or remove it in jobs.json by hand"
         )));
     }
-    store.remove_job(ctx, &id).map_err(|e| match e {
+    store.remove_job(ctx, &id).await.map_err(|e| match e {
         JobError::NotFound(_) => JobError::NotFound(reference.trim().to_string()),
         other => other,
     })

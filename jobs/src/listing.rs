@@ -200,7 +200,7 @@ fn slots<'a>(entries: &[Entry<'a>], scratch: &mut Scratch<'a>) -> Result<Slots<'
 pub(crate) fn write_plain_job<'a>(
     entries: &[Entry<'a>],
     keep: &dyn Fn(Listed) -> bool,
-    extras: &[ExtraField<'_>],
+    extras: &[ExtraField],
     first: bool,
     scratch: &mut Scratch<'a>,
     out: &mut Vec<u8>,
@@ -749,11 +749,11 @@ mod tests {
         let extras = [
             ExtraField {
                 key: "latest_execution",
-                write: &write,
+                write: std::sync::Arc::new(write),
             },
             ExtraField {
                 key: "profile",
-                write: &profile,
+                write: std::sync::Arc::new(profile),
             },
         ];
         let mut long_extra = Vec::new();

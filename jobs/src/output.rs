@@ -64,6 +64,26 @@ fn unsafe_id(dir: &Path, id: &str) -> DocumentError {
     }
 }
 
+/// An output document rendered and owning its text, ready to be written (on whichever
+/// thread does the writing).
+#[derive(Debug, Clone)]
+pub struct RenderedOutput {
+    pub job_id: String,
+    /// The file name without its extension ([`OutputDocument::file_stem`]).
+    pub stem: String,
+    pub text: String,
+}
+
+impl OutputDocument<'_> {
+    pub fn rendered(&self) -> RenderedOutput {
+        RenderedOutput {
+            job_id: self.job_id.to_string(),
+            stem: self.file_stem(),
+            text: self.render(),
+        }
+    }
+}
+
 /// Writes the document into `output_root/<job_id>/` and prunes to `keep` documents.
 /// Returns the new file's path.
 pub fn save_output(
@@ -71,18 +91,27 @@ pub fn save_output(
     doc: &OutputDocument<'_>,
     keep: usize,
 ) -> Result<PathBuf, DocumentError> {
-    if !is_safe_id(doc.job_id) {
-        return Err(unsafe_id(output_root, doc.job_id));
+    save_rendered(output_root, &doc.rendered(), keep)
+}
+
+/// [`save_output`] of a document rendered already.
+pub fn save_rendered(
+    output_root: &Path,
+    doc: &RenderedOutput,
+    keep: usize,
+) -> Result<PathBuf, DocumentError> {
+    if !is_safe_id(&doc.job_id) {
+        return Err(unsafe_id(output_root, &doc.job_id));
     }
-    let dir = output_root.join(doc.job_id);
-    let stamp = doc.file_stem();
+    let dir = output_root.join(&doc.job_id);
+    let stamp = &doc.stem;
     let mut path = dir.join(format!("{stamp}.md"));
     let mut n = 1;
     while path.exists() {
         path = dir.join(format!("{stamp}-{n}.md"));
         n += 1;
     }
-    write_atomic(&path, doc.render().as_bytes())?;
+    write_atomic(&path, doc.text.as_bytes())?;
     prune_outputs(&dir, keep)?;
     Ok(path)
 }

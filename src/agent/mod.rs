@@ -113,7 +113,7 @@ pub async fn run_agent_with(
         store: &*env.store,
         ctx: &env.ctx,
     };
-    let prompt = match assemble(job, &sources, &script) {
+    let prompt = match assemble(job, &sources, &script).await {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };

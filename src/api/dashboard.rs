@@ -20,7 +20,7 @@ use jobs::{JobEdit, NewJob};
 
 use super::hermes_jobs::job_edit;
 use super::ops::{Failure, Record};
-use super::{off_thread, read_object, ApiState};
+use super::{read_object, ApiState};
 use crate::environment::Environment;
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -64,25 +64,23 @@ fn annotated(state: &ApiState, mut job: Record) -> Value {
 /// Every job with its latest run and the profile fields, written straight from the
 /// store's listing.
 async fn list(State(state): State<Arc<ApiState>>) -> Response {
-    let s = Arc::clone(&state);
-    let listed = off_thread(move || {
-        let texts = profile_fields(&s).map(|(key, value)| (key, value.to_string()));
-        let writers: Vec<_> = texts
-            .iter()
-            .map(|(_, text)| {
-                move |_: &str, out: &mut Vec<u8>| out.extend_from_slice(text.as_bytes())
+    let listed = async {
+        let fields: Vec<ExtraField> = profile_fields(&state)
+            .into_iter()
+            .map(|(key, value)| {
+                let text = value.to_string();
+                ExtraField {
+                    key,
+                    write: Arc::new(move |_: &str, out: &mut Vec<u8>| {
+                        out.extend_from_slice(text.as_bytes())
+                    }),
+                }
             })
             .collect();
-        let fields: Vec<ExtraField<'_>> = texts
-            .iter()
-            .zip(&writers)
-            .map(|((key, _), write)| ExtraField { key, write })
-            .collect();
-        let mut body = b"[".to_vec();
-        s.write_job_list(true, &fields, &mut body)?;
+        let mut body = state.write_job_list(true, fields, b"[".to_vec()).await?;
         body.push(b']');
         Ok(body)
-    });
+    };
     match listed.await {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(failure) => reply(&state, Err(failure)),
@@ -90,8 +88,7 @@ async fn list(State(state): State<Arc<ApiState>>) -> Response {
 }
 
 async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(annotated(&s, s.get_job(&id)?))).await;
+    let result = async { Ok(annotated(&state, state.get_job(&id).await?)) }.await;
     reply(&state, result)
 }
 
@@ -110,11 +107,14 @@ async fn runs(
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(20)
         .clamp(1, 100);
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
-        let rows = s.scheduler.store().recent_runs(Some(&id), limit)?;
+    let result = async {
+        let rows = state
+            .scheduler
+            .store()
+            .recent_runs(Some(&id), limit)
+            .await?;
         Ok(json!({ "runs": rows, "limit": limit }))
-    })
+    }
     .await;
     reply(&state, result)
 }
@@ -174,8 +174,7 @@ async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
         Ok(body) => body,
         Err(failure) => return reply(&state, Err(failure)),
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(annotated(&s, s.create_job(new_job(&body)?)?))).await;
+    let result = async { Ok(annotated(&state, state.create_job(new_job(&body)?).await?)) }.await;
     reply(&state, result)
 }
 
@@ -216,48 +215,46 @@ async fn update(
         Ok(body) => body,
         Err(failure) => return reply(&state, Err(failure)),
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         let Some(Value::Object(updates)) = body.get("updates") else {
             return Err(Failure::new(
                 axum::http::StatusCode::UNPROCESSABLE_ENTITY,
                 "updates must be an object",
             ));
         };
-        s.get_job(&id)?;
+        state.get_job(&id).await?;
         let (edit, enabled) = dashboard_edit(updates)?;
-        Ok(annotated(&s, s.update_job(&id, edit, enabled)?))
-    })
+        Ok(annotated(
+            &state,
+            state.update_job(&id, edit, enabled).await?,
+        ))
+    }
     .await;
     reply(&state, result)
 }
 
 async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
-        s.remove_job(&id)?;
+    let result = async {
+        state.remove_job(&id).await?;
         Ok(json!({ "ok": true }))
-    })
+    }
     .await;
     reply(&state, result)
 }
 
 async fn pause(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(annotated(&s, s.pause_job(&id)?))).await;
+    let result = async { Ok(annotated(&state, state.pause_job(&id).await?)) }.await;
     reply(&state, result)
 }
 
 async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(annotated(&s, s.resume_job(&id)?))).await;
+    let result = async { Ok(annotated(&state, state.resume_job(&id).await?)) }.await;
     reply(&state, result)
 }
 
 /// Starts the job now, like `POST /api/jobs/{id}/run`.
 async fn trigger(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || Ok(annotated(&s, s.run_job(&id)?))).await;
+    let result = async { Ok(annotated(&state, state.run_job(&id).await?)) }.await;
     reply(&state, result)
 }
 

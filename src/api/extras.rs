@@ -17,7 +17,7 @@ use jobs::JobState;
 use schedules::{format_instant, parse_schedule};
 
 use super::ops::Failure;
-use super::{off_thread, ApiState};
+use super::ApiState;
 
 /// The most fires a preview lists.
 const MAX_PREVIEW: usize = 100;
@@ -74,16 +74,15 @@ async fn runs(State(state): State<Arc<ApiState>>, Query(query): Query<RunsQuery>
             return reply(&state, Err(failure));
         }
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         let job = query
             .job
             .as_deref()
             .map(str::trim)
             .filter(|j| !j.is_empty());
-        let rows = s.scheduler.store().recent_runs(job, limit)?;
+        let rows = state.scheduler.store().recent_runs(job, limit).await?;
         Ok(json!({ "runs": rows }))
-    })
+    }
     .await;
     reply(&state, result)
 }
@@ -95,12 +94,11 @@ async fn run_output(State(state): State<Arc<ApiState>>, Path(id): Path<String>) 
         let failure = Failure::bad_request("Invalid run id: use a number from /api/runs");
         return reply(&state, Err(failure));
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || match s.scheduler.store().run_output(run)? {
-        Some(output) => Ok(json!({ "run": run, "output": output })),
-        None => Err(Failure::new(StatusCode::NOT_FOUND, "Run not found")),
-    })
-    .await;
+    let result = match state.scheduler.store().run_output(run).await {
+        Ok(Some(output)) => Ok(json!({ "run": run, "output": output })),
+        Ok(None) => Err(Failure::new(StatusCode::NOT_FOUND, "Run not found")),
+        Err(e) => Err(e.into()),
+    };
     reply(&state, result)
 }
 
@@ -165,27 +163,28 @@ async fn preview(
     State(state): State<Arc<ApiState>>,
     Query(query): Query<PreviewQuery>,
 ) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || preview_of(&s, &query)).await;
+    let result = preview_of(&state, &query);
     reply(&state, result)
 }
 
 /// The daemon, the store and the jobs at a glance.
-fn status_of(state: &ApiState) -> Result<Value, Failure> {
+async fn status_of(state: &ApiState) -> Result<Value, Failure> {
     let (ctx, _) = state.context()?;
     let store = state.scheduler.store();
-    let beat = store.heartbeat()?;
-    let jobs = store.load_view(
-        &ctx,
-        &["id", "state", "enabled", "paused_at", "next_run_at"],
-    )?;
+    let beat = store.heartbeat().await?;
+    let jobs = store
+        .load_view(
+            &ctx,
+            &["id", "state", "enabled", "paused_at", "next_run_at"],
+        )
+        .await?;
     let count = |s: JobState| jobs.iter().filter(|j| j.state() == s).count();
     let next = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
         .filter_map(|j| j.next_run_at(&ctx))
         .min();
-    let info = store.describe()?;
+    let info = store.describe().await?;
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "now": format_instant(ctx.now, ctx.zone),
@@ -206,22 +205,20 @@ fn status_of(state: &ApiState) -> Result<Value, Failure> {
             "error": count(JobState::Error),
         },
         "next_run_at": next.map(|t| format_instant(t, ctx.zone)),
-        "outbox_depth": store.outbox_depth()?,
+        "outbox_depth": store.outbox_depth().await?,
     }))
 }
 
 async fn status(State(state): State<Arc<ApiState>>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || status_of(&s)).await;
+    let result = status_of(&state).await;
     reply(&state, result)
 }
 
 async fn metrics(State(state): State<Arc<ApiState>>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
-        let (ctx, _) = s.context()?;
-        Ok(s.metrics.render(s.scheduler.store(), &ctx))
-    })
+    let result = async {
+        let (ctx, _) = state.context()?;
+        Ok(state.metrics.render(state.scheduler.store(), &ctx).await)
+    }
     .await;
     match result {
         Ok(text) => (

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::{JobEdit, NewJob};
 
 use super::ops::{blocked_message, Failure};
-use super::{off_thread, read_object, ApiState};
+use super::{read_object, ApiState};
 
 /// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
 const UPDATABLE: &[&str] = &[
@@ -71,13 +71,12 @@ async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>
     let include = query
         .include_disabled
         .is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1"));
-    let s = Arc::clone(&state);
-    let listed = off_thread(move || {
-        let mut body = b"{\"jobs\":[".to_vec();
-        s.write_job_list(include, &[], &mut body)?;
+    let listed = async {
+        let start = b"{\"jobs\":[".to_vec();
+        let mut body = state.write_job_list(include, Vec::new(), start).await?;
         body.extend_from_slice(b"]}");
         Ok(body)
-    });
+    };
     match listed.await {
         Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
         Err(failure) => error(&state, failure),
@@ -154,21 +153,19 @@ async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
         Ok(body) => body,
         Err(failure) => return error(&state, failure),
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         let new = new_job(&body)?;
-        Ok(json!({ "job": s.create_job(new)? }))
-    })
+        Ok(json!({ "job": state.create_job(new).await? }))
+    }
     .await;
     reply(&state, result)
 }
 
 async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": s.get_job(&id)? }))
-    })
+        Ok(json!({ "job": state.get_job(&id).await? }))
+    }
     .await;
     reply(&state, result)
 }
@@ -220,8 +217,7 @@ async fn update(
         Ok(body) => body,
         Err(failure) => return error(&state, failure),
     };
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         let allowed: Map<String, Value> = body
             .into_iter()
             .filter(|(k, _)| UPDATABLE.contains(&k.as_str()))
@@ -230,50 +226,46 @@ async fn update(
             return Err(Failure::bad_request("No valid fields to update"));
         }
         let (edit, enabled) = job_edit(&allowed)?;
-        Ok(json!({ "job": s.update_job(&id, edit, enabled)? }))
-    })
+        Ok(json!({ "job": state.update_job(&id, edit, enabled).await? }))
+    }
     .await;
     reply(&state, result)
 }
 
 async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         check_id(&id)?;
-        s.remove_job(&id)?;
+        state.remove_job(&id).await?;
         Ok(json!({ "ok": true }))
-    })
+    }
     .await;
     reply(&state, result)
 }
 
 async fn pause(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": s.pause_job(&id)? }))
-    })
+        Ok(json!({ "job": state.pause_job(&id).await? }))
+    }
     .await;
     reply(&state, result)
 }
 
 async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": s.resume_job(&id)? }))
-    })
+        Ok(json!({ "job": state.resume_job(&id).await? }))
+    }
     .await;
     reply(&state, result)
 }
 
 /// Starts the job now (Python Hermes only marks it due for its next tick).
 async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let s = Arc::clone(&state);
-    let result = off_thread(move || {
+    let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": s.run_job(&id)? }))
-    })
+        Ok(json!({ "job": state.run_job(&id).await? }))
+    }
     .await;
     reply(&state, result)
 }

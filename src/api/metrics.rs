@@ -119,7 +119,7 @@ impl Observer for Metrics {
 impl Metrics {
     /// The exposition text: the counters, then the gauges read from `store` now. A
     /// gauge the store cannot give is left out (and logged), never reported as zero.
-    pub fn render(&self, store: &dyn Store, ctx: &Context) -> String {
+    pub async fn render(&self, store: &dyn Store, ctx: &Context) -> String {
         let mut out = String::with_capacity(4096);
         out.push_str("# HELP hermes_cron_runs_total Runs and occurrences recorded by this daemon, by outcome.\n# TYPE hermes_cron_runs_total counter\n");
         for (i, outcome) in OUTCOMES.iter().enumerate() {
@@ -145,13 +145,16 @@ impl Metrics {
             "hermes_cron_pass_duration_seconds",
             "How long one scheduler pass (decide, claim, start) took.",
         );
-        match store.outbox_depth() {
+        match store.outbox_depth().await {
             Ok(depth) => {
                 let _ = writeln!(out, "# HELP hermes_cron_outbox_depth Deliveries pending or being sent.\n# TYPE hermes_cron_outbox_depth gauge\nhermes_cron_outbox_depth {depth}");
             }
             Err(e) => tracing::warn!("metrics: cannot read the outbox depth: {e}"),
         }
-        match store.load_view(ctx, &["id", "state", "enabled", "paused_at"]) {
+        match store
+            .load_view(ctx, &["id", "state", "enabled", "paused_at"])
+            .await
+        {
             Ok(jobs) => {
                 out.push_str("# HELP hermes_cron_jobs Jobs in the store, by state.\n# TYPE hermes_cron_jobs gauge\n");
                 for state in STATES {

@@ -65,18 +65,6 @@ impl ApiState {
     }
 }
 
-/// Runs a store operation on the blocking pool (store calls block on locks and I/O).
-async fn off_thread<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, Failure> + Send + 'static,
-) -> Result<T, Failure> {
-    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-        Err(Failure::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the request failed: {e}"),
-        ))
-    })
-}
-
 /// A JSON object body, read up to the size limit.
 async fn read_object(body: Body) -> Result<Map<String, Value>, Failure> {
     let bytes = security::read_body(body)

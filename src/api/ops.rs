@@ -4,10 +4,12 @@
 //! from the error's kind. It never opens a file of the store and never formats an HTTP
 //! body (the route modules do).
 
+use std::sync::Arc;
+
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use jobs::store::{ExtraField, Listed};
+use jobs::store::{list_normalized, ExtraField, Keep, Listed};
 use jobs::{Context, JobEdit, JobError, NewJob};
 
 use super::ApiState;
@@ -95,16 +97,16 @@ impl ApiState {
     /// latest run as `latest_execution` (null when it never ran) and then the `more`
     /// fields, as the items of a JSON list: written straight from the store's listing,
     /// so a store of 10,000 jobs builds no job.
-    pub fn write_job_list(
+    pub async fn write_job_list(
         &self,
         include_disabled: bool,
-        more: &[ExtraField<'_>],
-        out: &mut Vec<u8>,
-    ) -> Result<(), Failure> {
+        more: Vec<ExtraField>,
+        out: Vec<u8>,
+    ) -> Result<Vec<u8>, Failure> {
         let (ctx, _) = self.jobs.context()?;
         let store = self.jobs.store();
-        let latest = store.latest_runs()?;
-        let write = |id: &str, out: &mut Vec<u8>| {
+        let latest = store.latest_runs().await?;
+        let write = move |id: &str, out: &mut Vec<u8>| {
             let mark = out.len();
             match latest.get(id) {
                 Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
@@ -117,65 +119,60 @@ impl ApiState {
         };
         let mut extras = vec![ExtraField {
             key: "latest_execution",
-            write: &write,
+            write: Arc::new(write),
         }];
-        extras.extend_from_slice(more);
-        store.write_normalized_jobs(
-            &ctx,
-            &|job: Listed| include_disabled || job.enabled,
-            &extras,
-            out,
-        )?;
-        Ok(())
+        extras.extend(more);
+        let keep: Keep = Arc::new(move |job: Listed| include_disabled || job.enabled);
+        Ok(list_normalized(store, &ctx, keep, extras, out).await?)
     }
 
     /// The job with exactly this id (a name never matches here: both route families
     /// address jobs by id).
-    pub fn get_job(&self, id: &str) -> Result<Record, Failure> {
-        Ok(record(self.jobs.get(id)?))
+    pub async fn get_job(&self, id: &str) -> Result<Record, Failure> {
+        Ok(record(self.jobs.get(id).await?))
     }
 
-    pub fn create_job(&self, new: NewJob) -> Result<Record, Failure> {
-        Ok(record(self.jobs.create(new)?))
+    pub async fn create_job(&self, new: NewJob) -> Result<Record, Failure> {
+        Ok(record(self.jobs.create(new).await?))
     }
 
     /// Applies `edit` (when it changes anything), then pauses or resumes the job when
     /// `enabled` says so.
-    pub fn update_job(
+    pub async fn update_job(
         &self,
         id: &str,
         edit: JobEdit,
         enabled: Option<bool>,
     ) -> Result<Record, Failure> {
-        self.jobs.get(id)?;
-        Ok(record(self.jobs.update(id, edit, enabled)?))
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.update(id, edit, enabled).await?))
     }
 
-    pub fn pause_job(&self, id: &str) -> Result<Record, Failure> {
-        self.jobs.get(id)?;
-        Ok(record(self.jobs.pause(id, None)?))
+    pub async fn pause_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.pause(id, None).await?))
     }
 
-    pub fn resume_job(&self, id: &str) -> Result<Record, Failure> {
-        self.jobs.get(id)?;
-        Ok(record(self.jobs.resume(id)?))
+    pub async fn resume_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(self.jobs.resume(id).await?))
     }
 
-    pub fn remove_job(&self, id: &str) -> Result<(), Failure> {
-        self.jobs.get(id)?;
-        self.jobs.remove(id)?;
+    pub async fn remove_job(&self, id: &str) -> Result<(), Failure> {
+        self.jobs.get(id).await?;
+        self.jobs.remove(id).await?;
         Ok(())
     }
 
     /// Starts the job now through the scheduler's manual-run path (its ledger row exists
     /// when this returns). A paused job is resumed first, as Python Hermes' trigger
     /// does; a job already running is refused (409).
-    pub fn run_job(&self, id: &str) -> Result<Record, Failure> {
-        self.jobs.get(id)?;
-        Ok(record(self.jobs.start_now(
-            &self.scheduler,
-            id,
-            WhenPaused::Resume,
-        )?))
+    pub async fn run_job(&self, id: &str) -> Result<Record, Failure> {
+        self.jobs.get(id).await?;
+        Ok(record(
+            self.jobs
+                .start_now(&self.scheduler, id, WhenPaused::Resume)
+                .await?,
+        ))
     }
 }

@@ -23,7 +23,7 @@ fn print_summary(session: &Session, job: &Job) {
     say!("  Deliver:  {}", job.deliver());
 }
 
-pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
+pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let fields = args.fields;
     let new = NewJob {
         schedule: args.schedule,
@@ -42,13 +42,13 @@ pub fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         origin: args.origin,
         ..NewJob::default()
     };
-    let job = session.service().create(new)?.job;
+    let job = session.service().create(new).await?.job;
     say!("Created job: {}", job.id());
     print_summary(session, &job);
     Ok(())
 }
 
-pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
+pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let fields = args.fields;
     let edit = JobEdit {
         schedule: args.schedule,
@@ -77,27 +77,31 @@ pub fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
             "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
         ));
     }
-    let job = session.service().edit(&args.job, edit)?.job;
+    let job = session.service().edit(&args.job, edit).await?.job;
     say!("Updated job: {}", job.id());
     print_summary(session, &job);
     Ok(())
 }
 
-pub fn pause(session: &Session, reference: &str, reason: Option<&str>) -> Result<(), CliError> {
-    let job = session.service().pause(reference, reason)?.job;
+pub async fn pause(
+    session: &Session,
+    reference: &str,
+    reason: Option<&str>,
+) -> Result<(), CliError> {
+    let job = session.service().pause(reference, reason).await?.job;
     say!("Paused job: {} ({})", job.id(), job.name());
     Ok(())
 }
 
-pub fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = session.service().resume(reference)?.job;
+pub async fn resume(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = session.service().resume(reference).await?.job;
     say!("Resumed job: {} ({})", job.id(), job.name());
     print_summary(session, &job);
     Ok(())
 }
 
-pub fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
-    let job = session.service().remove(reference)?.job;
+pub async fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
+    let job = session.service().remove(reference).await?.job;
     say!("Removed job: {} ({})", job.id(), job.name());
     Ok(())
 }

@@ -1,33 +1,37 @@
 //! `hermes cron list`: what is scheduled, when it runs next, and how it last went.
 
 use std::fmt::Write;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use jobs::store::SummarySink;
+use jobs::store::{list_normalized, list_summaries, Keep, SummarySink};
 use jobs::{JobState, JobSummary};
 
 use super::timefmt::write_absolute_and_relative;
 use super::Session;
 use crate::error::CliError;
 
-pub fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
+pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
     if as_json {
-        return list_json(session, all);
+        return list_json(session, all).await;
     }
-    let mut listing = Listing {
+    let listing = Arc::new(Mutex::new(Listing {
         all,
         now: session.ctx.now,
         out: String::new(),
         shown: 0,
         hidden: 0,
-    };
-    session.store.for_each_summary(&session.ctx, &mut listing)?;
-    let Listing {
-        mut out,
-        shown,
-        hidden,
-        ..
-    } = listing;
+    }));
+    list_summaries(&*session.store, &session.ctx, listing.clone()).await?;
+    let mut listing = listing
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let (mut out, shown, hidden) = (
+        std::mem::take(&mut listing.out),
+        listing.shown,
+        listing.hidden,
+    );
+    drop(listing);
     if shown == 0 {
         if hidden == 0 {
             say!("No scheduled jobs. Create one with: hermes cron add \"every 2h\" \"summarize inbox\"");
@@ -80,15 +84,11 @@ fn is_listed(state: JobState) -> bool {
 /// `{"jobs": [...]}` on one line, each job in its normalized form. The text is printed
 /// once the whole store has been read, so a store that turns out unreadable prints
 /// nothing but the error.
-fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
+async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(b"{\"jobs\":[");
-    session.store.write_normalized_jobs(
-        &session.ctx,
-        &|job| all || is_listed(job.state),
-        &[],
-        &mut out,
-    )?;
+    let keep: Keep = Arc::new(move |job| all || is_listed(job.state));
+    let mut out = list_normalized(&*session.store, &session.ctx, keep, Vec::new(), out).await?;
     out.extend_from_slice(b"]}\n");
     crate::stdout::emit_bytes(&out);
     Ok(())

@@ -4,7 +4,6 @@
 mod gateway_cmd;
 mod jobs_cmd;
 mod list;
-mod mcp_cmd;
 mod next;
 pub mod scheduler_cmd;
 mod status;
@@ -36,12 +35,12 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn open(profile: Option<&str>) -> Result<Session, CliError> {
+    pub async fn open(profile: Option<&str>) -> Result<Session, CliError> {
         let home = Home::resolve(profile)?;
         let clock: Arc<dyn Clock> =
             Arc::new(SystemClock::from_env().map_err(|e| CliError::user(e.to_string()))?);
         let (ctx, config) = load_context(&home, clock.now())?;
-        let store = open_store(&home, &config)?;
+        let store = open_store(&home, &config).await?;
         Ok(Session {
             home,
             config,
@@ -69,7 +68,7 @@ impl Session {
 /// The store this home uses: `HERMES_CRON_STORE`, else `cron.store` in config.yaml, a
 /// `postgresql://` (or `postgres://`) URL for a database shared by several hosts; unset,
 /// the embedded jobs.json with its ledger and outputs under `cron/`.
-pub fn open_store(home: &Home, config: &Config) -> Result<Arc<dyn Store>, CliError> {
+pub async fn open_store(home: &Home, config: &Config) -> Result<Arc<dyn Store>, CliError> {
     let chosen = std::env::var("HERMES_CRON_STORE")
         .ok()
         .map(|url| ("HERMES_CRON_STORE", url))
@@ -89,7 +88,7 @@ pub fn open_store(home: &Home, config: &Config) -> Result<Arc<dyn Store>, CliErr
             Arc::new(pid_alive),
         ))),
         Some((_, url)) if url.starts_with("postgresql://") || url.starts_with("postgres://") => {
-            let store = PgStore::connect(url.trim(), owner)?;
+            let store = PgStore::connect(url.trim(), owner).await?;
             // A pinned clock (HERMES_NOW) decides what is due, as it does on jobs.json.
             let pinned = std::env::var_os("HERMES_NOW").is_some();
             Ok(Arc::new(if pinned {
@@ -142,33 +141,60 @@ pub fn gateway(
     }
 }
 
+/// Runs one `hermes cron` verb on the one runtime of this process: the verbs that run
+/// jobs or serve (daemon, tick, run, mcp) on two worker threads, every other verb on
+/// the calling thread. The store is closed when the verb is done.
 pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
     let scheduler_verb = matches!(
         verb,
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
     init_logging(scheduler_verb, verbose);
-    let session = Session::open(profile)?;
+    let runtime = if scheduler_verb || matches!(verb, CronVerb::Mcp) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let session = Session::open(profile).await?;
+        let store = Arc::clone(&session.store);
+        let result = run_verb(verb, session).await;
+        store.close().await;
+        result
+    })
+}
+
+async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
     match verb {
-        CronVerb::Add(args) => jobs_cmd::add(&session, args),
-        CronVerb::List { all, json } => list::list(&session, all, json),
-        CronVerb::Edit(args) => jobs_cmd::edit(&session, args),
-        CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()),
-        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job),
-        CronVerb::Remove { job } => jobs_cmd::remove(&session, &job),
+        CronVerb::Add(args) => jobs_cmd::add(&session, args).await,
+        CronVerb::List { all, json } => list::list(&session, all, json).await,
+        CronVerb::Edit(args) => jobs_cmd::edit(&session, args).await,
+        CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()).await,
+        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job).await,
+        CronVerb::Remove { job } => jobs_cmd::remove(&session, &job).await,
         CronVerb::Next(args) => next::next(&session, args),
-        CronVerb::Daemon => scheduler_cmd::daemon(session),
-        CronVerb::Tick => scheduler_cmd::tick(session),
-        CronVerb::Run { job } => scheduler_cmd::run(session, &job),
-        CronVerb::Status { json } => status::status(&session, json),
+        CronVerb::Daemon => scheduler_cmd::daemon(session).await,
+        CronVerb::Tick => scheduler_cmd::tick(session).await,
+        CronVerb::Run { job } => scheduler_cmd::run(session, &job).await,
+        CronVerb::Status { json } => status::status(&session, json).await,
         CronVerb::Runs { job, limit, json } => {
             // Python Hermes clamps the limit to 1–500; so do we (0 would hide every run).
             let limit = limit.clamp(1, 500) as usize;
-            status::runs(&session, job.as_deref(), limit, json)
+            status::runs(&session, job.as_deref(), limit, json).await
         }
-        CronVerb::Doctor => status::doctor(&session),
-        CronVerb::Store { verb } => store_cmd::store(&session, verb),
-        CronVerb::Output { run } => status::output(&session, run),
-        CronVerb::Mcp => mcp_cmd::mcp(session),
+        CronVerb::Doctor => status::doctor(&session).await,
+        CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
+        CronVerb::Output { run } => status::output(&session, run).await,
+        CronVerb::Mcp => {
+            let scheduler = scheduler_cmd::scheduler_for(&session, None)?;
+            let stop = scheduler_cmd::stop_signal().await?;
+            Ok(crate::mcp_server::serve(session.service(), scheduler, stop).await?)
+        }
     }
 }

@@ -14,14 +14,6 @@ use crate::job_service::WhenPaused;
 use crate::process::host_name;
 use crate::scheduler::{self, Parts, RunReport, Scheduler};
 
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::internal(format!("cannot start the async runtime: {e}")))
-}
-
 /// The scheduler of this home: its store, the system clock, the Hermes runner and
 /// delivery over the real platform APIs, settings read from the home on every pass.
 pub(crate) fn scheduler_for(
@@ -29,7 +21,7 @@ pub(crate) fn scheduler_for(
     observer: Option<Arc<dyn scheduler::Observer>>,
 ) -> Result<Arc<Scheduler>, CliError> {
     let home = session.home.root.clone();
-    Scheduler::new(Parts {
+    Ok(Scheduler::new(Parts {
         store: Arc::clone(&session.store),
         clock: Arc::clone(&session.clock),
         runner: Arc::new(HermesRunner),
@@ -42,7 +34,7 @@ pub(crate) fn scheduler_for(
         ),
         home,
         observer,
-    })
+    })?)
 }
 
 /// Completes on SIGTERM or SIGINT.
@@ -61,12 +53,12 @@ pub(crate) async fn stop_signal() -> Result<impl std::future::Future<Output = ()
 
 /// The scheduler until SIGTERM or SIGINT, and beside it the HTTP API when
 /// `API_SERVER_KEY` asks for it; one signal stops both.
-pub fn daemon(session: Session) -> Result<(), CliError> {
+pub async fn daemon(session: Session) -> Result<(), CliError> {
     let metrics = Arc::new(crate::api::Metrics::default());
     let observer: Arc<dyn scheduler::Observer> = metrics.clone();
     let scheduler = scheduler_for(&session, Some(observer))?;
     let jobs = session.service();
-    runtime()?.block_on(async move {
+    {
         let signal = stop_signal().await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let api_state = crate::api::ApiState {
@@ -89,8 +81,8 @@ pub fn daemon(session: Session) -> Result<(), CliError> {
             let _ = api.await;
         }
         drop(stopped);
-        result
-    })
+        Ok(result?)
+    }
 }
 
 fn print_report(report: &RunReport) {
@@ -112,9 +104,9 @@ fn print_report(report: &RunReport) {
     }
 }
 
-pub fn tick(session: Session) -> Result<(), CliError> {
+pub async fn tick(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session, None)?;
-    let reports = runtime()?.block_on(async move { scheduler.tick().await })?;
+    let reports = scheduler.tick().await?;
     match reports {
         None => say!("Another scheduler is running a pass; nothing done."),
         Some(reports) if reports.is_empty() => say!("Nothing due."),
@@ -123,10 +115,12 @@ pub fn tick(session: Session) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn run(session: Session, reference: &str) -> Result<(), CliError> {
+pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     let service = session.service();
     let scheduler = scheduler_for(&session, None)?;
-    let report = runtime()?.block_on(service.run_now(&scheduler, reference, WhenPaused::Refuse))?;
+    let report = service
+        .run_now(&scheduler, reference, WhenPaused::Refuse)
+        .await?;
     print_report(&report);
     if let Some(response) = &report.response {
         say!("\n{response}");

@@ -28,8 +28,8 @@ struct DaemonState {
     last_error: Option<String>,
 }
 
-fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
-    let beat = session.store.heartbeat()?;
+async fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
+    let beat = session.store.heartbeat().await?;
     let now = session.ctx.now;
     let age =
         |t: chrono::DateTime<chrono::Utc>| ((now - t).num_milliseconds() as f64 / 1000.0).max(0.0);
@@ -52,10 +52,10 @@ fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
     })
 }
 
-pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
+pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
-    let jobs = session.store.load_jobs(ctx)?;
-    let daemon = daemon_state(session)?;
+    let jobs = session.store.load_jobs(ctx).await?;
+    let daemon = daemon_state(session).await?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
@@ -109,7 +109,7 @@ pub fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-pub fn runs(
+pub async fn runs(
     session: &Session,
     reference: Option<&str>,
     limit: usize,
@@ -117,7 +117,7 @@ pub fn runs(
 ) -> Result<(), CliError> {
     let job_id = match reference {
         Some(reference) => {
-            let jobs = session.store.load_jobs(&session.ctx)?;
+            let jobs = session.store.load_jobs(&session.ctx).await?;
             match find_job(&jobs, reference) {
                 Ok(job) => Some(job.id().to_string()),
                 // A removed job's history is still in the ledger under its id.
@@ -127,7 +127,7 @@ pub fn runs(
         }
         None => None,
     };
-    let rows = session.store.recent_runs(job_id.as_deref(), limit)?;
+    let rows = session.store.recent_runs(job_id.as_deref(), limit).await?;
     if as_json {
         let runs: Vec<serde_json::Value> = rows
             .iter()
@@ -194,7 +194,9 @@ impl Checkup<'_> {
     fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
         let root = &self.session.home.root;
         // config.yaml as the command read it (an unreadable one already stopped it).
-        if let Err(e) = crate::agent::inference::resolve(job, &self.session.config, &self.vars, root) {
+        if let Err(e) =
+            crate::agent::inference::resolve(job, &self.session.config, &self.vars, root)
+        {
             problems.push(format!("{label} cannot start its agent: {e}"));
         }
         let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
@@ -266,17 +268,17 @@ impl Checkup<'_> {
     }
 }
 
-pub fn doctor(session: &Session) -> Result<(), CliError> {
+pub async fn doctor(session: &Session) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let mut problems: Vec<String> = Vec::new();
-    let daemon = daemon_state(session)?;
+    let daemon = daemon_state(session).await?;
     if !daemon.running {
         problems.push("the scheduler is not running: start it with 'hermes cron daemon'".into());
     }
     if let Some(error) = &daemon.last_error {
         problems.push(format!("the last scheduler pass failed: {error}"));
     }
-    let jobs = match session.store.load_jobs(ctx) {
+    let jobs = match session.store.load_jobs(ctx).await {
         Ok(jobs) => jobs,
         Err(e) => {
             problems.push(e.to_string());
@@ -305,8 +307,8 @@ pub fn doctor(session: &Session) -> Result<(), CliError> {
 }
 
 /// `hermes cron output RUN`: the output document of one run, wherever the store keeps it.
-pub fn output(session: &Session, run: i64) -> Result<(), CliError> {
-    match session.store.run_output(run)? {
+pub async fn output(session: &Session, run: i64) -> Result<(), CliError> {
+    match session.store.run_output(run).await? {
         Some(Some(document)) => {
             say!("{}", document.trim_end());
             Ok(())

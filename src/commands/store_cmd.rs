@@ -11,12 +11,12 @@ use super::Session;
 use crate::cli::StoreVerb;
 use crate::error::CliError;
 
-pub fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
+pub async fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
     match verb {
-        StoreVerb::Status { json } => status(session, json),
+        StoreVerb::Status { json } => status(session, json).await,
         StoreVerb::Import { from } => {
             let path = from.unwrap_or_else(|| FileStore::jobs_file(&session.home.cron_dir()));
-            let done = import_jobs_json(&*session.store, &path, &session.ctx)?;
+            let done = import_jobs_json(&*session.store, &path, &session.ctx).await?;
             say!(
                 "Imported {} job(s) from {}: {} added, {} updated",
                 done.added + done.updated,
@@ -27,7 +27,7 @@ pub fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
             Ok(())
         }
         StoreVerb::Export => {
-            let bytes = export_jobs_json(&*session.store, &session.ctx)?;
+            let bytes = export_jobs_json(&*session.store, &session.ctx).await?;
             let mut out = std::io::stdout().lock();
             match out.write_all(&bytes).and_then(|()| out.flush()) {
                 Ok(()) => Ok(()),
@@ -38,10 +38,10 @@ pub fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
     }
 }
 
-fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
-    let info = session.store.describe()?;
-    let hosts = session.store.heartbeat()?.hosts;
-    let jobs = session.store.load_view(&session.ctx, &["id"])?.len();
+async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
+    let info = session.store.describe().await?;
+    let hosts = session.store.heartbeat().await?.hosts;
+    let jobs = session.store.load_view(&session.ctx, &["id"]).await?.len();
     if as_json {
         let hosts: Vec<_> = hosts
             .iter()

@@ -315,7 +315,7 @@ async fn attempt(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(),
             CONNECT_TIMEOUT.as_secs()
         ))
     })??;
-    report(Flight::Out);
+    report(Flight::Out).await;
     let sending = tokio::time::timeout(DATA_TIMEOUT, connection.message(message)).await;
     let outcome = match sending {
         Ok(Ok(_)) => Ok(()),
@@ -326,9 +326,9 @@ async fn attempt(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(),
         ))),
     };
     match &outcome {
-        Ok(()) => report(Flight::Back { delivered: true }),
+        Ok(()) => report(Flight::Back { delivered: true }).await,
         Err(Failure::Unknown(_)) => {}
-        Err(_) => report(Flight::Back { delivered: false }),
+        Err(_) => report(Flight::Back { delivered: false }).await,
     }
     if outcome.is_ok() {
         // The message is the server's now; a failed goodbye changes nothing.

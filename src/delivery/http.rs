@@ -126,8 +126,10 @@ pub enum Flight {
     Back { delivered: bool },
 }
 
-/// Receives the [`Flight`] events of the requests sent inside [`recording_flights`].
-pub type FlightRecorder = std::sync::Arc<dyn Fn(Flight) + Send + Sync>;
+/// Receives the [`Flight`] events of the requests sent inside [`recording_flights`]; a
+/// request goes out once its `Out` is recorded (the returned future is done).
+pub type FlightRecorder =
+    std::sync::Arc<dyn Fn(Flight) -> crate::scheduler::BoxFuture<'static, ()> + Send + Sync>;
 
 tokio::task_local! {
     static FLIGHTS: FlightRecorder;
@@ -144,8 +146,10 @@ pub async fn recording_flights<F: std::future::Future>(
 
 /// Tells the recorder of the send under way (if any) about one item's flight; for
 /// senders that do not speak HTTP (email, a WebSocket frame), which report their own.
-pub fn report(flight: Flight) {
-    let _ = FLIGHTS.try_with(|recorder| recorder(flight));
+pub async fn report(flight: Flight) {
+    if let Ok(recording) = FLIGHTS.try_with(|recorder| recorder(flight)) {
+        recording.await;
+    }
 }
 
 /// How a sender reads one answer of its platform.
@@ -283,18 +287,22 @@ impl<'a> Link<'a> {
             if let Some(slot) = slot {
                 slot.answered();
             }
-            let judged = sent.map(|(answer, headers)| {
-                let (verdict, text) = judge(&answer);
-                if let Pace::Answers(limiter) = self.pace {
-                    limiter.learn(&self.key, &headers, &verdict);
+            let judged = match sent {
+                Ok((answer, headers)) => {
+                    let (verdict, text) = judge(&answer);
+                    if let Pace::Answers(limiter) = self.pace {
+                        limiter.learn(&self.key, &headers, &verdict);
+                    }
+                    if kind == Request::Item {
+                        report(Flight::Back {
+                            delivered: matches!(verdict, Verdict::Done),
+                        })
+                        .await;
+                    }
+                    Ok((answer, verdict, text))
                 }
-                if kind == Request::Item {
-                    report(Flight::Back {
-                        delivered: matches!(verdict, Verdict::Done),
-                    });
-                }
-                (answer, verdict, text)
-            });
+                Err(failure) => Err(failure),
+            };
             if let Some(answer) = retrier.judged(self, judged).await? {
                 return Ok(answer);
             }
@@ -310,14 +318,19 @@ async fn send(
     item: bool,
 ) -> Result<(Answer, reqwest::header::HeaderMap), Failure> {
     if item {
-        report(Flight::Out);
+        report(Flight::Out).await;
     }
-    let response = request.send().await.map_err(|e| {
+    let sent = request.send().await;
+    if item
+        && sent
+            .as_ref()
+            .is_err_and(|e| e.is_connect() || e.is_builder())
+    {
+        report(Flight::Back { delivered: false }).await;
+    }
+    let response = sent.map_err(|e| {
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
-            if item {
-                report(Flight::Back { delivered: false });
-            }
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
         } else if !item {
             Failure::Transient(format!("the request failed ({})", error_chain(&e)))
@@ -653,7 +666,8 @@ mod tests {
         let flights = std::sync::Arc::new(Mutex::new(Vec::new()));
         let seen = std::sync::Arc::clone(&flights);
         let recorder: FlightRecorder = std::sync::Arc::new(move |flight| {
-            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight)
+            seen.lock().unwrap_or_else(|p| p.into_inner()).push(flight);
+            Box::pin(async {})
         });
         let url = format!("http://127.0.0.1:{port}/");
         let build = |client: &reqwest::Client| client.post(&url);

@@ -146,7 +146,11 @@ pub enum SettledAs {
 /// Called for each destination before its first request, with the target key and the
 /// message as JSON: returns the row that tracks the send and the recorder of its
 /// requests, or `None` to send it untracked.
-pub type Track<'a> = &'a (dyn Fn(&str, &str) -> Option<(i64, http::FlightRecorder)> + Sync);
+pub type Track<'a> =
+    &'a (dyn Fn(String, String) -> crate::scheduler::BoxFuture<'a, Tracked> + Sync);
+
+/// What [`Track`] gives: the outbox row of a send and the recorder of its requests.
+pub type Tracked = Option<(i64, http::FlightRecorder)>;
 
 /// One message as sent to every destination (and kept in the outbox).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -309,7 +313,10 @@ async fn send_all(
     let mut sends = tokio::task::JoinSet::new();
     let mut rows = vec![None; destinations.len()];
     for (index, destination) in destinations.iter().enumerate() {
-        let tracked = track.and_then(|track| track(&destination.key(), payload));
+        let tracked = match track {
+            Some(track) => track(destination.key(), payload.to_string()).await,
+            None => None,
+        };
         let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
         rows[index] = tracked.map(|(row, _)| row);
         let (destination, env, message, shared) = (

@@ -133,14 +133,14 @@ impl Bot<'_> {
         let req_id = new_req_id(cmd);
         let frame = json!({"cmd": cmd, "headers": {"req_id": req_id}, "body": body});
         let item = kind == Request::Item;
-        let note = |flight| {
+        let note = |flight| async move {
             if item {
-                report(flight)
+                report(flight).await
             }
         };
-        note(Flight::Out);
+        note(Flight::Out).await;
         if let Err(e) = socket.send(Frame::text(frame.to_string())).await {
-            note(Flight::Back { delivered: false });
+            note(Flight::Back { delivered: false }).await;
             self.socket = None;
             return Err(Failure::Transient(format!(
                 "the WeCom connection failed ({e})"
@@ -150,7 +150,8 @@ impl Bot<'_> {
             Ok(answer) => {
                 note(Flight::Back {
                     delivered: code_of(&answer).is_none(),
-                });
+                })
+                .await;
                 Ok(answer)
             }
             Err(gone) => {

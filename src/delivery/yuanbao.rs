@@ -238,9 +238,9 @@ impl Bot<'_> {
         let from = self.bot_id.as_deref().unwrap_or(&self.signed.bot_id);
         let body = pb::send_text(group, to, from, &msg_id, text);
         let head = request_head(cmd, &msg_id, pb::BIZ_MODULE);
-        report(Flight::Out);
+        report(Flight::Out).await;
         if let Err(e) = socket.send(Frame::binary(pb::conn_msg(&head, &body))).await {
-            report(Flight::Back { delivered: false });
+            report(Flight::Back { delivered: false }).await;
             self.socket = None;
             return Err(Failure::Transient(format!(
                 "the Yuanbao connection failed ({e})"
@@ -251,7 +251,8 @@ impl Bot<'_> {
                 let (code, message) = outcome(&head, &data);
                 report(Flight::Back {
                     delivered: code == 0,
-                });
+                })
+                .await;
                 Ok((code, message))
             }
             Err(gone) => {

@@ -13,7 +13,7 @@ use schedules::format_instant;
 
 use super::arguments::{ArgumentError, Arguments};
 use crate::job_service::{Changed, JobService, ServiceError, WhenPaused};
-use crate::scheduler::{blocking, Scheduler};
+use crate::scheduler::Scheduler;
 
 /// How many future run times a create or update reply shows.
 const NEXT_RUNS: usize = 3;
@@ -113,32 +113,32 @@ impl Cron {
         let action = args.action.trim().to_ascii_lowercase();
         let result = match action.as_str() {
             "run" | "run_now" | "trigger" => self.run(&args).await,
-            _ => blocking(|| self.change(&action, &args)),
+            _ => self.change(&action, &args).await,
         };
         result.unwrap_or_else(Failure::reply)
     }
 
     /// "Now", the zones and the config are read afresh for each call: the server lives
     /// for as long as the chat agent does.
-    fn change(&self, action: &str, args: &Arguments) -> Result<Value, Failure> {
+    async fn change(&self, action: &str, args: &Arguments) -> Result<Value, Failure> {
         let (ctx, _) = self.jobs.context()?;
         match action {
-            "create" => self.create(args),
-            "list" => self.list(args, &ctx),
-            "update" => self.update(args, &ctx),
+            "create" => self.create(args).await,
+            "list" => self.list(args, &ctx).await,
+            "update" => self.update(args, &ctx).await,
             "pause" => {
-                let id = self.resolve(args, &ctx)?;
-                let Changed { job, ctx } = self.jobs.pause(&id, args.reason.as_deref())?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.pause(&id, args.reason.as_deref()).await?;
                 Ok(json!({"success": true, "job": format_job(&job, &ctx)}))
             }
             "resume" => {
-                let id = self.resolve(args, &ctx)?;
-                let Changed { job, ctx } = self.jobs.resume(&id)?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.resume(&id).await?;
                 Ok(json!({"success": true, "job": format_job(&job, &ctx), "next_runs": next_runs(&job, &ctx)}))
             }
             "remove" => {
-                let id = self.resolve(args, &ctx)?;
-                let Changed { job, ctx } = self.jobs.remove(&id)?;
+                let id = self.resolve(args, &ctx).await?;
+                let Changed { job, ctx } = self.jobs.remove(&id).await?;
                 Ok(json!({
                     "success": true,
                     "message": format!("Cron job '{}' removed.", job.name()),
@@ -154,14 +154,14 @@ impl Cron {
     }
 
     /// The id of the job `job_id` names (an id, else an exact name).
-    fn resolve(&self, args: &Arguments, ctx: &Context) -> Result<String, Failure> {
+    async fn resolve(&self, args: &Arguments, ctx: &Context) -> Result<String, Failure> {
         let reference = args
             .job_id
             .as_deref()
             .map(str::trim)
             .filter(|r| !r.is_empty())
             .ok_or_else(|| format!("job_id is required for action '{}'", args.action.trim()))?;
-        let jobs = self.jobs.store().load_view(ctx, REFERENCE_KEYS)?;
+        let jobs = self.jobs.store().load_view(ctx, REFERENCE_KEYS).await?;
         match find_job(&jobs, reference) {
             Ok(job) => Ok(job.id().to_string()),
             Err(JobError::Ambiguous { reference, ids }) => Err(Failure::Ambiguous {
@@ -186,7 +186,7 @@ impl Cron {
         }
     }
 
-    fn create(&self, args: &Arguments) -> Result<Value, Failure> {
+    async fn create(&self, args: &Arguments) -> Result<Value, Failure> {
         let schedule = non_blank(&args.schedule).ok_or("schedule is required for create")?;
         let no_agent = args.no_agent.unwrap_or(false);
         let script = non_blank(&args.script);
@@ -224,7 +224,7 @@ impl Cron {
             origin,
             ..NewJob::default()
         };
-        let Changed { job, ctx } = self.jobs.create(new)?;
+        let Changed { job, ctx } = self.jobs.create(new).await?;
         let ctx = &ctx;
         let mut message = format!("Cron job '{}' created.", job.name());
         if defaulted_to_local {
@@ -247,13 +247,14 @@ impl Cron {
         }))
     }
 
-    fn list(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
+    async fn list(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
         // Python Hermes' tool lists paused and completed jobs unless told not to.
         let all = args.include_disabled.unwrap_or(true);
         let jobs: Vec<Value> = self
             .jobs
             .store()
-            .load_jobs(ctx)?
+            .load_jobs(ctx)
+            .await?
             .iter()
             .filter(|job| all || matches!(job.state(), JobState::Scheduled | JobState::Error))
             .map(|job| format_job(job, ctx))
@@ -261,7 +262,7 @@ impl Cron {
         Ok(json!({"success": true, "count": jobs.len(), "jobs": jobs}))
     }
 
-    fn update(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
+    async fn update(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
         let (model, provider) = args.model_and_provider()?;
         let edit = JobEdit {
             schedule: args.schedule.clone(),
@@ -281,25 +282,25 @@ impl Cron {
         if edit.is_empty() {
             return Err("No updates provided.".into());
         }
-        let id = self.resolve(args, ctx)?;
-        let Changed { job, ctx } = self.jobs.edit(&id, edit)?;
+        let id = self.resolve(args, ctx).await?;
+        let Changed { job, ctx } = self.jobs.edit(&id, edit).await?;
         Ok(
             json!({"success": true, "job": format_job(&job, &ctx), "next_runs": next_runs(&job, &ctx)}),
         )
     }
 
     /// The job `job_id` names, whole, with the context it was read in.
-    fn load(&self, args: &Arguments) -> Result<(Job, Context), Failure> {
+    async fn load(&self, args: &Arguments) -> Result<(Job, Context), Failure> {
         let (ctx, _) = self.jobs.context()?;
-        let id = self.resolve(args, &ctx)?;
-        let Changed { job, ctx } = self.jobs.get(&id)?;
+        let id = self.resolve(args, &ctx).await?;
+        let Changed { job, ctx } = self.jobs.get(&id).await?;
         Ok((job, ctx))
     }
 
     /// `run`: the job runs now, outside its schedule, and the reply waits for the
     /// outcome — the scheduler's manual run, as `hermes cron run` does.
     async fn run(&self, args: &Arguments) -> Result<Value, Failure> {
-        let (job, ctx) = blocking(|| self.load(args))?;
+        let (job, ctx) = self.load(args).await?;
         let id = job.id().to_string();
         let mut outcome = Map::new();
         let mut executed = false;
@@ -336,13 +337,13 @@ impl Cron {
             }
         }
         // The job as the run left it (last status, next run), or as it was if it is gone.
-        let after = blocking(|| {
-            self.jobs
-                .store()
-                .load_jobs(&ctx)
-                .ok()
-                .and_then(|jobs| jobs.into_iter().find(|j| j.id() == id))
-        });
+        let after = self
+            .jobs
+            .store()
+            .load_jobs(&ctx)
+            .await
+            .ok()
+            .and_then(|jobs| jobs.into_iter().find(|j| j.id() == id));
         let mut reply = format_job(after.as_ref().unwrap_or(&job), &ctx);
         reply["executed"] = json!(executed);
         if !outcome.contains_key("execution_success") {

@@ -19,7 +19,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use crate::job_service::JobService;
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, SchedulerError};
 use actions::Cron;
 use arguments::Arguments;
 
@@ -86,37 +86,48 @@ impl ServerHandler for CronServer {
     }
 }
 
-/// Why the server could not serve.
+/// Why the MCP server stopped with an error.
 #[derive(Debug, thiserror::Error)]
-pub enum ServeError {
+pub enum McpError {
     #[error("MCP: the client did not initialize: {0}")]
     NotInitialized(String),
+    #[error(transparent)]
+    Scheduler(#[from] SchedulerError),
 }
 
-/// Serves MCP on stdin/stdout with `jobs` and `scheduler` until the client closes stdin
-/// (calls under way finish and are answered first) or `stop` completes (at once: the
-/// caller then records a run under way as interrupted).
+/// Serves MCP on stdin/stdout until the client closes stdin (calls under way finish and
+/// are answered first) or `stop` completes (SIGTERM/SIGINT: at once, a run under way is
+/// stopped and recorded as interrupted).
 pub async fn serve(
     jobs: JobService,
     scheduler: Arc<Scheduler>,
     stop: impl std::future::Future<Output = ()>,
-) -> Result<(), ServeError> {
+) -> Result<(), McpError> {
     let server = CronServer {
         tool: schema::cronjob_tool(),
-        cron: Cron { jobs, scheduler },
+        cron: Cron {
+            jobs,
+            scheduler: Arc::clone(&scheduler),
+        },
     };
-    let running = server
-        .serve(rmcp::transport::stdio_pipes())
-        .await
-        .map_err(|e| ServeError::NotInitialized(e.to_string()))?;
-    let cancel = running.cancellation_token();
-    tokio::select! {
-        ended = running.waiting() => {
-            if let Err(e) = ended {
-                tracing::warn!("MCP server task failed: {e}");
+    {
+        let running = server
+            .serve(rmcp::transport::stdio_pipes())
+            .await
+            .map_err(|e| McpError::NotInitialized(e.to_string()))?;
+        let cancel = running.cancellation_token();
+        tokio::select! {
+            ended = running.waiting() => {
+                if let Err(e) = ended {
+                    tracing::warn!("MCP server task failed: {e}");
+                }
             }
+            () = stop => cancel.cancel(),
         }
-        () = stop => cancel.cancel(),
+        let interrupted = scheduler.interrupt_own_runs().await?;
+        if interrupted > 0 {
+            tracing::warn!("stopped with {interrupted} run(s) unfinished: recorded as interrupted");
+        }
+        Ok(())
     }
-    Ok(())
 }

@@ -13,8 +13,7 @@ use jobs::store::{Claimed, DueScan, Occurrence};
 use jobs::{Context, Job};
 
 use super::execute::ClaimedRun;
-use super::{blocking, lock, PassReport, Pending, Scheduler};
-use crate::error::CliError;
+use super::{lock, PassReport, Pending, Scheduler, SchedulerError};
 use crate::settings::CronSettings;
 
 /// Ledger rows kept per job.
@@ -23,7 +22,7 @@ const RUNS_KEPT_PER_JOB: usize = 1000;
 impl Scheduler {
     /// One scheduler pass: claims due occurrences and due delivery retries. Returns at
     /// once when another scheduler is in the middle of a pass on the same store.
-    pub async fn pass(self: &Arc<Self>) -> Result<PassReport, CliError> {
+    pub async fn pass(self: &Arc<Self>) -> Result<PassReport, SchedulerError> {
         let (ctx, settings) = self.context()?;
         let running = lock(&self.running).clone();
         let scan = DueScan {
@@ -37,7 +36,7 @@ impl Scheduler {
             free_slots: self.free_slots(),
         };
         let started = std::time::Instant::now();
-        let due = blocking(|| self.store().claim_due(&ctx, &scan))?;
+        let due = self.store().claim_due(&ctx, &scan).await?;
         let claimed_in = started.elapsed();
         let occurrences = due.occurrences.len();
         if !due.ran {
@@ -48,15 +47,18 @@ impl Scheduler {
                 backlog: false,
             });
         }
-        let mut pending: Vec<Pending> = due
-            .occurrences
-            .into_iter()
-            .filter_map(|occurrence| self.settle(occurrence, &ctx, &settings))
-            .collect();
-        let (retries, retry_wake) = self.claim_redeliveries(ctx.now);
+        let mut pending: Vec<Pending> = Vec::new();
+        for occurrence in due.occurrences {
+            pending.extend(self.settle(occurrence, &ctx, &settings).await);
+        }
+        let (retries, retry_wake) = self.claim_redeliveries(ctx.now).await;
         pending.extend(retries.into_iter().map(Pending::Redeliver));
         let week_ago = ctx.now - chrono::Duration::days(7);
-        if let Err(e) = blocking(|| self.store().prune_history(week_ago, RUNS_KEPT_PER_JOB)) {
+        if let Err(e) = self
+            .store()
+            .prune_history(week_ago, RUNS_KEPT_PER_JOB)
+            .await
+        {
             tracing::warn!("cannot prune the run history: {e}");
         }
         // A store with its own clock (a database) says when jobs are due by that clock:
@@ -85,7 +87,7 @@ impl Scheduler {
     }
 
     /// What to do about one decided occurrence: the work to run, or nothing (logged).
-    fn settle(
+    async fn settle(
         &self,
         occurrence: Occurrence,
         ctx: &Context,
@@ -113,7 +115,8 @@ impl Scheduler {
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
                 self.observe(|o| o.run_ended(status));
-                self.leave_missed_note(&job, *scheduled_at, ctx, settings);
+                self.leave_missed_note(&job, *scheduled_at, ctx, settings)
+                    .await;
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
                 None
             }
@@ -147,7 +150,7 @@ impl Scheduler {
     }
 
     /// A missed one-shot's output tells the user what happened to it.
-    fn leave_missed_note(
+    async fn leave_missed_note(
         &self,
         job: &Job,
         scheduled_at: DateTime<Utc>,
@@ -166,22 +169,23 @@ impl Scheduler {
             prompt: "",
             result: Err(&note),
         };
-        if let Err(e) = blocking(|| self.store().save_output(&doc, settings.output_retention)) {
+        if let Err(e) = self
+            .store()
+            .save_output(&doc, settings.output_retention)
+            .await
+        {
             tracing::warn!(job = job.id(), "cannot write the missed note: {e}");
         }
     }
 
     /// Claims a manual run of a job: refused while the job runs in this process or
     /// anywhere the store can see.
-    pub(super) fn claim_manual(&self, job: Job) -> Result<ClaimedRun, CliError> {
+    pub(super) async fn claim_manual(&self, job: Job) -> Result<ClaimedRun, SchedulerError> {
         if lock(&self.running).contains(job.id()) {
-            return Err(CliError::user(format!(
-                "Job {} is already running",
-                job.id()
-            )));
+            return Err(SchedulerError::AlreadyRunning(job.id().to_string()));
         }
         let (ctx, settings) = self.context()?;
-        let run = blocking(|| self.store().claim_manual(job.id(), ctx.now))?;
+        let run = self.store().claim_manual(job.id(), ctx.now).await?;
         lock(&self.running).insert(job.id().to_string());
         Ok(ClaimedRun {
             job,

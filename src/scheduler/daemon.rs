@@ -11,8 +11,7 @@ use std::time::Duration;
 use jobs::store::Beat;
 use tokio::task::JoinSet;
 
-use super::{blocking, RunReport, Scheduler};
-use crate::error::CliError;
+use super::{RunReport, Scheduler, SchedulerError};
 
 /// The longest the loop sleeps between passes.
 const MAX_SLEEP: Duration = Duration::from_secs(60);
@@ -25,15 +24,17 @@ const DRAIN: Duration = Duration::from_secs(30);
 pub async fn run(
     scheduler: Arc<Scheduler>,
     shutdown: impl Future<Output = ()>,
-) -> Result<(), CliError> {
-    match scheduler.recover_interrupted() {
+) -> Result<(), SchedulerError> {
+    match scheduler.recover_interrupted().await {
         Ok(0) => {}
         Ok(n) => tracing::warn!("{n} run(s) left running by a stopped process marked interrupted"),
         Err(e) => tracing::error!("cannot check the ledger for interrupted runs: {e}"),
     }
-    scheduler.beat(Beat::Started {
-        pid: std::process::id(),
-    });
+    scheduler
+        .beat(Beat::Started {
+            pid: std::process::id(),
+        })
+        .await;
     tracing::info!(pid = std::process::id(), home = %scheduler.parts.home.display(), "scheduler started");
     let mut running: JoinSet<RunReport> = JoinSet::new();
     tokio::pin!(shutdown);
@@ -41,7 +42,7 @@ pub async fn run(
         // Marked before the pass reads the store: a change written while the pass decides
         // (a job added or edited) is then seen at the first look, not lost until the next
         // wake-up. The pass's own writes cost one more, idle, pass.
-        let seen = blocking(|| scheduler.store().change_mark());
+        let seen = scheduler.store().change_mark().await;
         let seen_backlog = scheduler.store().backlog_mark();
         let (next_wake, backlog) = scheduler.loop_pass(&mut running).await;
         let sleep_for = next_wake
@@ -53,7 +54,7 @@ pub async fn run(
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break false,
                 _ = tokio::time::sleep(WATCH_EVERY) => {
-                    if blocking(|| scheduler.store().change_mark()) != seen {
+                    if scheduler.store().change_mark().await != seen {
                         break false;
                     }
                     // Others' waiting claims matter only with a slot to run one here
@@ -83,8 +84,8 @@ pub async fn run(
 }
 
 impl Scheduler {
-    fn beat(&self, beat: Beat) {
-        if let Err(e) = blocking(|| self.store().beat(&beat)) {
+    async fn beat(&self, beat: Beat) {
+        if let Err(e) = self.store().beat(&beat).await {
             tracing::warn!("cannot write the heartbeat: {e}");
         }
     }
@@ -95,7 +96,7 @@ impl Scheduler {
         self: &Arc<Self>,
         running: &mut JoinSet<RunReport>,
     ) -> (Option<chrono::DateTime<chrono::Utc>>, bool) {
-        self.beat(Beat::Alive(self.now()));
+        self.beat(Beat::Alive(self.now())).await;
         let timer = std::time::Instant::now();
         let pass = self.pass().await;
         self.observe(|o| o.pass_took(timer.elapsed()));
@@ -105,13 +106,13 @@ impl Scheduler {
                     running.spawn(pending.run(Arc::clone(self)));
                 }
                 if report.ran {
-                    self.beat(Beat::PassSucceeded(self.now()));
+                    self.beat(Beat::PassSucceeded(self.now())).await;
                 }
                 (report.next_wake, report.backlog)
             }
             Err(e) => {
                 tracing::error!("scheduler pass failed: {e}");
-                self.beat(Beat::PassFailed(self.now(), e.to_string()));
+                self.beat(Beat::PassFailed(self.now(), e.to_string())).await;
                 (None, false)
             }
         };
@@ -143,10 +144,10 @@ impl Scheduler {
             while running.join_next().await.is_some() {}
             while manual.join_next().await.is_some() {}
         }
-        if let Err(e) = self.interrupt_own_runs() {
+        if let Err(e) = self.interrupt_own_runs().await {
             tracing::error!("cannot record the stopped runs as interrupted: {e}");
         }
-        self.beat(Beat::Stopped);
+        self.beat(Beat::Stopped).await;
         tracing::info!("scheduler stopped");
     }
 }

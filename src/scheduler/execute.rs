@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use jobs::ledger::{occurrence_key, RunSource};
 use jobs::Job;
 
-use super::{blocking, lock, RunReport, Scheduler};
+use super::{lock, RunReport, Scheduler, SchedulerError};
 use crate::runner::{Activity, RunEnv, RunOutcome, Runner};
 use crate::settings::CronSettings;
 
@@ -53,7 +53,7 @@ impl Scheduler {
         drop(claimed.queued.take());
         // A shared store may have given the occurrence to another host while this one
         // waited (for a permit, or stopped): then it is theirs to run.
-        match blocking(|| self.store().start_run(claimed.run, self.now())) {
+        match self.store().start_run(claimed.run, self.now()).await {
             Ok(true) => {}
             Ok(false) => return self.not_ours(&claimed, "taken over by another host".into()),
             Err(e) => return self.not_ours(&claimed, format!("cannot start the run: {e}")),
@@ -124,24 +124,23 @@ impl Scheduler {
         every.tick().await;
         loop {
             every.tick().await;
-            if let Err(e) = self.refresh_run_claim(&job_id) {
+            if let Err(e) = self.refresh_run_claim(&job_id).await {
                 tracing::warn!(job = %job_id, "cannot refresh the run claim: {e}");
             }
         }
     }
 
-    fn refresh_run_claim(&self, job_id: &str) -> Result<(), crate::error::CliError> {
+    async fn refresh_run_claim(&self, job_id: &str) -> Result<(), SchedulerError> {
         let (ctx, _) = self.context()?;
-        let owner = self.parts.claim_owner.as_str();
-        let ids = std::collections::HashSet::from([job_id]);
-        blocking(|| {
-            self.store().update_jobs(&ctx, &ids, &mut |job| {
-                if job.run_claim_by() == Some(owner) {
-                    let zone = job.zone(&ctx);
-                    job.set_run_claim(Some((ctx.now, owner)), zone);
-                }
-            })
-        })?;
+        let owner = self.parts.claim_owner.clone();
+        let ids = std::collections::HashSet::from([job_id.to_string()]);
+        let refresh = Box::new(move |job: &mut Job| {
+            if job.run_claim_by() == Some(owner.as_str()) {
+                let zone = job.zone(&ctx);
+                job.set_run_claim(Some((ctx.now, &owner)), zone);
+            }
+        });
+        self.store().update_jobs(&ctx, ids, refresh).await?;
         Ok(())
     }
 }

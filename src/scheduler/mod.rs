@@ -38,13 +38,12 @@ use tokio::task::JoinSet;
 
 use jobs::ledger::RunStatus;
 use jobs::store::Store;
-use jobs::{Context, Job};
+use jobs::{Context, Job, JobError, StoreError};
 
 use crate::clock::Clock;
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::delivery::http::Failure;
 use crate::delivery::{DeliveryReport, RunDelivery};
-use crate::error::CliError;
 use crate::runner::Runner;
 use crate::settings::CronSettings;
 
@@ -67,6 +66,37 @@ pub trait Delivery: Send + Sync {
         payload: &'a str,
         skip: usize,
     ) -> BoxFuture<'a, Result<(), (Failure, usize)>>;
+}
+
+/// Why the scheduler could not do what was asked. Every message says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// A manual run of a job that has a run going in this process.
+    #[error("Job {0} is already running")]
+    AlreadyRunning(String),
+    /// config.yaml cannot be read (the scheduler reads it for every pass and run).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The store refused or failed (a manual run of a job running on another host is
+    /// [`JobError::Running`]).
+    #[error(transparent)]
+    Job(#[from] JobError),
+}
+
+impl From<StoreError> for SchedulerError {
+    fn from(e: StoreError) -> SchedulerError {
+        SchedulerError::Job(e.into())
+    }
+}
+
+impl SchedulerError {
+    /// A manual run refused because the job is running, here or anywhere the store sees.
+    pub fn is_already_running(&self) -> bool {
+        matches!(
+            self,
+            SchedulerError::AlreadyRunning(_) | SchedulerError::Job(JobError::Running(_))
+        )
+    }
 }
 
 /// Everything a scheduler is made of.
@@ -97,9 +127,9 @@ pub struct Scheduler {
     /// Finished runs waiting to be written to the store. Runs that end together share
     /// one store write. Taken after `flushing` when both are held.
     records: Mutex<Vec<record::JobRecord>>,
-    /// The right to write `records` (held by one thread at a time, with `try_lock`).
-    /// Lock order: `flushing`, then `records`.
-    flushing: Mutex<()>,
+    /// The right to write `records` (held by one task at a time, with `try_lock`, across
+    /// the store write). Lock order: `flushing`, then `records`.
+    flushing: tokio::sync::Mutex<()>,
     /// `cron.max_parallel_jobs` permits for scheduled runs (`None`: unbounded).
     permits: Option<Arc<Semaphore>>,
     /// Scheduled runs handed out by passes that wait for a permit: the slots they will
@@ -169,19 +199,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Runs a short blocking store call from async code: on a multi-threaded runtime the
-/// worker hands its other tasks over while it waits; elsewhere it just calls.
-pub(crate) fn blocking<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
-    }
-}
-
 impl Scheduler {
-    pub fn new(parts: Parts) -> Result<Arc<Scheduler>, CliError> {
+    pub fn new(parts: Parts) -> Result<Arc<Scheduler>, SchedulerError> {
         let settings = match &parts.settings {
             Some(settings) => settings.clone(),
             None => CronSettings::from_config(
@@ -197,7 +216,7 @@ impl Scheduler {
             parts,
             running: Mutex::new(HashSet::new()),
             records: Mutex::new(Vec::new()),
-            flushing: Mutex::new(()),
+            flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
         }))
     }
@@ -237,12 +256,12 @@ impl Scheduler {
 
     /// "Now", the zones and the settings for one pass or run: the home's config is read
     /// afresh, the time comes from the clock.
-    pub fn context(&self) -> Result<(Context, CronSettings), CliError> {
+    pub fn context(&self) -> Result<(Context, CronSettings), SchedulerError> {
         self.loaded().map(|(ctx, settings, _)| (ctx, settings))
     }
 
     /// [`Scheduler::context`] with the config it was read from, for a run to pass down.
-    fn loaded(&self) -> Result<(Context, CronSettings, Arc<Config>), CliError> {
+    fn loaded(&self) -> Result<(Context, CronSettings, Arc<Config>), SchedulerError> {
         let now = self.now();
         if let Some(settings) = &self.parts.settings {
             // Fixed settings (tests): every time in UTC.
@@ -276,8 +295,8 @@ impl Scheduler {
     }
 
     /// Runs recorded `running` by dead processes of this host become `interrupted`.
-    pub fn recover_interrupted(&self) -> Result<usize, CliError> {
-        let n = blocking(|| self.store().interrupt_dead_runs(self.now(), false))?;
+    pub async fn recover_interrupted(&self) -> Result<usize, SchedulerError> {
+        let n = self.store().interrupt_dead_runs(self.now(), false).await?;
         self.observe_interrupted(n);
         Ok(n)
     }
@@ -289,14 +308,14 @@ impl Scheduler {
     }
 
     /// After a shutdown's drain: this process's unfinished runs become `interrupted`.
-    pub fn interrupt_own_runs(&self) -> Result<usize, CliError> {
-        let n = blocking(|| self.store().interrupt_dead_runs(self.now(), true))?;
+    pub async fn interrupt_own_runs(&self) -> Result<usize, SchedulerError> {
+        let n = self.store().interrupt_dead_runs(self.now(), true).await?;
         self.observe_interrupted(n);
         Ok(n)
     }
 
     /// One pass, then every run it claimed, to the end (`hermes cron tick`).
-    pub async fn tick(self: &Arc<Self>) -> Result<Option<Vec<RunReport>>, CliError> {
+    pub async fn tick(self: &Arc<Self>) -> Result<Option<Vec<RunReport>>, SchedulerError> {
         let report = self.pass().await?;
         if !report.ran {
             return Ok(None);
@@ -317,8 +336,8 @@ impl Scheduler {
 
     /// Runs a job now, outside its schedule (`hermes cron run`): its own occurrence,
     /// the schedule untouched, through the same execution and record as a fire.
-    pub async fn run_now(self: &Arc<Self>, job: Job) -> Result<RunReport, CliError> {
-        let claimed = self.claim_manual(job)?;
+    pub async fn run_now(self: &Arc<Self>, job: Job) -> Result<RunReport, SchedulerError> {
+        let claimed = self.claim_manual(job).await?;
         Ok(Arc::clone(self).execute(claimed).await)
     }
 
@@ -326,8 +345,8 @@ impl Scheduler {
     /// the ledger (its id); the run goes on in the background and the daemon drains it
     /// on shutdown. Same claim and refusals as [`Scheduler::run_now`]. Called within the
     /// daemon's runtime.
-    pub fn start_now(self: &Arc<Self>, job: Job) -> Result<i64, CliError> {
-        let claimed = self.claim_manual(job)?;
+    pub async fn start_now(self: &Arc<Self>, job: Job) -> Result<i64, SchedulerError> {
+        let claimed = self.claim_manual(job).await?;
         let run = claimed.run;
         let mut manual = lock(&self.manual);
         while manual.try_join_next().is_some() {}

@@ -16,9 +16,9 @@ use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
 use super::execute::ClaimedRun;
-use super::{blocking, lock, RunReport, Scheduler};
+use super::{lock, BoxFuture, RunReport, Scheduler};
 use crate::delivery::http::{self, FlightRecorder};
-use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs};
+use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
 use crate::environment::Environment;
 use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
@@ -161,7 +161,7 @@ impl Scheduler {
             settings,
             outcome,
         };
-        let output = self.save_document(&run);
+        let output = self.save_document(&run).await;
         let delivery = self.deliver(&run).await;
         let job = &claimed.job;
         let texts = &run.texts;
@@ -183,7 +183,8 @@ impl Scheduler {
             error: texts.error.clone(),
             delivery_error: delivery.error.clone(),
             source: claimed.source,
-        });
+        })
+        .await;
         let end = RunEnd {
             error: texts.error.clone(),
             delivery: Some(delivery.summary.clone()),
@@ -192,7 +193,11 @@ impl Scheduler {
             output: output.clone(),
         };
         let finished = self.now();
-        if let Err(e) = blocking(|| self.store().finish_run(claimed.run, status, finished, &end)) {
+        if let Err(e) = self
+            .store()
+            .finish_run(claimed.run, status, finished, &end)
+            .await
+        {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
         self.observe(|o| o.run_ended(status));
@@ -208,7 +213,7 @@ impl Scheduler {
         }
     }
 
-    fn save_document(&self, run: &Finished<'_>) -> Option<String> {
+    async fn save_document(&self, run: &Finished<'_>) -> Option<String> {
         let job = &run.claimed.job;
         let schedule = job
             .schedule(&run.ctx)
@@ -223,12 +228,11 @@ impl Scheduler {
             prompt: &run.texts.prompt,
             result: run.texts.result.as_deref().map_err(String::as_str),
         };
-        blocking(|| {
-            self.store()
-                .save_output(&doc, run.settings.output_retention)
-        })
-        .map_err(|e| tracing::error!(job = job.id(), "cannot save the output document: {e}"))
-        .ok()
+        self.store()
+            .save_output(&doc, run.settings.output_retention)
+            .await
+            .map_err(|e| tracing::error!(job = job.id(), "cannot save the output document: {e}"))
+            .ok()
     }
 
     /// Sends the run's result. Each destination gets its outbox row before its first
@@ -249,21 +253,24 @@ impl Scheduler {
                 + chrono::Duration::from_std(run.settings.delivery_retry)
                     .unwrap_or(chrono::Duration::hours(6)),
         };
-        let track = |target: &str, payload: &str| -> Option<(i64, FlightRecorder)> {
-            let kept = blocking(|| {
-                self.store()
-                    .keep_delivery(&books.item(target, payload), true)
-            });
-            let row = kept
-                .map_err(|e| {
-                    tracing::error!(
-                        job = job.id(),
-                        "cannot keep the delivery in the outbox: {e}"
-                    )
-                })
-                .ok()
-                .flatten()?;
-            Some((row, self.flight_recorder(row)))
+        let books = &books;
+        let track = |target: String, payload: String| -> BoxFuture<'_, Tracked> {
+            Box::pin(async move {
+                let kept = self
+                    .store()
+                    .keep_delivery(&books.item(&target, &payload), true)
+                    .await;
+                let row = kept
+                    .map_err(|e| {
+                        tracing::error!(
+                            job = job.id(),
+                            "cannot keep the delivery in the outbox: {e}"
+                        )
+                    })
+                    .ok()
+                    .flatten()?;
+                Some((row, self.flight_recorder(row)))
+            })
         };
         let streak = job.failure_streak();
         let report = self
@@ -284,13 +291,13 @@ impl Scheduler {
                 track: Some(&track),
             })
             .await;
-        self.keep_outcomes(&report, &books);
+        self.keep_outcomes(&report, books).await;
         report
     }
 
     /// Closes the outbox rows of the sends that were tracked, and keeps the transient
     /// failures of untracked ones for a retry on a later pass.
-    fn keep_outcomes(&self, report: &DeliveryReport, books: &Bookkeeping<'_>) {
+    async fn keep_outcomes(&self, report: &DeliveryReport, books: &Bookkeeping<'_>) {
         let job = books.job.id();
         for settled in &report.settled {
             let state = match settled.outcome {
@@ -301,15 +308,16 @@ impl Scheduler {
             if state == OutboxState::Failed {
                 self.observe(|o| o.delivery_failed());
             }
-            let finished = blocking(|| {
-                self.store().finish_delivery(
+            let finished = self
+                .store()
+                .finish_delivery(
                     settled.row,
                     state,
                     books.now,
                     settled.sent_parts,
                     settled.error.as_deref(),
                 )
-            });
+                .await;
             if let Err(e) = finished {
                 tracing::error!(job, "cannot record the delivery in the outbox: {e}");
             }
@@ -318,7 +326,7 @@ impl Scheduler {
             let mut item = books.item(&pending.target, &pending.payload);
             item.sent_parts = pending.sent_parts;
             item.error = &pending.error;
-            if let Err(e) = blocking(|| self.store().keep_delivery(&item, false)) {
+            if let Err(e) = self.store().keep_delivery(&item, false).await {
                 tracing::error!(job, "cannot keep the failed delivery for a retry: {e}");
             }
         }
@@ -333,15 +341,18 @@ impl Scheduler {
                 http::Flight::Out => Flight::Out,
                 http::Flight::Back { delivered } => Flight::Back { delivered },
             };
-            if let Err(e) = blocking(|| store.flight(id, flight)) {
-                tracing::warn!(row = id, "cannot mark the outbox row: {e}");
-            }
+            let store = Arc::clone(&store);
+            Box::pin(async move {
+                if let Err(e) = store.flight(id, flight).await {
+                    tracing::warn!(row = id, "cannot mark the outbox row: {e}");
+                }
+            })
         })
     }
 
     /// Queues a run's outcome and writes every queued one in a single store update,
-    /// unless another thread is already writing (it picks this one up before it stops).
-    fn record_in_store(&self, record: JobRecord) {
+    /// unless another task is already writing (it picks this one up before it stops).
+    async fn record_in_store(&self, record: JobRecord) {
         lock(&self.records).push(record);
         loop {
             {
@@ -353,7 +364,7 @@ impl Scheduler {
                     if batch.is_empty() {
                         break;
                     }
-                    self.write_records(&batch);
+                    self.write_records(batch).await;
                 }
             }
             // A record queued after the last take but before the writer stepped down
@@ -364,7 +375,7 @@ impl Scheduler {
         }
     }
 
-    fn write_records(&self, batch: &[JobRecord]) {
+    async fn write_records(&self, batch: Vec<JobRecord>) {
         let ctx = match self.context() {
             Ok((ctx, _)) => ctx,
             Err(e) => {
@@ -372,18 +383,17 @@ impl Scheduler {
                 return;
             }
         };
-        let ids: HashSet<&str> = batch.iter().map(|r| r.job_id.as_str()).collect();
-        let result = blocking(|| {
-            self.store().update_jobs(&ctx, &ids, &mut |stored| {
-                // Several runs of one job in a batch apply in the order they ended.
-                let id = stored.id().to_string();
-                for record in batch.iter().filter(|r| r.job_id == id) {
-                    record.apply(stored, &ctx);
-                }
-            })
+        let ids: HashSet<String> = batch.iter().map(|r| r.job_id.clone()).collect();
+        let count = batch.len();
+        let apply = Box::new(move |stored: &mut Job| {
+            // Several runs of one job in a batch apply in the order they ended.
+            let id = stored.id().to_string();
+            for record in batch.iter().filter(|r| r.job_id == id) {
+                record.apply(stored, &ctx);
+            }
         });
-        if let Err(e) = result {
-            tracing::error!("cannot record {} run(s) in the store: {e}", batch.len());
+        if let Err(e) = self.store().update_jobs(&ctx, ids, apply).await {
+            tracing::error!("cannot record {count} run(s) in the store: {e}");
         }
     }
 }

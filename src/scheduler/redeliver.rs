@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use jobs::ledger::RunStatus;
 use jobs::outbox::{OutboxItem, OutboxState};
 
-use super::{blocking, RunReport, Scheduler};
+use super::{RunReport, Scheduler};
 use crate::delivery::http::{self, Failure};
 use crate::delivery::target::Destination;
 
@@ -20,12 +20,12 @@ const OUTBOX_PER_PASS: usize = 50;
 impl Scheduler {
     /// Gives back rows of dead processes, then claims the retries due now. Returns them
     /// and when the earliest pending one is due.
-    pub(super) fn claim_redeliveries(
+    pub(super) async fn claim_redeliveries(
         &self,
         now: DateTime<Utc>,
     ) -> (Vec<OutboxItem>, Option<DateTime<Utc>>) {
         let store = self.store();
-        match blocking(|| store.release_orphan_deliveries(now)) {
+        match store.release_orphan_deliveries(now).await {
             Ok((0, 0)) => {}
             Ok((released, closed)) => tracing::warn!(
                 released,
@@ -34,12 +34,14 @@ impl Scheduler {
             ),
             Err(e) => tracing::error!("cannot check the outbox for rows of dead processes: {e}"),
         }
-        let claimed =
-            blocking(|| store.claim_deliveries(now, OUTBOX_PER_PASS)).unwrap_or_else(|e| {
+        let claimed = store
+            .claim_deliveries(now, OUTBOX_PER_PASS)
+            .await
+            .unwrap_or_else(|e| {
                 tracing::error!("cannot read the delivery outbox: {e}");
                 Vec::new()
             });
-        let next = blocking(|| store.next_delivery_due()).ok().flatten();
+        let next = store.next_delivery_due().await.ok().flatten();
         (claimed, next)
     }
 
@@ -55,10 +57,10 @@ impl Scheduler {
             self.parts.delivery.retry(&item.target, &item.payload, skip),
         )
         .await;
-        self.finish_redelivery(item, result)
+        self.finish_redelivery(item, result).await
     }
 
-    fn finish_redelivery(
+    async fn finish_redelivery(
         &self,
         item: OutboxItem,
         result: Result<(), (Failure, usize)>,
@@ -80,20 +82,21 @@ impl Scheduler {
             self.observe(|o| o.delivery_failed());
         }
         let store = self.store();
-        if let Err(e) =
-            blocking(|| store.finish_delivery(item.id, state, now, parts, error.as_deref()))
+        if let Err(e) = store
+            .finish_delivery(item.id, state, now, parts, error.as_deref())
+            .await
         {
             tracing::error!(job = %item.job_id, "cannot record the delivery retry: {e}");
         }
         let settled = state == OutboxState::Sent
-            && blocking(|| store.open_deliveries(&item.occurrence)).unwrap_or(1) == 0;
+            && store.open_deliveries(&item.occurrence).await.unwrap_or(1) == 0;
         tracing::info!(
             job = %item.job_id, occurrence = %item.occurrence, target = %shown,
             outcome = state.as_str(), error = error.as_deref().unwrap_or(""),
             "delivery retried from the outbox"
         );
         if settled {
-            self.clear_delivery_failure(&item);
+            self.clear_delivery_failure(&item).await;
         }
         RunReport {
             job_id: item.job_id.clone(),
@@ -112,33 +115,33 @@ impl Scheduler {
     }
 
     /// `delivery_failed` → `ok` for the job whose last run this delivery belonged to.
-    fn clear_delivery_failure(&self, item: &OutboxItem) {
+    async fn clear_delivery_failure(&self, item: &OutboxItem) {
         let Ok((ctx, _)) = self.context() else {
             return;
         };
         let instant = |text: &str| DateTime::parse_from_rfc3339(text).ok();
         let kept_run = item.run_at.as_deref().and_then(instant);
-        let applies = |job: &jobs::Job| {
-            job.id() == item.job_id
+        let job_id = item.job_id.clone();
+        let applies = move |job: &jobs::Job| {
+            job.id() == job_id
                 && job.text_field("last_status") == Some("delivery_failed")
                 && job.text_field("last_run_at").and_then(instant) == kept_run
         };
         // Decide on an unlocked read first: most retries have nothing to change.
         let store = self.store();
-        let Ok(Some(job)) = blocking(|| store.get_job(&ctx, &item.job_id)) else {
+        let Ok(Some(job)) = store.get_job(&ctx, &item.job_id).await else {
             return;
         };
         if !applies(&job) {
             return;
         }
-        let ids = std::collections::HashSet::from([item.job_id.as_str()]);
-        let result = blocking(|| {
-            store.update_jobs(&ctx, &ids, &mut |job| {
-                if applies(job) {
-                    job.clear_delivery_failure();
-                }
-            })
+        let ids = std::collections::HashSet::from([item.job_id.clone()]);
+        let clear = Box::new(move |job: &mut jobs::Job| {
+            if applies(job) {
+                job.clear_delivery_failure();
+            }
         });
+        let result = store.update_jobs(&ctx, ids, clear).await;
         if let Err(e) = result {
             tracing::error!(job = %item.job_id, "cannot record the delivered retry in the store: {e}");
         }

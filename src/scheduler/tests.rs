@@ -87,10 +87,11 @@ impl Delivery for FakeDelivery {
                 Delivered::Failed(error) => format!("failed: {error}"),
                 Delivered::Silent => return DeliveryReport::default(),
             };
-            let row = run
-                .track
-                .and_then(|track| track(TARGET, &text))
-                .map(|(row, _)| row);
+            let tracked = match run.track {
+                Some(track) => track(TARGET.to_string(), text.clone()).await,
+                None => None,
+            };
+            let row = tracked.map(|(row, _)| row);
             if self.chat == Chat::HangsAfterTracking {
                 std::future::pending::<()>().await;
             }
@@ -225,7 +226,7 @@ impl Rig {
         }
     }
 
-    fn add(&self, schedule: &str, prompt: &str) -> String {
+    async fn add(&self, schedule: &str, prompt: &str) -> String {
         let new = NewJob {
             schedule: schedule.into(),
             prompt: prompt.into(),
@@ -234,13 +235,14 @@ impl Rig {
             ..NewJob::default()
         };
         create_job(&*self.store, &new, &self.ctx())
+            .await
             .unwrap()
             .id()
             .to_string()
     }
 
-    fn job(&self, id: &str) -> Job {
-        self.store.get_job(&self.ctx(), id).unwrap().unwrap()
+    async fn job(&self, id: &str) -> Job {
+        self.store.get_job(&self.ctx(), id).await.unwrap().unwrap()
     }
 
     /// One pass, every claimed run carried to its end.
@@ -260,8 +262,8 @@ impl Rig {
         self.runner.started.lock().unwrap().clone()
     }
 
-    fn runs(&self, job: &str) -> Vec<jobs::ledger::RunRow> {
-        self.store.recent_runs(Some(job), 100).unwrap()
+    async fn runs(&self, job: &str) -> Vec<jobs::ledger::RunRow> {
+        self.store.recent_runs(Some(job), 100).await.unwrap()
     }
 }
 
@@ -273,14 +275,14 @@ async fn pass_time(by: Duration) {
 #[tokio::test(start_paused = true)]
 async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
     let rig = Rig::new();
-    let id = rig.add("every 1h", "report");
+    let id = rig.add("every 1h", "report").await;
     assert!(rig.tick().await.is_empty(), "nothing is due at creation");
     pass_time(Duration::from_secs(3600)).await;
     let pass = rig.scheduler.pass().await.unwrap();
     assert_eq!(pass.pending.len(), 1);
     // Claimed and moved forward before anything ran: a second pass finds nothing.
     assert_eq!(
-        rig.job(&id).next_run_at(&rig.ctx()),
+        rig.job(&id).await.next_run_at(&rig.ctx()),
         Some(at("2026-11-23T11:00:00Z"))
     );
     assert!(rig.scheduler.pass().await.unwrap().pending.is_empty());
@@ -289,10 +291,10 @@ async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
         assert_eq!(report.status, RunStatus::Ok);
         assert_eq!(report.occurrence, format!("{id}@2026-11-23T10:00:00Z"));
     }
-    let runs = rig.runs(&id);
+    let runs = rig.runs(&id).await;
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0].status, "ok");
-    let job = rig.job(&id);
+    let job = rig.job(&id).await;
     assert_eq!(job.text_field("last_status"), Some("ok"));
     assert_eq!(
         rig.delivery.arrived.lock().unwrap().as_slice(),
@@ -304,10 +306,14 @@ async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
 async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
     let first = Rig::new();
     let second = first.second(2, Work::Answer(Duration::from_secs(5)), Chat::Up);
-    let ids: Vec<String> = (0..10)
-        .map(|n| first.add("every 1m", &format!("job {n}")))
-        .chain((0..10).map(|n| first.add(&format!("in {}m", n + 1), &format!("once {n}"))))
-        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for n in 0..10 {
+        ids.push(first.add("every 1m", &format!("job {n}")).await);
+    }
+    for n in 0..10 {
+        let (schedule, prompt) = (format!("in {}m", n + 1), format!("once {n}"));
+        ids.push(first.add(&schedule, &prompt).await);
+    }
     for _ in 0..15 {
         pass_time(Duration::from_secs(60)).await;
         let (a, b) = tokio::join!(first.tick(), second.tick());
@@ -327,13 +333,12 @@ async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
     }
     for id in &ids[10..] {
         assert_eq!(per_job(id), 1, "a one-shot fires once");
-        assert_eq!(first.job(id).state(), JobState::Completed);
+        assert_eq!(first.job(id).await.state(), JobState::Completed);
     }
-    let occurrences: HashSet<String> = ids
-        .iter()
-        .flat_map(|id| first.runs(id))
-        .map(|r| r.occurrence)
-        .collect();
+    let mut occurrences: HashSet<String> = HashSet::new();
+    for id in &ids {
+        occurrences.extend(first.runs(id).await.into_iter().map(|r| r.occurrence));
+    }
     assert_eq!(
         occurrences.len(),
         fired.len(),
@@ -344,13 +349,13 @@ async fn two_schedulers_on_one_store_run_every_occurrence_exactly_once() {
 #[tokio::test(start_paused = true)]
 async fn a_late_recurring_job_catches_up_once_and_resumes_from_now() {
     let rig = Rig::new();
-    let id = rig.add("every 5m", "ping");
+    let id = rig.add("every 5m", "ping").await;
     // The machine slept for an hour: twelve occurrences were missed.
     rig.clock.advance(chrono::Duration::hours(1));
     let reports = rig.tick().await;
     assert_eq!(reports.len(), 1, "one catch-up fire, never a burst");
     let now = rig.clock.now();
-    let next = rig.job(&id).next_run_at(&rig.ctx()).unwrap();
+    let next = rig.job(&id).await.next_run_at(&rig.ctx()).unwrap();
     assert!(
         next > now && next <= now + chrono::Duration::minutes(5),
         "{next}"
@@ -363,11 +368,11 @@ async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
     let mut off = settings();
     off.catch_up_missed = false;
     let rig = Rig::fresh(Work::Answer(Duration::ZERO), Chat::Up, off);
-    let id = rig.add("every 5m", "ping");
+    let id = rig.add("every 5m", "ping").await;
     rig.clock.advance(chrono::Duration::hours(1));
     assert!(rig.tick().await.is_empty());
     assert!(rig.started().is_empty());
-    let runs = rig.runs(&id);
+    let runs = rig.runs(&id).await;
     assert_eq!(runs[0].status, "skipped");
     assert_eq!(
         runs[0].error.as_deref(),
@@ -378,22 +383,22 @@ async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
 #[tokio::test(start_paused = true)]
 async fn a_one_shot_more_than_two_minutes_late_is_missed_not_run() {
     let rig = Rig::new();
-    let id = rig.add("in 10m", "remind me");
+    let id = rig.add("in 10m", "remind me").await;
     rig.clock.advance(chrono::Duration::minutes(20));
     assert!(rig.tick().await.is_empty());
     assert!(rig.started().is_empty(), "a missed one-shot never runs");
-    let job = rig.job(&id);
+    let job = rig.job(&id).await;
     assert_eq!(job.state(), JobState::Completed);
     assert_eq!(job.text_field("last_status"), Some("missed"));
-    assert_eq!(rig.runs(&id)[0].status, "missed");
-    let note = rig.store.latest_output(&id).unwrap().unwrap();
+    assert_eq!(rig.runs(&id).await[0].status, "missed");
+    let note = rig.store.latest_output(&id).await.unwrap().unwrap();
     assert!(note.contains("was not run"), "{note}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_job_whose_run_is_still_going_is_not_started_again() {
     let rig = Rig::fresh(Work::Answer(Duration::from_secs(150)), Chat::Up, settings());
-    let id = rig.add("every 1m", "slow");
+    let id = rig.add("every 1m", "slow").await;
     pass_time(Duration::from_secs(60)).await;
     let first = rig.scheduler.pass().await.unwrap();
     assert_eq!(first.pending.len(), 1);
@@ -408,7 +413,7 @@ async fn a_job_whose_run_is_still_going_is_not_started_again() {
         second.pending.is_empty(),
         "the next occurrence waits for none"
     );
-    let skipped = rig.runs(&id);
+    let skipped = rig.runs(&id).await;
     assert_eq!(skipped[0].status, "skipped");
     assert_eq!(skipped[0].error.as_deref(), Some("skipped (still running)"));
     for handle in running {
@@ -422,7 +427,7 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
     let mut limited = settings();
     limited.inactivity_timeout = Some(Duration::from_secs(30));
     let rig = Rig::fresh(Work::Hang, Chat::Up, limited);
-    let id = rig.add("every 1m", "stuck");
+    let id = rig.add("every 1m", "stuck").await;
     pass_time(Duration::from_secs(60)).await;
     let started = tokio::time::Instant::now();
     let reports = rig.tick().await;
@@ -434,8 +439,8 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
         "{error}"
     );
     assert!(stopped_after >= Duration::from_secs(30) && stopped_after <= Duration::from_secs(31));
-    assert_eq!(rig.runs(&id)[0].status, "error");
-    assert_eq!(rig.job(&id).text_field("last_status"), Some("error"));
+    assert_eq!(rig.runs(&id).await[0].status, "error");
+    assert_eq!(rig.job(&id).await.text_field("last_status"), Some("error"));
     // The failure notice still reaches the chat.
     let arrived = rig.delivery.arrived.lock().unwrap().clone();
     assert!(
@@ -451,7 +456,7 @@ async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
         Chat::HangsAfterTracking,
         settings(),
     );
-    let id = first.add("every 1h", "report");
+    let id = first.add("every 1h", "report").await;
     pass_time(Duration::from_secs(3600)).await;
     let pass = first.scheduler.pass().await.unwrap();
     let run = tokio::spawn(
@@ -478,20 +483,21 @@ async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
     assert_eq!(
         next.store
             .delivery_state(&occurrence, TARGET)
+            .await
             .unwrap()
             .as_deref(),
         Some("sent")
     );
     // The run itself never finished: the next daemon records it interrupted, not rerun.
-    assert_eq!(next.scheduler.recover_interrupted().unwrap(), 1);
-    assert_eq!(next.runs(&id)[0].status, "interrupted");
+    assert_eq!(next.scheduler.recover_interrupted().await.unwrap(), 1);
+    assert_eq!(next.runs(&id).await[0].status, "interrupted");
     assert_eq!(next.started().len(), 0);
 }
 
 #[tokio::test(start_paused = true)]
 async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
     let rig = Rig::new();
-    let id = rig.add("every 1m", "tick");
+    let id = rig.add("every 1m", "tick").await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
         let _ = stopped.await;
@@ -505,6 +511,7 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
             ..NewJob::default()
         };
         create_job(&*rig.store, &new, &rig.ctx())
+            .await
             .unwrap()
             .id()
             .to_string()
@@ -528,7 +535,7 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
     }
     let once: Vec<_> = started.iter().filter(|(job, _)| *job == late).collect();
     assert_eq!(once.len(), 1);
-    let heartbeat = rig.store.heartbeat().unwrap();
+    let heartbeat = rig.store.heartbeat().await.unwrap();
     assert!(
         heartbeat.seen && heartbeat.alive_at.is_none(),
         "a clean stop clears the heartbeat"
@@ -539,8 +546,8 @@ async fn the_daemon_fires_on_time_wakes_for_new_jobs_and_drains_on_shutdown() {
 async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
     let rig = Rig::new();
     for n in 0..3 {
-        rig.add("every 1h", &format!("hourly {n}"));
-        rig.add("every 2h", &format!("two-hourly {n}"));
+        rig.add("every 1h", &format!("hourly {n}")).await;
+        rig.add("every 2h", &format!("two-hourly {n}")).await;
     }
     assert_eq!(rig.scheduler.free_slots(), Some(4));
     pass_time(Duration::from_secs(3600)).await;
@@ -580,20 +587,19 @@ async fn runs_handed_out_and_waiting_for_a_slot_are_not_free_slots() {
 #[tokio::test(start_paused = true)]
 async fn a_run_that_waits_for_a_slot_records_when_it_really_started() {
     let rig = Rig::new();
-    let ids: Vec<String> = (0..6)
-        .map(|n| rig.add("every 1h", &format!("hourly {n}")))
-        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for n in 0..6 {
+        ids.push(rig.add("every 1h", &format!("hourly {n}")).await);
+    }
     pass_time(Duration::from_secs(3600)).await;
     let due = rig.clock.now();
     let reports = rig.tick().await;
     assert_eq!(reports.len(), 6);
-    let mut started: Vec<DateTime<Utc>> = ids
-        .iter()
-        .map(|id| {
-            let runs = rig.runs(id);
-            at(runs[0].started_at.as_deref().unwrap())
-        })
-        .collect();
+    let mut started: Vec<DateTime<Utc>> = Vec::new();
+    for id in &ids {
+        let runs = rig.runs(id).await;
+        started.push(at(runs[0].started_at.as_deref().unwrap()));
+    }
     started.sort();
     // Four slots: four start at once, two when the first runs end a second later.
     let second = chrono::Duration::seconds(1);
@@ -609,21 +615,21 @@ async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
         ..settings()
     };
     let rig = Rig::fresh(Work::Answer(Duration::from_secs(30)), Chat::Up, one_slot);
-    rig.add("every 1h", "hourly");
+    rig.add("every 1h", "hourly").await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
         let _ = stopped.await;
     }));
-    let last_pass = || rig.store.heartbeat().unwrap().alive_at;
+    let last_pass = async || rig.store.heartbeat().await.unwrap().alive_at;
     // 10:00: the hourly job fires and holds the only slot for 30 s.
     pass_time(Duration::from_secs(3601)).await;
     assert_eq!(rig.started().len(), 1);
     assert_eq!(rig.scheduler.free_slots(), Some(0));
-    let busy_pass = last_pass();
+    let busy_pass = last_pass().await;
     rig.store.note_backlog();
     pass_time(Duration::from_secs(10)).await;
     assert_eq!(
-        last_pass(),
+        last_pass().await,
         busy_pass,
         "no free slot: no pass for the backlog"
     );
@@ -632,17 +638,19 @@ async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
     pass_time(Duration::from_secs(21)).await;
     let freed = at("2026-11-23T10:00:30Z");
     assert!(
-        last_pass().is_some_and(|at| at >= freed && at <= rig.clock.now()),
-        "{:?}",
         last_pass()
+            .await
+            .is_some_and(|at| at >= freed && at <= rig.clock.now()),
+        "{:?}",
+        last_pass().await
     );
     // With the slot free, a new backlog is looked at within a watch interval.
-    let idle_pass = last_pass();
+    let idle_pass = last_pass().await;
     pass_time(Duration::from_secs(5)).await;
-    assert_eq!(last_pass(), idle_pass, "nothing to do: asleep");
+    assert_eq!(last_pass().await, idle_pass, "nothing to do: asleep");
     rig.store.note_backlog();
     pass_time(Duration::from_secs(1)).await;
-    assert!(last_pass() > idle_pass, "{:?}", last_pass());
+    assert!(last_pass().await > idle_pass, "{:?}", last_pass().await);
     stop.send(()).unwrap();
     daemon.await.unwrap().unwrap();
 }
@@ -653,14 +661,14 @@ async fn a_backlog_elsewhere_wakes_the_daemon_only_with_a_free_slot() {
 async fn a_job_added_while_a_pass_decides_is_picked_up_at_the_next_look() {
     let rig = Rig::new();
     let (store, ctx) = (rig.store.clone(), rig.ctx());
-    rig.store.after_next_pass(move || {
+    rig.store.after_next_pass(move || async move {
         let new = NewJob {
             schedule: "2026-11-23T09:00:10Z".into(),
             prompt: "added".into(),
             name: Some("added".into()),
             ..NewJob::default()
         };
-        create_job(&*store, &new, &ctx).unwrap();
+        create_job(&*store, &new, &ctx).await.unwrap();
     });
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {

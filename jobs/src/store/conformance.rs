@@ -17,10 +17,11 @@ use crate::outbox::{NewOutboxItem, OutboxState};
 use crate::output::OutputDocument;
 
 /// Processes of one host sharing one backend's data.
-trait Backend {
-    fn process(&self, pid: u32) -> Box<dyn Store>;
+#[async_trait::async_trait]
+trait Backend: Sync {
+    async fn process(&self, pid: u32) -> Box<dyn Store>;
     /// The process `pid` of this host, whose store handle this was, died.
-    fn kill(&self, process: Box<dyn Store>, pid: u32);
+    async fn kill(&self, process: Box<dyn Store>, pid: u32);
     /// "Now" by the backend's clock (a database keeps its own).
     fn now(&self) -> DateTime<Utc> {
         at("2026-11-23T10:00:05Z")
@@ -37,8 +38,9 @@ struct Files {
     dead: Arc<Mutex<HashSet<i64>>>,
 }
 
+#[async_trait::async_trait]
 impl Backend for Files {
-    fn process(&self, pid: u32) -> Box<dyn Store> {
+    async fn process(&self, pid: u32) -> Box<dyn Store> {
         let dead = Arc::clone(&self.dead);
         Box::new(FileStore::new(
             self.dir.path().join("cron"),
@@ -50,7 +52,7 @@ impl Backend for Files {
         ))
     }
 
-    fn kill(&self, process: Box<dyn Store>, pid: u32) {
+    async fn kill(&self, process: Box<dyn Store>, pid: u32) {
         drop(process);
         self.dead.lock().unwrap().insert(i64::from(pid));
     }
@@ -65,12 +67,13 @@ fn files() -> Files {
 
 struct Memory(MemoryStore);
 
+#[async_trait::async_trait]
 impl Backend for Memory {
-    fn process(&self, pid: u32) -> Box<dyn Store> {
+    async fn process(&self, pid: u32) -> Box<dyn Store> {
         Box::new(self.0.as_process(pid))
     }
 
-    fn kill(&self, process: Box<dyn Store>, pid: u32) {
+    async fn kill(&self, process: Box<dyn Store>, pid: u32) {
         drop(process);
         self.0.kill(pid);
     }
@@ -89,18 +92,19 @@ struct Postgres {
     url: String,
 }
 
+#[async_trait::async_trait]
 impl Backend for Postgres {
-    fn process(&self, pid: u32) -> Box<dyn Store> {
+    async fn process(&self, pid: u32) -> Box<dyn Store> {
         let owner = Owner {
             host: "host".into(),
             pid,
         };
-        Box::new(super::PgStore::connect(&self.url, owner).unwrap())
+        Box::new(super::PgStore::connect(&self.url, owner).await.unwrap())
     }
 
     /// A process that is gone holds no lease.
-    fn kill(&self, process: Box<dyn Store>, _pid: u32) {
-        drop(process);
+    async fn kill(&self, process: Box<dyn Store>, _pid: u32) {
+        process.close().await;
     }
 
     fn shares_work(&self) -> bool {
@@ -206,46 +210,71 @@ fn scan_with_slots(running: &HashSet<String>, free: usize) -> DueScan<'_> {
     }
 }
 
-fn jobs_keep_every_field_through_row_operations(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn jobs_keep_every_field_through_row_operations(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let c = ctx(backend.now());
     let later = c.now + Duration::hours(1);
-    let before = store.change_mark();
-    store.insert_job(&c, hourly("aaaaaaaaaaaa", later)).unwrap();
-    store.insert_job(&c, hourly("bbbbbbbbbbbb", later)).unwrap();
-    assert_ne!(store.change_mark(), before, "a change moves the mark");
+    let before = store.change_mark().await;
+    store
+        .insert_job(&c, hourly("aaaaaaaaaaaa", later))
+        .await
+        .unwrap();
+    store
+        .insert_job(&c, hourly("bbbbbbbbbbbb", later))
+        .await
+        .unwrap();
+    assert_ne!(store.change_mark().await, before, "a change moves the mark");
     let changed = store
-        .update_job(&c, "aaaaaaaaaaaa", &mut |job| {
-            job.set_name("renamed");
-            Ok(())
-        })
+        .update_job(
+            &c,
+            "aaaaaaaaaaaa",
+            Box::new(|job| {
+                job.set_name("renamed");
+                Ok(())
+            }),
+        )
+        .await
         .unwrap();
     assert_eq!(changed.name(), "renamed");
-    let stored = store.get_job(&c, "aaaaaaaaaaaa").unwrap().unwrap();
+    let stored = store.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
     assert_eq!(stored.name(), "renamed");
     assert_eq!(stored.get("x_unknown"), Some(&json!({"kept": true})));
     // A failing change writes nothing; an unknown id is NotFound.
-    let refused = store.update_job(&c, "aaaaaaaaaaaa", &mut |job| {
-        job.set_name("never");
-        Err(JobError::Invalid("no".into()))
-    });
+    let refused = store
+        .update_job(
+            &c,
+            "aaaaaaaaaaaa",
+            Box::new(|job| {
+                job.set_name("never");
+                Err(JobError::Invalid("no".into()))
+            }),
+        )
+        .await;
     assert!(matches!(refused, Err(JobError::Invalid(_))));
     assert_eq!(
-        store.get_job(&c, "aaaaaaaaaaaa").unwrap().unwrap().name(),
+        store
+            .get_job(&c, "aaaaaaaaaaaa")
+            .await
+            .unwrap()
+            .unwrap()
+            .name(),
         "renamed"
     );
     assert!(matches!(
-        store.update_job(&c, "cccccccccccc", &mut |_| Ok(())),
+        store
+            .update_job(&c, "cccccccccccc", Box::new(|_| Ok(())))
+            .await,
         Err(JobError::NotFound(_))
     ));
-    let ids = HashSet::from(["bbbbbbbbbbbb"]);
+    let ids = HashSet::from(["bbbbbbbbbbbb".to_string()]);
     store
-        .update_jobs(&c, &ids, &mut |job| job.set_prompt("batched"))
+        .update_jobs(&c, ids, Box::new(|job| job.set_prompt("batched")))
+        .await
         .unwrap();
-    let view = store.load_view(&c, &["id", "name"]).unwrap();
+    let view = store.load_view(&c, &["id", "name"]).await.unwrap();
     assert_eq!(view.len(), 2);
     assert_eq!(view[0].name(), "renamed");
-    let all = store.load_jobs(&c).unwrap();
+    let all = store.load_jobs(&c).await.unwrap();
     assert_eq!(all[1].prompt(), "batched");
     // Every key in the order it was written; what healing added comes after.
     let keys: Vec<&str> = all[1].record().keys().map(String::as_str).collect();
@@ -265,23 +294,25 @@ fn jobs_keep_every_field_through_row_operations(backend: &dyn Backend) {
         ]
     );
     assert_eq!(
-        store.remove_job(&c, "aaaaaaaaaaaa").unwrap().id(),
+        store.remove_job(&c, "aaaaaaaaaaaa").await.unwrap().id(),
         "aaaaaaaaaaaa"
     );
     assert!(matches!(
-        store.remove_job(&c, "aaaaaaaaaaaa"),
+        store.remove_job(&c, "aaaaaaaaaaaa").await,
         Err(JobError::NotFound(_))
     ));
-    assert_eq!(store.load_jobs(&c).unwrap().len(), 1);
+    assert_eq!(store.load_jobs(&c).await.unwrap().len(), 1);
 }
 
-fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
-    let (one, two) = (backend.process(1), backend.process(2));
+async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
     let c = ctx(backend.now());
     let due = c.now - Duration::seconds(5);
-    one.insert_job(&c, hourly("aaaaaaaaaaaa", due)).unwrap();
+    one.insert_job(&c, hourly("aaaaaaaaaaaa", due))
+        .await
+        .unwrap();
     let running = HashSet::new();
-    let pass = one.claim_due(&c, &scan(&running)).unwrap();
+    let pass = one.claim_due(&c, &scan(&running)).await.unwrap();
     assert!(pass.ran);
     assert_eq!(pass.occurrences.len(), 1);
     let Claimed::Run { run } = pass.occurrences[0].claimed else {
@@ -296,16 +327,18 @@ fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
     // has no free run slot, so it is not handed the claim either).
     assert!(two
         .claim_due(&c, &scan_with_slots(&running, 0))
+        .await
         .unwrap()
         .occurrences
         .is_empty());
     assert!(one
         .claim_due(&c, &scan(&running))
+        .await
         .unwrap()
         .occurrences
         .is_empty());
-    assert!(one.start_run(run, c.now).unwrap());
-    let rows = two.recent_runs(None, 10).unwrap();
+    assert!(one.start_run(run, c.now).await.unwrap());
+    let rows = two.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].status, "running");
     assert_eq!(
@@ -325,27 +358,30 @@ fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend) {
         prompt: "p",
         result: Ok("the answer"),
     };
-    let saved = one.save_output(&doc, 5).unwrap();
+    let saved = one.save_output(&doc, 5).await.unwrap();
     let end = RunEnd {
         output: Some(saved),
         ..RunEnd::default()
     };
-    one.finish_run(run, RunStatus::Ok, c.now, &end).unwrap();
-    assert_eq!(two.recent_runs(None, 10).unwrap()[0].status, "ok");
+    one.finish_run(run, RunStatus::Ok, c.now, &end)
+        .await
+        .unwrap();
+    assert_eq!(two.recent_runs(None, 10).await.unwrap()[0].status, "ok");
     // Any process finds the run's document by the run.
-    let document = two.run_output(run).unwrap().unwrap().unwrap();
+    let document = two.run_output(run).await.unwrap().unwrap().unwrap();
     assert!(document.contains("the answer"), "{document}");
-    assert_eq!(two.run_output(run + 1000).unwrap(), None);
+    assert_eq!(two.run_output(run + 1000).await.unwrap(), None);
 }
 
-fn an_occurrence_of_a_running_job_is_recorded_skipped(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn an_occurrence_of_a_running_job_is_recorded_skipped(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let c = ctx(backend.now());
     store
         .insert_job(&c, hourly("aaaaaaaaaaaa", c.now - Duration::seconds(5)))
+        .await
         .unwrap();
     let running = HashSet::from(["aaaaaaaaaaaa".to_string()]);
-    let pass = store.claim_due(&c, &scan(&running)).unwrap();
+    let pass = store.claim_due(&c, &scan(&running)).await.unwrap();
     assert_eq!(
         pass.occurrences[0].claimed,
         Claimed::Recorded {
@@ -354,30 +390,34 @@ fn an_occurrence_of_a_running_job_is_recorded_skipped(backend: &dyn Backend) {
         }
     );
     // A manual run waits for a run another live process has going.
-    let manual = store.claim_manual("aaaaaaaaaaaa", c.now).unwrap();
-    assert!(store.claim_manual("aaaaaaaaaaaa", c.now).is_err());
+    let manual = store.claim_manual("aaaaaaaaaaaa", c.now).await.unwrap();
+    assert!(store.claim_manual("aaaaaaaaaaaa", c.now).await.is_err());
     store
         .finish_run(manual, RunStatus::Ok, c.now, &RunEnd::default())
+        .await
         .unwrap();
     assert!(store
         .claim_manual("aaaaaaaaaaaa", c.now + Duration::seconds(1))
+        .await
         .is_ok());
 }
 
-fn a_missed_one_shot_is_settled_and_a_broken_schedule_marked(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn a_missed_one_shot_is_settled_and_a_broken_schedule_marked(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let c = ctx(backend.now());
     let past = c.now - Duration::minutes(30);
     let once = json!({"kind": "once", "run_at": iso(past), "display": "once"});
     store
         .insert_job(&c, job("aaaaaaaaaaaa", once, past))
+        .await
         .unwrap();
     let broken = json!({"kind": "cron", "expr": "99 * * * *", "display": "99 * * * *"});
     store
         .insert_job(&c, job("bbbbbbbbbbbb", broken, past))
+        .await
         .unwrap();
     let running = HashSet::new();
-    let pass = store.claim_due(&c, &scan(&running)).unwrap();
+    let pass = store.claim_due(&c, &scan(&running)).await.unwrap();
     let decided: Vec<(&str, &Decision, &Claimed)> = pass
         .occurrences
         .iter()
@@ -398,31 +438,35 @@ fn a_missed_one_shot_is_settled_and_a_broken_schedule_marked(backend: &dyn Backe
         decided[1],
         ("bbbbbbbbbbbb", Decision::Broken { .. }, Claimed::Settled)
     ));
-    let missed = store.get_job(&c, "aaaaaaaaaaaa").unwrap().unwrap();
+    let missed = store.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
     assert_eq!(missed.state(), JobState::Completed);
-    let broken = store.get_job(&c, "bbbbbbbbbbbb").unwrap().unwrap();
+    let broken = store.get_job(&c, "bbbbbbbbbbbb").await.unwrap().unwrap();
     assert_eq!(broken.state(), JobState::Error);
 }
 
-fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
-    let (one, two) = (backend.process(1), backend.process(2));
+async fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
     let c = ctx(backend.now());
     one.insert_job(&c, hourly("aaaaaaaaaaaa", c.now - Duration::seconds(5)))
+        .await
         .unwrap();
     let running = HashSet::new();
-    let pass = one.claim_due(&c, &scan(&running)).unwrap();
+    let pass = one.claim_due(&c, &scan(&running)).await.unwrap();
     let Claimed::Run { run } = pass.occurrences[0].claimed else {
         panic!("not claimed");
     };
-    assert!(one.start_run(run, c.now).unwrap());
+    assert!(one.start_run(run, c.now).await.unwrap());
     assert_eq!(
-        two.interrupt_dead_runs(c.now, false).unwrap(),
+        two.interrupt_dead_runs(c.now, false).await.unwrap(),
         0,
         "1 is alive"
     );
-    backend.kill(one, 1);
-    assert_eq!(two.interrupt_dead_runs(c.now, false).unwrap(), 1);
-    assert_eq!(two.recent_runs(None, 1).unwrap()[0].status, "interrupted");
+    backend.kill(one, 1).await;
+    assert_eq!(two.interrupt_dead_runs(c.now, false).await.unwrap(), 1);
+    assert_eq!(
+        two.recent_runs(None, 1).await.unwrap()[0].status,
+        "interrupted"
+    );
 }
 
 fn runs_of(pass: &super::DuePass) -> Vec<i64> {
@@ -435,18 +479,25 @@ fn runs_of(pass: &super::DuePass) -> Vec<i64> {
         .collect()
 }
 
-fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Backend) {
-    let (one, two) = (backend.process(1), backend.process(2));
+async fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
     let c = ctx(backend.now());
     let due = c.now - Duration::seconds(5);
     for id in ["aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"] {
-        one.insert_job(&c, hourly(id, due)).unwrap();
+        one.insert_job(&c, hourly(id, due)).await.unwrap();
     }
     let running = HashSet::new();
     // One claims all three though it can start only one now.
-    let claimed = runs_of(&one.claim_due(&c, &scan_with_slots(&running, 1)).unwrap());
+    let claimed = runs_of(
+        &one.claim_due(&c, &scan_with_slots(&running, 1))
+            .await
+            .unwrap(),
+    );
     assert_eq!(claimed.len(), 3);
-    let second = two.claim_due(&c, &scan_with_slots(&running, 2)).unwrap();
+    let second = two
+        .claim_due(&c, &scan_with_slots(&running, 2))
+        .await
+        .unwrap();
     let handed = runs_of(&second);
     if backend.shares_work() {
         // Two had two free slots: it is handed the two one would have started last,
@@ -455,7 +506,7 @@ fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Backend)
         sorted.sort_unstable();
         assert_eq!(sorted, [claimed[1], claimed[2]]);
         assert!(second.backlog);
-        let rows = two.recent_runs(None, 10).unwrap();
+        let rows = two.recent_runs(None, 10).await.unwrap();
         let pid = |run: i64| rows.iter().find(|r| r.id == run).and_then(|r| r.pid);
         assert_eq!(pid(claimed[0]), Some(1));
         assert_eq!(pid(claimed[1]), Some(2));
@@ -465,42 +516,57 @@ fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Backend)
     // Whatever the split, each occurrence starts in one process only: the owner's
     // start is refused for a claim handed on, the new holder's goes ahead.
     for run in &claimed {
-        let by_one = one.start_run(*run, c.now).unwrap();
-        let by_two = handed.contains(run) && two.start_run(*run, c.now).unwrap();
+        let by_one = one.start_run(*run, c.now).await.unwrap();
+        let by_two = handed.contains(run) && two.start_run(*run, c.now).await.unwrap();
         assert!(by_one != by_two, "run {run}: one {by_one}, two {by_two}");
     }
     // Started runs are nobody's to take; nothing waits any more.
-    let third = backend.process(3);
-    let last = third.claim_due(&c, &scan_with_slots(&running, 5)).unwrap();
+    let third = backend.process(3).await;
+    let last = third
+        .claim_due(&c, &scan_with_slots(&running, 5))
+        .await
+        .unwrap();
     assert!(runs_of(&last).is_empty() && !last.backlog);
-    let rows = third.recent_runs(None, 10).unwrap();
+    let rows = third.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r.status == "running"), "{rows:?}");
 }
 
-fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let c = ctx(backend.now());
     let due = c.now - Duration::seconds(5);
-    store.insert_job(&c, hourly("aaaaaaaaaaaa", due)).unwrap();
+    store
+        .insert_job(&c, hourly("aaaaaaaaaaaa", due))
+        .await
+        .unwrap();
     let running = HashSet::new();
-    let [first] = runs_of(&store.claim_due(&c, &scan(&running)).unwrap())[..] else {
+    let [first] = runs_of(&store.claim_due(&c, &scan(&running)).await.unwrap())[..] else {
         panic!("not claimed");
     };
-    assert!(store.start_run(first, c.now).unwrap());
+    assert!(store.start_run(first, c.now).await.unwrap());
     store
         .finish_run(first, RunStatus::Ok, c.now, &RunEnd::default())
+        .await
         .unwrap();
     // The same occurrence due again (its schedule put back), beside a new job: one pass
     // claims the new one and leaves the recorded one alone.
     store
-        .update_job(&c, "aaaaaaaaaaaa", &mut |job| {
-            job.set_next_run_at(Some(due), chrono_tz::UTC);
-            Ok(())
-        })
+        .update_job(
+            &c,
+            "aaaaaaaaaaaa",
+            Box::new(move |job| {
+                job.set_next_run_at(Some(due), chrono_tz::UTC);
+                Ok(())
+            }),
+        )
+        .await
         .unwrap();
-    store.insert_job(&c, hourly("bbbbbbbbbbbb", due)).unwrap();
-    let pass = store.claim_due(&c, &scan(&running)).unwrap();
+    store
+        .insert_job(&c, hourly("bbbbbbbbbbbb", due))
+        .await
+        .unwrap();
+    let pass = store.claim_due(&c, &scan(&running)).await.unwrap();
     let claimed: Vec<(&str, &Claimed)> = pass
         .occurrences
         .iter()
@@ -517,7 +583,7 @@ fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn 
             .any(|(id, c)| *id == "bbbbbbbbbbbb" && matches!(c, Claimed::Run { .. })),
         "{claimed:?}"
     );
-    assert_eq!(store.recent_runs(None, 10).unwrap().len(), 2);
+    assert_eq!(store.recent_runs(None, 10).await.unwrap().len(), 2);
 }
 
 fn item<'a>(occurrence: &'a str, now: DateTime<Utc>) -> NewOutboxItem<'a> {
@@ -535,87 +601,114 @@ fn item<'a>(occurrence: &'a str, now: DateTime<Utc>) -> NewOutboxItem<'a> {
     }
 }
 
-fn a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice(backend: &dyn Backend) {
-    let (one, two) = (backend.process(1), backend.process(2));
+async fn a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
     let now = backend.now();
-    let given_back = one.keep_delivery(&item("a@1", now), true).unwrap().unwrap();
-    assert_eq!(one.keep_delivery(&item("a@1", now), true).unwrap(), None);
-    let unknown = one.keep_delivery(&item("a@2", now), true).unwrap().unwrap();
-    one.flight(unknown, Flight::Out).unwrap();
-    assert_eq!(one.open_deliveries("a@1").unwrap(), 1);
-    backend.kill(one, 1);
-    assert_eq!(two.release_orphan_deliveries(now).unwrap(), (1, 1));
+    let given_back = one
+        .keep_delivery(&item("a@1", now), true)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
-        two.delivery_state("a@2", "telegram:42").unwrap().as_deref(),
+        one.keep_delivery(&item("a@1", now), true).await.unwrap(),
+        None
+    );
+    let unknown = one
+        .keep_delivery(&item("a@2", now), true)
+        .await
+        .unwrap()
+        .unwrap();
+    one.flight(unknown, Flight::Out).await.unwrap();
+    assert_eq!(one.open_deliveries("a@1").await.unwrap(), 1);
+    backend.kill(one, 1).await;
+    assert_eq!(two.release_orphan_deliveries(now).await.unwrap(), (1, 1));
+    assert_eq!(
+        two.delivery_state("a@2", "telegram:42")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("failed")
     );
-    assert_eq!(two.next_delivery_due().unwrap(), Some(now));
-    let claimed = two.claim_deliveries(now, 10).unwrap();
+    assert_eq!(two.next_delivery_due().await.unwrap(), Some(now));
+    let claimed = two.claim_deliveries(now, 10).await.unwrap();
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, given_back);
     assert!(
-        two.claim_deliveries(now, 10).unwrap().is_empty(),
+        two.claim_deliveries(now, 10).await.unwrap().is_empty(),
         "claimed once"
     );
     two.finish_delivery(given_back, OutboxState::Sent, now, 1, None)
+        .await
         .unwrap();
-    assert_eq!(two.open_deliveries("a@1").unwrap(), 0);
+    assert_eq!(two.open_deliveries("a@1").await.unwrap(), 0);
     assert_eq!(
-        two.delivery_state("a@1", "telegram:42").unwrap().as_deref(),
+        two.delivery_state("a@1", "telegram:42")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("sent")
     );
     // A pending one waits for its retry time and expires when its window closes.
-    two.keep_delivery(&item("a@3", now), false).unwrap();
-    assert!(two.claim_deliveries(now, 10).unwrap().is_empty());
+    two.keep_delivery(&item("a@3", now), false).await.unwrap();
+    assert!(two.claim_deliveries(now, 10).await.unwrap().is_empty());
     assert_eq!(
         two.claim_deliveries(now + Duration::seconds(30), 10)
+            .await
             .unwrap()
             .len(),
         1
     );
-    two.keep_delivery(&item("a@4", now), false).unwrap();
+    two.keep_delivery(&item("a@4", now), false).await.unwrap();
     assert!(two
         .claim_deliveries(now + Duration::hours(7), 10)
+        .await
         .unwrap()
         .is_empty());
     assert_eq!(
-        two.delivery_state("a@4", "telegram:42").unwrap().as_deref(),
+        two.delivery_state("a@4", "telegram:42")
+            .await
+            .unwrap()
+            .as_deref(),
         Some("expired")
     );
 }
 
-fn the_latest_run_of_each_job_and_the_outbox_depth_read_back(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn the_latest_run_of_each_job_and_the_outbox_depth_read_back(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let now = backend.now();
-    assert!(store.latest_runs().unwrap().is_empty());
-    assert_eq!(store.outbox_depth().unwrap(), 0);
-    let first = store.claim_manual("aaaaaaaaaaaa", now).unwrap();
+    assert!(store.latest_runs().await.unwrap().is_empty());
+    assert_eq!(store.outbox_depth().await.unwrap(), 0);
+    let first = store.claim_manual("aaaaaaaaaaaa", now).await.unwrap();
     store
         .finish_run(first, RunStatus::Ok, now, &RunEnd::default())
+        .await
         .unwrap();
     let second = store
         .claim_manual("aaaaaaaaaaaa", now + Duration::seconds(1))
+        .await
         .unwrap();
-    let other = store.claim_manual("bbbbbbbbbbbb", now).unwrap();
-    let latest = store.latest_runs().unwrap();
+    let other = store.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
+    let latest = store.latest_runs().await.unwrap();
     assert_eq!(latest.len(), 2);
     assert_eq!(latest["aaaaaaaaaaaa"].id, second);
     assert_eq!(latest["aaaaaaaaaaaa"].status, "running");
     assert_eq!(latest["bbbbbbbbbbbb"].id, other);
     let sending = store
         .keep_delivery(&item("a@1", now), true)
+        .await
         .unwrap()
         .unwrap();
-    store.keep_delivery(&item("a@2", now), false).unwrap();
-    assert_eq!(store.outbox_depth().unwrap(), 2);
+    store.keep_delivery(&item("a@2", now), false).await.unwrap();
+    assert_eq!(store.outbox_depth().await.unwrap(), 2);
     store
         .finish_delivery(sending, OutboxState::Sent, now, 1, None)
+        .await
         .unwrap();
-    assert_eq!(store.outbox_depth().unwrap(), 1);
+    assert_eq!(store.outbox_depth().await.unwrap(), 1);
 }
 
-fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend) {
-    let store = backend.process(1);
+async fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend) {
+    let store = backend.process(1).await;
     let t0 = backend.now();
     for n in 0..3 {
         let response = format!("answer {n}");
@@ -628,33 +721,107 @@ fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend) {
             prompt: "p",
             result: Ok(&response),
         };
-        store.save_output(&doc, 2).unwrap();
+        store.save_output(&doc, 2).await.unwrap();
     }
-    let latest = store.latest_output("aaaaaaaaaaaa").unwrap().unwrap();
+    let latest = store.latest_output("aaaaaaaaaaaa").await.unwrap().unwrap();
     assert!(latest.contains("answer 2"), "{latest}");
-    assert_eq!(store.latest_output("bbbbbbbbbbbb").unwrap(), None);
-    assert!(!store.heartbeat().unwrap().seen);
-    store.beat(&Beat::Started { pid: 1 }).unwrap();
-    store.beat(&Beat::Alive(t0)).unwrap();
-    store.beat(&Beat::PassFailed(t0, "boom".into())).unwrap();
-    let beat = store.heartbeat().unwrap();
+    assert_eq!(store.latest_output("bbbbbbbbbbbb").await.unwrap(), None);
+    assert!(!store.heartbeat().await.unwrap().seen);
+    store.beat(&Beat::Started { pid: 1 }).await.unwrap();
+    store.beat(&Beat::Alive(t0)).await.unwrap();
+    store
+        .beat(&Beat::PassFailed(t0, "boom".into()))
+        .await
+        .unwrap();
+    let beat = store.heartbeat().await.unwrap();
     assert!(beat.seen && beat.alive_at.is_some(), "{beat:?}");
     assert_eq!(beat.last_error.map(|(_, why)| why).as_deref(), Some("boom"));
-    store.beat(&Beat::Stopped).unwrap();
-    let beat = store.heartbeat().unwrap();
+    store.beat(&Beat::Stopped).await.unwrap();
+    let beat = store.heartbeat().await.unwrap();
     assert!(beat.seen && beat.alive_at.is_none(), "{beat:?}");
 }
 
+/// Gathers the ids and states of the summaries a listing hands out.
+#[derive(Default)]
+struct Summaries(Vec<(String, JobState)>);
+
+impl super::SummarySink for Summaries {
+    fn summary(&mut self, job: &crate::listing::JobSummary<'_>) {
+        self.0.push((job.id.to_string(), job.state));
+    }
+
+    fn restart(&mut self) {
+        self.0.clear();
+    }
+}
+
+async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
+    let store = backend.process(1).await;
+    let c = ctx(backend.now());
+    let later = c.now + Duration::hours(1);
+    for id in ["bbbbbbbbbbbb", "aaaaaaaaaaaa", "cccccccccccc"] {
+        store.insert_job(&c, hourly(id, later)).await.unwrap();
+    }
+    store
+        .update_job(
+            &c,
+            "aaaaaaaaaaaa",
+            Box::new(|job| {
+                job.pause("2026-11-23T10:00:00+00:00", None);
+                Ok(())
+            }),
+        )
+        .await
+        .unwrap();
+    let sink = Arc::new(Mutex::new(Summaries::default()));
+    super::list_summaries(&*store, &c, sink.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        sink.lock().unwrap().0,
+        [
+            ("bbbbbbbbbbbb".to_string(), JobState::Scheduled),
+            ("aaaaaaaaaaaa".to_string(), JobState::Paused),
+            ("cccccccccccc".to_string(), JobState::Scheduled),
+        ]
+    );
+    // `list --json`'s items: the kept jobs, normalized, each with the extra field.
+    let extra = super::ExtraField {
+        key: "latest_execution",
+        write: Arc::new(|id: &str, out: &mut Vec<u8>| {
+            out.extend_from_slice(format!("\"run of {id}\"").as_bytes())
+        }),
+    };
+    let keep: super::Keep = Arc::new(|job: super::Listed| job.enabled);
+    let out = super::list_normalized(&*store, &c, keep, vec![extra], b"[".to_vec())
+        .await
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&[out, b"]".to_vec()].concat()).unwrap();
+    let mut expected = Vec::new();
+    for job in store.load_jobs(&c).await.unwrap() {
+        if job.id() == "aaaaaaaaaaaa" {
+            continue;
+        }
+        let mut record = job.normalized(&c).into_record();
+        let id = record["id"].as_str().unwrap().to_string();
+        record.insert("latest_execution".into(), json!(format!("run of {id}")));
+        expected.push(serde_json::Value::Object(record));
+    }
+    assert_eq!(listed, serde_json::Value::Array(expected));
+}
+
+// On a runtime of several threads, as the daemon runs them: the file store then does its
+// work on the blocking threads (on one thread it works in place, as a CLI verb does).
 macro_rules! conformance {
     ($($test:ident),* $(,)?) => {
         mod file_store {
-            $( #[test] fn $test() { super::$test(&super::files()); } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::files()).await; } )*
         }
         mod memory_store {
-            $( #[test] fn $test() { super::$test(&super::memory()); } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::memory()).await; } )*
         }
         mod postgres_store {
-            $( #[test] fn $test() { super::$test(&super::postgres()); } )*
+            $( #[tokio::test(flavor = "multi_thread")] async fn $test() { super::$test(&super::postgres()).await; } )*
         }
     };
 }
@@ -670,4 +837,5 @@ conformance!(
     a_delivery_is_kept_once_and_an_orphan_is_never_sent_twice,
     outputs_keep_the_newest_and_heartbeats_read_back,
     the_latest_run_of_each_job_and_the_outbox_depth_read_back,
+    listings_give_every_job_in_store_order,
 );

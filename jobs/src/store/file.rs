@@ -7,16 +7,18 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, TimeZone, Utc};
 
 use super::{
-    append_normalized_job, claim_planned, Beat, ChangeMark, DuePass, DueScan, ExtraField, Flight,
-    Heartbeat, Listed, Liveness, Owner, Store, StoreError, StoreInfo, SummarySink,
+    append_normalized_job, claim_planned, BatchChange, Beat, ChangeMark, DuePass, DueScan,
+    ExtraField, Flight, Heartbeat, JobChange, Keep, Listed, Listing, Liveness, Owner, SharedSink,
+    Store, StoreError, StoreInfo, SummarySink,
 };
 use crate::due::{
-    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, PROBE_KEYS,
+    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
+    PROBE_KEYS,
 };
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::jsonfile::{
@@ -28,10 +30,16 @@ use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
-use crate::output::{list_outputs, save_output, OutputDocument};
+use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
 
-/// The files of one home's `cron/` directory.
+/// The files of one home's `cron/` directory. Every call runs on the runtime's blocking
+/// threads (file locks, reads of jobs.json, SQLite): the caller's workers never wait.
 pub struct FileStore {
+    files: Arc<Files>,
+}
+
+/// What a [`FileStore`] works on, shared with the blocking thread of each call.
+struct Files {
     jobs: JsonFile,
     owner: Owner,
     alive: Liveness,
@@ -89,22 +97,58 @@ impl FileStore {
     /// is `owner` and judges processes of this host alive with `alive`.
     pub fn new(cron_dir: impl Into<PathBuf>, owner: Owner, alive: Liveness) -> FileStore {
         FileStore {
-            jobs: JsonFile::new(cron_dir),
-            owner,
-            alive,
-            ledger: Mutex::new(None),
-            outbox: Mutex::new(None),
+            files: Arc::new(Files {
+                jobs: JsonFile::new(cron_dir),
+                owner,
+                alive,
+                ledger: Mutex::new(None),
+                outbox: Mutex::new(None),
+            }),
         }
     }
 
     pub fn cron_dir(&self) -> &Path {
-        self.jobs.cron_dir()
+        self.files.cron_dir()
     }
 
     /// The jobs.json of the home whose `cron/` directory is `cron_dir` (what
     /// `hermes cron store import` copies by default).
     pub fn jobs_file(cron_dir: &Path) -> PathBuf {
         JsonFile::new(cron_dir).jobs_path()
+    }
+
+    /// Runs `work` on one of the runtime's blocking threads and waits for it there. On
+    /// a runtime of one thread (a one-shot CLI verb, where nothing runs beside the
+    /// call) it runs in place: the hop to another thread would only add that thread's
+    /// start-up and wake-ups, half a millisecond per verb.
+    async fn blocking<T, E>(
+        &self,
+        work: impl FnOnce(&Files) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<StoreError> + Send + 'static,
+    {
+        let one_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
+        if one_thread {
+            return work(&self.files);
+        }
+        let files = Arc::clone(&self.files);
+        match tokio::task::spawn_blocking(move || work(&files)).await {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(StoreError::Unavailable(
+                "the job store's work was cancelled: the process is stopping; try again".into(),
+            )
+            .into()),
+        }
+    }
+}
+
+impl Files {
+    fn cron_dir(&self) -> &Path {
+        self.jobs.cron_dir()
     }
 
     fn db_path(&self) -> PathBuf {
@@ -224,7 +268,7 @@ impl FileStore {
     }
 }
 
-impl FileStore {
+impl Files {
     /// The jobs.json bytes; none for a missing file (an empty store).
     fn read_jobs(&self) -> Result<Vec<u8>, StoreError> {
         let path = self.jobs.jobs_path();
@@ -317,8 +361,8 @@ fn healed(records: Vec<crate::jsonfile::Record>, ctx: &Context) -> Vec<Job> {
         .collect()
 }
 
-impl Store for FileStore {
-    fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+impl Files {
+    fn load_jobs(&self) -> Result<Vec<Job>, StoreError> {
         Ok(self
             .jobs
             .load()?
@@ -387,7 +431,9 @@ impl Store for FileStore {
         if started {
             sink.restart();
         }
-        super::summarize_each_job(self, ctx, sink)
+        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
+            sink.summary(&JobSummary::of(&job, ctx))
+        })
     }
 
     /// Each job the healing leaves as it is is written straight from its text in the
@@ -397,7 +443,7 @@ impl Store for FileStore {
         &self,
         ctx: &Context,
         keep: &(dyn Fn(Listed) -> bool + Sync),
-        extras: &[ExtraField<'_>],
+        extras: &[ExtraField],
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
@@ -435,7 +481,7 @@ impl Store for FileStore {
         })
     }
 
-    fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+    fn load_view(&self, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
         Ok(self
             .jobs
             .load_keeping(keys)?
@@ -454,12 +500,7 @@ impl Store for FileStore {
         })
     }
 
-    fn update_job(
-        &self,
-        ctx: &Context,
-        id: &str,
-        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
-    ) -> Result<Job, JobError> {
+    fn update_job(&self, ctx: &Context, id: &str, change: JobChange) -> Result<Job, JobError> {
         // The whole document is healed and rewritten, as Python Hermes and every earlier
         // build do for a CLI change: the same operation leaves the same bytes.
         self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
@@ -567,9 +608,7 @@ impl Store for FileStore {
                 .unwrap_or(false))
         })?;
         if busy {
-            return Err(JobError::Invalid(format!(
-                "Job {job_id} is already running; wait for it to finish"
-            )));
+            return Err(JobError::Running(job_id.to_string()));
         }
         let occurrence = super::manual_occurrence(job_id, now);
         let claim = super::manual_claim(job_id, &occurrence, now);
@@ -715,8 +754,8 @@ impl Store for FileStore {
         Ok(())
     }
 
-    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
-        let path = save_output(&self.output_root(), doc, keep)?;
+    fn save_output(&self, doc: &RenderedOutput, keep: usize) -> Result<String, StoreError> {
+        let path = save_rendered(&self.output_root(), doc, keep)?;
         Ok(path.display().to_string())
     }
 
@@ -787,7 +826,342 @@ impl Store for FileStore {
     }
 }
 
-impl FileStore {
+#[async_trait::async_trait]
+impl Store for FileStore {
+    async fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        self.blocking(Files::load_jobs).await
+    }
+
+    async fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        self.blocking(move |files| {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            files.load_view(&keys)
+        })
+        .await
+    }
+
+    async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        let ctx = *ctx;
+        self.blocking(move |files| files.insert_job(&ctx, job))
+            .await
+    }
+
+    async fn update_job(
+        &self,
+        ctx: &Context,
+        id: &str,
+        change: JobChange,
+    ) -> Result<Job, JobError> {
+        let (ctx, id) = (*ctx, id.to_string());
+        self.blocking(move |files| files.update_job(&ctx, &id, change))
+            .await
+    }
+
+    async fn update_jobs(
+        &self,
+        ctx: &Context,
+        ids: HashSet<String>,
+        mut change: BatchChange,
+    ) -> Result<(), StoreError> {
+        let ctx = *ctx;
+        self.blocking(move |files| {
+            let ids: HashSet<&str> = ids.iter().map(String::as_str).collect();
+            files.update_jobs(&ctx, &ids, &mut *change)
+        })
+        .await
+    }
+
+    async fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError> {
+        let (ctx, id) = (*ctx, id.to_string());
+        self.blocking(move |files| files.remove_job(&ctx, &id))
+            .await
+    }
+
+    async fn change_mark(&self) -> ChangeMark {
+        self.blocking(|files| Ok::<_, StoreError>(files.change_mark()))
+            .await
+            .unwrap_or_default()
+    }
+
+    fn listing(&self) -> Option<&dyn Listing> {
+        Some(self)
+    }
+
+    async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        let (ctx, scan) = (*ctx, OwnedScan::of(scan));
+        self.blocking(move |files| files.claim_due(&ctx, &scan.scan()))
+            .await
+    }
+
+    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        self.blocking(move |files| files.start_run(run, now)).await
+    }
+
+    async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.claim_manual(&job_id, now))
+            .await
+    }
+
+    async fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        let end = end.clone();
+        self.blocking(move |files| files.finish_run(run, status, now, &end))
+            .await
+    }
+
+    async fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        self.blocking(move |files| files.interrupt_dead_runs(now, except_own))
+            .await
+    }
+
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let job_id = job_id.map(str::to_string);
+        self.blocking(move |files| files.recent_runs(job_id.as_deref(), limit))
+            .await
+    }
+
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        self.blocking(Files::latest_runs).await
+    }
+
+    async fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError> {
+        let item = OwnedItem::of(item);
+        self.blocking(move |files| files.keep_delivery(&item.item(), claimed))
+            .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError> {
+        self.blocking(move |files| files.claim_deliveries(now, limit))
+            .await
+    }
+
+    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+        self.blocking(move |files| files.flight(id, flight)).await
+    }
+
+    async fn release_orphan_deliveries(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), StoreError> {
+        self.blocking(move |files| files.release_orphan_deliveries(now))
+            .await
+    }
+
+    async fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let error = error.map(str::to_string);
+        self.blocking(move |files| {
+            files.finish_delivery(id, state, now, sent_parts, error.as_deref())
+        })
+        .await
+    }
+
+    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+        let occurrence = occurrence.to_string();
+        self.blocking(move |files| files.open_deliveries(&occurrence))
+            .await
+    }
+
+    async fn outbox_depth(&self) -> Result<usize, StoreError> {
+        self.blocking(Files::outbox_depth).await
+    }
+
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.blocking(Files::next_delivery_due).await
+    }
+
+    async fn delivery_state(
+        &self,
+        occurrence: &str,
+        target: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let (occurrence, target) = (occurrence.to_string(), target.to_string());
+        self.blocking(move |files| files.delivery_state(&occurrence, &target))
+            .await
+    }
+
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+    ) -> Result<(), StoreError> {
+        self.blocking(move |files| files.prune_history(before, keep_runs))
+            .await
+    }
+
+    async fn save_output(
+        &self,
+        doc: &OutputDocument<'_>,
+        keep: usize,
+    ) -> Result<String, StoreError> {
+        let doc = doc.rendered();
+        self.blocking(move |files| files.save_output(&doc, keep))
+            .await
+    }
+
+    async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.latest_output(&job_id))
+            .await
+    }
+
+    async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+        self.blocking(move |files| files.run_output(run)).await
+    }
+
+    async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+        let beat = beat.clone();
+        self.blocking(move |files| files.beat(&beat)).await
+    }
+
+    async fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+        self.blocking(Files::heartbeat).await
+    }
+
+    async fn describe(&self) -> Result<StoreInfo, StoreError> {
+        self.blocking(Files::describe).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Listing for FileStore {
+    async fn summaries(&self, ctx: &Context, sink: SharedSink) -> Result<(), StoreError> {
+        let ctx = *ctx;
+        self.blocking(move |files| {
+            let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            files.for_each_summary(&ctx, &mut *sink)
+        })
+        .await
+    }
+
+    async fn normalized(
+        &self,
+        ctx: &Context,
+        keep: Keep,
+        extras: Vec<ExtraField>,
+        mut out: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError> {
+        let ctx = *ctx;
+        self.blocking(move |files| {
+            files.write_normalized_jobs(&ctx, &*keep, &extras, &mut out)?;
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// A [`DueScan`] that owns what it names, to cross to the blocking thread.
+struct OwnedScan {
+    catch_up_missed: bool,
+    claim_owner: String,
+    run_claim_ttl: chrono::Duration,
+    completed_retention: chrono::Duration,
+    running_here: HashSet<String>,
+    free_slots: Option<usize>,
+}
+
+impl OwnedScan {
+    fn of(scan: &DueScan<'_>) -> OwnedScan {
+        OwnedScan {
+            catch_up_missed: scan.options.catch_up_missed,
+            claim_owner: scan.options.claim_owner.to_string(),
+            run_claim_ttl: scan.options.run_claim_ttl,
+            completed_retention: scan.completed_retention,
+            running_here: scan.running_here.clone(),
+            free_slots: scan.free_slots,
+        }
+    }
+
+    fn scan(&self) -> DueScan<'_> {
+        DueScan {
+            options: ScanOptions {
+                catch_up_missed: self.catch_up_missed,
+                claim_owner: &self.claim_owner,
+                run_claim_ttl: self.run_claim_ttl,
+            },
+            completed_retention: self.completed_retention,
+            running_here: &self.running_here,
+            free_slots: self.free_slots,
+        }
+    }
+}
+
+/// A [`NewOutboxItem`] that owns its texts, to cross to the blocking thread.
+struct OwnedItem {
+    occurrence: String,
+    target: String,
+    job_id: String,
+    run_at: String,
+    payload: String,
+    sent_parts: i64,
+    error: String,
+    now: DateTime<Utc>,
+    first_retry: DateTime<Utc>,
+    expires_at: DateTime<Utc>,
+}
+
+impl OwnedItem {
+    fn of(item: &NewOutboxItem<'_>) -> OwnedItem {
+        OwnedItem {
+            occurrence: item.occurrence.to_string(),
+            target: item.target.to_string(),
+            job_id: item.job_id.to_string(),
+            run_at: item.run_at.to_string(),
+            payload: item.payload.to_string(),
+            sent_parts: item.sent_parts,
+            error: item.error.to_string(),
+            now: item.now,
+            first_retry: item.first_retry,
+            expires_at: item.expires_at,
+        }
+    }
+
+    fn item(&self) -> NewOutboxItem<'_> {
+        NewOutboxItem {
+            occurrence: &self.occurrence,
+            target: &self.target,
+            job_id: &self.job_id,
+            run_at: &self.run_at,
+            payload: &self.payload,
+            sent_parts: self.sent_parts,
+            error: &self.error,
+            now: self.now,
+            first_retry: self.first_retry,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+impl Files {
     /// A claim with this process's host and pid.
     fn stamped<'a>(&'a self, claim: &super::ClaimRequest<'a>) -> Claim<'a> {
         Claim {

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, Utc};
 
 use super::{
-    claim_planned, Beat, ChangeMark, ClaimRequest, DuePass, DueScan, Flight, Heartbeat, Owner,
-    Store, StoreError, StoreInfo,
+    claim_planned, BatchChange, Beat, ChangeMark, ClaimRequest, DuePass, DueScan, Flight,
+    Heartbeat, JobChange, Owner, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
 use crate::job::{Context, Job};
@@ -47,8 +47,12 @@ struct Inner {
     /// Where each run saved its document.
     run_outputs: BTreeMap<i64, String>,
     /// Run once, just after the next pass has decided (see [`MemoryStore::after_next_pass`]).
-    after_pass: Option<Box<dyn FnOnce() + Send>>,
+    after_pass: Option<AfterPass>,
 }
+
+/// A test's change to the store, made while a pass is deciding.
+type AfterPass =
+    Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send>;
 
 /// Everything in memory, for tests. Claims are stamped with `owner`.
 pub struct MemoryStore {
@@ -95,8 +99,11 @@ impl MemoryStore {
 
     /// Runs `change` once, just after the next pass has read and decided, as when another
     /// process writes the store while a pass is deciding.
-    pub fn after_next_pass(&self, change: impl FnOnce() + Send + 'static) {
-        self.lock().after_pass = Some(Box::new(change));
+    pub fn after_next_pass<F>(&self, change: impl FnOnce() -> F + Send + 'static)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.lock().after_pass = Some(Box::new(move || Box::pin(change())));
     }
 
     /// The pass itself: decide what is due, move schedules forward, claim.
@@ -192,16 +199,13 @@ impl Inner {
     }
 }
 
+#[async_trait::async_trait]
 impl Store for MemoryStore {
-    fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
+    async fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
         Ok(self.lock().jobs.clone())
     }
 
-    fn load_view(&self, ctx: &Context, _keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        self.load_jobs(ctx)
-    }
-
-    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+    async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
         let mut inner = self.lock();
         inner.heal_all(ctx);
         inner.jobs.push(job);
@@ -209,11 +213,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn update_job(
+    async fn update_job(
         &self,
         ctx: &Context,
         id: &str,
-        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+        change: JobChange,
     ) -> Result<Job, JobError> {
         let mut inner = self.lock();
         let Some(index) = inner.jobs.iter().position(|j| j.id() == id) else {
@@ -228,11 +232,11 @@ impl Store for MemoryStore {
         Ok(job)
     }
 
-    fn update_jobs(
+    async fn update_jobs(
         &self,
         ctx: &Context,
-        ids: &HashSet<&str>,
-        change: &mut dyn FnMut(&mut Job),
+        ids: HashSet<String>,
+        mut change: BatchChange,
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         for job in inner.jobs.iter_mut().filter(|j| ids.contains(j.id())) {
@@ -243,7 +247,7 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
+    async fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
         let mut inner = self.lock();
         let index = inner
             .jobs
@@ -255,7 +259,7 @@ impl Store for MemoryStore {
         Ok(inner.jobs.remove(index))
     }
 
-    fn change_mark(&self) -> ChangeMark {
+    async fn change_mark(&self) -> ChangeMark {
         ChangeMark(self.lock().changes)
     }
 
@@ -263,21 +267,19 @@ impl Store for MemoryStore {
         ChangeMark(self.lock().backlog)
     }
 
-    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+    async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
         let pass = self.decide_and_claim(ctx, scan);
         let after = self.lock().after_pass.take();
         if let Some(change) = after {
-            change();
+            change().await;
         }
         pass
     }
 
-    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+    async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
         let mut inner = self.lock();
         if inner.is_running(job_id, &self.owner.host) {
-            return Err(JobError::Invalid(format!(
-                "Job {job_id} is already running; wait for it to finish"
-            )));
+            return Err(JobError::Running(job_id.to_string()));
         }
         let occurrence = super::manual_occurrence(job_id, now);
         let claim = super::manual_claim(job_id, &occurrence, now);
@@ -286,7 +288,7 @@ impl Store for MemoryStore {
         })
     }
 
-    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
         let mut inner = self.lock();
         let now = ledger_time(now);
         if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
@@ -297,7 +299,7 @@ impl Store for MemoryStore {
         Ok(true)
     }
 
-    fn finish_run(
+    async fn finish_run(
         &self,
         run: i64,
         status: RunStatus,
@@ -319,7 +321,7 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn interrupt_dead_runs(
+    async fn interrupt_dead_runs(
         &self,
         now: DateTime<Utc>,
         except_own: bool,
@@ -344,7 +346,11 @@ impl Store for MemoryStore {
         Ok(stale.len())
     }
 
-    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
         Ok(self
             .lock()
             .runs
@@ -356,7 +362,7 @@ impl Store for MemoryStore {
             .collect())
     }
 
-    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
         let mut latest = HashMap::new();
         for run in self.lock().runs.iter().rev() {
             latest
@@ -366,7 +372,7 @@ impl Store for MemoryStore {
         Ok(latest)
     }
 
-    fn keep_delivery(
+    async fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
         claimed: bool,
@@ -406,7 +412,7 @@ impl Store for MemoryStore {
         Ok(claimed.then_some(id))
     }
 
-    fn claim_deliveries(
+    async fn claim_deliveries(
         &self,
         now: DateTime<Utc>,
         limit: usize,
@@ -430,7 +436,7 @@ impl Store for MemoryStore {
         Ok(claimed)
     }
 
-    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
         if let Some(d) = self.lock().delivery(id) {
             match flight {
                 Flight::Out => d.in_flight = true,
@@ -443,7 +449,10 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+    async fn release_orphan_deliveries(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), StoreError> {
         let mut inner = self.lock();
         let dead = inner.dead.clone();
         let (mut released, mut closed) = (0, 0);
@@ -468,7 +477,7 @@ impl Store for MemoryStore {
         Ok((released, closed))
     }
 
-    fn finish_delivery(
+    async fn finish_delivery(
         &self,
         id: i64,
         state: OutboxState,
@@ -487,7 +496,7 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
         Ok(self
             .lock()
             .deliveries
@@ -497,7 +506,7 @@ impl Store for MemoryStore {
             .count())
     }
 
-    fn outbox_depth(&self) -> Result<usize, StoreError> {
+    async fn outbox_depth(&self) -> Result<usize, StoreError> {
         Ok(self
             .lock()
             .deliveries
@@ -506,7 +515,7 @@ impl Store for MemoryStore {
             .count())
     }
 
-    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
         Ok(self
             .lock()
             .deliveries
@@ -516,7 +525,11 @@ impl Store for MemoryStore {
             .min())
     }
 
-    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {
+    async fn delivery_state(
+        &self,
+        occurrence: &str,
+        target: &str,
+    ) -> Result<Option<String>, StoreError> {
         Ok(self
             .lock()
             .deliveries
@@ -525,7 +538,11 @@ impl Store for MemoryStore {
             .map(|d| d.state.as_str().to_string()))
     }
 
-    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+    ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         inner.deliveries.retain(|d| {
             matches!(d.state, OutboxState::Pending | OutboxState::Sending) || d.created_at >= before
@@ -545,7 +562,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
+    async fn save_output(
+        &self,
+        doc: &OutputDocument<'_>,
+        keep: usize,
+    ) -> Result<String, StoreError> {
         if !crate::job::is_safe_id(doc.job_id) {
             return Err(StoreError::Refused(format!(
                 "job id '{}' is not a safe file name",
@@ -568,7 +589,7 @@ impl Store for MemoryStore {
         Ok(format!("memory:{}/{name}", doc.job_id))
     }
 
-    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+    async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
         Ok(self
             .lock()
             .outputs
@@ -576,7 +597,7 @@ impl Store for MemoryStore {
             .and_then(|docs| docs.values().next_back().cloned()))
     }
 
-    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+    async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
         let inner = self.lock();
         let Some(row) = inner.runs.iter().find(|r| r.id == run) else {
             return Ok(None);
@@ -588,7 +609,7 @@ impl Store for MemoryStore {
         Ok(Some(text))
     }
 
-    fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+    async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let heartbeat = &mut inner.heartbeat;
         match beat {
@@ -604,11 +625,11 @@ impl Store for MemoryStore {
         Ok(())
     }
 
-    fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+    async fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
         Ok(self.lock().heartbeat.clone())
     }
 
-    fn describe(&self) -> Result<StoreInfo, StoreError> {
+    async fn describe(&self) -> Result<StoreInfo, StoreError> {
         Ok(StoreInfo {
             backend: "memory",
             location: "memory".into(),

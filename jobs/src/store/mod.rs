@@ -184,94 +184,73 @@ pub enum Flight {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ChangeMark(pub u64);
 
-/// The one door to everything hermes-cron keeps. Calls block briefly (file locks, a
-/// database round trip); async code calls them through `spawn_blocking`. A backend
-/// with row locks and a server clock fits the same calls: [`Store::claim_due`] decides
-/// and claims in one step, and reads "now" where the backend keeps its clock.
+/// A change to one job, made under the store's lock on its freshest copy (see
+/// [`Store::update_job`]). Owned and `Send`: a backend may run it on another thread.
+pub type JobChange = Box<dyn FnOnce(&mut Job) -> Result<(), JobError> + Send>;
+
+/// A change made to every job of a batch (see [`Store::update_jobs`]).
+pub type BatchChange = Box<dyn FnMut(&mut Job) + Send>;
+
+/// The one door to everything hermes-cron keeps. Every call is async: a database call
+/// awaits its round trip on the caller's runtime, and the file store does its blocking
+/// work (file locks, SQLite) on the runtime's blocking threads, so no caller ever
+/// blocks a worker. A backend with row locks and a server clock fits the same calls:
+/// [`Store::claim_due`] decides and claims in one step, and reads "now" where the
+/// backend keeps its clock.
+///
+/// Declared with `async_trait`: the store is used as `Arc<dyn Store>`, and a native
+/// `async fn` in a trait cannot be called through `dyn`. It boxes each call's future,
+/// as the binary's `Runner` and `Delivery` traits do by hand.
+#[async_trait::async_trait]
 pub trait Store: Send + Sync {
     // --- jobs ---
 
     /// Every job, as stored (unhealed snapshot, no lock).
-    fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
-    /// Every job reduced to `keys` (at least `id`): what a reader that shows or decides
-    /// on a few fields needs, at a fraction of the memory.
-    fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError>;
-    /// Calls `each` with every job in store order, reduced to `keys` (`None`: whole
-    /// records; a reduced job's keys may come in the order of `keys`), each built only
-    /// when its turn comes: what a reader that goes through the jobs once (a listing)
-    /// needs, without holding them all. A store that cannot be read fails before the
-    /// first call; a caller that must print all or nothing keeps its output until the
-    /// call returns.
-    fn for_each_job(
-        &self,
-        ctx: &Context,
-        keys: Option<&[&str]>,
-        each: &mut dyn FnMut(Job),
-    ) -> Result<(), StoreError> {
-        let jobs = match keys {
-            Some(keys) => self.load_view(ctx, keys)?,
-            None => self.load_jobs(ctx)?,
-        };
-        jobs.into_iter().for_each(each);
-        Ok(())
-    }
-    /// Hands `sink` the [`JobSummary`] of every job, in store order, possibly from
-    /// another thread and possibly before the store proves unreadable (the error then
-    /// comes back: what the sink gathered is to be dropped) or before the store has to
-    /// be read again another way (the sink is told to start over first).
-    fn for_each_summary(
-        &self,
-        ctx: &Context,
-        sink: &mut dyn SummarySink,
-    ) -> Result<(), StoreError> {
-        summarize_each_job(self, ctx, sink)
-    }
-
-    /// Appends every job `keep` accepts, in store order, as `list --json` shows it
-    /// ([`Job::normalized`]) with the `extras` set on each, separated by commas. Nothing is
-    /// appended when the store cannot be read.
-    fn write_normalized_jobs(
-        &self,
-        ctx: &Context,
-        keep: &(dyn Fn(Listed) -> bool + Sync),
-        extras: &[ExtraField<'_>],
-        out: &mut Vec<u8>,
-    ) -> Result<(), StoreError> {
-        write_normalized(ctx, keep, extras, out, &mut |each| {
-            self.for_each_job(ctx, None, each)
-        })
+    async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
+    /// Every job reduced to `keys` (at least `id`; a store may give more): what a reader
+    /// that shows or decides on a few fields needs, at a fraction of the memory.
+    async fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        let _ = keys;
+        self.load_jobs(ctx).await
     }
     /// One job by id.
-    fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
-        Ok(self.load_jobs(ctx)?.into_iter().find(|j| j.id() == id))
+    async fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
+        Ok(self
+            .load_jobs(ctx)
+            .await?
+            .into_iter()
+            .find(|j| j.id() == id))
     }
     /// Adds a new job.
-    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError>;
+    async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError>;
     /// Changes one job under the store's lock, on its freshest (healed) copy; returns it
     /// as changed. When `change` fails nothing is written. Unknown id: `NotFound`.
-    fn update_job(
-        &self,
-        ctx: &Context,
-        id: &str,
-        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
-    ) -> Result<Job, JobError>;
+    async fn update_job(&self, ctx: &Context, id: &str, change: JobChange)
+        -> Result<Job, JobError>;
     /// Changes the jobs whose id is in `ids` in one write (a batch of finished runs);
     /// ids no longer stored are skipped.
-    fn update_jobs(
+    async fn update_jobs(
         &self,
         ctx: &Context,
-        ids: &HashSet<&str>,
-        change: &mut dyn FnMut(&mut Job),
+        ids: HashSet<String>,
+        change: BatchChange,
     ) -> Result<(), StoreError>;
     /// Removes a job and its output documents; returns it.
-    fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError>;
+    async fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError>;
     /// Changes whenever any job changes.
-    fn change_mark(&self) -> ChangeMark;
+    async fn change_mark(&self) -> ChangeMark;
     /// Changes when other processes may hold claimed occurrences waiting for a run slot
     /// (a shared store hands them to a process with a free slot): only a process with a
     /// free slot needs a pass for it. Stores whose claims start at once never change it.
+    /// Read from memory, never from the store itself.
     fn backlog_mark(&self) -> ChangeMark {
         ChangeMark(0)
+    }
+    /// The store's own faster way to list every job, when it has one (jobs.json reads
+    /// listings straight from the file's text). Others are listed from built jobs: see
+    /// [`list_summaries`] and [`list_normalized`], which every caller goes through.
+    fn listing(&self) -> Option<&dyn Listing> {
+        None
     }
 
     // --- occurrences and the run ledger ---
@@ -280,16 +259,17 @@ pub trait Store: Send + Sync {
     /// [`crate::due::plan_pass`]), move their schedules forward and claim their
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
     /// occurrence twice. Prunes old completed one-shots.
-    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
+    async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
     /// The claimed run is starting now: its `started_at` becomes the start (a run may
     /// wait for a free slot after its claim). `false` when it is no longer this process's
     /// to run (a shared store gave it to another host while this one was stopped): run
     /// nothing.
-    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
-    /// Claims a manual run (`hermes cron run`); refused while the job is running.
-    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
+    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// Claims a manual run (`hermes cron run`); refused with [`JobError::Running`] while
+    /// the job is running.
+    async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
     /// Closes a run with its outcome.
-    fn finish_run(
+    async fn finish_run(
         &self,
         run: i64,
         status: RunStatus,
@@ -298,40 +278,47 @@ pub trait Store: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Runs recorded `running` whose process is gone (`except_own`: this process's own
     /// too) become `interrupted`, never re-run. Returns how many.
-    fn interrupt_dead_runs(
+    async fn interrupt_dead_runs(
         &self,
         now: DateTime<Utc>,
         except_own: bool,
     ) -> Result<usize, StoreError>;
     /// Newest runs first, of one job or all.
-    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError>;
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError>;
     /// The newest run of every job that has one, by job id (a listing of many jobs
     /// shows each one's latest run from this one read).
-    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError>;
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError>;
 
     // --- the delivery outbox ---
 
     /// Keeps a delivery: claimed by this process before its first request (`claimed`),
     /// or pending for a later pass. `None` when this occurrence and target are already
     /// kept (it is then left alone: never sent twice).
-    fn keep_delivery(
+    async fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
         claimed: bool,
     ) -> Result<Option<i64>, StoreError>;
     /// Claims the deliveries due at `now` (at most `limit`); expired ones are closed.
-    fn claim_deliveries(
+    async fn claim_deliveries(
         &self,
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<OutboxItem>, StoreError>;
     /// Marks a request of delivery `id` going out, or its answer back.
-    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
+    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
     /// Deliveries left `sending` by dead processes: given back when nothing was in
     /// flight, closed as unknown when a request was. Returns (given back, closed).
-    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError>;
+    async fn release_orphan_deliveries(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), StoreError>;
     /// Ends a claimed delivery.
-    fn finish_delivery(
+    async fn finish_delivery(
         &self,
         id: i64,
         state: OutboxState,
@@ -340,35 +327,119 @@ pub trait Store: Send + Sync {
         error: Option<&str>,
     ) -> Result<(), StoreError>;
     /// Deliveries of this occurrence still pending or being sent.
-    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
+    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
     /// How many deliveries are pending or being sent.
-    fn outbox_depth(&self) -> Result<usize, StoreError>;
+    async fn outbox_depth(&self) -> Result<usize, StoreError>;
     /// When the earliest pending delivery is due.
-    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
     /// The state of one occurrence's delivery to one target.
-    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError>;
+    async fn delivery_state(
+        &self,
+        occurrence: &str,
+        target: &str,
+    ) -> Result<Option<String>, StoreError>;
     /// Drops finished deliveries created before `before`, and ledger rows beyond the
     /// newest `keep_runs` per job.
-    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError>;
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+    ) -> Result<(), StoreError>;
 
     // --- output documents ---
 
     /// Saves a run's document, keeping the newest `keep` of its job; returns where it is
     /// (a path for files).
-    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError>;
+    async fn save_output(
+        &self,
+        doc: &OutputDocument<'_>,
+        keep: usize,
+    ) -> Result<String, StoreError>;
     /// The text of a job's newest document.
-    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
-    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
+    async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
 
-    // --- the scheduler's heartbeat ---
+    // --- the scheduler's heartbeat and this process's session ---
 
-    fn beat(&self, beat: &Beat) -> Result<(), StoreError>;
-    fn heartbeat(&self) -> Result<Heartbeat, StoreError>;
+    async fn beat(&self, beat: &Beat) -> Result<(), StoreError>;
+    async fn heartbeat(&self) -> Result<Heartbeat, StoreError>;
 
     /// Which backend this is and where.
-    fn describe(&self) -> Result<StoreInfo, StoreError>;
+    async fn describe(&self) -> Result<StoreInfo, StoreError>;
+
+    /// Ends this process's session with the store, once, at the end: background work
+    /// stops and a shared store forgets this process's lease at once (a store dropped
+    /// without it stops its work too, and its lease runs out).
+    async fn close(&self) {}
+}
+
+/// How a store lists every job faster than by building each one: only jobs.json has
+/// such a way (it reads the file's text); [`Store::listing`] hands it out.
+#[async_trait::async_trait]
+pub trait Listing: Send + Sync {
+    /// See [`list_summaries`].
+    async fn summaries(&self, ctx: &Context, sink: SharedSink) -> Result<(), StoreError>;
+    /// See [`list_normalized`].
+    async fn normalized(
+        &self,
+        ctx: &Context,
+        keep: Keep,
+        extras: Vec<ExtraField>,
+        out: Vec<u8>,
+    ) -> Result<Vec<u8>, StoreError>;
+}
+
+/// A sink the store fills from another thread; the caller keeps its own handle on it.
+pub type SharedSink = Arc<std::sync::Mutex<dyn SummarySink>>;
+
+/// Which jobs a listing keeps, by their stored state.
+pub type Keep = Arc<dyn Fn(Listed) -> bool + Send + Sync>;
+
+/// Hands `sink` the [`JobSummary`] of every job, in store order, possibly from another
+/// thread and possibly before the store proves unreadable (the error then comes back:
+/// what the sink gathered is to be dropped) or before the store has to be read again
+/// another way (the sink is told to start over first).
+pub async fn list_summaries(
+    store: &dyn Store,
+    ctx: &Context,
+    sink: SharedSink,
+) -> Result<(), StoreError> {
+    if let Some(listing) = store.listing() {
+        return listing.summaries(ctx, sink).await;
+    }
+    let jobs = store.load_view(ctx, JobSummary::KEYS).await?;
+    let mut sink = lock(&sink);
+    for job in &jobs {
+        sink.summary(&JobSummary::of(job, ctx));
+    }
+    Ok(())
+}
+
+/// Appends to `out` every job `keep` accepts, in store order, as `list --json` shows it
+/// ([`Job::normalized`]) with the `extras` set on each, separated by commas, and hands
+/// `out` back. Nothing is appended when the store cannot be read.
+pub async fn list_normalized(
+    store: &dyn Store,
+    ctx: &Context,
+    keep: Keep,
+    extras: Vec<ExtraField>,
+    mut out: Vec<u8>,
+) -> Result<Vec<u8>, StoreError> {
+    if let Some(listing) = store.listing() {
+        return listing.normalized(ctx, keep, extras, out).await;
+    }
+    let mut jobs = store.load_jobs(ctx).await?;
+    write_normalized(ctx, &*keep, &extras, &mut out, &mut |each| {
+        std::mem::take(&mut jobs).into_iter().for_each(each);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+fn lock<T: ?Sized>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The ledger status and reason of a decision that is recorded without running, or
@@ -544,7 +615,7 @@ pub(crate) fn append_normalized_job(
     job: Job,
     ctx: &Context,
     keep: &dyn Fn(Listed) -> bool,
-    extras: &[ExtraField<'_>],
+    extras: &[ExtraField],
     first: bool,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<bool> {
@@ -562,19 +633,7 @@ pub(crate) fn append_normalized_job(
     Ok(true)
 }
 
-/// Each job's summary, from jobs built reduced to [`JobSummary::KEYS`]: how any store
-/// lists, and how jobs.json lists a file not in the canonical shape.
-pub(crate) fn summarize_each_job(
-    store: &(impl Store + ?Sized),
-    ctx: &Context,
-    sink: &mut dyn SummarySink,
-) -> Result<(), StoreError> {
-    store.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-        sink.summary(&JobSummary::of(&job, ctx))
-    })
-}
-
-/// A store's [`Store::for_each_job`] over whole jobs, with its arguments bound.
+/// A store's way through every whole job, in store order, handing each to the callback.
 pub(crate) type EachJob<'s> = dyn FnMut(&mut dyn FnMut(Job)) -> Result<(), StoreError> + 's;
 
 /// What a listing keeps or leaves out a job by, as the job is stored (before healing).
@@ -595,17 +654,20 @@ impl Listed {
 
 /// A field a listing sets on every job (added last, or replacing the record's own):
 /// `write` appends its JSON value for the job with that id.
-#[derive(Clone, Copy)]
-pub struct ExtraField<'f> {
+#[derive(Clone)]
+pub struct ExtraField {
     pub key: &'static str,
-    pub write: &'f (dyn Fn(&str, &mut Vec<u8>) + Sync),
+    pub write: WriteValue,
 }
 
-impl ExtraField<'_> {
+/// Appends the JSON value of an [`ExtraField`] for the job with the given id.
+pub type WriteValue = Arc<dyn Fn(&str, &mut Vec<u8>) + Send + Sync>;
+
+impl ExtraField {
     /// A normalized job appended to `out` with these fields set in order, as a map
     /// setting them would: each in its place when the record has the key, else last.
     pub(crate) fn set_all(
-        extras: &[ExtraField<'_>],
+        extras: &[ExtraField],
         job: NormalizedJob,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
@@ -621,7 +683,7 @@ impl ExtraField<'_> {
     }
 }
 
-/// What takes the jobs' summaries of [`Store::for_each_summary`].
+/// What takes the jobs' summaries of [`list_summaries`].
 pub trait SummarySink: Send {
     /// The next job in store order.
     fn summary(&mut self, job: &JobSummary<'_>);
@@ -629,11 +691,11 @@ pub trait SummarySink: Send {
     fn restart(&mut self);
 }
 
-/// [`Store::write_normalized_jobs`] from whole jobs that `for_each` gives.
+/// [`list_normalized`] from whole jobs that `for_each` gives.
 pub(crate) fn write_normalized(
     ctx: &Context,
     keep: &dyn Fn(Listed) -> bool,
-    extras: &[ExtraField<'_>],
+    extras: &[ExtraField],
     out: &mut Vec<u8>,
     for_each: &mut EachJob<'_>,
 ) -> Result<(), StoreError> {

@@ -9,9 +9,8 @@
 //! change is one transaction.
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,8 +21,8 @@ use serde_json::Value;
 use tokio_postgres::{NoTls, Row};
 
 use super::{
-    prepare_claims, Beat, ChangeMark, Claimed, DuePass, DueScan, Flight, Heartbeat, LiveHost,
-    Occurrence, OwnedClaim, Owner, PendingClaim, Store, StoreError, StoreInfo,
+    prepare_claims, BatchChange, Beat, ChangeMark, Claimed, DuePass, DueScan, Flight, Heartbeat,
+    JobChange, LiveHost, Occurrence, OwnedClaim, Owner, PendingClaim, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::job::{is_safe_id, Context, Job, JobState};
@@ -137,12 +136,14 @@ CREATE INDEX hermes_cron_outbox_expiring ON hermes_cron_outbox (expires_at) WHER
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// One process's handle on a PostgreSQL store.
+/// One process's handle on a PostgreSQL store. It runs on the runtime of whoever
+/// connected it: its connections, its LISTEN task and its heartbeat are tasks there.
 pub struct PgStore {
-    /// The client's own runtime: every call of the (blocking) [`Store`] interface is
-    /// carried out on it, and the heartbeat and LISTEN tasks live on it.
-    rt: tokio::runtime::Runtime,
     pool: Pool,
+    /// The LISTEN task and the heartbeat, stopped when the store closes or is dropped.
+    background: Vec<tokio::task::AbortHandle>,
+    /// [`Store::close`] was called: the lease is gone already.
+    closed: AtomicBool,
     owner: Owner,
     /// This process's row in `hermes_cron_hosts`: host, pid and a random part, so that
     /// several daemons on one machine (or a restart that reuses a pid) never collide.
@@ -255,8 +256,9 @@ const LIVE: &str = "SELECT instance FROM hermes_cron_hosts \
                     WHERE heartbeat_at > now() - make_interval(secs => $1)";
 
 impl PgStore {
-    /// Connects, creates or migrates the schema, and registers this process.
-    pub fn connect(url: &str, owner: Owner) -> Result<PgStore, StoreError> {
+    /// Connects, creates or migrates the schema, and registers this process. Called
+    /// within a tokio runtime: the store's connections and background tasks run on it.
+    pub async fn connect(url: &str, owner: Owner) -> Result<PgStore, StoreError> {
         let location = without_password(url);
         let config = tokio_postgres::Config::from_str(url).map_err(|e| {
             StoreError::Refused(format!(
@@ -264,12 +266,6 @@ impl PgStore {
                  (or ?host=/socket/dir for a Unix socket)"
             ))
         })?;
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("hermes-postgres")
-            .enable_all()
-            .build()
-            .map_err(|e| unavailable(&location, e))?;
         let manager = Manager::from_config(
             config.clone(),
             NoTls,
@@ -285,9 +281,10 @@ impl PgStore {
             .build()
             .map_err(|e| unavailable(&location, e))?;
         let random: u32 = rand::random();
-        let store = PgStore {
-            rt,
+        let mut store = PgStore {
             pool,
+            background: Vec::new(),
+            closed: AtomicBool::new(false),
             instance: format!("{}:{}:{random:08x}", owner.host, owner.pid),
             owner,
             location,
@@ -296,16 +293,17 @@ impl PgStore {
             caller_clock: false,
             unpruned: std::sync::Mutex::new(HashSet::new()),
         };
-        store.block(store.migrate())?;
-        store.block(store.register())?;
+        store.migrate().await?;
+        store.register().await?;
         let marks = Marks {
             changes: Arc::clone(&store.changes),
             backlog: Arc::clone(&store.backlog),
         };
-        store.rt.spawn(listen(config, marks.clone()));
-        store
-            .rt
-            .spawn(heartbeat(store.pool.clone(), store.instance.clone(), marks));
+        store.background = vec![
+            tokio::spawn(listen(config, marks.clone())).abort_handle(),
+            tokio::spawn(heartbeat(store.pool.clone(), store.instance.clone(), marks))
+                .abort_handle(),
+        ];
         Ok(store)
     }
 
@@ -317,21 +315,6 @@ impl PgStore {
     pub fn deciding_on_caller_clock(mut self) -> PgStore {
         self.caller_clock = true;
         self
-    }
-
-    /// Runs `future` on the store's runtime and waits for it. From inside another
-    /// runtime (the scheduler calls from async code) the wait happens on a helper
-    /// thread, so no runtime is ever blocked inside another.
-    fn block<T: Send>(&self, future: impl Future<Output = T> + Send) -> T {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return self.rt.block_on(future);
-        }
-        std::thread::scope(
-            |scope| match scope.spawn(|| self.rt.block_on(future)).join() {
-                Ok(value) => value,
-                Err(panic) => std::panic::resume_unwind(panic),
-            },
-        )
     }
 
     fn fail(&self, e: impl std::fmt::Display) -> StoreError {
@@ -403,6 +386,33 @@ impl PgStore {
             .await
             .map_err(|e| self.fail(e))?;
         Ok(())
+    }
+
+    /// The job in the one row `sql` (a statement on `$1` = `id` returning `record`)
+    /// gives, in `tx`; `NotFound` when there is none.
+    async fn job_row(&self, tx: &impl GenericClient, sql: &str, id: &str) -> Result<Job, JobError> {
+        let row = tx.query_opt(sql, &[&id]).await.map_err(|e| self.fail(e))?;
+        let Some(row) = row else {
+            return Err(JobError::NotFound(id.to_string()));
+        };
+        Ok(job_of(&row, "record")?)
+    }
+
+    /// The first column of the one row `sql` gives.
+    async fn scalar<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<T, StoreError>
+    where
+        T: for<'a> tokio_postgres::types::FromSql<'a>,
+    {
+        let client = self.client().await?;
+        let row = client
+            .query_one(sql, params)
+            .await
+            .map_err(|e| self.fail(e))?;
+        row.try_get(0).map_err(|e| self.fail(e))
     }
 
     async fn live(&self, client: &impl GenericClient) -> Result<Vec<String>, StoreError> {
@@ -914,169 +924,143 @@ async fn heartbeat(pool: Pool, instance: String, marks: Marks) {
 }
 
 impl Drop for PgStore {
+    /// The listener and the heartbeat stop with the store. A store not closed
+    /// ([`Store::close`]) is forgotten by the database in the background if the runtime
+    /// lives on, else when its lease runs out.
     fn drop(&mut self) {
-        let pool = self.pool.clone();
-        let instance = self.instance.clone();
-        // A clean exit leaves no lease behind; a crash leaves one that runs out.
-        self.block(async move {
-            if let Ok(client) = pool.get().await {
-                let _ = client
-                    .execute(
-                        "DELETE FROM hermes_cron_hosts WHERE instance = $1 AND kind <> 'stopped'",
-                        &[&instance],
-                    )
-                    .await;
-            }
-        });
+        for task in &self.background {
+            task.abort();
+        }
+        if self.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(forget(self.pool.clone(), self.instance.clone()));
+        }
     }
 }
 
+/// Removes this process's lease: a clean exit leaves none behind (a daemon that stopped
+/// cleanly keeps its row, marked `stopped`, for `hermes cron status`); a crash leaves
+/// one that runs out.
+async fn forget(pool: Pool, instance: String) {
+    if let Ok(client) = pool.get().await {
+        let _ = client
+            .execute(
+                "DELETE FROM hermes_cron_hosts WHERE instance = $1 AND kind <> 'stopped'",
+                &[&instance],
+            )
+            .await;
+    }
+}
+
+#[async_trait::async_trait]
 impl Store for PgStore {
-    fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
-        self.block(self.load(ctx))
+    async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
+        self.load(ctx).await
     }
 
-    fn load_view(&self, ctx: &Context, _keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        self.load_jobs(ctx)
+    async fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT record FROM hermes_cron_jobs WHERE id = $1", &[&id])
+            .await
+            .map_err(|e| self.fail(e))?;
+        row.map(|row| job_of(&row, "record")).transpose()
     }
 
-    fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let row = client
-                .query_opt("SELECT record FROM hermes_cron_jobs WHERE id = $1", &[&id])
-                .await
-                .map_err(|e| self.fail(e))?;
-            row.map(|row| job_of(&row, "record")).transpose()
-        })
-    }
-
-    fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
-        self.block(async {
-            let client = self.client().await?;
-            let c = columns(&job, ctx);
-            let record = Value::Object(job.record().clone());
-            let inserted = client
-                .execute(
-                    "INSERT INTO hermes_cron_jobs (id, record, next_run_at, runnable, done_since)
+    async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        let client = self.client().await?;
+        let c = columns(&job, ctx);
+        let record = Value::Object(job.record().clone());
+        let inserted = client
+            .execute(
+                "INSERT INTO hermes_cron_jobs (id, record, next_run_at, runnable, done_since)
                      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
-                    &[
-                        &job.id(),
-                        &record,
-                        &c.next_run_at,
-                        &c.runnable,
-                        &c.done_since,
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            self.changed();
-            match inserted {
-                1 => Ok(()),
-                _ => Err(JobError::Invalid(format!(
-                    "A job with id {} is already stored; nothing was changed",
-                    job.id()
-                ))),
-            }
-        })
+                &[
+                    &job.id(),
+                    &record,
+                    &c.next_run_at,
+                    &c.runnable,
+                    &c.done_since,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        self.changed();
+        match inserted {
+            1 => Ok(()),
+            _ => Err(JobError::Invalid(format!(
+                "A job with id {} is already stored; nothing was changed",
+                job.id()
+            ))),
+        }
     }
 
-    fn update_job(
+    async fn update_job(
         &self,
         ctx: &Context,
         id: &str,
-        change: &mut dyn FnMut(&mut Job) -> Result<(), JobError>,
+        change: JobChange,
     ) -> Result<Job, JobError> {
-        // The closure is not `Send`: read under a row lock, change here, write back.
-        let mut client = self.block(self.client())?;
-        self.block(async {
-            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-            let row = tx
-                .query_opt(
-                    "SELECT record FROM hermes_cron_jobs WHERE id = $1 FOR UPDATE",
-                    &[&id],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let Some(row) = row else {
-                return Err(JobError::NotFound(id.to_string()));
-            };
-            let mut job = job_of(&row, "record")?;
-            job.heal(ctx);
-            Ok((tx, job))
-        })
-        .and_then(|(tx, mut job)| {
-            change(&mut job)?;
-            self.block(async {
-                self.write_jobs(&tx, std::slice::from_ref(&job), ctx)
-                    .await?;
-                tx.commit().await.map_err(|e| self.fail(e))?;
-                self.changed();
-                Ok(job)
-            })
-        })
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let select = "SELECT record FROM hermes_cron_jobs WHERE id = $1 FOR UPDATE";
+        let mut job = self.job_row(&tx, select, id).await?;
+        job.heal(ctx);
+        change(&mut job)?;
+        self.write_jobs(&tx, std::slice::from_ref(&job), ctx)
+            .await?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        self.changed();
+        Ok(job)
     }
 
-    fn update_jobs(
+    async fn update_jobs(
         &self,
         ctx: &Context,
-        ids: &HashSet<&str>,
-        change: &mut dyn FnMut(&mut Job),
+        ids: HashSet<String>,
+        mut change: BatchChange,
     ) -> Result<(), StoreError> {
-        let ids: Vec<&str> = ids.iter().copied().collect();
-        let mut client = self.block(self.client())?;
-        let (tx, mut jobs) = self.block(async {
-            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-            let rows = tx
-                .query(
-                    "SELECT record FROM hermes_cron_jobs WHERE id = ANY($1)
-                     ORDER BY position FOR UPDATE",
-                    &[&ids],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let jobs = rows
-                .iter()
-                .map(|row| job_of(row, "record"))
-                .collect::<Result<Vec<Job>, StoreError>>()?;
-            Ok::<_, StoreError>((tx, jobs))
-        })?;
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let rows = tx
+            .query(
+                "SELECT record FROM hermes_cron_jobs WHERE id = ANY($1)
+                 ORDER BY position FOR UPDATE",
+                &[&ids],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut jobs = rows
+            .iter()
+            .map(|row| job_of(row, "record"))
+            .collect::<Result<Vec<Job>, StoreError>>()?;
         for job in &mut jobs {
             job.heal(ctx);
             change(job);
         }
-        self.block(async {
-            self.write_jobs(&tx, &jobs, ctx).await?;
-            tx.commit().await.map_err(|e| self.fail(e))
-        })?;
+        self.write_jobs(&tx, &jobs, ctx).await?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
         self.changed();
         Ok(())
     }
 
-    fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
-        self.block(async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-            let row = tx
-                .query_opt(
-                    "DELETE FROM hermes_cron_jobs WHERE id = $1 RETURNING record",
-                    &[&id],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let Some(row) = row else {
-                return Err(JobError::NotFound(id.to_string()));
-            };
-            tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
-                .await
-                .map_err(|e| self.fail(e))?;
-            tx.commit().await.map_err(|e| self.fail(e))?;
-            self.changed();
-            Ok(job_of(&row, "record")?)
-        })
+    async fn remove_job(&self, _ctx: &Context, id: &str) -> Result<Job, JobError> {
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let delete = "DELETE FROM hermes_cron_jobs WHERE id = $1 RETURNING record";
+        let job = self.job_row(&tx, delete, id).await?;
+        tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
+            .await
+            .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        self.changed();
+        Ok(job)
     }
 
-    fn change_mark(&self) -> ChangeMark {
+    async fn change_mark(&self) -> ChangeMark {
         ChangeMark(self.changes.load(Ordering::Relaxed))
     }
 
@@ -1084,113 +1068,102 @@ impl Store for PgStore {
         ChangeMark(self.backlog.load(Ordering::Relaxed))
     }
 
-    fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
-        self.block(self.claim(ctx, scan))
+    async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
+        self.claim(ctx, scan).await
     }
 
-    fn start_run(&self, run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let started = client
-                .execute(
-                    "UPDATE hermes_cron_runs
+    async fn start_run(&self, run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let started = client
+            .execute(
+                "UPDATE hermes_cron_runs
                      SET status = 'running',
                          started_at = CASE status WHEN 'claimed' THEN now() ELSE started_at END
                      WHERE id = $1 AND status IN ('claimed', 'running') AND instance = $2",
-                    &[&run, &self.instance],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(started == 1)
-        })
+                &[&run, &self.instance],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(started == 1)
     }
 
-    fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
-        self.block(async {
-            let client = self.client().await?;
-            let live = self.live(&client).await?;
-            let busy: bool = client
-                .query_one(
-                    "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE job_id = $1
+    async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
+        let client = self.client().await?;
+        let live = self.live(&client).await?;
+        let busy: bool = client
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE job_id = $1
                          AND status IN ('claimed', 'running') AND instance = ANY($2))",
-                    &[&job_id, &live],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-                .get(0);
-            if busy {
-                return Err(JobError::Invalid(format!(
-                    "Job {job_id} is already running; wait for it to finish"
-                )));
-            }
-            let occurrence = super::manual_occurrence(job_id, now);
-            self.note_runs_added([job_id.to_string()]);
-            let row = client
-                .query_opt(
-                    "INSERT INTO hermes_cron_runs (job_id, occurrence, source, instance, host,
+                &[&job_id, &live],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        if busy {
+            return Err(JobError::Running(job_id.to_string()));
+        }
+        let occurrence = super::manual_occurrence(job_id, now);
+        self.note_runs_added([job_id.to_string()]);
+        let row = client
+            .query_opt(
+                "INSERT INTO hermes_cron_runs (job_id, occurrence, source, instance, host,
                          pid, status, started_at)
                      VALUES ($1, $2, 'manual', $3, $4, $5, 'running', now())
                      ON CONFLICT DO NOTHING RETURNING id",
-                    &[
-                        &job_id,
-                        &occurrence,
-                        &self.instance,
-                        &self.owner.host,
-                        &i64::from(self.owner.pid),
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            row.map(|r| r.get(0)).ok_or_else(|| {
-                JobError::Invalid(
-                    "a manual run was started at the same millisecond; try again".into(),
-                )
-            })
+                &[
+                    &job_id,
+                    &occurrence,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        row.map(|r| r.get(0)).ok_or_else(|| {
+            JobError::Invalid("a manual run was started at the same millisecond; try again".into())
         })
     }
 
-    fn finish_run(
+    async fn finish_run(
         &self,
         run: i64,
         status: RunStatus,
         _now: DateTime<Utc>,
         end: &RunEnd,
     ) -> Result<(), StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            client
-                .execute(
-                    "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
                          delivery = $4, prompt_tokens = $5, completion_tokens = $6, output = $7
                      WHERE id = $1",
-                    &[
-                        &run,
-                        &status.as_str(),
-                        &end.error,
-                        &end.delivery,
-                        &end.prompt_tokens,
-                        &end.completion_tokens,
-                        &end.output,
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(())
-        })
+                &[
+                    &run,
+                    &status.as_str(),
+                    &end.error,
+                    &end.delivery,
+                    &end.prompt_tokens,
+                    &end.completion_tokens,
+                    &end.output,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
     }
 
-    fn interrupt_dead_runs(
+    async fn interrupt_dead_runs(
         &self,
         _now: DateTime<Utc>,
         except_own: bool,
     ) -> Result<usize, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let mut live = self.live(&client).await?;
-            if except_own {
-                live.retain(|instance| *instance != self.instance);
-            }
-            let marked = client
+        let client = self.client().await?;
+        let mut live = self.live(&client).await?;
+        if except_own {
+            live.retain(|instance| *instance != self.instance);
+        }
+        let marked = client
                 .execute(
                     "UPDATE hermes_cron_runs SET status = 'interrupted', finished_at = now(),
                          error = COALESCE(error, 'the process running it stopped before it finished')
@@ -1199,45 +1172,44 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
-            Ok(marked as usize)
-        })
+        Ok(marked as usize)
     }
 
-    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.block(async {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    "SELECT * FROM hermes_cron_runs WHERE ($1::text IS NULL OR job_id = $1)
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT * FROM hermes_cron_runs WHERE ($1::text IS NULL OR job_id = $1)
                      ORDER BY id DESC LIMIT $2",
-                    &[&job_id, &limit],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(rows.iter().map(run_row).collect())
-        })
+                &[&job_id, &limit],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().map(run_row).collect())
     }
 
-    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs ORDER BY job_id, id DESC",
-                    &[],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(rows
-                .iter()
-                .map(run_row)
-                .map(|r| (r.job_id.clone(), r))
-                .collect())
-        })
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs ORDER BY job_id, id DESC",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .iter()
+            .map(run_row)
+            .map(|r| (r.job_id.clone(), r))
+            .collect())
     }
 
-    fn keep_delivery(
+    async fn keep_delivery(
         &self,
         item: &NewOutboxItem<'_>,
         claimed: bool,
@@ -1249,105 +1221,101 @@ impl Store for PgStore {
         };
         let claimer = claimed.then_some(self.instance.as_str());
         let error = Some(item.error).filter(|e| !e.is_empty());
-        self.block(async {
-            let client = self.client().await?;
-            let row = client
-                .query_opt(
-                    "INSERT INTO hermes_cron_outbox (occurrence, target, job_id, run_at, payload,
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "INSERT INTO hermes_cron_outbox (occurrence, target, job_id, run_at, payload,
                          state, sent_parts, attempts, created_at, next_attempt_at, expires_at,
                          last_error, claimed_instance)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $10, $11, $12)
                      ON CONFLICT DO NOTHING RETURNING id",
-                    &[
-                        &item.occurrence,
-                        &item.target,
-                        &item.job_id,
-                        &item.run_at,
-                        &item.payload,
-                        &state.as_str(),
-                        &item.sent_parts,
-                        &item.now,
-                        &item.first_retry,
-                        &item.expires_at,
-                        &error,
-                        &claimer,
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(row.map(|r| r.get::<_, i64>(0)).filter(|_| claimed))
-        })
+                &[
+                    &item.occurrence,
+                    &item.target,
+                    &item.job_id,
+                    &item.run_at,
+                    &item.payload,
+                    &state.as_str(),
+                    &item.sent_parts,
+                    &item.now,
+                    &item.first_retry,
+                    &item.expires_at,
+                    &error,
+                    &claimer,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get::<_, i64>(0)).filter(|_| claimed))
     }
 
-    fn claim_deliveries(
+    async fn claim_deliveries(
         &self,
         now: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<OutboxItem>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.block(async {
-            let client = self.client().await?;
-            client
-                .execute(
-                    "UPDATE hermes_cron_outbox SET state = 'expired', finished_at = $1
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE hermes_cron_outbox SET state = 'expired', finished_at = $1
                      WHERE state = 'pending' AND expires_at <= $1",
-                    &[&now],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let rows = client
-                .query(
-                    "UPDATE hermes_cron_outbox SET state = 'sending', attempts = attempts + 1,
+                &[&now],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let rows = client
+            .query(
+                "UPDATE hermes_cron_outbox SET state = 'sending', attempts = attempts + 1,
                          claimed_instance = $3, in_flight = false
                      WHERE id IN (SELECT id FROM hermes_cron_outbox
                                   WHERE state = 'pending' AND next_attempt_at <= $1
                                   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
                      RETURNING *",
-                    &[&now, &limit, &self.instance],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let mut items: Vec<OutboxItem> = rows.iter().map(outbox_item).collect();
-            // The attempt just counted is this one; report it as the file store does.
-            for item in &mut items {
-                item.attempts -= 1;
+                &[&now, &limit, &self.instance],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut items: Vec<OutboxItem> = rows.iter().map(outbox_item).collect();
+        // The attempt just counted is this one; report it as the file store does.
+        for item in &mut items {
+            item.attempts -= 1;
+        }
+        items.sort_by_key(|item| item.id);
+        Ok(items)
+    }
+
+    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let result = match flight {
+            Flight::Out => {
+                client
+                    .execute(
+                        "UPDATE hermes_cron_outbox SET in_flight = true WHERE id = $1",
+                        &[&id],
+                    )
+                    .await
             }
-            items.sort_by_key(|item| item.id);
-            Ok(items)
-        })
-    }
-
-    fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let result = match flight {
-                Flight::Out => {
-                    client
-                        .execute(
-                            "UPDATE hermes_cron_outbox SET in_flight = true WHERE id = $1",
-                            &[&id],
-                        )
-                        .await
-                }
-                Flight::Back { delivered } => {
-                    client
-                        .execute(
-                            "UPDATE hermes_cron_outbox SET in_flight = false,
+            Flight::Back { delivered } => {
+                client
+                    .execute(
+                        "UPDATE hermes_cron_outbox SET in_flight = false,
                                  sent_parts = sent_parts + $2 WHERE id = $1",
-                            &[&id, &i64::from(delivered)],
-                        )
-                        .await
-                }
-            };
-            result.map(drop).map_err(|e| self.fail(e))
-        })
+                        &[&id, &i64::from(delivered)],
+                    )
+                    .await
+            }
+        };
+        result.map(drop).map_err(|e| self.fail(e))
     }
 
-    fn release_orphan_deliveries(&self, now: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let live = self.live(&client).await?;
-            let released = client
+    async fn release_orphan_deliveries(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), StoreError> {
+        let client = self.client().await?;
+        let live = self.live(&client).await?;
+        let released = client
                 .execute(
                     "UPDATE hermes_cron_outbox SET state = 'pending', next_attempt_at = $2
                      WHERE state = 'sending' AND NOT in_flight AND NOT (claimed_instance = ANY($1))",
@@ -1355,7 +1323,7 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
-            let closed = client
+        let closed = client
                 .execute(
                     "UPDATE hermes_cron_outbox SET state = 'failed', finished_at = $2, last_error =
                          'outcome unknown: the process sending it died while a request was out; not resent, to never post twice'
@@ -1364,11 +1332,10 @@ impl Store for PgStore {
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
-            Ok((released as usize, closed as usize))
-        })
+        Ok((released as usize, closed as usize))
     }
 
-    fn finish_delivery(
+    async fn finish_delivery(
         &self,
         id: i64,
         state: OutboxState,
@@ -1377,97 +1344,85 @@ impl Store for PgStore {
         error: Option<&str>,
     ) -> Result<(), StoreError> {
         let finished = (state != OutboxState::Pending).then_some(now);
-        self.block(async {
-            let client = self.client().await?;
-            let attempts: i64 = client
-                .query_opt(
-                    "SELECT attempts FROM hermes_cron_outbox WHERE id = $1",
-                    &[&id],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-                .map_or(1, |r| r.get(0));
-            let next = now + retry_delay(attempts - 1);
-            client
-                .execute(
-                    "UPDATE hermes_cron_outbox SET state = $2, sent_parts = $3,
+        let client = self.client().await?;
+        let attempts: i64 = client
+            .query_opt(
+                "SELECT attempts FROM hermes_cron_outbox WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .map_or(1, |r| r.get(0));
+        let next = now + retry_delay(attempts - 1);
+        client
+            .execute(
+                "UPDATE hermes_cron_outbox SET state = $2, sent_parts = $3,
                          last_error = COALESCE($4, last_error), next_attempt_at = $5,
                          finished_at = $6
                      WHERE id = $1",
-                    &[&id, &state.as_str(), &sent_parts, &error, &next, &finished],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(())
-        })
+                &[&id, &state.as_str(), &sent_parts, &error, &next, &finished],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
     }
 
-    fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let count: i64 = client
-                .query_one(
-                    "SELECT COUNT(*) FROM hermes_cron_outbox WHERE occurrence = $1
+    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError> {
+        let count: i64 = self
+            .scalar(
+                "SELECT COUNT(*) FROM hermes_cron_outbox WHERE occurrence = $1
                          AND state IN ('pending', 'sending')",
-                    &[&occurrence],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-                .get(0);
-            Ok(count as usize)
-        })
+                &[&occurrence],
+            )
+            .await?;
+        Ok(count as usize)
     }
 
-    fn outbox_depth(&self) -> Result<usize, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let count: i64 = client
-                .query_one(
-                    "SELECT COUNT(*) FROM hermes_cron_outbox WHERE state IN ('pending', 'sending')",
-                    &[],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-                .get(0);
-            Ok(count as usize)
-        })
+    async fn outbox_depth(&self) -> Result<usize, StoreError> {
+        let count: i64 = self
+            .scalar(
+                "SELECT COUNT(*) FROM hermes_cron_outbox WHERE state IN ('pending', 'sending')",
+                &[],
+            )
+            .await?;
+        Ok(count as usize)
     }
 
-    fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let row = client
-                .query_one(
-                    "SELECT MIN(next_attempt_at) FROM hermes_cron_outbox WHERE state = 'pending'",
-                    &[],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(row.get(0))
-        })
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
+        self.scalar(
+            "SELECT MIN(next_attempt_at) FROM hermes_cron_outbox WHERE state = 'pending'",
+            &[],
+        )
+        .await
     }
 
-    fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let row = client
-                .query_opt(
-                    "SELECT state FROM hermes_cron_outbox WHERE occurrence = $1 AND target = $2",
-                    &[&occurrence, &target],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(row.map(|r| r.get(0)))
-        })
+    async fn delivery_state(
+        &self,
+        occurrence: &str,
+        target: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT state FROM hermes_cron_outbox WHERE occurrence = $1 AND target = $2",
+                &[&occurrence, &target],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
     }
 
-    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+    ) -> Result<(), StoreError> {
         let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
         let jobs: Vec<String> = {
             let mut unpruned = self.unpruned.lock().unwrap_or_else(|p| p.into_inner());
             std::mem::take(&mut *unpruned).into_iter().collect()
         };
-        let result = self.block(async {
+        let result = async {
             let client = self.client().await?;
             client
                 .execute(
@@ -1493,7 +1448,7 @@ impl Store for PgStore {
                 .await
                 .map_err(|e| self.fail(e))?;
             Ok(())
-        });
+        }.await;
         if result.is_err() {
             // Trimmed on a later pass instead.
             self.note_runs_added(jobs);
@@ -1501,7 +1456,11 @@ impl Store for PgStore {
         result
     }
 
-    fn save_output(&self, doc: &OutputDocument<'_>, keep: usize) -> Result<String, StoreError> {
+    async fn save_output(
+        &self,
+        doc: &OutputDocument<'_>,
+        keep: usize,
+    ) -> Result<String, StoreError> {
         if !is_safe_id(doc.job_id) {
             return Err(StoreError::Refused(format!(
                 "job id '{}' is not a safe file name",
@@ -1511,85 +1470,79 @@ impl Store for PgStore {
         let stem = doc.file_stem();
         let body = doc.render();
         let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
-        self.block(async {
-            let client = self.client().await?;
-            let mut n = 0;
-            let name = loop {
-                let name = match n {
-                    0 => format!("{stem}.md"),
-                    n => format!("{stem}-{n}.md"),
-                };
-                let inserted = client
-                    .execute(
-                        "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
-                         ON CONFLICT DO NOTHING",
-                        &[&doc.job_id, &name, &body],
-                    )
-                    .await
-                    .map_err(|e| self.fail(e))?;
-                if inserted == 1 {
-                    break name;
-                }
-                n += 1;
+        let client = self.client().await?;
+        let mut n = 0;
+        let name = loop {
+            let name = match n {
+                0 => format!("{stem}.md"),
+                n => format!("{stem}-{n}.md"),
             };
-            client
+            let inserted = client
                 .execute(
-                    "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name NOT IN (
+                    "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
+                         ON CONFLICT DO NOTHING",
+                    &[&doc.job_id, &name, &body],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            if inserted == 1 {
+                break name;
+            }
+            n += 1;
+        };
+        client
+            .execute(
+                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name NOT IN (
                          SELECT name FROM hermes_cron_outputs WHERE job_id = $1
                          ORDER BY name DESC LIMIT $2)",
-                    &[&doc.job_id, &keep],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(format!("postgresql:output/{}/{name}", doc.job_id))
-        })
+                &[&doc.job_id, &keep],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(format!("postgresql:output/{}/{name}", doc.job_id))
     }
 
-    fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let row = client
-                .query_opt(
-                    "SELECT body FROM hermes_cron_outputs WHERE job_id = $1
+    async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1
                      ORDER BY name DESC LIMIT 1",
-                    &[&job_id],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(row.map(|r| r.get(0)))
-        })
+                &[&job_id],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
     }
 
-    fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let Some(row) = client
-                .query_opt("SELECT output FROM hermes_cron_runs WHERE id = $1", &[&run])
-                .await
-                .map_err(|e| self.fail(e))?
-            else {
-                return Ok(None);
-            };
-            let location: Option<String> = row.get(0);
-            let Some((job, name)) = location
-                .as_deref()
-                .and_then(|l| l.strip_prefix("postgresql:output/"))
-                .and_then(|l| l.split_once('/'))
-            else {
-                return Ok(Some(None));
-            };
-            let body = client
-                .query_opt(
-                    "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name = $2",
-                    &[&job, &name],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            Ok(Some(body.map(|r| r.get(0))))
-        })
+    async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
+        let client = self.client().await?;
+        let Some(row) = client
+            .query_opt("SELECT output FROM hermes_cron_runs WHERE id = $1", &[&run])
+            .await
+            .map_err(|e| self.fail(e))?
+        else {
+            return Ok(None);
+        };
+        let location: Option<String> = row.get(0);
+        let Some((job, name)) = location
+            .as_deref()
+            .and_then(|l| l.strip_prefix("postgresql:output/"))
+            .and_then(|l| l.split_once('/'))
+        else {
+            return Ok(Some(None));
+        };
+        let body = client
+            .query_opt(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name = $2",
+                &[&job, &name],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(Some(body.map(|r| r.get(0))))
     }
 
-    fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
+    async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
         let (sql, error): (&str, Option<&str>) = match beat {
             Beat::Started { .. } => (
                 "UPDATE hermes_cron_hosts SET kind = 'daemon', heartbeat_at = now() WHERE instance = $1",
@@ -1613,74 +1566,74 @@ impl Store for PgStore {
                 None,
             ),
         };
-        self.block(async {
-            let client = self.client().await?;
-            let result = match error {
-                Some(why) => client.execute(sql, &[&self.instance, &why]).await,
-                None => client.execute(sql, &[&self.instance]).await,
-            };
-            result.map(drop).map_err(|e| self.fail(e))
-        })
+        let client = self.client().await?;
+        let result = match error {
+            Some(why) => client.execute(sql, &[&self.instance, &why]).await,
+            None => client.execute(sql, &[&self.instance]).await,
+        };
+        result.map(drop).map_err(|e| self.fail(e))
     }
 
-    fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let rows = client
-                .query(
-                    "SELECT host, pid, kind, heartbeat_at, last_success, last_error_at, last_error,
+    async fn heartbeat(&self) -> Result<Heartbeat, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT host, pid, kind, heartbeat_at, last_success, last_error_at, last_error,
                          heartbeat_at > now() - make_interval(secs => $1) AS alive
                      FROM hermes_cron_hosts WHERE kind IN ('daemon', 'stopped')
                      ORDER BY heartbeat_at DESC",
-                    &[&LEASE.as_secs_f64()],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            let mut beat = Heartbeat {
-                seen: !rows.is_empty(),
-                ..Heartbeat::default()
-            };
-            for row in &rows {
-                let kind: String = row.get("kind");
-                let at: DateTime<Utc> = row.get("heartbeat_at");
-                if kind == "daemon" && row.get::<_, bool>("alive") {
-                    beat.alive_at = Some(beat.alive_at.map_or(at, |a: DateTime<Utc>| a.max(at)));
-                    beat.hosts.push(LiveHost {
-                        host: row.get("host"),
-                        pid: row.get("pid"),
-                        heartbeat_at: at,
-                    });
-                }
-                let success: Option<DateTime<Utc>> = row.get("last_success");
-                beat.last_success = beat.last_success.max(success);
-                let error_at: Option<DateTime<Utc>> = row.get("last_error_at");
-                if let Some(error_at) = error_at {
-                    if beat.last_error.as_ref().is_none_or(|(t, _)| error_at > *t) {
-                        let why: Option<String> = row.get("last_error");
-                        beat.last_error = Some((error_at, why.unwrap_or_default()));
-                    }
+                &[&LEASE.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut beat = Heartbeat {
+            seen: !rows.is_empty(),
+            ..Heartbeat::default()
+        };
+        for row in &rows {
+            let kind: String = row.get("kind");
+            let at: DateTime<Utc> = row.get("heartbeat_at");
+            if kind == "daemon" && row.get::<_, bool>("alive") {
+                beat.alive_at = Some(beat.alive_at.map_or(at, |a: DateTime<Utc>| a.max(at)));
+                beat.hosts.push(LiveHost {
+                    host: row.get("host"),
+                    pid: row.get("pid"),
+                    heartbeat_at: at,
+                });
+            }
+            let success: Option<DateTime<Utc>> = row.get("last_success");
+            beat.last_success = beat.last_success.max(success);
+            let error_at: Option<DateTime<Utc>> = row.get("last_error_at");
+            if let Some(error_at) = error_at {
+                if beat.last_error.as_ref().is_none_or(|(t, _)| error_at > *t) {
+                    let why: Option<String> = row.get("last_error");
+                    beat.last_error = Some((error_at, why.unwrap_or_default()));
                 }
             }
-            Ok(beat)
+        }
+        Ok(beat)
+    }
+
+    async fn describe(&self) -> Result<StoreInfo, StoreError> {
+        let version: i64 = self
+            .scalar(
+                "SELECT COALESCE(MAX(version), 0)::bigint FROM hermes_cron_schema_migrations",
+                &[],
+            )
+            .await?;
+        Ok(StoreInfo {
+            backend: "postgresql",
+            location: self.location.clone(),
+            schema_version: Some(version),
         })
     }
 
-    fn describe(&self) -> Result<StoreInfo, StoreError> {
-        self.block(async {
-            let client = self.client().await?;
-            let version: i64 = client
-                .query_one(
-                    "SELECT COALESCE(MAX(version), 0)::bigint FROM hermes_cron_schema_migrations",
-                    &[],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-                .get(0);
-            Ok(StoreInfo {
-                backend: "postgresql",
-                location: self.location.clone(),
-                schema_version: Some(version),
-            })
-        })
+    async fn close(&self) {
+        for task in &self.background {
+            task.abort();
+        }
+        if !self.closed.swap(true, Ordering::Relaxed) {
+            forget(self.pool.clone(), self.instance.clone()).await;
+        }
     }
 }

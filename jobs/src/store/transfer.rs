@@ -18,7 +18,7 @@ pub struct Imported {
 }
 
 /// Copies every job of the jobs.json at `path` into `store`.
-pub fn import_jobs_json(
+pub async fn import_jobs_json(
     store: &dyn Store,
     path: &Path,
     ctx: &Context,
@@ -37,7 +37,7 @@ pub fn import_jobs_json(
     for record in document.jobs {
         let mut job = Job::from_record(record);
         let existing = match job.text_field("id") {
-            Some(id) => store.get_job(ctx, id)?,
+            Some(id) => store.get_job(ctx, id).await?,
             None => None,
         };
         // A record without a next run gets one computed from now when healed; the same
@@ -50,16 +50,19 @@ pub fn import_jobs_json(
         job.heal(ctx);
         let id = job.id().to_string();
         if existing.is_some() {
-            let mut incoming = Some(job);
-            store.update_job(ctx, &id, &mut |stored| {
-                if let Some(job) = incoming.take() {
-                    *stored = job;
-                }
-                Ok(())
-            })?;
+            store
+                .update_job(
+                    ctx,
+                    &id,
+                    Box::new(move |stored| {
+                        *stored = job;
+                        Ok(())
+                    }),
+                )
+                .await?;
             imported.updated += 1;
         } else {
-            store.insert_job(ctx, job)?;
+            store.insert_job(ctx, job).await?;
             imported.added += 1;
         }
     }
@@ -67,10 +70,11 @@ pub fn import_jobs_json(
 }
 
 /// Every job of `store` as a jobs.json document.
-pub fn export_jobs_json(store: &dyn Store, ctx: &Context) -> Result<Vec<u8>, StoreError> {
+pub async fn export_jobs_json(store: &dyn Store, ctx: &Context) -> Result<Vec<u8>, StoreError> {
     let document = StoreDocument {
         jobs: store
-            .load_jobs(ctx)?
+            .load_jobs(ctx)
+            .await?
             .into_iter()
             .map(Job::into_record)
             .collect(),
