@@ -21,7 +21,6 @@ mod redact;
 mod runner;
 mod scheduler;
 mod script;
-mod settings;
 
 use std::process::ExitCode;
 

@@ -13,7 +13,7 @@ use jobs::store::Store;
 use jobs::{Context, Job};
 
 use crate::config::Config;
-use crate::settings::CronSettings;
+use crate::scheduler::settings::CronSettings;
 
 /// The last moment a run showed life (a model response, tool or script output), on the
 /// monotonic timer: wall-clock jumps never make a run look idle or busy.

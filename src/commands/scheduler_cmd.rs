@@ -7,7 +7,7 @@ use jobs::ledger::RunStatus;
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::Session;
-use crate::delivery::api::ApiDelivery;
+use crate::delivery::platform_delivery::PlatformDelivery;
 use crate::error::CliError;
 use crate::hermes_runner::HermesRunner;
 use crate::job_service::WhenPaused;
@@ -25,7 +25,7 @@ pub(crate) fn scheduler_for(
         store: Arc::clone(&session.store),
         clock: Arc::clone(&session.clock),
         runner: Arc::new(HermesRunner),
-        delivery: Arc::new(ApiDelivery::new(home.clone())),
+        delivery: Arc::new(PlatformDelivery::new(home.clone())),
         settings: None,
         claim_owner: jobs::due::run_claim_owner(
             std::env::var("HERMES_MACHINE_ID").ok().as_deref(),

@@ -63,7 +63,9 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let next = earliest_next_run(
         &jobs,
         ctx,
-        jobs::due::run_claim_ttl(crate::settings::inactivity_timeout().map(|t| t.as_secs())),
+        jobs::due::run_claim_ttl(
+            crate::scheduler::settings::inactivity_timeout().map(|t| t.as_secs()),
+        ),
     );
     if as_json {
         let out = json!({

@@ -20,7 +20,6 @@
 //! This module never touches jobs.json or the ledger: the scheduler records what it
 //! returns.
 
-pub mod api;
 pub mod bluebubbles;
 pub mod channels;
 pub mod dingtalk;
@@ -32,6 +31,7 @@ pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;
+pub mod platform_delivery;
 pub mod platforms;
 pub mod qqbot;
 pub mod sender;

@@ -13,8 +13,8 @@ use jobs::store::{Claimed, DueScan, Occurrence};
 use jobs::{Context, Job};
 
 use super::execute::ClaimedRun;
+use super::settings::CronSettings;
 use super::{lock, PassReport, Pending, Scheduler, SchedulerError};
-use crate::settings::CronSettings;
 
 /// Ledger rows kept per job.
 const RUNS_KEPT_PER_JOB: usize = 1000;

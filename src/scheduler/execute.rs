@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use jobs::ledger::{occurrence_key, RunSource};
 use jobs::Job;
 
+use super::settings::CronSettings;
 use super::{lock, RunReport, Scheduler, SchedulerError};
 use crate::runner::{Activity, RunEnv, RunOutcome, Runner};
-use crate::settings::CronSettings;
 
 /// How often a running one-shot's `run_claim` is refreshed (Python Hermes: every minute).
 const RUN_CLAIM_HEARTBEAT: Duration = Duration::from_secs(60);

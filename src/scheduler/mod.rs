@@ -11,7 +11,8 @@
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
-//! * [`observe`] — the seam that tells an observer (metrics) what happened.
+//! * [`observe`] — the seam that tells an observer (metrics) what happened;
+//! * [`settings`] — its settings from config.yaml and the environment, read per pass.
 //!
 //! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
 //! store (only its [`Store`]).
@@ -22,6 +23,7 @@ mod execute;
 mod observe;
 mod record;
 mod redeliver;
+pub mod settings;
 #[cfg(test)]
 mod tests;
 
@@ -45,7 +47,7 @@ use crate::config::{Config, ConfigError};
 use crate::delivery::http::Failure;
 use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::runner::Runner;
-use crate::settings::CronSettings;
+use settings::CronSettings;
 
 pub use daemon::run;
 pub use observe::Observer;

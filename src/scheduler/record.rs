@@ -16,13 +16,13 @@ use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
 use super::execute::ClaimedRun;
+use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
 use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
 use crate::environment::Environment;
 use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
-use crate::settings::CronSettings;
 
 /// What a finished run changes in its job.
 pub(super) struct JobRecord {

@@ -11,12 +11,12 @@ use jobs::ledger::RunStatus;
 use jobs::store::{MemoryStore, Owner, Store};
 use jobs::{create_job, Context, Job, JobState, NewJob};
 
+use super::settings::CronSettings;
 use super::{BoxFuture, Delivery, Parts, RunReport, Scheduler};
 use crate::clock::{Clock, ManualClock};
 use crate::delivery::http::Failure;
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, Settled, SettledAs};
 use crate::runner::{RunEnv, RunFuture, RunOutcome, RunResult, Runner};
-use crate::settings::CronSettings;
 
 const START: &str = "2026-11-23T09:00:00Z";
 

@@ -10,23 +10,23 @@ use super::{deliver_run, retry, DeliveryReport, RunDelivery, Shared};
 use crate::scheduler::{BoxFuture, Delivery};
 
 /// Delivery to the chat APIs and webhooks configured in one Hermes home.
-pub struct ApiDelivery {
+pub struct PlatformDelivery {
     pub home: PathBuf,
     /// The client, pacer and caches every send of this delivery shares.
     pub shared: Arc<Shared>,
 }
 
-impl ApiDelivery {
+impl PlatformDelivery {
     /// A delivery for `home` with its own client, pacer and caches.
-    pub fn new(home: PathBuf) -> ApiDelivery {
-        ApiDelivery {
+    pub fn new(home: PathBuf) -> PlatformDelivery {
+        PlatformDelivery {
             home,
             shared: Arc::new(Shared::default()),
         }
     }
 }
 
-impl Delivery for ApiDelivery {
+impl Delivery for PlatformDelivery {
     fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport> {
         Box::pin(deliver_run(&self.shared, run))
     }
