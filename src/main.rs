@@ -11,7 +11,6 @@ mod commands;
 mod config;
 mod delivery;
 mod environment;
-mod error;
 mod hermes_runner;
 mod home;
 mod job_service;

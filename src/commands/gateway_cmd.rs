@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+use super::error::CliError;
 use crate::cli::GatewayAction;
-use crate::error::CliError;
 use crate::home::Home;
 
 /// Python Hermes' rule: `hermes-gateway` for `~/.hermes`, `hermes-gateway-<profile>` for

@@ -2,10 +2,10 @@
 
 use jobs::{Job, JobEdit, NewJob};
 
+use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
 use crate::cli::{AddArgs, EditArgs};
-use crate::error::CliError;
 
 /// The few lines that tell the user what a job now is.
 fn print_summary(session: &Session, job: &Job) {

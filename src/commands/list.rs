@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use jobs::store::{list_normalized, list_summaries, Keep, SummarySink};
 use jobs::{JobState, JobSummary};
 
+use super::error::CliError;
 use super::timefmt::write_absolute_and_relative;
 use super::Session;
-use crate::error::CliError;
 
 pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), CliError> {
     if as_json {

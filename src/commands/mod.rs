@@ -1,6 +1,7 @@
 //! One function per `hermes cron` verb. Each builds its [`Session`] (home, store, clock,
 //! zones), does its work through the `jobs` crate, and prints what the user asked for.
 
+pub mod error;
 mod gateway_cmd;
 mod jobs_cmd;
 mod list;
@@ -19,10 +20,10 @@ use jobs::Context;
 use crate::cli::CronVerb;
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-use crate::error::CliError;
 use crate::home::{load_context, Home};
 use crate::job_service::JobService;
 use crate::process::{host_name, pid_alive};
+use error::CliError;
 
 /// What every verb needs: where the files are, the store, the clock and what "now" is.
 pub struct Session {

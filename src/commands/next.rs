@@ -5,9 +5,9 @@ use serde_json::json;
 
 use schedules::{format_instant, parse_schedule, parse_user_timestamp};
 
+use super::error::CliError;
 use super::Session;
 use crate::cli::NextArgs;
-use crate::error::CliError;
 
 pub fn next(session: &Session, args: NextArgs) -> Result<(), CliError> {
     let zone = match &args.timezone {

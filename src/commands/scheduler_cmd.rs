@@ -6,9 +6,9 @@ use std::sync::Arc;
 use jobs::ledger::RunStatus;
 use tokio::signal::unix::{signal, SignalKind};
 
+use super::error::CliError;
 use super::Session;
 use crate::delivery::platform_delivery::PlatformDelivery;
-use crate::error::CliError;
 use crate::hermes_runner::HermesRunner;
 use crate::job_service::WhenPaused;
 use crate::process::host_name;

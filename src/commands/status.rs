@@ -7,10 +7,10 @@ use serde_json::json;
 use jobs::due::earliest_next_run;
 use jobs::{find_job, JobState};
 
+use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
 use crate::delivery::target::{unready, Unready};
-use crate::error::CliError;
 use crate::process::pid_alive;
 
 /// A heartbeat older than this means the daemon is gone (it writes one at least every

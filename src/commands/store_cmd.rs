@@ -7,9 +7,9 @@ use serde_json::json;
 
 use jobs::store::{export_jobs_json, import_jobs_json, FileStore};
 
+use super::error::CliError;
 use super::Session;
 use crate::cli::StoreVerb;
-use crate::error::CliError;
 
 pub async fn store(session: &Session, verb: StoreVerb) -> Result<(), CliError> {
     match verb {

@@ -1,5 +1,6 @@
-//! The binary's one error type: a one-line message and the exit code it maps to
-//! (1 = the user can fix it, 2 = internal or I/O failure).
+//! The command line's error: a one-line message and the exit code it maps to (1 = the
+//! user can fix it, 2 = internal or I/O failure). Only the verbs and `main` use it; every
+//! library part of the binary returns its own typed error, converted here.
 
 use std::fmt;
 
