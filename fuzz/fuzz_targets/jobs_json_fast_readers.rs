@@ -4,22 +4,29 @@
 //! canonical or in a shape that needs repairs) and written into two homes. The file store
 //! reads one as it always does and the other with every walk turned away
 //! (`jobs::jsonscan::the_long_way`), as `list`, `list --json` and a scheduler pass read it:
-//! both must give the same jobs, the same listing bytes, the same pass and the same errors.
+//! both must give the same jobs, the same listing bytes, the same pass and the same errors,
+//! and `list` and `list --json` what `load_view` and `load_jobs` give. Every store call is
+//! awaited on one current-thread runtime, so the file store reads on the hook's thread.
 #![no_main]
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::ThreadId;
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use jobs::due::ScanOptions;
 use jobs::job::SCHEDULING_KEYS;
 use jobs::jsonscan::the_long_way;
-use jobs::store::{DueScan, ExtraField, Listed, Owner, SummarySink};
+use jobs::store::{
+    list_normalized, list_summaries, DueScan, ExtraField, Keep, Listed, Owner, SharedSink,
+    SummarySink, WriteValue,
+};
 use jobs::{Context, FileStore, Job, JobState, JobSummary, Store};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
+use tokio::runtime::Runtime;
 
 /// The choices a store is made of, taken from the input byte by byte (zeros once it ends).
 struct Input<'a>(&'a [u8]);
@@ -324,23 +331,53 @@ fn context() -> Context {
     }
 }
 
-/// Summaries as the text listing gets them, from whichever thread.
-#[derive(Default)]
-struct Summaries(Vec<String>);
+/// Summaries as the text listing gets them, from whichever thread. The fast reader hands
+/// them over from its walk's second thread, the whole-document reader from the caller's:
+/// `foreign` counts those that came from another thread than the one that made the sink,
+/// which is how a reading proves it went the long way.
+struct Summaries {
+    texts: Vec<String>,
+    home: ThreadId,
+    foreign: usize,
+}
 
-impl SummarySink for Summaries {
-    fn summary(&mut self, job: &JobSummary<'_>) {
-        self.0.push(format!("{job:?}"));
-    }
-
-    fn restart(&mut self) {
-        self.0.clear();
+impl Summaries {
+    fn here() -> Arc<Mutex<Summaries>> {
+        Arc::new(Mutex::new(Summaries {
+            texts: Vec::new(),
+            home: std::thread::current().id(),
+            foreign: 0,
+        }))
     }
 }
 
-/// Everything one read of a store gives: jobs reduced to a few keys (by key, since a
-/// reduced job's keys may come in either order), summaries, listings, then a scheduler
-/// pass, the file it leaves and the listing after it.
+impl SummarySink for Summaries {
+    fn summary(&mut self, job: &JobSummary<'_>) {
+        if std::thread::current().id() != self.home {
+            self.foreign += 1;
+        }
+        self.texts.push(format!("{job:?}"));
+    }
+
+    fn restart(&mut self) {
+        self.texts.clear();
+        self.foreign = 0;
+    }
+}
+
+/// `list`'s summaries of `store` and how many came from another thread.
+async fn summaries(store: &dyn Store, ctx: &Context) -> (Result<Vec<String>, String>, usize) {
+    let sink = Summaries::here();
+    let shared: SharedSink = sink.clone();
+    let listed = list_summaries(store, ctx, shared).await;
+    let mut sink = sink.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let foreign = sink.foreign;
+    let texts = std::mem::take(&mut sink.texts);
+    (listed.map(|()| texts).map_err(|e| e.to_string()), foreign)
+}
+
+/// Everything one read of a store gives: jobs reduced to a few keys, summaries,
+/// listings, then a scheduler pass, the file it leaves and the listing after it.
 #[derive(Debug, PartialEq)]
 struct Reading {
     views: Vec<Result<Vec<Job>, String>>,
@@ -351,40 +388,107 @@ struct Reading {
     listing_after_pass: Result<String, String>,
 }
 
-fn views(store: &FileStore, ctx: &Context) -> Vec<Result<Vec<Job>, String>> {
-    let key_sets: [&[&str]; 4] = [
-        SCHEDULING_KEYS,
-        JobSummary::KEYS,
-        &["id"],
-        &["id", "x_extra", "schedule", "deliver", "origin"],
-    ];
-    key_sets
-        .iter()
-        .map(|keys| {
-            let mut jobs = Vec::new();
-            store
-                .for_each_job(ctx, Some(keys), &mut |job| jobs.push(job))
-                .map(|()| jobs)
-                .map_err(|e| e.to_string())
-        })
-        .collect()
+/// What the whole-document reader alone makes of the same store, before the pass: the
+/// summaries of `load_view` and the listings built from `load_jobs` as a store without a
+/// faster listing builds them. Both readings must agree with it.
+#[derive(Debug, PartialEq)]
+struct Whole {
+    summaries: Result<Vec<String>, String>,
+    listings: Vec<Result<String, String>>,
 }
 
-fn listing(
-    store: &FileStore,
+/// The key sets of the reduced views.
+const VIEW_KEYS: [&[&str]; 4] = [
+    SCHEDULING_KEYS,
+    JobSummary::KEYS,
+    &["id"],
+    &["id", "x_extra", "schedule", "deliver", "origin"],
+];
+
+/// The filters and extra fields of the `list --json` listings compared: everything, the
+/// enabled, the scheduled with the dashboard's two fields, everything with one field.
+fn listing_kinds() -> Vec<(Keep, Vec<ExtraField>)> {
+    let run: WriteValue = Arc::new(|id: &str, out: &mut Vec<u8>| {
+        out.extend_from_slice(
+            serde_json::to_string(&format!("run of {id}"))
+                .unwrap_or_default()
+                .as_bytes(),
+        )
+    });
+    let profile: WriteValue =
+        Arc::new(|_: &str, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\""));
+    let extras = vec![
+        ExtraField {
+            key: "latest_execution",
+            write: run,
+        },
+        ExtraField {
+            key: "profile",
+            write: profile,
+        },
+    ];
+    let all: Keep = Arc::new(|_| true);
+    let enabled: Keep = Arc::new(|listed| listed.enabled);
+    let scheduled: Keep = Arc::new(|listed| listed.state == JobState::Scheduled);
+    vec![
+        (all.clone(), Vec::new()),
+        (enabled, Vec::new()),
+        (scheduled, extras.clone()),
+        (all, extras[1..].to_vec()),
+    ]
+}
+
+async fn listing(
+    store: &dyn Store,
     ctx: &Context,
-    keep: &(dyn Fn(Listed) -> bool + Sync),
-    extras: &[ExtraField<'_>],
+    keep: Keep,
+    extras: Vec<ExtraField>,
 ) -> Result<String, String> {
-    let mut out = Vec::new();
-    store
-        .write_normalized_jobs(ctx, keep, extras, &mut out)
+    let out = list_normalized(store, ctx, keep, extras, Vec::new())
+        .await
         .map_err(|e| e.to_string())?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
-fn read(cron: &Path, store_text: &str, ctx: &Context) -> Reading {
-    let store = &file_store(cron);
+/// The listing `list_normalized` writes from whole jobs, as for a store without a
+/// faster listing: each kept job normalized, the extra fields set in place or last.
+fn listing_of(
+    jobs: &[Job],
+    ctx: &Context,
+    keep: &Keep,
+    extras: &[ExtraField],
+) -> Result<String, String> {
+    let mut out = Vec::new();
+    for job in jobs.iter().filter(|job| keep(Listed::of(job))) {
+        if !out.is_empty() {
+            out.push(b',');
+        }
+        let normalized = job.clone().normalized(ctx);
+        let written = match extras {
+            [] => serde_json::to_writer(&mut out, &normalized),
+            _ => {
+                let id = normalized.id().to_string();
+                let mut record = normalized.into_record();
+                for extra in extras {
+                    let mut value = Vec::new();
+                    (extra.write)(&id, &mut value);
+                    let value = serde_json::from_slice(&value).map_err(|e| e.to_string())?;
+                    record.insert(extra.key.to_string(), value);
+                }
+                serde_json::to_writer(&mut out, &record)
+            }
+        };
+        written.map_err(|e| format!("cannot write a job as JSON: {e}"))?;
+    }
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// One reading of the store in `cron`, as `list`, `list --json`, reduced views and a
+/// scheduler pass read it, and the whole-document reader's own listing of it. Also how
+/// many summaries came from another thread than the caller's.
+async fn read(cron: &Path, store_text: &str, ctx: &Context) -> (Reading, Whole, usize) {
+    let file_store = file_store(cron);
+    let store: &dyn Store = &file_store;
     // Errors name the file: each home's own, the same for both once the home is cut off.
     let home = cron
         .parent()
@@ -392,45 +496,41 @@ fn read(cron: &Path, store_text: &str, ctx: &Context) -> Reading {
         .unwrap_or_default();
     let same_home = |text: String| text.replace(&home, "<home>");
     let mask = |text: String| mask_new_ids(&text, store_text);
-    let mut summaries = Summaries::default();
-    let summaries = store
-        .for_each_summary(ctx, &mut summaries)
-        .map(|()| summaries.0.into_iter().map(mask).collect())
+    let masked = |result: Result<String, String>| result.map(mask).map_err(same_home);
+
+    let (summaries_read, foreign) = summaries(store, ctx).await;
+    let summaries_read = summaries_read
+        .map(|texts| texts.into_iter().map(mask).collect())
+        .map_err(same_home);
+    let mut listings = Vec::new();
+    for (keep, extras) in listing_kinds() {
+        listings.push(masked(listing(store, ctx, keep, extras).await));
+    }
+    let mut views = Vec::new();
+    for keys in VIEW_KEYS {
+        let view = store.load_view(ctx, keys).await;
+        views.push(view.map_err(|e| same_home(e.to_string())));
+    }
+
+    let whole_summaries = store
+        .load_view(ctx, JobSummary::KEYS)
+        .await
+        .map(|jobs| {
+            jobs.iter()
+                .map(|job| mask(format!("{:?}", JobSummary::of(job, ctx))))
+                .collect()
+        })
         .map_err(|e| same_home(e.to_string()));
-    let run = |id: &str, out: &mut Vec<u8>| {
-        out.extend_from_slice(
-            serde_json::to_string(&format!("run of {id}"))
-                .unwrap_or_default()
-                .as_bytes(),
-        )
-    };
-    let profile = |_: &str, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\"");
-    let extras = [
-        ExtraField {
-            key: "latest_execution",
-            write: &run,
-        },
-        ExtraField {
-            key: "profile",
-            write: &profile,
-        },
-    ];
-    let all = |_: Listed| true;
-    let enabled = |listed: Listed| listed.enabled;
-    let scheduled = |listed: Listed| listed.state == JobState::Scheduled;
-    let listings = [
-        listing(store, ctx, &all, &[]),
-        listing(store, ctx, &enabled, &[]),
-        listing(store, ctx, &scheduled, &extras),
-        listing(store, ctx, &all, &extras[1..]),
-    ]
-    .into_iter()
-    .map(|listing| listing.map(mask).map_err(same_home))
-    .collect();
-    let views = views(store, ctx)
-        .into_iter()
-        .map(|view| view.map_err(same_home))
+    let whole_jobs = store.load_jobs(ctx).await.map_err(|e| e.to_string());
+    let whole_listings = listing_kinds()
+        .iter()
+        .map(|(keep, extras)| {
+            let jobs = whole_jobs.as_ref().map_err(Clone::clone)?;
+            listing_of(jobs, ctx, keep, extras)
+        })
+        .map(masked)
         .collect();
+
     let running = HashSet::new();
     let scan = DueScan {
         options: ScanOptions {
@@ -444,6 +544,7 @@ fn read(cron: &Path, store_text: &str, ctx: &Context) -> Reading {
     };
     let pass = store
         .claim_due(ctx, &scan)
+        .await
         .map(|pass| {
             let occurrences = pass
                 .occurrences
@@ -453,16 +554,23 @@ fn read(cron: &Path, store_text: &str, ctx: &Context) -> Reading {
             (occurrences, pass.next_wake)
         })
         .map_err(|e| same_home(e.to_string()));
-    Reading {
+    let all: Keep = Arc::new(|_| true);
+    let listing_after_pass = masked(listing(store, ctx, all, Vec::new()).await);
+    let reading = Reading {
         views,
-        summaries,
+        summaries: summaries_read,
         listings,
         pass,
         after_pass: std::fs::read(cron.join("jobs.json"))
             .ok()
             .map(|bytes| mask(String::from_utf8_lossy(&bytes).into_owned())),
-        listing_after_pass: listing(store, ctx, &all, &[]).map(mask).map_err(same_home),
-    }
+        listing_after_pass,
+    };
+    let whole = Whole {
+        summaries: whole_summaries,
+        listings: whole_listings,
+    };
+    (reading, whole, foreign)
 }
 
 /// `text` with every id healing made up (12 hex digits the store does not hold) masked:
@@ -515,32 +623,89 @@ fn file_store(cron: &Path) -> FileStore {
     FileStore::new(cron, owner, Arc::new(|_| true))
 }
 
+/// The runtime every store call is awaited on, built once per process. It has one
+/// thread, so the file store works in place rather than on a blocking thread, and
+/// `the_long_way`, set on this thread, reaches its reads. Checked once before first use.
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime");
+        check_the_long_way_reaches_the_store(&runtime);
+        runtime
+    })
+}
+
+/// A canonical store of one plain job is listed by the walk, whose summaries come from
+/// its second thread, and inside `the_long_way` by the whole-document reader, on this
+/// thread: were the hook not to reach the store's reads, both readings below would be
+/// the walk's and every comparison of the target would compare the walk with itself.
+fn check_the_long_way_reaches_the_store(runtime: &Runtime) {
+    let root = scratch_dir().join(format!("hermes-fuzz-long-way-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let bytes = include_bytes!("../../tests/fixtures/newer_full_store.json");
+    let ctx = context();
+    let cron = home(&root, "check", bytes);
+    let store = file_store(&cron);
+    let (fast, fast_foreign) = runtime.block_on(summaries(&store, &ctx));
+    let (long, long_foreign) = the_long_way(|| runtime.block_on(summaries(&store, &ctx)));
+    let _ = std::fs::remove_dir_all(&root);
+    let listed = fast.as_ref().map(Vec::len).unwrap_or(0);
+    assert!(listed > 0, "the check store lists no job: {fast:?}");
+    assert_eq!(fast, long, "the check store's summaries differ");
+    assert_eq!(
+        fast_foreign, listed,
+        "the walk did not list the check store"
+    );
+    assert_eq!(
+        long_foreign, 0,
+        "the_long_way did not reach the store's reads"
+    );
+}
+
+/// Each listing of `a` equals the one of `b` at its place (named by its place, since one
+/// store's four listings often differ only in a filter).
+fn same_listings(a: &[Result<String, String>], b: &[Result<String, String>], what: &str) {
+    assert_eq!(a.len(), b.len(), "listings {what}");
+    for (n, (a, b)) in a.iter().zip(b).enumerate() {
+        assert_eq!(a, b, "listing {n} {what}");
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    let runtime = runtime();
     let bytes = store(&mut Input(data));
     let root = scratch_dir().join(format!("hermes-fuzz-fast-readers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let ctx = context();
+    let store_text = String::from_utf8_lossy(&bytes);
 
     let fast_cron = home(&root, "fast", &bytes);
-    let fast = file_store(&fast_cron);
-    // Whole jobs: the file store's own reader against the whole-document one.
-    let mut whole = Vec::new();
-    let each = fast.for_each_job(&ctx, None, &mut |job| whole.push(job));
-    let loaded = fast.load_jobs(&ctx);
-    match (&each, &loaded) {
-        (Ok(()), Ok(loaded)) => assert_eq!(&whole, loaded, "whole jobs differ"),
-        _ => assert_eq!(
-            each.map_err(|e| e.to_string()),
-            loaded.map(drop).map_err(|e| e.to_string()),
-            "whole jobs: one way fails"
-        ),
-    }
-    let store_text = String::from_utf8_lossy(&bytes);
-    let fast_reading = read(&fast_cron, &store_text, &ctx);
-
+    let (fast_reading, fast_whole, _) = runtime.block_on(read(&fast_cron, &store_text, &ctx));
     let long_cron = home(&root, "long", &bytes);
-    let long_reading = the_long_way(|| read(&long_cron, &store_text, &ctx));
+    let (long_reading, long_whole, long_foreign) =
+        the_long_way(|| runtime.block_on(read(&long_cron, &store_text, &ctx)));
+    assert_eq!(
+        long_foreign, 0,
+        "the_long_way listed by the walk: {store_text}"
+    );
 
+    // The whole-document reader reads both homes alike, and `list` and `list --json`
+    // must give what it gives, the usual way and the long way.
+    assert_eq!(
+        fast_whole, long_whole,
+        "whole-document reads of {store_text}"
+    );
+    assert_eq!(
+        fast_reading.summaries, fast_whole.summaries,
+        "summaries against load_view of {store_text}"
+    );
+    same_listings(
+        &fast_reading.listings,
+        &fast_whole.listings,
+        &format!("against load_jobs of {store_text}"),
+    );
     assert_eq!(
         fast_reading.views, long_reading.views,
         "views of {store_text}"
@@ -549,14 +714,11 @@ fuzz_target!(|data: &[u8]| {
         fast_reading.summaries, long_reading.summaries,
         "summaries of {store_text}"
     );
-    for (n, (fast, long)) in fast_reading
-        .listings
-        .iter()
-        .zip(&long_reading.listings)
-        .enumerate()
-    {
-        assert_eq!(fast, long, "listing {n} of {store_text}");
-    }
+    same_listings(
+        &fast_reading.listings,
+        &long_reading.listings,
+        &format!("of {store_text}"),
+    );
     assert_eq!(
         fast_reading.pass, long_reading.pass,
         "scheduler pass on {store_text}"

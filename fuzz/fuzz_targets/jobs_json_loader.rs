@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     let ctx = context();
     for record in &doc.jobs {
         let job = Job::from_record(record.clone());
-        let _ = job.normalized(&ctx);
+        let _ = job.clone().normalized(&ctx);
         let _ = (job.repeat(), job.deliver(), job.state(), job.skills());
         let before = job.schedule(&ctx).map(|s| s.to_json());
 
@@ -61,6 +61,9 @@ fuzz_target!(|data: &[u8]| {
         )
     });
     assert_eq!(again.jobs, doc.jobs, "jobs change through render → parse");
-    assert_eq!(again.extra, doc.extra, "top-level keys change through render → parse");
+    assert_eq!(
+        again.extra, doc.extra,
+        "top-level keys change through render → parse"
+    );
     assert_eq!(again.updated_at, doc.updated_at);
 });

@@ -43,7 +43,10 @@ fn bases() -> [DateTime<Utc>; 7] {
 
 fn check_next(after: DateTime<Utc>, next: Option<DateTime<Utc>>, what: &str) {
     if let Some(next) = next {
-        assert!(next > after, "{what}: next fire {next} is not after {after}");
+        assert!(
+            next > after,
+            "{what}: next fire {next} is not after {after}"
+        );
     }
 }
 
@@ -90,9 +93,9 @@ fn check_schedule(schedule: &Schedule, zone: Tz) {
 /// corpus without multiplying the cost of each run (a never-firing cron expression costs
 /// a full croner search per next-fire computation).
 fn zone_for(data: &[u8]) -> Tz {
-    let mix = data
-        .iter()
-        .fold(data.len(), |acc, &b| acc.wrapping_mul(31).wrapping_add(usize::from(b)));
+    let mix = data.iter().fold(data.len(), |acc, &b| {
+        acc.wrapping_mul(31).wrapping_add(usize::from(b))
+    });
     ZONES[mix % ZONES.len()]
 }
 
