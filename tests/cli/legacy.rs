@@ -556,6 +556,46 @@ fn a_pass_rewrites_only_the_jobs_it_ran_leaving_every_other_record_as_python_wro
     assert!(listed.ok().contains("Café digest"), "{}", listed.stdout);
 }
 
+#[test]
+fn a_due_job_without_an_id_runs_and_is_given_one_and_the_daemon_still_wakes_for_the_next() {
+    let hermes = Hermes::new();
+    if !hermes.on_files() {
+        return;
+    }
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(scripts.join("hello.sh"), "echo hello\n").unwrap();
+    // Neither record has an id: a hand-edited or very old store.
+    let store = r#"{"jobs": [
+      {"name": "hello", "prompt": "", "script": "hello.sh", "no_agent": true,
+       "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+       "enabled": true, "state": "scheduled", "next_run_at": "2026-06-01T11:00:00+00:00",
+       "deliver": "local"},
+      {"name": "later", "prompt": "", "script": "hello.sh", "no_agent": true, "id": 5,
+       "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+       "enabled": true, "state": "scheduled", "next_run_at": "2026-12-25T08:00:00+00:00",
+       "deliver": "local"}
+    ]}"#;
+    hermes.write_store(store.as_bytes());
+    let run = hermes.cron_at("2026-06-01T11:00:20+00:00", &["tick"]);
+    assert!(
+        run.ok().contains("hello"),
+        "the due job ran: {}",
+        run.stdout
+    );
+    let jobs = hermes.jobs();
+    assert_eq!(jobs.len(), 2);
+    let ran = jobs.iter().find(|job| job["name"] == "hello").unwrap();
+    assert!(
+        crate::support::is_job_id(ran["id"].as_str().unwrap()),
+        "{ran}"
+    );
+    assert_eq!(ran["last_status"], "ok");
+    assert_eq!(ran["next_run_at"], "2026-06-01T12:00:00+00:00");
+    let later = jobs.iter().find(|job| job["name"] == "later").unwrap();
+    assert_eq!(later["next_run_at"], "2026-12-25T08:00:00+00:00");
+}
+
 /// A one-shot as Python Hermes leaves it while its gateway runs it: dispatch counted,
 /// `next_run_at` kept, a `run_claim` stamped at `claim_at`.
 fn python_one_shot_in_flight(claim_at: &str) -> String {

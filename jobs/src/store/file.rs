@@ -230,8 +230,16 @@ impl Files {
         prune_completed_one_shots(&mut probe, ctx, scan.completed_retention);
         let mut planned = Vec::new();
         let mut next_wake = earliest(earliest_next_run(&probe, ctx, ttl), settled_wake);
-        if probe.len() != before {
-            // Pruning removes records: the whole store is rewritten.
+        // A due job is changed in place by its id; one without an id of its own (none, a
+        // number, one another job shares) is only reached by healing the whole store.
+        let by_id = candidates.iter().all(|id| !id.is_empty())
+            && probe
+                .iter()
+                .filter(|job| candidates.contains(job.id()))
+                .count()
+                == candidates.len();
+        if probe.len() != before || !by_id {
+            // Pruning removes records, healing gives ids: the whole store is rewritten.
             self.jobs
                 .update::<_, DocumentError>(&ctx.now_text(), |doc| {
                     let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
