@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-600}"
-targets="${TARGETS:-schedule_parser jobs_json_loader deliver_target}"
+targets="${TARGETS:-schedule_parser jobs_json_loader jobs_json_fast_readers deliver_target}"
 
 # cargo-fuzz passes nightly-only rustc flags (-Zsanitizer=address, sancov passes); this
 # machine has only the stable toolchain, and RUSTC_BOOTSTRAP=1 lets stable accept them.
@@ -25,6 +25,7 @@ command -v cargo-fuzz >/dev/null || {
 failed=()
 for target in $targets; do
     echo "== $target: ${seconds}s"
+    mkdir -p "fuzz/corpus/$target"
     # -timeout: one input taking 30 s is a hang worth reporting, not a slow path.
     # New inputs go to fuzz/corpus/<target>; fuzz/seeds/<target> (hand-written, realistic
     # inputs) is read but never rewritten.

@@ -8,17 +8,25 @@ pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
 }
 
+/// `HERMES_NOW` is set but cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("HERMES_NOW '{text}' is not an RFC 3339 instant: {source}")]
+pub struct ClockError {
+    text: String,
+    source: chrono::ParseError,
+}
+
 /// The system clock, unless `HERMES_NOW` pins it.
 pub struct SystemClock {
     pinned: Option<DateTime<Utc>>,
 }
 
 impl SystemClock {
-    pub fn from_env() -> Result<SystemClock, String> {
+    pub fn from_env() -> Result<SystemClock, ClockError> {
         let pinned = match std::env::var("HERMES_NOW") {
             Ok(text) if !text.trim().is_empty() => Some(
                 DateTime::parse_from_rfc3339(text.trim())
-                    .map_err(|e| format!("HERMES_NOW '{text}' is not an RFC 3339 instant: {e}"))?
+                    .map_err(|source| ClockError { text, source })?
                     .with_timezone(&Utc),
             ),
             _ => None,

@@ -51,7 +51,7 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
                 )
                 .await
             }
-            Err(e) => ScriptResult::Failed(e),
+            Err(e) => ScriptResult::Failed(e.to_string()),
         };
         match script_result {
             ScriptResult::Failed(error) if job.no_agent() => {

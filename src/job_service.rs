@@ -119,8 +119,8 @@ impl JobService {
     }
 
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
-        let vars = crate::agent::config::Vars::load(&self.home);
-        crate::agent::config::inference_now(config, &vars, &self.home)
+        let vars = crate::agent::inference::Vars::load(&self.home);
+        crate::agent::inference::inference_now(config, &vars, &self.home)
     }
 
     /// The job with exactly this id.

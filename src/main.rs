@@ -2,7 +2,7 @@
 //! into a one-line message and an exit code in one place.
 
 #[macro_use]
-mod output;
+mod stdout;
 mod agent;
 mod api;
 mod cli;

@@ -23,27 +23,37 @@ pub enum ScriptResult {
     Failed(String),
 }
 
+/// Why a job's script cannot be run; the text is the run's error.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ScriptError {
+    #[error("scripts folder {} does not exist: create it and put the script there", .0.display())]
+    NoScriptsFolder(PathBuf),
+    #[error("script not found: {}", .0.display())]
+    NotFound(PathBuf),
+    #[error("script '{script}' resolves outside {}; scripts must live inside it", root.display())]
+    Outside { script: String, root: PathBuf },
+    #[error("script is not a file: {}", .0.display())]
+    NotAFile(PathBuf),
+}
+
 /// Resolves `script` inside `scripts_dir`, refusing anything that escapes it (`..`,
 /// absolute paths, symlinks pointing out).
-pub fn resolve_script(scripts_dir: &Path, script: &str) -> Result<PathBuf, String> {
-    let root = scripts_dir.canonicalize().map_err(|_| {
-        format!(
-            "scripts folder {} does not exist: create it and put the script there",
-            scripts_dir.display()
-        )
-    })?;
+pub fn resolve_script(scripts_dir: &Path, script: &str) -> Result<PathBuf, ScriptError> {
+    let root = scripts_dir
+        .canonicalize()
+        .map_err(|_| ScriptError::NoScriptsFolder(scripts_dir.to_path_buf()))?;
     let candidate = root.join(script);
     let resolved = candidate
         .canonicalize()
-        .map_err(|_| format!("script not found: {}", candidate.display()))?;
+        .map_err(|_| ScriptError::NotFound(candidate))?;
     if !resolved.starts_with(&root) || Path::new(script).is_absolute() {
-        return Err(format!(
-            "script '{script}' resolves outside {}; scripts must live inside it",
-            root.display()
-        ));
+        return Err(ScriptError::Outside {
+            script: script.to_string(),
+            root,
+        });
     }
     if !resolved.is_file() {
-        return Err(format!("script is not a file: {}", resolved.display()));
+        return Err(ScriptError::NotAFile(resolved));
     }
     Ok(resolved)
 }
@@ -202,12 +212,15 @@ mod tests {
         assert!(resolve_script(&scripts, "ok.sh").is_ok());
         assert!(resolve_script(&scripts, "../outside.sh")
             .unwrap_err()
+            .to_string()
             .contains("outside"));
         assert!(resolve_script(&scripts, "link.sh")
             .unwrap_err()
+            .to_string()
             .contains("outside"));
         assert!(resolve_script(&scripts, "missing.sh")
             .unwrap_err()
+            .to_string()
             .contains("not found"));
     }
 }

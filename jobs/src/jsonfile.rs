@@ -307,8 +307,12 @@ fn canonical_parts(bytes: &[u8]) -> Option<raw_view::Parts<'_>> {
 /// `bytes`: the whole file is checked as JSON, and each job can then be read alone
 /// ([`record_keeping`]) without building the others. `None` when the
 /// store is not in the canonical shape (BOM, bare list, id map, raw control characters,
-/// unreadable): [`parse_document`] reads, repairs or refuses those.
+/// nesting deeper than [`parse_document`] reads, unreadable): [`parse_document`] reads,
+/// repairs or refuses those.
 pub fn canonical_job_texts(bytes: &[u8]) -> Option<Vec<&serde_json::value::RawValue>> {
+    if crate::jsonscan::nests_too_deep(bytes) {
+        return None;
+    }
     canonical_parts(bytes).map(|top| top.jobs)
 }
 

@@ -43,6 +43,25 @@ pub enum Walk {
 /// serde_json refuses nesting deeper than 128; stopping earlier leaves those to it.
 const MAX_DEPTH: usize = 100;
 
+thread_local! {
+    /// Set on this thread while [`the_long_way`] runs.
+    static LONG_WAY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with every walk on this thread answering `None`, so every reader of the
+/// store takes its whole-document path: what a differential test compares the walk with.
+#[doc(hidden)]
+pub fn the_long_way<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            LONG_WAY.set(self.0);
+        }
+    }
+    let _restore = Restore(LONG_WAY.replace(true));
+    f()
+}
+
 /// Calls `each` with every job of a canonical store: its text and its entries. `None`
 /// when the text is not a canonical store (or `each` stopped): nothing it was given
 /// can be trusted then, since the rest of the file was not checked.
@@ -50,6 +69,9 @@ pub fn walk_jobs<'a>(
     bytes: &'a [u8],
     each: &mut dyn FnMut(&'a str, &[Entry<'a>]) -> Walk,
 ) -> Option<()> {
+    if LONG_WAY.get() {
+        return None;
+    }
     let text = std::str::from_utf8(bytes).ok()?;
     let mut cursor = Cursor::new(text);
     let mut entries = Vec::with_capacity(48);
@@ -150,6 +172,36 @@ pub fn walk_jobs_in_parallel<'a>(
         Some(walked) => walked,
         None => walk_jobs(bytes, each),
     }
+}
+
+/// Does the JSON text nest containers deeper than the whole-document reader reads?
+/// serde_json refuses a 128th level; a reader that takes values as raw text (and so never
+/// counts levels) asks this first, to leave such a store to the reader that refuses it.
+pub fn nests_too_deep(bytes: &[u8]) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth >= 128 {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The entries of one JSON object's text (a value an [`Entry`] holds), checked as JSON;
@@ -598,6 +650,47 @@ mod tests {
             Walk::Continue
         })?;
         Some(jobs)
+    }
+
+    #[test]
+    fn a_store_too_deep_for_the_whole_document_reader_is_not_read_job_by_job() {
+        let path = std::path::Path::new("jobs.json");
+        for depth in 120..135 {
+            let deep = "[".repeat(depth) + &"]".repeat(depth);
+            let stores = [
+                format!("{{\"jobs\": [{{\"id\": \"a\"}}], \"x\": {deep}}}"),
+                format!("{{\"jobs\": [{{\"id\": \"a\", \"x\": {deep}}}]}}"),
+                format!("{{\"jobs\": [], \"x\": \"[[[{deep}\"}}"),
+            ];
+            for store in stores {
+                let whole = crate::jsonfile::parse_document(store.as_bytes(), path).is_ok();
+                assert_eq!(
+                    !nests_too_deep(store.as_bytes()),
+                    whole,
+                    "depth {depth}: {store}"
+                );
+                if !whole {
+                    assert!(crate::jsonfile::canonical_job_texts(store.as_bytes()).is_none());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_long_way_turns_every_walk_away_on_its_thread_only_while_it_runs() {
+        let store = "{\"jobs\": [{\"id\": \"a\"}]}";
+        assert!(the_long_way(|| jobs_of(store)).is_none());
+        the_long_way(|| {
+            the_long_way(|| ());
+            assert!(
+                jobs_of(store).is_none(),
+                "an inner call leaves the outer one on"
+            );
+        });
+        assert_eq!(jobs_of(store).map(|jobs| jobs.len()), Some(1));
+        let other_thread =
+            the_long_way(|| std::thread::scope(|s| s.spawn(|| jobs_of(store)).join()));
+        assert!(matches!(other_thread, Ok(Some(_))));
     }
 
     #[test]

@@ -71,31 +71,6 @@ impl Platform {
         names
     };
 
-    /// The platforms this build has a sender for. Their order is also the order in
-    /// which `origin` without an origin falls back through home channels: Python
-    /// Hermes' order (`_HOME_TARGET_ENV_VARS`), so both pick the same home.
-    pub const SENDABLE: [Platform; 19] = [
-        Platform::Matrix,
-        Platform::Telegram,
-        Platform::Discord,
-        Platform::Slack,
-        Platform::Signal,
-        Platform::Mattermost,
-        Platform::Sms,
-        Platform::Email,
-        Platform::DingTalk,
-        Platform::Feishu,
-        Platform::WeCom,
-        Platform::Weixin,
-        Platform::BlueBubbles,
-        Platform::QqBot,
-        Platform::WhatsApp,
-        Platform::WhatsAppCloud,
-        Platform::HomeAssistant,
-        Platform::WeComCallback,
-        Platform::Yuanbao,
-    ];
-
     /// The name as stored in `deliver` and `origin.platform`: lowercase ASCII.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -170,11 +145,6 @@ impl Platform {
             return None;
         }
         Some((chat, thread))
-    }
-
-    /// Whether this build can send to the platform (see [`Platform::SENDABLE`]).
-    pub fn can_send(self) -> bool {
-        Platform::SENDABLE.contains(&self)
     }
 }
 
@@ -487,36 +457,11 @@ mod tests {
     }
 
     #[test]
-    fn platforms_know_their_names_and_which_can_be_sent_to() {
+    fn platforms_know_their_names() {
         for platform in Platform::ALL {
             assert_eq!(Platform::parse(platform.as_str()), Some(platform));
         }
         assert_eq!(Platform::NAMES[9], "homeassistant");
-        assert_eq!(
-            Platform::SENDABLE.map(Platform::as_str),
-            [
-                "matrix",
-                "telegram",
-                "discord",
-                "slack",
-                "signal",
-                "mattermost",
-                "sms",
-                "email",
-                "dingtalk",
-                "feishu",
-                "wecom",
-                "weixin",
-                "bluebubbles",
-                "qqbot",
-                "whatsapp",
-                "whatsapp_cloud",
-                "homeassistant",
-                "wecom_callback",
-                "yuanbao"
-            ]
-        );
-        assert!(Platform::ALL.into_iter().all(Platform::can_send));
     }
 
     #[test]

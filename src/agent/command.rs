@@ -10,7 +10,7 @@ use std::process::Stdio;
 use jobs::Job;
 use tokio::io::AsyncWriteExt;
 
-use super::config::Vars;
+use super::inference::Vars;
 use super::reply_result;
 use crate::process::GroupKill;
 use crate::runner::{read_output, RunEnv, RunResult};

@@ -21,8 +21,8 @@ use rmcp::ServiceExt;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::config::Vars;
-use super::provider::ToolSpec;
+use super::inference::Vars;
+use super::model_api::ToolSpec;
 use crate::config::{McpServer, Seconds};
 use crate::process::GroupKill;
 use crate::runner::{Activity, RunEnv, RunOutcome, RunResult};
@@ -44,6 +44,70 @@ const SAFE_VARIABLES: &[&str] = &[
 ];
 /// The toolset that names every server at once in Hermes: a job listing it gets none.
 const NO_MCP: &str = "no_mcp";
+
+/// Why a server cannot be used in this run. The text completes "MCP server '<name>'
+/// could not be used in this run: ", so it speaks of the server as "it".
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("it has neither 'command' (a stdio server) nor 'url' (an HTTP server); add one to its entry under mcp_servers in config.yaml")]
+    NoCommandOrUrl,
+    #[error("cannot start '{}': {source}; check 'command' (and PATH in its 'env')", program.display())]
+    Spawn {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to its standard input and output")]
+    NoStdio,
+    #[error("{0}")]
+    Exited(ExitReason),
+    #[error(transparent)]
+    Stdio(Handshake),
+    #[error("it did not answer within {0}s (its connect_timeout); it was stopped with its child processes")]
+    StdioTimeout(f64),
+    #[error("cannot set up TLS: {0}")]
+    Tls(rustls::Error),
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(reqwest_mcp::Error),
+    #[error("its url '{0}' is not an http(s) URL")]
+    NotHttp(String),
+    #[error("'{0}' under its headers is not a valid header name")]
+    HeaderName(String),
+    #[error("the value of header '{0}' is not valid in an HTTP header")]
+    HeaderValue(String),
+    #[error("{url}: {source}")]
+    Http { url: String, source: Handshake },
+    #[error("{url} did not answer within {secs}s (its connect_timeout)")]
+    HttpTimeout { url: String, secs: f64 },
+    #[error("its start-up task failed")]
+    TaskFailed,
+}
+
+/// Why the MCP session with a started server could not be set up, in one line without
+/// the transport's Rust type names.
+#[derive(Debug, thiserror::Error)]
+enum Handshake {
+    #[error("{0}")]
+    Initialize(String),
+    #[error("listing its tools failed: {0}")]
+    ListTools(String),
+}
+
+/// How a stdio server ended: its exit status and the last line it wrote on stderr.
+#[derive(Debug)]
+struct ExitReason {
+    status: std::process::ExitStatus,
+    last_stderr: Option<String>,
+}
+
+impl std::fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "it exited with {}", self.status)?;
+        match &self.last_stderr {
+            Some(last) => write!(f, "; its last error output: {last}"),
+            None => Ok(()),
+        }
+    }
+}
 
 /// A name as Python Hermes puts it in a tool name: everything outside `[A-Za-z0-9_]`
 /// becomes `_`.
@@ -183,20 +247,19 @@ impl Process {
         }
     }
 
-    /// "exit status 3: <last stderr line>" once the process has exited, waiting up to
-    /// `grace` for it.
-    async fn exit_reason(&self, grace: Duration) -> Option<String> {
+    /// How the process ended, once it has, waiting up to `grace` for it.
+    async fn exit_reason(&self, grace: Duration) -> Option<ExitReason> {
         let status = {
             let mut child = self.child.lock().await;
             tokio::time::timeout(grace, child.wait()).await.ok()?.ok()?
         };
         // Give the stderr reader a moment to take the last lines.
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let mut reason = format!("it exited with {status}");
-        if let Some(last) = self.stderr.lock().ok().and_then(|l| l.last().cloned()) {
-            reason.push_str(&format!("; its last error output: {last}"));
-        }
-        Some(reason)
+        let last_stderr = self.stderr.lock().ok().and_then(|l| l.last().cloned());
+        Some(ExitReason {
+            status,
+            last_stderr,
+        })
     }
 }
 
@@ -342,7 +405,7 @@ impl McpServers {
             let workdir = setup.workdir.to_path_buf();
             tasks.spawn(async move { (index, connect(&config, &vars, &workdir).await) });
         }
-        let mut started: Vec<Option<Result<Connected, String>>> =
+        let mut started: Vec<Option<Result<Connected, StartError>>> =
             (0..servers.len()).map(|_| None).collect();
         while let Some(joined) = tasks.join_next().await {
             match joined {
@@ -357,7 +420,7 @@ impl McpServers {
         };
         let mut offered: Vec<String> = Vec::new();
         for (config, result) in servers.iter().zip(started) {
-            let result = result.unwrap_or_else(|| Err("its start-up task failed".to_string()));
+            let result = result.unwrap_or(Err(StartError::TaskFailed));
             let server = match result {
                 Ok(connected) => {
                     let helpers = (connected.resources, connected.prompts);
@@ -389,7 +452,7 @@ impl McpServers {
                         "MCP server '{}' could not be used in this run: {why}",
                         config.name
                     ));
-                    Server::failed(config, why)
+                    Server::failed(config, why.to_string())
                 }
             };
             mcp.servers.push(server);
@@ -633,12 +696,12 @@ impl Connected {
     }
 }
 
-async fn connect(config: &McpServer, vars: &Vars, workdir: &Path) -> Result<Connected, String> {
+async fn connect(config: &McpServer, vars: &Vars, workdir: &Path) -> Result<Connected, StartError> {
     let limit = seconds(config.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
     match (&config.command, &config.url) {
         (Some(command), _) => connect_stdio(config, command, vars, workdir, limit).await,
         (None, Some(url)) => connect_http(config, url, vars, limit).await,
-        (None, None) => Err("it has neither 'command' (a stdio server) nor 'url' (an HTTP server); add one to its entry under mcp_servers in config.yaml".to_string()),
+        (None, None) => Err(StartError::NoCommandOrUrl),
     }
 }
 
@@ -646,7 +709,10 @@ async fn connect(config: &McpServer, vars: &Vars, workdir: &Path) -> Result<Conn
 async fn handshake<T, E, A>(
     transport: T,
     limit: Duration,
-) -> Result<Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), String>, ()>
+) -> Result<
+    Result<(RunningService<RoleClient, ()>, Vec<rmcp::model::Tool>), Handshake>,
+    tokio::time::error::Elapsed,
+>
 where
     T: rmcp::transport::IntoTransport<RoleClient, E, A>,
     E: std::error::Error + Send + Sync + 'static,
@@ -657,21 +723,21 @@ where
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| format!("listing its tools failed: {}", one_line(&e.to_string())))?;
+            .map_err(|e| Handshake::ListTools(one_line(&e.to_string())))?;
         Ok((service, tools))
     };
-    tokio::time::timeout(limit, work).await.map_err(|_| ())
+    tokio::time::timeout(limit, work).await
 }
 
 /// Why the session could not be set up, without the transport's Rust type names that
 /// rmcp's own message carries.
-fn start_failure(e: &rmcp::service::ClientInitializeError) -> String {
-    match e {
+fn start_failure(e: &rmcp::service::ClientInitializeError) -> Handshake {
+    Handshake::Initialize(match e {
         rmcp::service::ClientInitializeError::TransportError { error, context } => {
             one_line(&format!("{} ({context})", error.error))
         }
         other => one_line(&other.to_string()),
-    }
+    })
 }
 
 async fn connect_stdio(
@@ -680,7 +746,7 @@ async fn connect_stdio(
     vars: &Vars,
     workdir: &Path,
     limit: Duration,
-) -> Result<Connected, String> {
+) -> Result<Connected, StartError> {
     let program = expand_home(&expand(command, vars));
     let args: Vec<String> = config.args.iter().map(|a| expand(a, vars)).collect();
     let mut cmd = tokio::process::Command::new(&program);
@@ -695,17 +761,15 @@ async fn connect_stdio(
         .kill_on_drop(true);
     let mut child = crate::process::spawn_dying_with_process(cmd)
         .await
-        .map_err(|e| {
-            format!(
-                "cannot start '{}': {e}; check 'command' (and PATH in its 'env')",
-                program.display()
-            )
+        .map_err(|source| StartError::Spawn {
+            program: program.clone(),
+            source,
         })?;
     let group = GroupKill::new(child.id());
     let (Some(stdout), Some(stdin), Some(stderr)) =
         (child.stdout.take(), child.stdin.take(), child.stderr.take())
     else {
-        return Err("cannot connect to its standard input and output".to_string());
+        return Err(StartError::NoStdio);
     };
     let process = Process {
         child: tokio::sync::Mutex::new(child),
@@ -731,14 +795,11 @@ async fn connect_stdio(
         Ok(Err(why)) => {
             let reason = process.exit_reason(Duration::from_millis(500)).await;
             process.kill();
-            Err(reason.unwrap_or(why))
+            Err(reason.map_or(StartError::Stdio(why), StartError::Exited))
         }
-        Err(()) => {
+        Err(_) => {
             process.kill();
-            Err(format!(
-                "it did not answer within {}s (its connect_timeout); it was stopped with its child processes",
-                limit.as_secs_f64()
-            ))
+            Err(StartError::StdioTimeout(limit.as_secs_f64()))
         }
     }
 }
@@ -746,14 +807,14 @@ async fn connect_stdio(
 /// The client for HTTP servers: rustls on ring with the webpki roots (as our model
 /// calls), same-origin 307/308 redirects only (anything else would drop the request
 /// body or send the configured headers to another host).
-fn http_client(limit: Duration) -> Result<reqwest_mcp::Client, String> {
+fn http_client(limit: Duration) -> Result<reqwest_mcp::Client, StartError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?
+        .map_err(StartError::Tls)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     reqwest_mcp::Client::builder()
@@ -772,7 +833,7 @@ fn http_client(limit: Duration) -> Result<reqwest_mcp::Client, String> {
             }
         }))
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+        .map_err(StartError::HttpClient)
 }
 
 async fn connect_http(
@@ -780,16 +841,16 @@ async fn connect_http(
     url: &str,
     vars: &Vars,
     limit: Duration,
-) -> Result<Connected, String> {
+) -> Result<Connected, StartError> {
     let url = expand(url, vars);
     match reqwest_mcp::Url::parse(&url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") => {}
-        _ => return Err(format!("its url '{url}' is not an http(s) URL")),
+        _ => return Err(StartError::NotHttp(url)),
     }
     let mut headers = HashMap::new();
     for (name, value) in &config.headers {
         let header = reqwest_mcp::header::HeaderName::from_bytes(name.trim().as_bytes())
-            .map_err(|_| format!("'{name}' under its headers is not a valid header name"))?;
+            .map_err(|_| StartError::HeaderName(name.clone()))?;
         if matches!(
             header.as_str(),
             "accept" | "mcp-session-id" | "last-event-id" | "mcp-protocol-version"
@@ -798,7 +859,7 @@ async fn connect_http(
             continue;
         }
         let value = reqwest_mcp::header::HeaderValue::from_str(&expand(value, vars))
-            .map_err(|_| format!("the value of header '{name}' is not valid in an HTTP header"))?;
+            .map_err(|_| StartError::HeaderValue(name.clone()))?;
         headers.insert(header, value);
     }
     let client = http_client(limit)?;
@@ -808,11 +869,11 @@ async fn connect_http(
     );
     match handshake(transport, limit).await {
         Ok(Ok((service, tools))) => Ok(Connected::new(service, tools, None)),
-        Ok(Err(why)) => Err(format!("{url}: {why}")),
-        Err(()) => Err(format!(
-            "{url} did not answer within {}s (its connect_timeout)",
-            limit.as_secs_f64()
-        )),
+        Ok(Err(source)) => Err(StartError::Http { url, source }),
+        Err(_) => Err(StartError::HttpTimeout {
+            url,
+            secs: limit.as_secs_f64(),
+        }),
     }
 }
 
@@ -1033,10 +1094,7 @@ fn listed_resources<T: serde::Serialize>(resources: &[T]) -> String {
 /// The texts of a resource's contents (binary ones by their size), as `result`.
 fn read_resource<T: serde::Serialize>(result: &T) -> String {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);
-    let parts: Vec<String> = result["contents"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let parts: Vec<String> = items(&result, "contents")
         .filter_map(|c| match (c["text"].as_str(), c["blob"].as_str()) {
             (Some(text), _) => Some(text.to_string()),
             (None, Some(blob)) => Some(format!("[binary data, {} bytes]", blob.len() / 4 * 3)),
@@ -1053,10 +1111,7 @@ fn listed_prompts<T: serde::Serialize>(prompts: &[T]) -> String {
         .filter_map(|p| serde_json::to_value(p).ok())
         .map(|p| {
             let mut item = picked(&p, &["name", "description"]);
-            let arguments: Vec<Value> = p["arguments"]
-                .as_array()
-                .into_iter()
-                .flatten()
+            let arguments: Vec<Value> = items(&p, "arguments")
                 .map(|a| {
                     let mut argument = picked(a, &["name", "description"]);
                     argument["required"] = json!(a["required"].as_bool().unwrap_or(false));
@@ -1073,10 +1128,7 @@ fn listed_prompts<T: serde::Serialize>(prompts: &[T]) -> String {
 /// `{"messages": [{role, content}], "description"?}`: each message's text.
 fn got_prompt<T: serde::Serialize>(result: &T) -> String {
     let result = serde_json::to_value(result).unwrap_or(Value::Null);
-    let messages: Vec<Value> = result["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let messages: Vec<Value> = items(&result, "messages")
         .map(|m| {
             let content = &m["content"];
             let text = content["text"]
@@ -1092,6 +1144,11 @@ fn got_prompt<T: serde::Serialize>(result: &T) -> String {
         out["description"] = json!(description);
     }
     out.to_string()
+}
+
+/// The elements of the list `value[key]`; none when it is not a list.
+fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    value[key].as_array().into_iter().flatten()
 }
 
 /// The keys of `value` among `keys` that hold something.

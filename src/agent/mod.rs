@@ -1,6 +1,6 @@
 //! The built-in agent that runs a job (docs/AGENT.md): a fresh conversation per run, no
-//! history. It reads its configuration anew each run (`config`), assembles and scans the
-//! prompt (`prompt`, `skills`), then loops: call the model (`provider`, through the
+//! history. It reads its configuration anew each run (`inference`), assembles and scans the
+//! prompt (`prompt`, `skills`), then loops: call the model (`model_api`, through the
 //! retries and fallback of `retry`), run the tools it asks for (`tools`) in parallel,
 //! put the results back in the order asked, and call again until a text answer.
 //!
@@ -12,11 +12,11 @@
 //! (`command`). This module never touches the store, delivery or the ledger.
 
 pub mod command;
-pub mod config;
+pub mod inference;
 pub mod mcp;
+pub mod model_api;
 pub mod prompt;
-pub mod provider;
-pub mod providers;
+pub mod provider_registry;
 pub mod retry;
 pub mod skills;
 pub mod system_prompt;
@@ -29,10 +29,9 @@ use std::time::Duration;
 use jobs::Job;
 use serde_json::Value;
 
-use self::config::{AgentConfig, Backend, Vars};
+use self::inference::{AgentConfig, Backend, Vars};
+use self::model_api::{ChatRequest, Message, ToolSpec};
 use self::prompt::{assemble, is_silent, ScriptSection};
-use self::provider::ToolSpec;
-use self::provider::{ChatRequest, Message};
 use self::retry::{Caller, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
@@ -54,7 +53,7 @@ struct Tokens {
 }
 
 impl Tokens {
-    fn add(&mut self, usage: Option<provider::Usage>) {
+    fn add(&mut self, usage: Option<model_api::Usage>) {
         if let Some(u) = usage {
             self.prompt += u.prompt_tokens;
             self.completion += u.completion_tokens;
@@ -105,9 +104,9 @@ pub async fn run_agent_with(
     let raw_prompt = job.prompt().to_string();
     // config.yaml was read once for this run, so an edit applies from the next run on.
     let vars = Vars::load(&env.home);
-    let settings = match config::resolve(job, &env.config, &vars, &env.home) {
+    let settings = match inference::resolve(job, &env.config, &vars, &env.home) {
         Ok(s) => s,
-        Err(e) => return RunOutcome::failed(raw_prompt, e),
+        Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
     let sources = prompt::Sources {
         home: &env.home,
@@ -116,7 +115,7 @@ pub async fn run_agent_with(
     };
     let prompt = match assemble(job, &sources, &script).await {
         Ok(p) => p,
-        Err(e) => return RunOutcome::failed(raw_prompt, e),
+        Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
     match &settings.backend {
         Backend::Command(argv) => {
@@ -221,7 +220,7 @@ async fn converse(
             .await
         {
             Ok(r) => r,
-            Err(e) => return outcome(prompt, RunResult::Failed(e), tokens),
+            Err(e) => return outcome(prompt, RunResult::Failed(e.to_string()), tokens),
         };
         env.activity.touch();
         tokens.add(reply.usage);
@@ -262,7 +261,7 @@ async fn converse(
             tokens.add(reply.usage);
             outcome(prompt, reply_result(reply.message.content), tokens)
         }
-        Err(e) => outcome(prompt, RunResult::Failed(e), tokens),
+        Err(e) => outcome(prompt, RunResult::Failed(e.to_string()), tokens),
     }
 }
 
@@ -300,7 +299,7 @@ fn system_message(job: &Job, env: &RunEnv, settings: &AgentConfig, has_tools: bo
 
 /// Runs the calls concurrently; results come back in the order of `calls`.
 async fn run_tools(
-    calls: &[provider::ToolCall],
+    calls: &[model_api::ToolCall],
     offered: &[ToolSpec],
     ctx: &ToolContext,
 ) -> Vec<String> {

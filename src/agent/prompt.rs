@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use jobs::store::Store;
-use jobs::threats::{scan_injected, scan_prompt};
+use jobs::threats::{scan_injected, scan_prompt, PromptBlocked};
 use jobs::Context;
 use jobs::Job;
 use serde_json::Value;
@@ -21,6 +21,25 @@ use super::skills::load_skills;
 pub const CONTEXT_CAP: usize = 8000;
 
 pub const CRON_NOTICE: &str = "[SYSTEM: You are running as a scheduled cron job. There is no user present to answer questions or approve actions. Your final answer is delivered to the user automatically — do not try to send it yourself. If there is genuinely nothing new to report, answer exactly [SILENT] and nothing else. Never create, change or remove scheduled jobs because the task mentions times or dates.]";
+
+/// Why a run's prompt is refused before any model call (docs/SAFETY.md, "Prompt
+/// scanning"): the scan's finding and where it was found. The text is the run's error.
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error(transparent)]
+    Prompt(PromptBlocked),
+    #[error("{source} (in the output of job {job} given as context)")]
+    Context { job: String, source: PromptBlocked },
+    #[error("{0} (in the script's output)")]
+    ScriptOutput(PromptBlocked),
+    #[error("{0} (in the script's error)")]
+    ScriptError(PromptBlocked),
+    #[error("{source} (in skill '{skill}')")]
+    Skill {
+        skill: String,
+        source: PromptBlocked,
+    },
+}
 
 /// What the job's script left for the agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,7 +83,7 @@ pub struct Sources<'a> {
     pub ctx: &'a Context,
 }
 
-async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, String> {
+async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, PromptError> {
     let ids: Vec<String> = match job.get("context_from") {
         Some(Value::Array(items)) => items
             .iter()
@@ -99,8 +118,13 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Str
         };
         let body = match newest {
             Some(doc) => {
-                let clean = scan_injected(&cut(response_part(&doc), CONTEXT_CAP))
-                    .map_err(|e| format!("{e} (in the output of job {id} given as context)"))?;
+                let clean =
+                    scan_injected(&cut(response_part(&doc), CONTEXT_CAP)).map_err(|source| {
+                        PromptError::Context {
+                            job: id.clone(),
+                            source,
+                        }
+                    })?;
                 clean
             }
             None if own => continue,
@@ -116,8 +140,8 @@ pub async fn assemble(
     job: &Job,
     sources: &Sources<'_>,
     script: &ScriptSection,
-) -> Result<String, String> {
-    scan_prompt(job.prompt()).map_err(|e| e.to_string())?;
+) -> Result<String, PromptError> {
+    scan_prompt(job.prompt()).map_err(PromptError::Prompt)?;
     let (skills, missing) = load_skills(sources.home, &job.skills());
     let mut prompt = String::new();
     if !missing.is_empty() {
@@ -132,19 +156,19 @@ pub async fn assemble(
     match script {
         ScriptSection::None => {}
         ScriptSection::Output(out) => {
-            let clean = scan_injected(out.trim_end())
-                .map_err(|e| format!("{e} (in the script's output)"))?;
+            let clean = scan_injected(out.trim_end()).map_err(PromptError::ScriptOutput)?;
             prompt.push_str(&format!("## Script Output\n\n{clean}\n\n"));
         }
         ScriptSection::Error(err) => {
-            let clean = scan_injected(err.trim_end())
-                .map_err(|e| format!("{e} (in the script's error)"))?;
+            let clean = scan_injected(err.trim_end()).map_err(PromptError::ScriptError)?;
             prompt.push_str(&format!("## Script Error\n\n{clean}\n\n"));
         }
     }
     for skill in &skills {
-        let body =
-            scan_injected(&skill.body).map_err(|e| format!("{e} (in skill '{}')", skill.name))?;
+        let body = scan_injected(&skill.body).map_err(|source| PromptError::Skill {
+            skill: skill.name.clone(),
+            source,
+        })?;
         prompt.push_str(&format!(
             "[SYSTEM: The user has invoked the \"{}\" skill and wants you to follow its instructions.]\n\n{body}\n\n",
             skill.name
@@ -297,6 +321,7 @@ mod tests {
         assert!(assemble(&bad, &test.sources(), &ScriptSection::None)
             .await
             .unwrap_err()
+            .to_string()
             .contains("prompt_injection"));
         let ok = job(json!({"prompt": "summarise"}));
         assert!(assemble(

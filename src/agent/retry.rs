@@ -16,9 +16,23 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::config::Endpoint;
-use super::provider::{build_client, call, CallError, ChatRequest, ErrorClass, ModelReply};
+use super::inference::Endpoint;
+use super::model_api::{build_client, call, CallError, ChatRequest, ErrorClass, ModelReply};
 use crate::runner::Activity;
+
+/// Every endpoint of the run failed one model call: what each answered last, in the
+/// order tried (the text is the run's error).
+#[derive(Debug, thiserror::Error)]
+#[error("model call failed: {}", listed(.0))]
+pub struct ModelCallFailed(Vec<(String, CallError)>);
+
+fn listed(failures: &[(String, CallError)]) -> String {
+    failures
+        .iter()
+        .map(|(endpoint, error)| format!("{} ({endpoint}): {error}", error.class.as_str()))
+        .collect::<Vec<_>>()
+        .join("; then fallback ")
+}
 
 /// How the retry loop waits.
 pub trait Sleeper: Send + Sync {
@@ -100,7 +114,7 @@ impl<'a> Caller<'a> {
 
     /// One model call with retries and fallback. The error lists what each endpoint
     /// answered last, each with its class.
-    pub async fn call(&mut self, request: &ChatRequest<'_>) -> Result<ModelReply, String> {
+    pub async fn call(&mut self, request: &ChatRequest<'_>) -> Result<ModelReply, ModelCallFailed> {
         let mut failures = Vec::new();
         for index in self.current..self.endpoints.len() {
             let endpoint = &self.endpoints[index];
@@ -117,18 +131,11 @@ impl<'a> Caller<'a> {
                 }
                 Err(error) => {
                     tracing::warn!("model call to {} failed: {error}", endpoint.label());
-                    failures.push(format!(
-                        "{} ({}): {error}",
-                        error.class.as_str(),
-                        endpoint.label()
-                    ));
+                    failures.push((endpoint.label(), error));
                 }
             }
         }
-        Err(format!(
-            "model call failed: {}",
-            failures.join("; then fallback ")
-        ))
+        Err(ModelCallFailed(failures))
     }
 
     async fn on_endpoint(
@@ -169,8 +176,8 @@ impl<'a> Caller<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::config::ApiMode;
-    use crate::agent::provider::Message;
+    use crate::agent::inference::ApiMode;
+    use crate::agent::model_api::Message;
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]
@@ -236,7 +243,7 @@ mod tests {
         endpoints: Vec<Endpoint>,
         retries: u32,
         timeout_ms: u64,
-    ) -> (Result<ModelReply, String>, Vec<Duration>) {
+    ) -> (Result<ModelReply, ModelCallFailed>, Vec<Duration>) {
         let sleeper = RecordingSleeper::default();
         let activity = Activity::new();
         let messages = vec![Message::user("hi")];
@@ -263,23 +270,18 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap_with_up_to_half_jitter() {
-        for _ in 0..50 {
-            assert!(within(
-                jittered_backoff(1, Duration::from_secs(2), Duration::from_secs(60)),
-                2.0
-            ));
-            assert!(within(
-                jittered_backoff(3, Duration::from_secs(2), Duration::from_secs(60)),
-                8.0
-            ));
-            assert!(within(
-                jittered_backoff(9, Duration::from_secs(2), Duration::from_secs(60)),
-                60.0
-            ));
-            assert!(within(
-                jittered_backoff(2, Duration::from_secs(5), Duration::from_secs(120)),
-                10.0
-            ));
+        // (attempt, base, cap, the wait before jitter), in seconds.
+        for (attempt, base, cap, plain) in [
+            (1, 2, 60, 2.0),
+            (3, 2, 60, 8.0),
+            (9, 2, 60, 60.0),
+            (2, 5, 120, 10.0),
+        ] {
+            for _ in 0..50 {
+                let wait =
+                    jittered_backoff(attempt, Duration::from_secs(base), Duration::from_secs(cap));
+                assert!(within(wait, plain), "{attempt}: {wait:?}");
+            }
         }
     }
 
@@ -335,7 +337,7 @@ mod tests {
     async fn a_401_is_not_retried_and_names_auth() {
         let (base, seen) = fake(vec![(401, None, "bad key", 0)]);
         let (result, waits) = run(vec![endpoint(&base)], 3, 5000).await;
-        let error = result.unwrap_err();
+        let error = result.unwrap_err().to_string();
         assert!(error.contains("auth") && error.contains("401"), "{error}");
         assert!(waits.is_empty());
         assert_eq!(*seen.lock().unwrap(), 1);
@@ -371,7 +373,7 @@ mod tests {
             format!("http://{}/v1", l.local_addr().unwrap())
         };
         let (result, waits) = run(vec![endpoint(&dead)], 2, 2000).await;
-        let error = result.unwrap_err();
+        let error = result.unwrap_err().to_string();
         assert!(error.contains("network"), "{error}");
         assert_eq!(waits.len(), 1);
     }

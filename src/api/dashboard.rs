@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use jobs::store::ExtraField;
-use jobs::{JobEdit, NewJob, Platform};
+use jobs::{JobEdit, NewJob};
 
 use super::hermes_jobs::job_edit;
 use super::ops::{Failure, Record};
@@ -268,10 +268,10 @@ async fn delivery_targets(State(state): State<Arc<ApiState>>) -> Response {
         "home_target_set": true,
         "home_env_var": null,
     })];
-    for platform in Platform::SENDABLE {
-        let configured = crate::delivery::http::required_vars(platform)
+    for platform in crate::delivery::platforms::ALL.iter().map(|d| d.platform) {
+        let configured = crate::delivery::platforms::required_vars(platform)
             .iter()
-            .all(|var| crate::delivery::http::setting(&env, var).is_some());
+            .all(|var| crate::delivery::sender::setting(&env, var).is_some());
         if !configured {
             continue;
         }

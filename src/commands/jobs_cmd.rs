@@ -45,15 +45,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let job = session.service().create(new).await?.job;
     say!("Created job: {}", job.id());
     print_summary(session, &job);
-    warn_unsendable(&job);
     Ok(())
-}
-
-/// Warns (on stderr) about targets this build cannot send to.
-fn warn_unsendable(job: &Job) {
-    for warning in crate::delivery::unsendable_warnings(&job.deliver()) {
-        eprintln!("{warning}");
-    }
 }
 
 pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
@@ -85,13 +77,9 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
             "Nothing to change: give at least one flag, e.g. --schedule, --prompt, --name or --deliver",
         ));
     }
-    let edited_deliver = edit.deliver.is_some();
     let job = session.service().edit(&args.job, edit).await?.job;
     say!("Updated job: {}", job.id());
     print_summary(session, &job);
-    if edited_deliver {
-        warn_unsendable(&job);
-    }
     Ok(())
 }
 

@@ -47,7 +47,7 @@ pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), Cli
             "({hidden} paused or completed job(s) not shown; use --all)\n"
         ));
     }
-    crate::output::emit(&out);
+    crate::stdout::emit(&out);
     Ok(())
 }
 
@@ -90,7 +90,7 @@ async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     let keep: Keep = Arc::new(move |job| all || is_listed(job.state));
     let mut out = list_normalized(&*session.store, &session.ctx, keep, Vec::new(), out).await?;
     out.extend_from_slice(b"]}\n");
-    crate::output::emit_bytes(&out);
+    crate::stdout::emit_bytes(&out);
     Ok(())
 }
 

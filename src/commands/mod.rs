@@ -37,7 +37,8 @@ pub struct Session {
 impl Session {
     pub async fn open(profile: Option<&str>) -> Result<Session, CliError> {
         let home = Home::resolve(profile)?;
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock::from_env().map_err(CliError::user)?);
+        let clock: Arc<dyn Clock> =
+            Arc::new(SystemClock::from_env().map_err(|e| CliError::user(e.to_string()))?);
         let (ctx, config) = load_context(&home, clock.now())?;
         let store = open_store(&home, &config).await?;
         Ok(Session {

@@ -25,7 +25,7 @@ pub(crate) fn scheduler_for(
         store: Arc::clone(&session.store),
         clock: Arc::clone(&session.clock),
         runner: Arc::new(HermesRunner),
-        delivery: Arc::new(ApiDelivery { home: home.clone() }),
+        delivery: Arc::new(ApiDelivery::new(home.clone())),
         settings: None,
         claim_owner: jobs::due::run_claim_owner(
             std::env::var("HERMES_MACHINE_ID").ok().as_deref(),

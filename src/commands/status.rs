@@ -174,7 +174,7 @@ pub async fn runs(
 struct Checkup<'a> {
     session: &'a Session,
     env: crate::environment::Environment,
-    vars: crate::agent::config::Vars,
+    vars: crate::agent::inference::Vars,
 }
 
 impl Checkup<'_> {
@@ -194,7 +194,9 @@ impl Checkup<'_> {
     fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
         let root = &self.session.home.root;
         // config.yaml as the command read it (an unreadable one already stopped it).
-        if let Err(e) = crate::agent::config::resolve(job, &self.session.config, &self.vars, root) {
+        if let Err(e) =
+            crate::agent::inference::resolve(job, &self.session.config, &self.vars, root)
+        {
             problems.push(format!("{label} cannot start its agent: {e}"));
         }
         let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
@@ -286,7 +288,7 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
     let checkup = Checkup {
         session,
         env: crate::environment::Environment::load(&session.home.root),
-        vars: crate::agent::config::Vars::load(&session.home.root),
+        vars: crate::agent::inference::Vars::load(&session.home.root),
     };
     for job in &jobs {
         checkup.job(job, &mut problems);

@@ -3,19 +3,32 @@
 //! siblings. The scheduler holds it as a [`Delivery`] so tests can pass a fake.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::http::Failure;
-use super::{deliver_run, retry, DeliveryReport, RunDelivery};
+use super::{deliver_run, retry, DeliveryReport, RunDelivery, Shared};
 use crate::scheduler::{BoxFuture, Delivery};
 
 /// Delivery to the chat APIs and webhooks configured in one Hermes home.
 pub struct ApiDelivery {
     pub home: PathBuf,
+    /// The client, pacer and caches every send of this delivery shares.
+    pub shared: Arc<Shared>,
+}
+
+impl ApiDelivery {
+    /// A delivery for `home` with its own client, pacer and caches.
+    pub fn new(home: PathBuf) -> ApiDelivery {
+        ApiDelivery {
+            home,
+            shared: Arc::new(Shared::default()),
+        }
+    }
 }
 
 impl Delivery for ApiDelivery {
     fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport> {
-        Box::pin(deliver_run(run))
+        Box::pin(deliver_run(&self.shared, run))
     }
 
     fn retry<'a>(
@@ -24,6 +37,6 @@ impl Delivery for ApiDelivery {
         payload: &'a str,
         skip: usize,
     ) -> BoxFuture<'a, Result<(), (Failure, usize)>> {
-        Box::pin(retry(&self.home, target, payload, skip))
+        Box::pin(retry(&self.shared, &self.home, target, payload, skip))
     }
 }

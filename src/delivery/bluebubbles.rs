@@ -8,21 +8,24 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Request, Verdict};
+use super::format::{split, Part};
+use super::http::{snippet, Answer, Failure, Link, Verdict};
+use super::sender::{
+    as_parts, opened, read_media, Description, Home, Open, Opened, Sender, Sending,
+};
 use super::sms::plain_text;
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::BlueBubbles;
 
 /// Hermes' bubble size.
 pub const MAX_CHARS: usize = 4000;
+
+pub const DESCRIPTION: Description = Description::new(Platform::BlueBubbles, open)
+    .needs(&["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"])
+    .home(Home::var("BLUEBUBBLES_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(bubbles(text)));
 
 /// The bubbles of a reply, as Hermes cuts them: plain text, one bubble per paragraph
 /// (a code block stays one bubble), a paragraph over the limit cut into pieces without
@@ -72,10 +75,49 @@ fn strip_marker(piece: &str) -> String {
     }
 }
 
+/// Opens a chat GUID or a chat identifier (phone number, email) on the server.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let raw = open.settings[0].trim_end_matches('/');
+    let lower = raw.to_ascii_lowercase();
+    let has_scheme = lower.starts_with("http://") || lower.starts_with("https://");
+    let mut server = Server {
+        base: match has_scheme {
+            true => raw.to_string(),
+            false => format!("http://{raw}"),
+        },
+        password: open.settings[1],
+        chat: open.chat.to_string(),
+        guid: String::new(),
+        link: open.link,
+    };
+    Box::pin(async move {
+        server.guid = server.chat_guid().await?;
+        opened(server)
+    })
+}
+
 struct Server<'a> {
     base: String,
     password: &'a str,
-    chat: &'a str,
+    chat: String,
+    guid: String,
+    link: Link<'a>,
+}
+
+impl Sender for Server<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let url = self.url("message/text");
+        let body =
+            json!({"chatGuid": self.guid, "tempGuid": temp_guid(), "message": part.rendered});
+        Box::pin(async move {
+            let build = |c: &reqwest::Client| c.post(&url).json(&body);
+            self.link.item(&build, &judge).await.map(drop)
+        })
+    }
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(self.attachment(path))
+    }
 }
 
 impl Server<'_> {
@@ -92,19 +134,19 @@ impl Server<'_> {
     /// contact in it, so a message for one person cannot land in a group).
     async fn chat_guid(&self) -> Result<String, Failure> {
         if self.chat.contains(';') {
-            return Ok(self.chat.to_string());
+            return Ok(self.chat.clone());
         }
         let url = self.url("chat/query");
         let query = json!({"limit": 100, "offset": 0});
-        let build = || client().post(&url).json(&query);
-        let answer = exchange(PLATFORM, self.chat, None, Request::Step, &build, &judge).await?;
-        let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+        let build = |c: &reqwest::Client| c.post(&url).json(&query);
+        let answer = self.link.step(&build, &judge).await?;
+        let body = answer.json();
         let chats = body["data"].as_array().cloned().unwrap_or_default();
         let found = chats.iter().find(|chat| {
             let identifier = chat["chatIdentifier"]
                 .as_str()
                 .or(chat["identifier"].as_str());
-            identifier == Some(self.chat)
+            identifier == Some(self.chat.as_str())
         });
         found
             .and_then(|chat| chat["guid"].as_str())
@@ -117,34 +159,23 @@ impl Server<'_> {
             })
     }
 
-    async fn text(&self, guid: &str, bubble: &str) -> Result<(), Failure> {
-        let url = self.url("message/text");
-        let body = json!({"chatGuid": guid, "tempGuid": temp_guid(), "message": bubble});
-        let build = || client().post(&url).json(&body);
-        exchange(PLATFORM, self.chat, None, Request::Item, &build, &judge)
-            .await
-            .map(drop)
-    }
-
-    async fn attachment(&self, guid: &str, path: &Path) -> Result<(), Failure> {
+    async fn attachment(&self, path: &Path) -> Result<(), Failure> {
         let (name, bytes) = read_media(path)?;
         let url = self.url("message/attachment");
         let temp = temp_guid();
-        let build = || {
+        let build = |c: &reqwest::Client| {
             let file = reqwest::multipart::Part::bytes(bytes.clone())
                 .file_name(name.clone())
                 .mime_str("application/octet-stream")
                 .unwrap_or_else(|_| reqwest::multipart::Part::bytes(bytes.clone()));
             let form = reqwest::multipart::Form::new()
                 .part("attachment", file)
-                .text("chatGuid", guid.to_string())
+                .text("chatGuid", self.guid.clone())
                 .text("name", name.clone())
                 .text("tempGuid", temp.clone());
-            client().post(&url).multipart(form)
+            c.post(&url).multipart(form)
         };
-        exchange(PLATFORM, self.chat, None, Request::Item, &build, &judge)
-            .await
-            .map(drop)
+        self.link.item(&build, &judge).await.map(drop)
     }
 }
 
@@ -153,56 +184,13 @@ fn temp_guid() -> String {
     format!("temp-{}", hex::encode(rand::random::<[u8; 16]>()))
 }
 
-/// Sends to a chat GUID or a chat identifier (phone number, email), skipping `skip`
-/// items already delivered; see [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let raw = vars[0].trim_end_matches('/');
-    let lower = raw.to_ascii_lowercase();
-    let has_scheme = lower.starts_with("http://") || lower.starts_with("https://");
-    let server = Server {
-        base: match has_scheme {
-            true => raw.to_string(),
-            false => format!("http://{raw}"),
-        },
-        password: vars[1],
-        chat,
-    };
-    let bubbles = bubbles(text);
-    let total = bubbles.len() + media.len();
-    if skip >= total {
-        return Ok(total);
-    }
-    let guid = server.chat_guid().await.map_err(|f| (f, skip))?;
-    for (index, bubble) in bubbles.iter().enumerate().skip(skip) {
-        server.text(&guid, bubble).await.map_err(|f| (f, index))?;
-    }
-    for (offset, path) in media.iter().enumerate() {
-        let index = bubbles.len() + offset;
-        if index >= skip {
-            server
-                .attachment(&guid, Path::new(path))
-                .await
-                .map_err(|f| (f, index))?;
-        }
-    }
-    Ok(total)
-}
-
 /// The server answers `{"status": 200, "message": "Message sent!", "data": {…}}`;
 /// errors are `{"status": 401, "message": "Unauthorized", "error": {"type": …,
 /// "message": …}}`. A 500 is the server's own send failing (AppleScript, Private
 /// API), which may have put the message out: it is not repeated. 502–504 come from the
 /// proxy or tunnel in front of the Mac: nothing reached it, so they are retried.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let body = answer.json();
     let text = match (body["message"].as_str(), body["error"]["message"].as_str()) {
         (Some(message), Some(detail)) if detail != message => {
             format!("{} {message}: {detail}", answer.status)

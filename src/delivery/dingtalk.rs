@@ -6,70 +6,54 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use jobs::target::Platform;
 
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
-use super::sms::plain_parts;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::DingTalk;
+use super::format::{Part, Rendering};
+use super::http::{Answer, Link, Pacing, Verdict};
+use super::sender::{ready, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' DingTalk message limit.
 pub const MAX_CHARS: usize = 20_000;
 
 /// A robot may send 20 messages a minute; past that DingTalk throttles it for 10
 /// minutes (errcode 410100).
-const PACING: Pacing = Pacing {
-    spacing: Duration::ZERO,
-    window: Duration::from_millis(60_500),
-    window_max: 20,
-    global_per_sec: 20,
-};
+const PACING: Pacing = Pacing::window(Duration::from_millis(60_500), 20, 20);
 const THROTTLED: i64 = 410_100;
 const THROTTLED_FOR: Duration = Duration::from_secs(600);
 /// "System busy": DingTalk asks to try again.
 const BUSY: i64 = -1;
 
-pub fn parts(text: &str) -> Vec<String> {
-    plain_parts(text, MAX_CHARS)
+pub const DESCRIPTION: Description = Description::new(Platform::DingTalk, open)
+    .needs(&["DINGTALK_WEBHOOK_URL"])
+    .home(Home::var("DINGTALK_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to DingTalk"))
+    .paced(PACING);
+
+/// Posts to the robot's group: the chat id is only a label, and the robot is paced.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let url = open.settings[0];
+    let mut link = open.link;
+    link.key = robot_key(url);
+    let robot = Robot { url, link };
+    ready(robot)
 }
 
-/// Posts to the robot's group, skipping `skip` parts already delivered; see
-/// [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    _chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let url = vars[0];
-    let mut text = text.to_string();
-    for path in media {
-        text.push_str(&format!("\n(attachment not sent to DingTalk: {path})"));
+struct Robot<'a> {
+    url: &'a str,
+    link: Link<'a>,
+}
+
+impl Sender for Robot<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"msgtype": "text", "text": {"content": part.rendered}});
+        Box::pin(async move {
+            let build = |c: &reqwest::Client| c.post(self.url).json(&body);
+            self.link.item(&build, &judge).await.map(drop)
+        })
     }
-    let parts = parts(&text);
-    let robot = robot_key(url);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"msgtype": "text", "text": {"content": part}});
-        let build = || client().post(url).json(&body);
-        exchange(
-            PLATFORM,
-            &robot,
-            Some(PACING),
-            Request::Item,
-            &build,
-            &judge,
-        )
-        .await
-        .map_err(|f| (f, index))?;
-    }
-    Ok(parts.len())
 }
 
 /// The robot's name in pacing and logs: a digest of its URL, which holds its token.
@@ -82,12 +66,7 @@ fn robot_key(url: &str) -> String {
 /// DingTalk answers HTTP 200 with `{"errcode": 0, "errmsg": "ok"}`, or an error code:
 /// 300001 (token is not exist), 310000 (keywords or signature), 410100 (too fast).
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let code = body["errcode"].as_i64();
-    let text = match body["errmsg"].as_str() {
-        Some(m) => format!("errcode {}: {m}", body["errcode"]),
-        None => format!("{} {}", answer.status, snippet(&answer.body)),
-    };
+    let (code, text) = answer.errcode();
     let verdict = match (answer.status, code) {
         (200, Some(0)) => Verdict::Done,
         (429, _) => Verdict::RateLimited(answer.retry_after.unwrap_or(Duration::from_secs(1))),

@@ -1,92 +1,108 @@
 //! Discord sender: `POST /channels/<id>/messages` with the bot token (a thread is a
 //! channel, so a thread id is sent to directly), 2000-character parts, mentions
 //! disabled so a report can never ping `@everyone`. Requests are paced per route from
-//! Discord's own rate-limit headers, so a long reply waits for its bucket to refill
-//! instead of meeting a 429; a 429 that still comes is waited out (`retry_after`).
+//! Discord's own rate-limit headers ([`Limits`], kept by the delivery), so a long reply
+//! waits for its bucket to refill instead of meeting a 429; a 429 that still comes is
+//! waited out (`retry_after`).
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::time::Instant;
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{
-    client, credentials, send_judged_with_headers, snippet, Answer, Failure, Retrier,
-};
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Discord;
+use super::format::{Part, Rendering};
+use super::http::{Answer, Failure, Limiter, Link, Pace, Verdict};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
+use crate::scheduler::BoxFuture;
 
 pub const MAX_CHARS: usize = 2000;
 
-pub fn parts(text: &str) -> Vec<String> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split(text, MAX_CHARS, &|s| s.chars().count())
+/// Paced by Discord's own rate-limit headers rather than a fixed rate: see `open`.
+pub const DESCRIPTION: Description = Description::new(Platform::Discord, open)
+    .needs(&["DISCORD_BOT_TOKEN"])
+    .base("DISCORD_API_BASE", "https://discord.com/api/v10")
+    .home(Home::var("DISCORD_HOME_CHANNEL"))
+    .names('#')
+    .split(Rendering::Markdown, MAX_CHARS);
+
+fn open(open: Open<'_>) -> Opened<'_> {
+    let mut link = open.link;
+    let channel = open.thread.unwrap_or(open.chat);
+    link.key = channel.to_string();
+    link.pace = Pace::Answers(&link.shared.discord);
+    let channel = Channel {
+        url: format!("{}/channels/{channel}/messages", open.base),
+        auth: format!("Bot {}", open.settings[0]),
+        link,
+    };
+    ready(channel)
 }
 
-/// Sends to a channel (or thread), skipping `skip` items already delivered; see
-/// [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    channel: &str,
-    thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let (token, base) =
-        credentials(env, PLATFORM, "https://discord.com/api/v10").map_err(|f| (f, skip))?;
-    let channel = super::channels::resolve(env, PLATFORM, channel)
-        .await
-        .map_err(|f| (f, skip))?;
-    let channel = thread.unwrap_or(&channel);
-    let url = format!("{base}/channels/{channel}/messages");
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"content": part, "allowed_mentions": {"parse": []}});
-        post(token, &url, channel, |r| r.json(&body))
-            .await
-            .map_err(|f| (f, index))?;
+/// A channel (or thread) of the bot's.
+struct Channel<'a> {
+    url: String,
+    auth: String,
+    link: Link<'a>,
+}
+
+impl Sender for Channel<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"content": part.rendered, "allowed_mentions": {"parse": []}});
+        Box::pin(async move { self.post(&|r| r.json(&body)).await })
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index < skip {
-            continue;
-        }
-        let (name, bytes) = read_media(Path::new(path)).map_err(|f| (f, index))?;
-        let payload = json!({"allowed_mentions": {"parse": []}}).to_string();
-        post(token, &url, channel, |r| {
-            r.multipart(
-                reqwest::multipart::Form::new()
-                    .text("payload_json", payload.clone())
-                    .part(
-                        "files[0]",
-                        reqwest::multipart::Part::bytes(bytes.clone()).file_name(name.clone()),
-                    ),
-            )
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(async move {
+            let (name, bytes) = read_media(path)?;
+            let payload = json!({"allowed_mentions": {"parse": []}}).to_string();
+            let form = |r: reqwest::RequestBuilder| {
+                r.multipart(
+                    reqwest::multipart::Form::new()
+                        .text("payload_json", payload.clone())
+                        .part(
+                            "files[0]",
+                            reqwest::multipart::Part::bytes(bytes.clone()).file_name(name.clone()),
+                        ),
+                )
+            };
+            self.post(&form).await
         })
-        .await
-        .map_err(|f| (f, index))?;
     }
-    Ok(total)
 }
 
-fn described(answer: &Answer) -> String {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    match body["message"].as_str() {
-        Some(m) => format!("{} {m} (code {})", answer.status, body["code"]),
-        None => format!("{} {}", answer.status, snippet(&answer.body)),
+impl Channel<'_> {
+    async fn post(
+        &self,
+        body: &(dyn Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder + Sync),
+    ) -> Result<(), Failure> {
+        let build = |client: &reqwest::Client| {
+            body(client.post(&self.url).header("Authorization", &self.auth))
+        };
+        self.link.item(&build, &judge).await.map(drop)
     }
+}
+
+/// 2xx taken; a 429 waits `retry_after` (the body's, else the header's); 5xx retried.
+fn judge(answer: &Answer) -> (Verdict, String) {
+    let described = answer.described(|body| {
+        let m = body["message"].as_str()?;
+        Some(format!("{m} (code {})", body["code"]))
+    });
+    let wait = answer.json()["retry_after"]
+        .as_f64()
+        .map(super::http::seconds)
+        .or(answer.retry_after)
+        .unwrap_or(Duration::from_secs(1));
+    let verdict = match answer.by_status(wait) {
+        Verdict::RateLimited(_) => Verdict::RateLimited(wait),
+        other => other,
+    };
+    (verdict, described)
 }
 
 /// What Discord said about one rate-limit bucket on its last answer.
@@ -96,9 +112,10 @@ struct Bucket {
     reset_at: Instant,
 }
 
-/// The rate limits this process has learnt, shared by every send to Discord.
+/// What Discord's answers said of its rate limits, shared by every send to Discord of
+/// one delivery.
 #[derive(Default)]
-struct Limits {
+struct Learnt {
     /// A route's bucket, as the `X-RateLimit-Bucket` header names it: routes that share
     /// a bucket share its count.
     buckets_of_routes: HashMap<String, String>,
@@ -106,12 +123,21 @@ struct Limits {
     buckets: HashMap<String, Bucket>,
 }
 
-fn limits() -> &'static Mutex<Limits> {
-    static LIMITS: OnceLock<Mutex<Limits>> = OnceLock::new();
-    LIMITS.get_or_init(Default::default)
+/// The rate limits Discord announced, kept for as long as the delivery lives.
+#[derive(Default)]
+pub struct Limits {
+    /// Guards everything learnt; held only to read or change a bucket, never across an
+    /// await.
+    learnt: Mutex<Learnt>,
 }
 
 impl Limits {
+    fn learnt(&self) -> std::sync::MutexGuard<'_, Learnt> {
+        self.learnt.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Learnt {
     fn key(&self, route: &str, channel: &str) -> String {
         match self.buckets_of_routes.get(route) {
             Some(bucket) => format!("{bucket}:{channel}"),
@@ -123,10 +149,10 @@ impl Limits {
 /// Waits until the route's bucket has a request left for this channel, and takes it.
 /// Taking it under the lock is what keeps concurrent runs from all spending the last
 /// request of a bucket.
-async fn take_request(route: &str, channel: &str) {
+async fn take_request(limits: &Limits, route: &str, channel: &str) {
     loop {
         let wait = {
-            let mut limits = limits().lock().unwrap_or_else(|p| p.into_inner());
+            let mut limits = limits.learnt();
             let key = limits.key(route, channel);
             let now = Instant::now();
             match limits.buckets.get_mut(&key) {
@@ -157,7 +183,7 @@ async fn take_request(route: &str, channel: &str) {
 
 /// Records the bucket state an answer reports (`X-RateLimit-Bucket`,
 /// `X-RateLimit-Remaining`, `X-RateLimit-Reset-After` in seconds).
-fn note_limits(route: &str, channel: &str, headers: &reqwest::header::HeaderMap) {
+fn note_limits(limits: &Limits, route: &str, channel: &str, headers: &reqwest::header::HeaderMap) {
     let header = |name: &str| {
         headers
             .get(name)
@@ -166,7 +192,7 @@ fn note_limits(route: &str, channel: &str, headers: &reqwest::header::HeaderMap)
     };
     let remaining = header("x-ratelimit-remaining").and_then(|v| v.parse::<u32>().ok());
     let reset_after = header("x-ratelimit-reset-after").and_then(|v| v.parse::<f64>().ok());
-    let mut limits = limits().lock().unwrap_or_else(|p| p.into_inner());
+    let mut limits = limits.learnt();
     if let Some(bucket) = header("x-ratelimit-bucket").filter(|b| !b.is_empty()) {
         limits
             .buckets_of_routes
@@ -186,8 +212,8 @@ fn note_limits(route: &str, channel: &str, headers: &reqwest::header::HeaderMap)
 }
 
 /// A 429: the bucket is empty until the wait is over, for every send to the channel.
-fn hold_bucket(route: &str, channel: &str, wait: Duration) {
-    let mut limits = limits().lock().unwrap_or_else(|p| p.into_inner());
+fn hold_bucket(limits: &Limits, route: &str, channel: &str, wait: Duration) {
+    let mut limits = limits.learnt();
     let key = limits.key(route, channel);
     let reset_at = Instant::now() + wait;
     limits.buckets.insert(
@@ -203,48 +229,16 @@ fn hold_bucket(route: &str, channel: &str, wait: Duration) {
 /// with the channel as its major parameter.
 const MESSAGES_ROUTE: &str = "POST /channels/{channel_id}/messages";
 
-async fn post(
-    token: &str,
-    url: &str,
-    channel: &str,
-    body: impl Fn(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
-) -> Result<(), Failure> {
-    let mut retrier = Retrier::default();
-    let delivered = |answer: &Answer| (200..300).contains(&answer.status);
-    loop {
-        take_request(MESSAGES_ROUTE, channel).await;
-        let request = body(
-            client()
-                .post(url)
-                .header("Authorization", format!("Bot {token}")),
-        );
-        let answer = match send_judged_with_headers(request, Some(&delivered)).await {
-            Ok((answer, headers)) => {
-                note_limits(MESSAGES_ROUTE, channel, &headers);
-                answer
-            }
-            Err(Failure::Transient(m)) => {
-                retrier.transient(m).await?;
-                continue;
-            }
-            Err(other) => return Err(other),
-        };
-        match answer.status {
-            200..=299 => return Ok(()),
-            429 => {
-                let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-                let wait = body["retry_after"]
-                    .as_f64()
-                    .map(super::http::seconds)
-                    .or(answer.retry_after)
-                    .unwrap_or(Duration::from_secs(1));
-                hold_bucket(MESSAGES_ROUTE, channel, wait);
-                retrier
-                    .rate_limited(PLATFORM.as_str(), channel, wait, described(&answer))
-                    .await?;
-            }
-            500..=599 => retrier.transient(described(&answer)).await?,
-            _ => return Err(Failure::Final(described(&answer))),
+/// Every request of this sender is a message post: the key is its channel.
+impl Limiter for Limits {
+    fn wait<'a>(&'a self, channel: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(take_request(self, MESSAGES_ROUTE, channel))
+    }
+
+    fn learn(&self, channel: &str, headers: &reqwest::header::HeaderMap, verdict: &Verdict) {
+        note_limits(self, MESSAGES_ROUTE, channel, headers);
+        if let Verdict::RateLimited(wait) = verdict {
+            hold_bucket(self, MESSAGES_ROUTE, channel, *wait);
         }
     }
 }

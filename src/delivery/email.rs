@@ -22,16 +22,22 @@ use pulldown_cmark::{html, Event, Options, Parser};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{report, settings, Failure, Flight, Retrier};
-use super::telegram::read_media;
+use super::format::{split, Part};
+use super::http::{report, Failure, Flight, Link, Verdict};
+use super::sender::{
+    as_parts, opened, read_media, settings, Attachments, Description, Home, Open, Opened, Sender,
+    Sending,
+};
 use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Email;
 
 /// Hermes' limit on one email body; a longer reply becomes several emails.
 pub const MAX_CHARS: usize = 50_000;
+
+pub const DESCRIPTION: Description = Description::new(Platform::Email, open)
+    .needs(&["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"])
+    .home(Home::var("EMAIL_HOME_ADDRESS"))
+    .cut(|text, media| as_parts(parts(text, media.len())))
+    .attachments(Attachments::OnParts);
 
 /// The subject Python Hermes gives every email it sends on its own (outside a thread).
 pub const SUBJECT: &str = "Hermes Agent";
@@ -66,7 +72,7 @@ impl Smtp {
     /// Reads the settings; anything missing or malformed is a final failure saying what
     /// to set.
     fn from_env(env: &Environment) -> Result<Smtp, Failure> {
-        let vars = settings(env, PLATFORM)?;
+        let vars = settings(env, &DESCRIPTION)?;
         let (address, password, host) = (vars[0], vars[1], vars[2]);
         let from: Address = address.parse().map_err(|_| {
             Failure::Final(format!(
@@ -182,36 +188,51 @@ pub fn parts(text: &str, media: usize) -> Vec<String> {
     split(text, MAX_CHARS, &|s| s.chars().count())
 }
 
-/// Sends to one address, skipping `skip` emails already delivered; see
-/// [`super::telegram::send`] for the contract. Email has no threads.
-pub async fn send(
-    env: &Environment,
-    to: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let smtp = Smtp::from_env(env).map_err(|f| (f, skip))?;
-    let to: Address = to.trim().parse().map_err(|_| {
-        let error = format!("'{to}' is not an email address (use email:user@example.com)");
-        (Failure::Final(error), skip)
-    })?;
-    let emails = parts(text, media.len());
-    let total = emails.len();
-    for (index, body) in emails.iter().enumerate().skip(skip) {
-        let files = match index + 1 == total {
-            true => media,
-            false => &[],
+/// Opens one address. Email has no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let last = parts(open.text, open.media.len()).len().saturating_sub(1);
+    Box::pin(async move {
+        let smtp = Smtp::from_env(open.env)?;
+        let to: Address = open.chat.trim().parse().map_err(|_| {
+            let chat = open.chat;
+            Failure::Final(format!(
+                "'{chat}' is not an email address (use email:user@example.com)"
+            ))
+        })?;
+        let recipient = Recipient {
+            smtp,
+            to,
+            media: open.media,
+            last,
+            link: open.link,
         };
-        let message = compose(&smtp, &to, body, files).map_err(|f| (f, index))?;
-        let envelope = Envelope::new(Some(smtp.from.email.clone()), vec![to.clone()])
-            .map_err(|e| (Failure::Final(format!("bad envelope: {e}")), index))?;
-        deliver(&smtp, &envelope, &message)
-            .await
-            .map_err(|f| (f, index))?;
+        opened(recipient)
+    })
+}
+
+/// One address, reached through the account's SMTP server.
+struct Recipient<'a> {
+    smtp: Smtp,
+    to: Address,
+    /// Attached to the last email.
+    media: &'a [String],
+    last: usize,
+    link: Link<'a>,
+}
+
+impl Sender for Recipient<'_> {
+    fn text<'a>(&'a mut self, item: usize, part: &'a Part) -> Sending<'a> {
+        Box::pin(async move {
+            let files = match item == self.last {
+                true => self.media,
+                false => &[],
+            };
+            let message = compose(&self.smtp, &self.to, &part.rendered, files)?;
+            let envelope = Envelope::new(Some(self.smtp.from.email.clone()), vec![self.to.clone()])
+                .map_err(|e| Failure::Final(format!("bad envelope: {e}")))?;
+            self.deliver(&envelope, &message).await
+        })
     }
-    Ok(total)
 }
 
 /// One email as Hermes sends it: From the account, To the address, Subject
@@ -268,22 +289,25 @@ pub fn html_of(text: &str) -> String {
     )
 }
 
-/// Delivers one email within the run's retry budget: a failure before its data went
-/// out (a refused connection, a 4xx) is tried again after a backoff, a 5xx is final,
-/// and once the data is out an unanswered send is never repeated.
-async fn deliver(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(), Failure> {
-    let mut retrier = Retrier::default();
-    loop {
-        match attempt(smtp, envelope, message).await {
-            Err(Failure::Transient(m)) => retrier.transient(m).await?,
-            other => return other,
+impl Recipient<'_> {
+    /// Delivers one email within the run's retry budget: a failure before its data went
+    /// out (a refused connection, a 4xx) is tried again after a backoff, a 5xx is final,
+    /// and once the data is out an unanswered send is never repeated.
+    async fn deliver(&self, envelope: &Envelope, message: &[u8]) -> Result<(), Failure> {
+        let mut retrier = self.link.retrier();
+        loop {
+            let sent = attempt(&self.smtp, envelope, message).await;
+            let judged = sent.map(|()| ((), Verdict::Done, String::new()));
+            if retrier.judged(&self.link, judged).await?.is_some() {
+                return Ok(());
+            }
         }
     }
 }
 
 /// One connection: connect, encrypt, log in, hand over the message, quit.
 async fn attempt(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(), Failure> {
-    let opening = tokio::time::timeout(CONNECT_TIMEOUT, open(smtp, envelope)).await;
+    let opening = tokio::time::timeout(CONNECT_TIMEOUT, connect(smtp, envelope)).await;
     let mut connection = opening.map_err(|_| {
         Failure::Transient(format!(
             "the SMTP server {} did not answer within {} s",
@@ -315,7 +339,7 @@ async fn attempt(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(),
 
 /// Everything before the message data: connect (TLS from the start, or STARTTLS),
 /// log in, then `MAIL FROM`, `RCPT TO`, `DATA`. Nothing here can deliver the message.
-async fn open(smtp: &Smtp, envelope: &Envelope) -> Result<AsyncSmtpConnection, Failure> {
+async fn connect(smtp: &Smtp, envelope: &Envelope) -> Result<AsyncSmtpConnection, Failure> {
     let hello = ClientId::Domain(crate::process::host_name());
     let implicit = match smtp.tls {
         Tls::Implicit => Some(smtp.tls_parameters()?),
@@ -434,16 +458,7 @@ fn reply_of(e: &SmtpError) -> Option<String> {
 
 /// An error with its causes, on one line.
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
+    let text = super::http::error_chain(e);
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

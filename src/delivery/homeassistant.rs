@@ -10,66 +10,49 @@ use serde_json::json;
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Request, Verdict};
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::HomeAssistant;
+use super::format::{Part, Rendering};
+use super::http::{Answer, Link, Verdict};
+use super::sender::{ready, Attachments, Description, Open, Opened, Sender, Sending};
 
 /// Hermes' notification cap.
 pub const MAX_CHARS: usize = 4096;
 
-pub fn parts(text: &str) -> Vec<String> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split(text, MAX_CHARS, &|s| s.chars().count())
+pub const DESCRIPTION: Description = Description::new(Platform::HomeAssistant, open)
+    .needs(&["HASS_URL", "HASS_TOKEN"])
+    .split(Rendering::Markdown, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to Home Assistant"));
+
+/// Notifies `target` (the chat of `homeassistant:<target>`).
+fn open(open: Open<'_>) -> Opened<'_> {
+    let notify = Notify {
+        url: format!("{}/api/services/notify/notify", open.settings[0]),
+        token: open.settings[1],
+        target: open.chat.to_string(),
+        link: open.link,
+    };
+    ready(notify)
 }
 
-/// Notifies `target`, skipping `skip` parts already delivered; see
-/// [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    target: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (base, token) = (vars[0], vars[1]);
-    let url = format!("{base}/api/services/notify/notify");
-    let mut text = text.to_string();
-    for path in media {
-        text.push_str(&format!(
-            "\n(attachment not sent to Home Assistant: {path})"
-        ));
+struct Notify<'a> {
+    url: String,
+    token: &'a str,
+    target: String,
+    link: Link<'a>,
+}
+
+impl Sender for Notify<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"message": part.rendered, "target": self.target});
+        Box::pin(async move {
+            let build = |c: &reqwest::Client| c.post(&self.url).bearer_auth(self.token).json(&body);
+            self.link.item(&build, &judge).await.map(drop)
+        })
     }
-    let parts = parts(&text);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"message": part, "target": target});
-        let build = || client().post(&url).bearer_auth(token).json(&body);
-        exchange(PLATFORM, target, None, Request::Item, &build, &judge)
-            .await
-            .map_err(|f| (f, index))?;
-    }
-    Ok(parts.len())
 }
 
 /// Home Assistant answers 200 with the changed states; a bad token is `401:
 /// Unauthorized` (text), an unknown service `400` with `{"message": "…"}`.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
-    let text = match body["message"].as_str() {
-        Some(m) => format!("{} {m}", answer.status),
-        None => format!("{} {}", answer.status, snippet(&answer.body)),
-    };
-    let verdict = match answer.status {
-        200..=299 => Verdict::Done,
-        429 => Verdict::RateLimited(answer.retry_after.unwrap_or(Duration::from_secs(1))),
-        500..=599 => Verdict::Retry,
-        _ => Verdict::Final,
-    };
-    (verdict, text)
+    let text = answer.described(|body| body["message"].as_str().map(str::to_string));
+    (answer.by_status(Duration::from_secs(1)), text)
 }

@@ -1,18 +1,19 @@
-//! What every sender shares: the HTTP client, how a failed request is classified
-//! (retry, give up, or unknown outcome), backoff, and per-chat pacing so that a burst of
-//! parts or jobs stays under the platforms' limits instead of provoking 429s.
+//! The one exchange every sender's requests go through: the HTTP client, how an answer
+//! or a failed request is classified (retry, wait, give up, or unknown outcome), the
+//! retry budget of a request within a run, and per-chat pacing so that a burst of parts
+//! or jobs stays under the platforms' limits instead of provoking 429s. It holds no
+//! process-wide state: the client and the pacer are parts of the delivery ([`Shared`]).
 //! A request that may have reached the platform (timeout after sending) is never
 //! repeated: [`Failure::Unknown`].
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use jobs::target::Platform;
-
-use super::target::platform_var;
+use super::Shared;
+use crate::scheduler::BoxFuture;
 
 /// Attempts per request within a run for transient failures (connection refused, 5xx).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -20,15 +21,21 @@ pub const MAX_ATTEMPTS: u32 = 3;
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// How many 429s one request may meet within a run before it goes to the outbox.
 pub const MAX_RATE_LIMITED: u32 = 5;
+/// How many times one request may be changed and sent again at once (plain text
+/// instead of markup, a migrated chat id, no topic) before its last refusal stands.
+const MAX_CHANGES: u32 = 3;
 
 /// Why a send did not go through.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Failure {
     /// May pass (connection refused, 429, 5xx): worth another try later (outbox).
+    #[error("{0}")]
     Transient(String),
     /// Will not pass by retrying (403 blocked, 400 bad chat, bad token).
+    #[error("{0}")]
     Final(String),
     /// The request may have reached the platform; repeating it could post twice.
+    #[error("{0}")]
     Unknown(String),
 }
 
@@ -36,6 +43,15 @@ impl Failure {
     pub fn message(&self) -> &str {
         match self {
             Failure::Transient(m) | Failure::Final(m) | Failure::Unknown(m) => m,
+        }
+    }
+
+    /// The same kind of failure with another message.
+    pub fn reworded(&self, message: String) -> Failure {
+        match self {
+            Failure::Transient(_) => Failure::Transient(message),
+            Failure::Final(_) => Failure::Final(message),
+            Failure::Unknown(_) => Failure::Unknown(message),
         }
     }
 }
@@ -48,19 +64,57 @@ pub struct Answer {
     pub body: String,
 }
 
-/// One shared client per process: connection reuse across parts and jobs.
-pub fn client() -> &'static reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(60))
-            // A redirect could carry a bot token in the URL elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("hermes-cron/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .expect("build the HTTP client")
-    })
+impl Answer {
+    /// The body as JSON (`null` when it is not JSON).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `"<status> <what>"`: the platform's own words when `said` finds them in the
+    /// JSON body, else the start of the body.
+    pub fn described(&self, said: impl Fn(&serde_json::Value) -> Option<String>) -> String {
+        match said(&self.json()) {
+            Some(words) => format!("{} {words}", self.status),
+            None => format!("{} {}", self.status, snippet(&self.body)),
+        }
+    }
+
+    /// The `errcode` of an answer that carries one in its body (DingTalk, WeCom), and
+    /// the text of a failure: `errcode <code>: <errmsg>`, else the status and body.
+    pub fn errcode(&self) -> (Option<i64>, String) {
+        let body = self.json();
+        let text = match body["errmsg"].as_str() {
+            Some(m) => format!("errcode {}: {m}", body["errcode"]),
+            None => format!("{} {}", self.status, snippet(&self.body)),
+        };
+        (body["errcode"].as_i64(), text)
+    }
+
+    /// The verdict most platforms give by status alone: 2xx taken, 429 waited out
+    /// (`Retry-After`, else `wait`), 5xx retried, the rest final.
+    pub fn by_status(&self, wait: Duration) -> Verdict {
+        match self.status {
+            200..=299 => Verdict::Done,
+            429 => Verdict::RateLimited(self.retry_after.unwrap_or(wait)),
+            500..=599 => Verdict::Retry,
+            _ => Verdict::Final,
+        }
+    }
+}
+
+/// The HTTP client of a delivery: connection reuse across parts and jobs.
+pub fn build_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(60))
+        // A redirect could carry a bot token in the URL elsewhere.
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("hermes-cron/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_else(|e| {
+            tracing::warn!("cannot set up the HTTP client as configured ({e}); using the defaults");
+            reqwest::Client::new()
+        })
 }
 
 /// What a sender tells whoever keeps track of its requests (the outbox, for a retry).
@@ -98,42 +152,176 @@ pub async fn report(flight: Flight) {
     }
 }
 
+/// How a sender reads one answer of its platform.
+#[derive(Debug)]
+pub enum Verdict {
+    /// The platform took it.
+    Done,
+    /// Too many requests: wait this long, then try again.
+    RateLimited(Duration),
+    /// A server-side failure worth another attempt (5xx and the like).
+    Retry,
+    /// The platform refused what it was sent, and the sender changed the request as
+    /// the platform asked (plain text instead of markup, a migrated chat id): send it
+    /// again at once. Nothing was posted.
+    Changed,
+    /// Retrying cannot help (bad token, unknown chat, refused content).
+    Final,
+}
+
+/// One request of a sender, whether it posts an item or only prepares one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Posts a part or a file: paced, reported as a flight, never repeated once out.
+    Item,
+    /// An upload or lookup that posts nothing visible: neither paced nor reported.
+    Step,
+    /// A step the platform counts against the chat's rate (an upload into the chat).
+    PacedStep,
+}
+
+/// Reads one answer into a [`Verdict`] and the platform's own error text.
+pub type Judge<'a> = &'a (dyn Fn(&Answer) -> (Verdict, String) + Sync);
+/// Builds one request with the delivery's client (again for every attempt).
+pub type Build<'a> = &'a (dyn Fn(&reqwest::Client) -> reqwest::RequestBuilder + Sync);
+
+/// Paces a platform by what its answers say (Discord's rate-limit headers) rather than
+/// by a fixed [`Pacing`].
+pub trait Limiter: Sync {
+    /// Waits until `key` may send again, and takes that turn.
+    fn wait<'a>(&'a self, key: &'a str) -> BoxFuture<'a, ()>;
+    /// Learns from an answer's headers and its verdict.
+    fn learn(&self, key: &str, headers: &reqwest::header::HeaderMap, verdict: &Verdict);
+}
+
+/// How one destination's item requests are spaced.
+#[derive(Clone, Copy)]
+pub enum Pace<'a> {
+    /// Not at all (the platform names no limit that one run could reach).
+    Free,
+    /// By the pacer, per chat.
+    Chat(Pacing),
+    /// By what the platform's answers say.
+    Answers(&'a dyn Limiter),
+}
+
+/// One destination's way to its platform: the delivery's client and pacer, the
+/// platform's name and the key its requests are paced and held under (usually the chat).
+#[derive(Clone)]
+pub struct Link<'a> {
+    pub shared: &'a Shared,
+    pub platform: &'a str,
+    pub key: String,
+    pub pace: Pace<'a>,
+}
+
+impl<'a> Link<'a> {
+    pub fn new(shared: &'a Shared, platform: &'a str, key: &str, pace: Pace<'a>) -> Link<'a> {
+        Link {
+            shared,
+            platform,
+            key: key.to_string(),
+            pace,
+        }
+    }
+
+    pub fn client(&self) -> &'a reqwest::Client {
+        &self.shared.client
+    }
+
+    /// The retry budget of one request.
+    pub fn retrier(&self) -> Retrier<'a> {
+        Retrier {
+            pacer: &self.shared.pacer,
+            attempts: 0,
+            rate_limited: 0,
+            changes: 0,
+        }
+    }
+
+    /// Waits for this destination's next turn when a request of `kind` is paced; tell
+    /// the slot when the platform answered.
+    pub async fn turn(&self, kind: Request) -> Option<Slot<'a>> {
+        if kind == Request::Step {
+            return None;
+        }
+        match self.pace {
+            Pace::Free => None,
+            Pace::Chat(pacing) => Some(
+                self.shared
+                    .pacer
+                    .pace(self.platform, &self.key, pacing)
+                    .await,
+            ),
+            Pace::Answers(limiter) => {
+                limiter.wait(&self.key).await;
+                None
+            }
+        }
+    }
+
+    /// An item request (paced, reported as a flight).
+    pub async fn item(&self, build: Build<'_>, judge: Judge<'_>) -> Result<Answer, Failure> {
+        self.exchange(Request::Item, build, judge).await
+    }
+
+    /// A step (unpaced, not a flight): an upload, a lookup, a token.
+    pub async fn step(&self, build: Build<'_>, judge: Judge<'_>) -> Result<Answer, Failure> {
+        self.exchange(Request::Step, build, judge).await
+    }
+
+    /// Sends one request until its platform takes it, within the run's retry budget:
+    /// paced as the link says, transient failures retried with backoff, a rate limit
+    /// waited out (holding the chat for every other send), a changed request sent again
+    /// at once, the rest final. `judge` reads each answer once.
+    pub async fn exchange(
+        &self,
+        kind: Request,
+        build: Build<'_>,
+        judge: Judge<'_>,
+    ) -> Result<Answer, Failure> {
+        let mut retrier = self.retrier();
+        loop {
+            let slot = self.turn(kind).await;
+            let sent = send(build(self.client()), kind == Request::Item).await;
+            if let Some(slot) = slot {
+                slot.answered();
+            }
+            let judged = match sent {
+                Ok((answer, headers)) => {
+                    let (verdict, text) = judge(&answer);
+                    if let Pace::Answers(limiter) = self.pace {
+                        limiter.learn(&self.key, &headers, &verdict);
+                    }
+                    if kind == Request::Item {
+                        report(Flight::Back {
+                            delivered: matches!(verdict, Verdict::Done),
+                        })
+                        .await;
+                    }
+                    Ok((answer, verdict, text))
+                }
+                Err(failure) => Err(failure),
+            };
+            if let Some(answer) = retrier.judged(self, judged).await? {
+                return Ok(answer);
+            }
+        }
+    }
+}
+
 /// Sends a request once. Transport errors are classified: a failure to connect never
-/// reached the platform (transient); anything after that (timeout, reset) is unknown.
-/// A 2xx answer counts as one item delivered.
-pub async fn send_once(request: reqwest::RequestBuilder) -> Result<Answer, Failure> {
-    send_judged(
-        request,
-        Some(&|answer: &Answer| (200..300).contains(&answer.status)),
-    )
-    .await
-}
-
-/// [`send_once`] for a request whose answer says in its body whether the item arrived
-/// (a JSON-RPC error inside HTTP 200), or — with `delivered: None` — a step that is not
-/// an item at all (an upload, a lookup): it posts nothing, so it is not reported as a
-/// flight and a crash during it leaves nothing unknown.
-pub async fn send_judged(
+/// reached the platform (transient); anything after that (timeout, reset) is unknown
+/// for an item, which is reported as a flight (its `Back` is the caller's, once judged).
+async fn send(
     request: reqwest::RequestBuilder,
-    delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
-) -> Result<Answer, Failure> {
-    send_judged_with_headers(request, delivered)
-        .await
-        .map(|(answer, _)| answer)
-}
-
-/// [`send_judged`], also handing back the answer's headers (for senders that read a
-/// platform's rate-limit headers).
-pub async fn send_judged_with_headers(
-    request: reqwest::RequestBuilder,
-    delivered: Option<&(dyn Fn(&Answer) -> bool + Sync)>,
+    item: bool,
 ) -> Result<(Answer, reqwest::header::HeaderMap), Failure> {
-    let tracked = delivered.is_some();
-    if tracked {
+    if item {
         report(Flight::Out).await;
     }
     let sent = request.send().await;
-    if tracked
+    if item
         && sent
             .as_ref()
             .is_err_and(|e| e.is_connect() || e.is_builder())
@@ -144,7 +332,7 @@ pub async fn send_judged_with_headers(
         let e = e.without_url();
         if e.is_connect() || e.is_builder() {
             Failure::Transient(format!("cannot connect ({})", innermost(&e)))
-        } else if !tracked {
+        } else if !item {
             Failure::Transient(format!("the request failed ({})", error_chain(&e)))
         } else if e.is_timeout() {
             Failure::Unknown(format!(
@@ -176,86 +364,11 @@ pub async fn send_judged_with_headers(
         retry_after,
         body,
     };
-    if let Some(delivered) = delivered {
-        report(Flight::Back {
-            delivered: delivered(&answer),
-        })
-        .await;
-    }
     Ok((answer, headers))
 }
 
-/// How a sender reads one answer of its platform.
-#[derive(Debug)]
-pub enum Verdict {
-    /// The platform took it.
-    Done,
-    /// Too many requests: wait this long, then try again.
-    RateLimited(Duration),
-    /// A server-side failure worth another attempt (5xx and the like).
-    Retry,
-    /// Retrying cannot help (bad token, unknown chat, refused content).
-    Final,
-}
-
-/// One request of a sender, whether it posts an item or only prepares one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Request {
-    /// Posts a part or a file: reported as a flight, never repeated once out.
-    Item,
-    /// An upload or lookup that posts nothing visible.
-    Step,
-}
-
-/// Sends one request until its platform takes it, within the run's retry budget:
-/// paced per chat when `pacing` is given, transient failures retried with backoff, a
-/// rate limit waited out (holding the chat for every other send), the rest final.
-/// `judge` reads an answer into a [`Verdict`] and the platform's own error text.
-pub async fn exchange(
-    platform: Platform,
-    chat: &str,
-    pacing: Option<Pacing>,
-    kind: Request,
-    build: &(dyn Fn() -> reqwest::RequestBuilder + Sync),
-    judge: &(dyn Fn(&Answer) -> (Verdict, String) + Sync),
-) -> Result<Answer, Failure> {
-    let mut retrier = Retrier::default();
-    let delivered = |answer: &Answer| matches!(judge(answer).0, Verdict::Done);
-    loop {
-        let slot = match pacing {
-            Some(pacing) => Some(pace(platform.as_str(), chat, pacing).await),
-            None => None,
-        };
-        let judged: Option<&(dyn Fn(&Answer) -> bool + Sync)> = match kind {
-            Request::Item => Some(&delivered),
-            Request::Step => None,
-        };
-        let sent = send_judged(build(), judged).await;
-        if let Some(slot) = slot {
-            slot.answered();
-        }
-        let answer = match sent {
-            Ok(answer) => answer,
-            Err(Failure::Transient(m)) => {
-                retrier.transient(m).await?;
-                continue;
-            }
-            Err(other) => return Err(other),
-        };
-        match judge(&answer) {
-            (Verdict::Done, _) => return Ok(answer),
-            (Verdict::RateLimited(wait), text) => {
-                retrier
-                    .rate_limited(platform.as_str(), chat, wait, text)
-                    .await?
-            }
-            (Verdict::Retry, text) => retrier.transient(text).await?,
-            (Verdict::Final, text) => return Err(Failure::Final(text)),
-        }
-    }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error with its causes, each said once.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -276,93 +389,6 @@ fn innermost(e: &dyn std::error::Error) -> String {
         cause = next;
     }
     cause.to_string()
-}
-
-/// A platform's bot token (`<PLATFORM>_BOT_TOKEN`) and API base (`<PLATFORM>_API_BASE`,
-/// else `default_base`, without a trailing slash); a missing token is a final failure that
-/// says what to set.
-pub fn credentials<'a>(
-    env: &'a crate::environment::Environment,
-    platform: Platform,
-    default_base: &'a str,
-) -> Result<(&'a str, &'a str), Failure> {
-    let token_var = platform_var(platform, "BOT_TOKEN");
-    let token = env.get(&token_var).ok_or_else(|| {
-        Failure::Final(format!("{token_var} is not set (add it to ~/.hermes/.env)"))
-    })?;
-    let base = env
-        .get(&platform_var(platform, "API_BASE"))
-        .unwrap_or(default_base)
-        .trim_end_matches('/');
-    Ok((token, base))
-}
-
-/// The variables a platform's sender needs, every one of them, as Python Hermes names
-/// them: a token, or a server and a token, or an account. Doctor names the missing ones.
-pub fn required_vars(platform: Platform) -> &'static [&'static str] {
-    match platform {
-        Platform::Telegram => &["TELEGRAM_BOT_TOKEN"],
-        Platform::Discord => &["DISCORD_BOT_TOKEN"],
-        Platform::Slack => &["SLACK_BOT_TOKEN"],
-        Platform::Signal => &["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"],
-        Platform::Matrix => &["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"],
-        Platform::Mattermost => &["MATTERMOST_URL", "MATTERMOST_TOKEN"],
-        Platform::HomeAssistant => &["HASS_URL", "HASS_TOKEN"],
-        Platform::Sms => &[
-            "TWILIO_ACCOUNT_SID",
-            "TWILIO_AUTH_TOKEN",
-            "TWILIO_PHONE_NUMBER",
-        ],
-        Platform::WhatsAppCloud => &[
-            "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
-            "WHATSAPP_CLOUD_ACCESS_TOKEN",
-        ],
-        Platform::DingTalk => &["DINGTALK_WEBHOOK_URL"],
-        Platform::Feishu => &["FEISHU_APP_ID", "FEISHU_APP_SECRET"],
-        Platform::WhatsApp => &["WHATSAPP_ENABLED"],
-        Platform::BlueBubbles => &["BLUEBUBBLES_SERVER_URL", "BLUEBUBBLES_PASSWORD"],
-        Platform::QqBot => &["QQ_APP_ID", "QQ_CLIENT_SECRET"],
-        Platform::WeComCallback => &[
-            "WECOM_CALLBACK_CORP_ID",
-            "WECOM_CALLBACK_CORP_SECRET",
-            "WECOM_CALLBACK_AGENT_ID",
-        ],
-        Platform::Email => &["EMAIL_ADDRESS", "EMAIL_PASSWORD", "EMAIL_SMTP_HOST"],
-        Platform::Weixin => &["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"],
-        Platform::WeCom => &["WECOM_BOT_ID", "WECOM_SECRET"],
-        Platform::Yuanbao => &["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"],
-    }
-}
-
-/// A required variable's value, or its former or alternative name's as Hermes reads it
-/// (`YUANBAO_APP_KEY` for `YUANBAO_APP_ID`).
-pub fn setting<'a>(env: &'a crate::environment::Environment, var: &str) -> Option<&'a str> {
-    let alias = match var {
-        "YUANBAO_APP_ID" => Some("YUANBAO_APP_KEY"),
-        _ => None,
-    };
-    env.get(var).or_else(|| alias.and_then(|a| env.get(a)))
-}
-
-/// The values of [`required_vars`], in that order; the first one missing is a final
-/// failure that says what to set. URLs lose a trailing slash.
-pub fn settings(
-    env: &crate::environment::Environment,
-    platform: Platform,
-) -> Result<Vec<&str>, Failure> {
-    required_vars(platform)
-        .iter()
-        .map(|var| {
-            setting(env, var)
-                .map(|value| match value.starts_with("http") {
-                    true => value.trim_end_matches('/'),
-                    false => value,
-                })
-                .ok_or_else(|| {
-                    Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"))
-                })
-        })
-        .collect()
 }
 
 pub fn seconds(s: f64) -> Duration {
@@ -386,25 +412,35 @@ pub struct Pacing {
     pub global_per_sec: u32,
 }
 
+impl Pacing {
+    /// At most `max` messages in any `window` to one chat, `global_per_sec` overall.
+    pub const fn window(window: Duration, max: usize, global_per_sec: u32) -> Pacing {
+        Pacing {
+            spacing: Duration::ZERO,
+            window,
+            window_max: max,
+            global_per_sec,
+        }
+    }
+
+    /// At least `spacing` between two messages to one chat, `global_per_sec` overall.
+    pub const fn spaced(spacing: Duration, global_per_sec: u32) -> Pacing {
+        Pacing {
+            spacing,
+            window: Duration::from_secs(60),
+            window_max: usize::MAX,
+            global_per_sec,
+        }
+    }
+}
+
 /// Telegram: about one message per second per chat, 20 per minute per group, 30 per
 /// second per bot. A little margin on each so clock jitter does not cross the line.
-pub const TELEGRAM_PRIVATE: Pacing = Pacing {
-    spacing: Duration::from_millis(1050),
-    window: Duration::from_secs(60),
-    window_max: usize::MAX,
-    global_per_sec: 28,
-};
+pub const TELEGRAM_PRIVATE: Pacing = Pacing::spaced(Duration::from_millis(1050), 28);
 pub const TELEGRAM_GROUP: Pacing = Pacing {
     window_max: 20,
     window: Duration::from_millis(60_500),
     ..TELEGRAM_PRIVATE
-};
-/// Slack's chat.postMessage: one message per second per channel.
-pub const SLACK: Pacing = Pacing {
-    spacing: Duration::from_millis(1050),
-    window: Duration::from_secs(60),
-    window_max: usize::MAX,
-    global_per_sec: 50,
 };
 
 #[derive(Default)]
@@ -419,40 +455,65 @@ struct PacerState {
     global: HashMap<String, Instant>,
 }
 
-fn pacer() -> &'static Mutex<PacerState> {
-    static PACER: OnceLock<Mutex<PacerState>> = OnceLock::new();
-    PACER.get_or_init(Default::default)
+/// The slots of every chat this delivery sends to, shared by its concurrent sends.
+#[derive(Default)]
+pub struct Pacer {
+    /// Guards the reservations; held only while a slot is reserved or moved, never
+    /// across an await.
+    state: Mutex<PacerState>,
 }
 
-/// Waits for this chat's next free slot and takes it. Slots are reserved under a lock,
-/// so concurrent runs sending to one chat queue up instead of racing into a 429.
-///
-/// A platform counts a message when it arrives, which may be well after the slot when
-/// the network or this host is slow: tell the returned [`Slot`] when the platform
-/// answered, and the message counts from then, so a late first part never lets the
-/// next ones crowd into its window.
-#[must_use = "tell the slot when the platform answered"]
-pub async fn pace(platform: &str, chat: &str, pacing: Pacing) -> Slot {
-    let key = format!("{platform}:{chat}");
-    let at = {
-        let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
-        reserve(&mut state, &key, platform, pacing, Instant::now())
-    };
-    tokio::time::sleep_until(at).await;
-    Slot { key, at }
+impl Pacer {
+    fn state(&self) -> std::sync::MutexGuard<'_, PacerState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits for this chat's next free slot and takes it. Slots are reserved under a
+    /// lock, so concurrent runs sending to one chat queue up instead of racing into a 429.
+    ///
+    /// A platform counts a message when it arrives, which may be well after the slot when
+    /// the network or this host is slow: tell the returned [`Slot`] when the platform
+    /// answered, and the message counts from then, so a late first part never lets the
+    /// next ones crowd into its window.
+    #[must_use = "tell the slot when the platform answered"]
+    pub async fn pace(&self, platform: &str, chat: &str, pacing: Pacing) -> Slot<'_> {
+        let key = format!("{platform}:{chat}");
+        let at = reserve(&mut self.state(), &key, platform, pacing, Instant::now());
+        tokio::time::sleep_until(at).await;
+        Slot {
+            pacer: self,
+            key,
+            at,
+        }
+    }
+
+    /// A 429 told us to wait: every send to this chat waits at least that long.
+    pub fn hold_chat(&self, platform: &str, chat: &str, wait: Duration) {
+        let mut state = self.state();
+        let slots = state.chats.entry(format!("{platform}:{chat}")).or_default();
+        let until = Instant::now() + wait;
+        slots.blocked_until = Some(slots.blocked_until.map_or(until, |t| t.max(until)));
+    }
 }
 
-/// A message's place in its chat's pacing, taken by [`pace`].
+/// A message's place in its chat's pacing, taken by [`Pacer::pace`].
 #[derive(Debug)]
-pub struct Slot {
+pub struct Slot<'a> {
+    pacer: &'a Pacer,
     key: String,
     at: Instant,
 }
 
-impl Slot {
+impl std::fmt::Debug for Pacer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pacer")
+    }
+}
+
+impl Slot<'_> {
     /// The platform answered (whatever it said): count the message from now.
     pub fn answered(self) {
-        let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.pacer.state();
         if let Some(slots) = state.chats.get_mut(&self.key) {
             answered(slots, self.at, Instant::now());
         }
@@ -499,22 +560,16 @@ fn reserve(
     slot
 }
 
-/// A 429 told us to wait: every send to this chat waits at least that long.
-pub fn hold_chat(platform: &str, chat: &str, wait: Duration) {
-    let mut state = pacer().lock().unwrap_or_else(|p| p.into_inner());
-    let slots = state.chats.entry(format!("{platform}:{chat}")).or_default();
-    let until = Instant::now() + wait;
-    slots.blocked_until = Some(slots.blocked_until.map_or(until, |t| t.max(until)));
-}
-
 /// The retry budget of one request within a run.
-#[derive(Debug, Default)]
-pub struct Retrier {
+#[derive(Debug)]
+pub struct Retrier<'a> {
+    pacer: &'a Pacer,
     attempts: u32,
     rate_limited: u32,
+    changes: u32,
 }
 
-impl Retrier {
+impl Retrier<'_> {
     /// A transient failure: wait and try again, or give up with it once the budget is spent.
     pub async fn transient(&mut self, message: String) -> Result<(), Failure> {
         self.attempts += 1;
@@ -547,9 +602,37 @@ impl Retrier {
             wait_s = wait.as_secs_f64(),
             "rate limited; waiting"
         );
-        hold_chat(platform, chat, wait);
+        self.pacer.hold_chat(platform, chat, wait);
         tokio::time::sleep(wait).await;
         Ok(())
+    }
+
+    /// What one attempt came to, judged: `Some` when the platform took it, `None` to try
+    /// again (after waiting as the verdict says), else the failure that ends the request.
+    pub async fn judged<T>(
+        &mut self,
+        link: &Link<'_>,
+        attempt: Result<(T, Verdict, String), Failure>,
+    ) -> Result<Option<T>, Failure> {
+        let (value, verdict, text) = match attempt {
+            Ok(judged) => judged,
+            Err(Failure::Transient(m)) => {
+                self.transient(m).await?;
+                return Ok(None);
+            }
+            Err(other) => return Err(other),
+        };
+        match verdict {
+            Verdict::Done => return Ok(Some(value)),
+            Verdict::RateLimited(wait) => {
+                self.rate_limited(link.platform, &link.key, wait, text)
+                    .await?
+            }
+            Verdict::Retry => self.transient(text).await?,
+            Verdict::Changed if self.changes < MAX_CHANGES => self.changes += 1,
+            Verdict::Changed | Verdict::Final => return Err(Failure::Final(text)),
+        }
+        Ok(None)
     }
 }
 
@@ -587,16 +670,17 @@ mod tests {
             Box::pin(async {})
         });
         let url = format!("http://127.0.0.1:{port}/");
-        let build = || client().post(&url);
+        let build = |client: &reqwest::Client| client.post(&url);
         let judge = |answer: &Answer| match answer.body.contains("error") {
             true => (Verdict::Final, "refused".to_string()),
             false => (Verdict::Done, String::new()),
         };
+        let shared = Shared::default();
+        let link = Link::new(&shared, "signal", "c", Pace::Free);
         let results = recording_flights(recorder, async {
-            let step = exchange(Platform::Signal, "c", None, Request::Step, &build, &judge).await;
-            let refused =
-                exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
-            let item = exchange(Platform::Signal, "c", None, Request::Item, &build, &judge).await;
+            let step = link.step(&build, &judge).await;
+            let refused = link.item(&build, &judge).await;
+            let item = link.item(&build, &judge).await;
             (step.is_ok(), refused.err(), item.is_ok())
         })
         .await;

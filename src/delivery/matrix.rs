@@ -6,20 +6,15 @@
 //! encrypted room is refused before anything is sent, never posted to in clear.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::{split_parts, Part, Rendering};
-use super::http::{
-    client, exchange, seconds, settings, snippet, Answer, Failure, Pacing, Request, Verdict,
-};
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Matrix;
+use super::format::{Part, Rendering};
+use super::http::{seconds, snippet, Answer, Failure, Link, Pacing, Verdict};
+use super::sender::{opened, read_media, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' part size for Matrix (`MATRIX_MAX_MESSAGE_LENGTH`); an event, HTML
 /// included, must stay under the homeserver's 64 KiB.
@@ -28,93 +23,81 @@ pub const MAX_CHARS: usize = 16_000;
 /// Synapse's default `rc_message` allows a user bursts of 10 messages, then one every
 /// 5 s; at most 10 in any 50 s never crosses it. The limit is per user, not per room,
 /// so the pacing key is the homeserver: every room of the account shares it.
-const PACING: Pacing = Pacing {
-    spacing: std::time::Duration::ZERO,
-    window: std::time::Duration::from_secs(50),
-    window_max: 10,
-    global_per_sec: 50,
-};
+const PACING: Pacing = Pacing::window(Duration::from_secs(50), 10, 50);
 
-/// The parts a text is sent in: each its Markdown (the `body`) and its HTML (the
-/// `formatted_body`), measured on the HTML, the longer of the two.
-pub fn parts(text: &str) -> Vec<Part> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split_parts(text, Rendering::Html, MAX_CHARS, &|s| s.chars().count())
-}
+pub const DESCRIPTION: Description = Description::new(Platform::Matrix, open)
+    .needs(&["MATRIX_HOMESERVER", "MATRIX_ACCESS_TOKEN"])
+    .home(Home::var("MATRIX_HOME_ROOM"))
+    .names('#')
+    // Each part is its Markdown (the `body`) and its HTML (the `formatted_body`),
+    // measured on the HTML, the longer of the two.
+    .split(Rendering::Html, MAX_CHARS)
+    .paced(PACING);
 
 struct Room<'a> {
     homeserver: &'a str,
     token: &'a str,
-    id: &'a str,
+    id: String,
     thread: Option<&'a str>,
     /// Per send: a retried request reuses its transaction id, so the homeserver
     /// takes it once.
     txn_prefix: String,
+    /// Paced per homeserver, looked up per room.
+    link: Link<'a>,
 }
 
 impl Room<'_> {
     fn path(&self) -> String {
-        percent_encoding::utf8_percent_encode(self.id, percent_encoding::NON_ALPHANUMERIC)
+        percent_encoding::utf8_percent_encode(&self.id, percent_encoding::NON_ALPHANUMERIC)
             .to_string()
     }
 
-    fn request(&self, method: reqwest::Method, url: String) -> reqwest::RequestBuilder {
-        client().request(method, url).bearer_auth(self.token)
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        method: reqwest::Method,
+        url: &str,
+    ) -> reqwest::RequestBuilder {
+        client.request(method, url).bearer_auth(self.token)
     }
 }
 
-/// Sends to a room id (`!room:server`), under a thread root when given, skipping
-/// `skip` items already delivered; see [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    room: &str,
-    thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let room = &super::channels::resolve(env, PLATFORM, room)
-        .await
-        .map_err(|f| (f, skip))?;
+/// Opens a room id (`!room:server`), under a thread root when given, after making sure
+/// it is not encrypted.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let mut link = open.link;
+    link.key = open.settings[0].to_string();
     let room = Room {
-        homeserver: vars[0],
-        token: vars[1],
-        id: room,
-        thread,
+        homeserver: open.settings[0],
+        token: open.settings[1],
+        id: open.chat.to_string(),
+        thread: open.thread,
         txn_prefix: format!("hermes-cron-{:016x}", rand::random::<u64>()),
+        link,
     };
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    if skip < total {
-        refuse_encrypted(&room).await.map_err(|f| (f, skip))?;
-    }
-    for (index, part) in parts.iter().enumerate().skip(skip) {
+    Box::pin(async move {
+        refuse_encrypted(&room).await?;
+        opened(room)
+    })
+}
+
+impl Sender for Room<'_> {
+    fn text<'a>(&'a mut self, item: usize, part: &'a Part) -> Sending<'a> {
         let content = json!({
             "msgtype": "m.text",
             "body": part.source,
             "format": "org.matrix.custom.html",
             "formatted_body": part.rendered,
         });
-        post_event(&room, index, content)
-            .await
-            .map_err(|f| (f, index))?;
+        Box::pin(post_event(self, item, content))
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index < skip {
-            continue;
-        }
-        let content = upload(&room, Path::new(path))
-            .await
-            .map_err(|f| (f, index))?;
-        post_event(&room, index, content)
-            .await
-            .map_err(|f| (f, index))?;
+
+    fn file<'a>(&'a mut self, item: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(async move {
+            let content = upload(self, path).await?;
+            post_event(self, item, content).await
+        })
     }
-    Ok(total)
 }
 
 /// An encrypted room has an `m.room.encryption` state event; without one the answer
@@ -125,12 +108,12 @@ async fn refuse_encrypted(room: &Room<'_>) -> Result<(), Failure> {
         room.homeserver,
         room.path()
     );
-    let build = || room.request(reqwest::Method::GET, url.clone());
+    let build = |c: &reqwest::Client| room.request(c, reqwest::Method::GET, &url);
     let judge_state = |answer: &Answer| match answer.status {
         404 => (Verdict::Done, String::new()),
         _ => judge(answer),
     };
-    let answer = exchange(PLATFORM, room.id, None, Request::Step, &build, &judge_state).await?;
+    let answer = room.link.step(&build, &judge_state).await?;
     if answer.status == 404 {
         return Ok(());
     }
@@ -155,20 +138,8 @@ async fn post_event(room: &Room<'_>, index: usize, mut content: Value) -> Result
         room.path(),
         room.txn_prefix
     );
-    let build = || {
-        room.request(reqwest::Method::PUT, url.clone())
-            .json(&content)
-    };
-    exchange(
-        PLATFORM,
-        room.homeserver,
-        Some(PACING),
-        Request::Item,
-        &build,
-        &judge,
-    )
-    .await
-    .map(drop)
+    let build = |c: &reqwest::Client| room.request(c, reqwest::Method::PUT, &url).json(&content);
+    room.link.item(&build, &judge).await.map(drop)
 }
 
 /// Uploads a file to the media repository; returns the message content that shows it.
@@ -176,14 +147,14 @@ async fn upload(room: &Room<'_>, path: &Path) -> Result<Value, Failure> {
     let (name, bytes) = read_media(path)?;
     let mime = mime_guess::from_path(&name).first_or_octet_stream();
     let url = format!("{}/_matrix/media/v3/upload", room.homeserver);
-    let build = || {
-        room.request(reqwest::Method::POST, url.clone())
+    let build = |c: &reqwest::Client| {
+        room.request(c, reqwest::Method::POST, &url)
             .query(&[("filename", name.as_str())])
             .header(reqwest::header::CONTENT_TYPE, mime.essence_str())
             .body(bytes.clone())
     };
-    let answer = exchange(PLATFORM, room.id, None, Request::Step, &build, &judge).await?;
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let answer = room.link.step(&build, &judge).await?;
+    let reply = answer.json();
     let Some(uri) = reply["content_uri"].as_str() else {
         return Err(Failure::Transient(format!(
             "the media upload answered without a content_uri: {}",
@@ -207,30 +178,24 @@ async fn upload(room: &Room<'_>, path: &Path) -> Result<Value, Failure> {
 /// Matrix errors are `{"errcode": "M_UNKNOWN_TOKEN", "error": "…"}`; a 429
 /// `M_LIMIT_EXCEEDED` names `retry_after_ms` (or a `Retry-After` header).
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let text = match (body["errcode"].as_str(), body["error"].as_str()) {
-        (Some(code), Some(error)) => format!("{} {code}: {error}", answer.status),
-        _ => format!("{} {}", answer.status, snippet(&answer.body)),
-    };
-    let verdict = match answer.status {
-        200..=299 => Verdict::Done,
-        429 => Verdict::RateLimited(
-            answer
-                .retry_after
-                .or(body["retry_after_ms"]
-                    .as_f64()
-                    .map(|ms| seconds(ms / 1000.0)))
-                .unwrap_or(std::time::Duration::from_secs(1)),
-        ),
-        500..=599 => Verdict::Retry,
-        _ => Verdict::Final,
-    };
-    (verdict, text)
+    let text = answer.described(|body| {
+        let (code, error) = (body["errcode"].as_str()?, body["error"].as_str()?);
+        Some(format!("{code}: {error}"))
+    });
+    let wait = answer.json()["retry_after_ms"]
+        .as_f64()
+        .map(|ms| seconds(ms / 1000.0))
+        .unwrap_or(Duration::from_secs(1));
+    (answer.by_status(wait), text)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parts(text: &str) -> Vec<Part> {
+        DESCRIPTION.parts(text, &[])
+    }
 
     #[test]
     fn a_part_is_its_markdown_body_and_its_html() {

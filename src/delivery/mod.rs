@@ -32,7 +32,9 @@ pub mod homeassistant;
 pub mod http;
 pub mod matrix;
 pub mod mattermost;
+pub mod platforms;
 pub mod qqbot;
+pub mod sender;
 pub mod signal;
 pub mod slack;
 pub mod sms;
@@ -49,18 +51,42 @@ pub mod yuanbao;
 pub mod yuanbao_proto;
 
 use std::path::Path;
+use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use jobs::target::Platform;
 use jobs::Job;
 
 use crate::environment::Environment;
 use crate::redact::Redactor;
 use http::Failure;
 use target::Destination;
+
+/// What every send of a delivery shares, for as long as the delivery lives (the daemon's
+/// lifetime): built once with the delivery, never a process-wide global, so a test
+/// builds its own.
+pub struct Shared {
+    /// One client: connection reuse across parts and jobs.
+    pub client: reqwest::Client,
+    /// The slots of every chat sent to.
+    pub pacer: http::Pacer,
+    /// The rate limits Discord's answers announced.
+    pub discord: discord::Limits,
+    /// Channel names resolved to ids.
+    pub channels: channels::Cache,
+}
+
+impl Default for Shared {
+    fn default() -> Shared {
+        Shared {
+            client: http::build_client(),
+            pacer: http::Pacer::default(),
+            discord: discord::Limits::default(),
+            channels: channels::Cache::default(),
+        }
+    }
+}
 
 /// What a finished run hands to delivery.
 #[derive(Debug, Clone, Copy)]
@@ -206,95 +232,40 @@ pub fn shown(destination: &Destination) -> String {
 /// Sends a message to one destination, skipping the `skip` items already delivered.
 /// Returns how many items (parts, attachments) the message has in all.
 pub async fn send_to(
+    shared: &Shared,
     destination: &Destination,
     env: &Environment,
     message: &Message,
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     match destination {
-        Destination::Webhook { url } => {
-            let payload = json!({
-                "job_id": message.job_id,
-                "name": message.name,
-                "scheduled_at": message.scheduled_at,
-                "status": message.status,
-                "text": message.content,
-            });
-            webhook::send(env, url, &payload)
-                .await
-                .map(|()| 1)
-                .map_err(|f| (f, 0))
-        }
+        Destination::Webhook { url } => webhook::send(shared, env, url, message)
+            .await
+            .map(|()| 1)
+            .map_err(|f| (f, 0)),
         Destination::Chat {
             platform,
             chat,
             thread,
         } => {
-            let thread = thread.as_deref();
-            let (text, media) = (&message.text, &message.media);
-            match platform {
-                Platform::Telegram => telegram::send(env, chat, thread, text, media, skip).await,
-                Platform::Discord => discord::send(env, chat, thread, text, media, skip).await,
-                Platform::Slack => slack::send(env, chat, thread, text, media, skip).await,
-                Platform::Signal => signal::send(env, chat, thread, text, media, skip).await,
-                Platform::Matrix => matrix::send(env, chat, thread, text, media, skip).await,
-                Platform::Mattermost => {
-                    mattermost::send(env, chat, thread, text, media, skip).await
-                }
-                Platform::HomeAssistant => {
-                    homeassistant::send(env, chat, thread, text, media, skip).await
-                }
-                Platform::Sms => sms::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsAppCloud => {
-                    whatsapp_cloud::send(env, chat, thread, text, media, skip).await
-                }
-                Platform::DingTalk => dingtalk::send(env, chat, thread, text, media, skip).await,
-                Platform::Feishu => feishu::send(env, chat, thread, text, media, skip).await,
-                Platform::WhatsApp => whatsapp::send(env, chat, thread, text, media, skip).await,
-                Platform::WeComCallback => {
-                    wecom_callback::send(env, chat, thread, text, media, skip).await
-                }
-                Platform::QqBot => qqbot::send(env, chat, thread, text, media, skip).await,
-                Platform::BlueBubbles => {
-                    bluebubbles::send(env, chat, thread, text, media, skip).await
-                }
-                Platform::Email => email::send(env, chat, thread, text, media, skip).await,
-                Platform::Weixin => weixin::send(env, chat, thread, text, media, skip).await,
-                Platform::WeCom => wecom::send(env, chat, thread, text, media, skip).await,
-                Platform::Yuanbao => yuanbao::send(env, chat, thread, text, media, skip).await,
-            }
+            let chat = (chat.as_str(), thread.as_deref());
+            sender::send_chat(shared, env, *platform, chat, message, skip).await
         }
     }
 }
 
-/// The delivery error for a chat on a platform without a sender in this build (see
-/// [`Platform::SENDABLE`]); `platform` may be a name this build does not know at all.
+/// The delivery error for a chat on a platform this build does not know (written by
+/// another Hermes), naming those it sends to.
 pub fn cannot_send(platform: &str) -> String {
-    let sendable = Platform::SENDABLE.map(Platform::as_str).join(", ");
-    format!("this build cannot send to {platform} (it sends to {sendable} and webhooks)")
-}
-
-/// The warning for each `deliver` item this build cannot send to, shown when a job is
-/// created or edited (the job is kept: Python Hermes may run it).
-pub fn unsendable_warnings(deliver: &str) -> Vec<String> {
-    jobs::target::deliver_items(deliver)
-        .filter_map(|item| match item.parse::<jobs::target::Target>() {
-            Ok(jobs::target::Target::Home(platform))
-            | Ok(jobs::target::Target::Chat { platform, .. })
-                if !platform.can_send() =>
-            {
-                Some(format!(
-                    "warning: {item}: {}",
-                    cannot_send(platform.as_str())
-                ))
-            }
-            _ => None,
-        })
-        .collect()
+    let sendable: Vec<&str> = platforms::ALL.iter().map(|d| d.platform.as_str()).collect();
+    format!(
+        "this build cannot send to {platform} (it sends to {} and webhooks)",
+        sendable.join(", ")
+    )
 }
 
 /// Resolves the job's targets and sends the run's message to each, in order.
-pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
+pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> DeliveryReport {
     let Some(message) = build_message(&run, run.redactor) else {
         return DeliveryReport {
             summary: "silent".to_string(),
@@ -303,8 +274,16 @@ pub async fn deliver_run(run: RunDelivery<'_>) -> DeliveryReport {
     };
     let env = Environment::load(run.home);
     let resolution = target::resolve(run.job, &run.job.deliver(), &env);
-    let payload = serde_json::to_string(&message).expect("message serializes");
-    let outcomes = send_all(&resolution.destinations, env, message, &payload, run.track).await;
+    let payload = serde_json::to_string(&message).unwrap_or_default();
+    let outcomes = send_all(
+        shared,
+        &resolution.destinations,
+        env,
+        message,
+        &payload,
+        run.track,
+    )
+    .await;
     let mut tally = Tally {
         errors: resolution.errors,
         ..Tally::default()
@@ -322,14 +301,15 @@ type Outcome = (Destination, Option<i64>, Result<usize, (Failure, usize)>);
 /// and returns the outcomes in the order the job lists them. A tracked destination gets
 /// its row before its first request, and every request is reported to that row.
 async fn send_all(
+    shared: &Arc<Shared>,
     destinations: &[Destination],
     env: Environment,
     message: Message,
     payload: &str,
     track: Option<Track<'_>>,
 ) -> Vec<Outcome> {
-    let env = std::sync::Arc::new(env);
-    let message = std::sync::Arc::new(message);
+    let env = Arc::new(env);
+    let message = Arc::new(message);
     let mut sends = tokio::task::JoinSet::new();
     let mut rows = vec![None; destinations.len()];
     for (index, destination) in destinations.iter().enumerate() {
@@ -339,13 +319,14 @@ async fn send_all(
         };
         let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
         rows[index] = tracked.map(|(row, _)| row);
-        let (destination, env, message) = (
+        let (destination, env, message, shared) = (
             destination.clone(),
-            std::sync::Arc::clone(&env),
-            std::sync::Arc::clone(&message),
+            Arc::clone(&env),
+            Arc::clone(&message),
+            Arc::clone(shared),
         );
         sends.spawn(async move {
-            let sending = send_to(&destination, &env, &message, 0);
+            let sending = send_to(&shared, &destination, &env, &message, 0);
             let result = match recorder {
                 Some(recorder) => http::recording_flights(recorder, sending).await,
                 None => sending.await,
@@ -449,6 +430,7 @@ impl Tally {
 /// Retries one outbox delivery. `Ok` when it arrived; else the failure (redacted) and
 /// how many items have now been delivered.
 pub async fn retry(
+    shared: &Shared,
     home: &Path,
     target_key: &str,
     payload: &str,
@@ -468,7 +450,7 @@ pub async fn retry(
     })?;
     let env = Environment::load(home);
     let redactor = Redactor::for_home(home);
-    send_to(&destination, &env, &message, sent_parts)
+    send_to(shared, &destination, &env, &message, sent_parts)
         .await
         .map(|_| ())
         .map_err(|(failure, n)| {
@@ -477,23 +459,19 @@ pub async fn retry(
                 shown(&destination),
                 redactor.redact(failure.message())
             );
-            let failure = match failure {
-                Failure::Transient(_) => Failure::Transient(text),
-                Failure::Final(_) => Failure::Final(text),
-                Failure::Unknown(_) => Failure::Unknown(text),
-            };
-            (failure, n)
+            (failure.reworded(text), n)
         })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jobs::target::Platform;
 
-    /// `Platform::SENDABLE` (what resolution and doctor trust) and the senders in
-    /// [`send_to`] must name the same platforms. Without tokens no request leaves.
+    /// Every platform has a sender: without its variables, each refuses by naming the
+    /// first one to set, and no request leaves.
     #[tokio::test]
-    async fn exactly_the_sendable_platforms_have_a_sender() {
+    async fn every_platform_has_a_sender_that_names_what_to_set() {
         let message = Message {
             job_id: "abcdef012345".into(),
             name: "n".into(),
@@ -503,17 +481,23 @@ mod tests {
             text: "hi".into(),
             media: Vec::new(),
         };
+        let shared = Shared::default();
         for platform in Platform::ALL {
             let destination = Destination::Chat {
                 platform,
                 chat: "1".into(),
                 thread: None,
             };
-            let refused = match send_to(&destination, &Environment::default(), &message, 0).await {
-                Err((failure, _)) => failure.message() == cannot_send(platform.as_str()),
-                Ok(_) => false,
+            let env = Environment::default();
+            let refused = match send_to(&shared, &destination, &env, &message, 0).await {
+                Err((failure, _)) => failure.message().to_string(),
+                Ok(_) => String::new(),
             };
-            assert_eq!(refused, !platform.can_send(), "{platform}");
+            let first = platforms::required_vars(platform)[0];
+            assert!(
+                refused.starts_with(&format!("{first} is not set")),
+                "{platform}: {refused}"
+            );
         }
     }
 }

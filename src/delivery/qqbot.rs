@@ -11,12 +11,9 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
-use super::sms::plain_parts;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::QqBot;
+use super::format::{Part, Rendering};
+use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
+use super::sender::{opened, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' QQ message limit.
 pub const MAX_CHARS: usize = 4000;
@@ -45,70 +42,80 @@ const KINDS: [(&str, &str); 3] = [
     ("group", "/v2/groups/{id}/messages"),
 ];
 
-pub fn parts(text: &str) -> Vec<String> {
-    plain_parts(text, MAX_CHARS)
-}
+pub const DESCRIPTION: Description = Description::new(Platform::QqBot, open)
+    .needs(&["QQ_APP_ID", "QQ_CLIENT_SECRET"])
+    .home(Home {
+        var: "QQBOT_HOME_CHANNEL",
+        former: Some("QQ_HOME_CHANNEL"),
+        cron_thread: None,
+    })
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent to QQ"))
+    .paced(PACING);
 
-/// Sends to a guild channel, user or group openid, skipping `skip` parts already
-/// delivered; see [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (app_id, secret) = (vars[0], vars[1]);
-    let base = env.get("QQBOT_API_BASE").map(|b| b.trim_end_matches('/'));
-    let mut text = text.to_string();
-    for path in media {
-        text.push_str(&format!("\n(attachment not sent to QQ: {path})"));
-    }
-    let parts = parts(&text);
-    if skip >= parts.len() {
-        return Ok(parts.len());
-    }
+/// Opens a guild channel, user or group openid with the app's access token.
+/// `QQBOT_API_BASE` points both hosts at one server.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let base = open
+        .env
+        .get("QQBOT_API_BASE")
+        .map(|b| b.trim_end_matches('/'));
     let token_url = base.map_or(TOKEN_URL.to_string(), |b| {
         format!("{b}/app/getAppAccessToken")
     });
-    let token = access_token(&token_url, app_id, secret, chat)
-        .await
-        .map_err(|f| (f, skip))?;
-    let api = base.unwrap_or(API_BASE);
-    let mut kinds: Vec<(&str, &str)> = KINDS.to_vec();
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"content": part, "msg_type": 0});
-        let found = post_to_first_kind(api, &token, chat, &kinds, &body)
-            .await
-            .map_err(|f| (f, index))?;
-        // The id's kind is known now: later parts go straight to it.
-        kinds = vec![found];
+    let (app_id, secret) = (open.settings[0], open.settings[1]);
+    Box::pin(async move {
+        let token = access_token(&open.link, &token_url, app_id, secret).await?;
+        let bot = Bot {
+            api: base.unwrap_or(API_BASE),
+            token,
+            chat: open.chat.to_string(),
+            kinds: KINDS.to_vec(),
+            link: open.link,
+        };
+        opened(bot)
+    })
+}
+
+struct Bot<'a> {
+    api: &'a str,
+    token: String,
+    chat: String,
+    /// The endpoint kinds still possible for the chat: once one took a part, later
+    /// parts go straight to it.
+    kinds: Vec<(&'static str, &'static str)>,
+    link: Link<'a>,
+}
+
+impl Sender for Bot<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"content": part.rendered, "msg_type": 0});
+        Box::pin(async move {
+            let kinds = self.kinds.clone();
+            self.kinds = vec![post_to_first_kind(self, &kinds, &body).await?];
+            Ok(())
+        })
     }
-    Ok(parts.len())
 }
 
 /// Posts `body` to the first endpoint kind that knows the chat; returns that kind. A
 /// refusal other than the token's is "not this kind": nothing was posted, so the next
 /// kind is tried, and when none knows the chat every refusal is reported.
 async fn post_to_first_kind<'k>(
-    api: &str,
-    token: &str,
-    chat: &str,
+    bot: &Bot<'_>,
     kinds: &[(&'k str, &'k str)],
     body: &Value,
 ) -> Result<(&'k str, &'k str), Failure> {
+    let (chat, token) = (&bot.chat, &bot.token);
     let mut refusals = Vec::new();
     for &(kind, path) in kinds {
-        let url = format!("{api}{}", path.replace("{id}", chat));
-        let build = || {
-            client()
-                .post(&url)
+        let url = format!("{}{}", bot.api, path.replace("{id}", chat));
+        let build = |c: &reqwest::Client| {
+            c.post(&url)
                 .header("Authorization", format!("QQBot {token}"))
                 .json(body)
         };
-        match exchange(PLATFORM, chat, Some(PACING), Request::Item, &build, &judge).await {
+        match bot.link.item(&build, &judge).await {
             Ok(_) => return Ok((kind, path)),
             Err(Failure::Final(text)) if !text.starts_with("401 ") => {
                 refusals.push(format!("{kind}: {text}"));
@@ -125,15 +132,15 @@ async fn post_to_first_kind<'k>(
 /// The app's access token. QQ answers `{"access_token": "…", "expires_in": "7200"}`, or
 /// `{"code": 100016, "message": "invalid appid or secret"}`.
 async fn access_token(
+    link: &Link<'_>,
     url: &str,
     app_id: &str,
     secret: &str,
-    chat: &str,
 ) -> Result<String, Failure> {
     let body = json!({"appId": app_id, "clientSecret": secret});
-    let build = || client().post(url).json(&body);
+    let build = |c: &reqwest::Client| c.post(url).json(&body);
     let judge_token = |answer: &Answer| {
-        let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+        let reply = answer.json();
         let text = match reply["message"].as_str() {
             Some(m) => format!("QQ token request failed: code {}: {m}", reply["code"]),
             None => format!(
@@ -150,9 +157,8 @@ async fn access_token(
         };
         (verdict, text)
     };
-    let answer = exchange(PLATFORM, chat, None, Request::Step, &build, &judge_token).await?;
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    reply["access_token"]
+    let answer = link.step(&build, &judge_token).await?;
+    answer.json()["access_token"]
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| Failure::Transient("QQ answered without an access_token".to_string()))
@@ -161,16 +167,9 @@ async fn access_token(
 /// QQ errors are `{"message": "…", "code": 11241, "err_code": …, "trace_id": …}` with a
 /// 4xx or 5xx status; a 401 means the token was refused.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let text = match body["message"].as_str() {
-        Some(m) => format!("{} {m} (code {})", answer.status, body["code"]),
-        None => format!("{} {}", answer.status, snippet(&answer.body)),
-    };
-    let verdict = match answer.status {
-        200..=299 => Verdict::Done,
-        429 => Verdict::RateLimited(answer.retry_after.unwrap_or(RATE_LIMIT_DELAY)),
-        500..=599 => Verdict::Retry,
-        _ => Verdict::Final,
-    };
-    (verdict, text)
+    let text = answer.described(|body| {
+        let m = body["message"].as_str()?;
+        Some(format!("{m} (code {})", body["code"]))
+    });
+    (answer.by_status(RATE_LIMIT_DELAY), text)
 }

@@ -12,13 +12,9 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::http::{exchange, seconds, settings, snippet, Answer, Failure, Request, Verdict};
-use super::sms::plain_parts;
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Signal;
+use super::format::{Part, Rendering};
+use super::http::{seconds, snippet, Answer, Failure, Link, Verdict};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 
 /// Hermes' Signal limit on one message.
 pub const MAX_CHARS: usize = 8000;
@@ -27,42 +23,53 @@ const RATE_LIMITED: i64 = -5;
 /// signal-cli's wait when it names none (its token refill interval).
 const DEFAULT_WAIT: Duration = Duration::from_secs(4);
 
-pub fn parts(text: &str) -> Vec<String> {
-    plain_parts(text, MAX_CHARS)
+pub const DESCRIPTION: Description = Description::new(Platform::Signal, open)
+    .needs(&["SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT"])
+    .home(Home::var("SIGNAL_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS);
+
+/// Sends to a number or `group:<id>`. Signal has no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let daemon = Daemon {
+        url: format!("{}/api/v1/rpc", open.settings[0]),
+        account: open.settings[1],
+        chat: open.chat.to_string(),
+        link: open.link,
+    };
+    ready(daemon)
 }
 
-/// Sends to a number or `group:<id>`, skipping `skip` items already delivered; see
-/// [`super::telegram::send`] for the contract. Signal has no threads.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (url, account) = (format!("{}/api/v1/rpc", vars[0]), vars[1]);
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let params = params(account, chat, json!({"message": part}));
-        rpc(&url, chat, &params).await.map_err(|f| (f, index))?;
+/// The signal-cli daemon of one account, sending to one chat.
+struct Daemon<'a> {
+    url: String,
+    account: &'a str,
+    chat: String,
+    link: Link<'a>,
+}
+
+impl Sender for Daemon<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        Box::pin(self.rpc(json!({"message": part.rendered})))
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index < skip {
-            continue;
-        }
-        let (name, bytes) = read_media(Path::new(path)).map_err(|f| (f, index))?;
-        let params = params(
-            account,
-            chat,
-            json!({"message": "", "attachments": [data_uri(&name, &bytes)]}),
-        );
-        rpc(&url, chat, &params).await.map_err(|f| (f, index))?;
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(async move {
+            let (name, bytes) = read_media(path)?;
+            let attachments = [data_uri(&name, &bytes)];
+            self.rpc(json!({"message": "", "attachments": attachments}))
+                .await
+        })
     }
-    Ok(total)
+}
+
+impl Daemon<'_> {
+    async fn rpc(&self, extra: Value) -> Result<(), Failure> {
+        let params = params(self.account, &self.chat, extra);
+        let body =
+            json!({"jsonrpc": "2.0", "method": "send", "params": params, "id": "hermes-cron"});
+        let build = |c: &reqwest::Client| c.post(&self.url).json(&body);
+        self.link.item(&build, &judge).await.map(drop)
+    }
 }
 
 /// The `send` parameters: the account, the recipient or group, and `extra`.
@@ -86,18 +93,10 @@ fn data_uri(name: &str, bytes: &[u8]) -> String {
     format!("data:{mime};filename={name};base64,{data}")
 }
 
-async fn rpc(url: &str, chat: &str, params: &Value) -> Result<(), Failure> {
-    let body = json!({"jsonrpc": "2.0", "method": "send", "params": params, "id": "hermes-cron"});
-    let build = || super::http::client().post(url).json(&body);
-    exchange(PLATFORM, chat, None, Request::Item, &build, &judge)
-        .await
-        .map(drop)
-}
-
 /// Reads signal-cli's answer: `{"result": …}` is sent; `{"error": {"code", "message",
 /// "data": {"response": {"results": [{"retryAfterSeconds": …}]}}}}` is not.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let reply = answer.json();
     let error = &reply["error"];
     if answer.status >= 500 {
         return (

@@ -8,33 +8,26 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use jobs::target::Platform;
 
-use super::format::{split_rendered, Rendering};
-use super::http::{
-    client, credentials, exchange, snippet, Answer, Failure, Request, Verdict, SLACK,
-};
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Slack;
+use super::format::{Part, Rendering};
+use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 
 /// Slack truncates very long messages; parts stay well under its guidance.
 pub const MAX_CHARS: usize = 3900;
 
-/// The parts a text is sent in, as mrkdwn (escaped, so `<`, `>` and `&` in the reply
-/// stay text).
-pub fn parts(text: &str) -> Vec<String> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split_rendered(text, Rendering::SlackMrkdwn, MAX_CHARS, &|s| {
-        s.chars().count()
-    })
-}
+pub const DESCRIPTION: Description = Description::new(Platform::Slack, open)
+    .needs(&["SLACK_BOT_TOKEN"])
+    .base("SLACK_API_BASE", "https://slack.com/api")
+    .home(Home::var("SLACK_HOME_CHANNEL"))
+    .names('#')
+    // As mrkdwn, escaped, so `<`, `>` and `&` in the reply stay text.
+    .split(Rendering::SlackMrkdwn, MAX_CHARS)
+    // chat.postMessage: one message per second per channel.
+    .paced(Pacing::spaced(Duration::from_millis(1050), 50));
 
 const TRANSIENT_ERRORS: &[&str] = &[
     "ratelimited",
@@ -44,66 +37,42 @@ const TRANSIENT_ERRORS: &[&str] = &[
     "request_timeout",
 ];
 
-/// One channel of one workspace.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let channel = Channel {
+        token: open.settings[0],
+        base: open.base,
+        id: open.chat.to_string(),
+        thread: open.thread,
+        link: open.link,
+    };
+    ready(channel)
+}
+
+/// One channel of one workspace (threaded under `thread_ts` when given).
 struct Channel<'a> {
     token: &'a str,
     base: &'a str,
-    id: &'a str,
+    id: String,
     thread: Option<&'a str>,
+    link: Link<'a>,
 }
 
-/// Sends to a channel (threaded under `thread_ts` when given), then uploads each
-/// `MEDIA:` file into it; skips `skip` items already delivered (see
-/// [`super::telegram::send`] for the contract).
-pub async fn send(
-    env: &Environment,
-    channel: &str,
-    thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let (token, base) =
-        credentials(env, PLATFORM, "https://slack.com/api").map_err(|f| (f, skip))?;
-    let channel = &super::channels::resolve(env, PLATFORM, channel)
-        .await
-        .map_err(|f| (f, skip))?;
-    let target = Channel {
-        token,
-        base,
-        id: channel,
-        thread,
-    };
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let mut body = json!({"channel": channel, "text": part, "unfurl_links": false});
-        if let Some(ts) = thread {
+impl Sender for Channel<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let mut body = json!({"channel": self.id, "text": part.rendered, "unfurl_links": false});
+        if let Some(ts) = self.thread {
             body["thread_ts"] = json!(ts);
         }
-        let url = format!("{base}/chat.postMessage");
-        let build = || client().post(&url).bearer_auth(token).json(&body);
-        exchange(
-            PLATFORM,
-            channel,
-            Some(SLACK),
-            Request::Item,
-            &build,
-            &judge,
-        )
-        .await
-        .map_err(|f| (f, index))?;
+        Box::pin(async move {
+            let url = format!("{}/chat.postMessage", self.base);
+            let build = |c: &reqwest::Client| c.post(&url).bearer_auth(self.token).json(&body);
+            self.link.item(&build, &judge).await.map(drop)
+        })
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index < skip {
-            continue;
-        }
-        upload(&target, Path::new(path))
-            .await
-            .map_err(|f| (f, index))?;
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(upload(self, path))
     }
-    Ok(total)
 }
 
 /// The external upload flow: `files.getUploadURLExternal` (name and size) gives an
@@ -116,9 +85,9 @@ async fn upload(channel: &Channel<'_>, path: &Path) -> Result<(), Failure> {
     let length = bytes.len().to_string();
     let url = format!("{}/files.getUploadURLExternal", channel.base);
     let form = [("filename", name.as_str()), ("length", length.as_str())];
-    let build = || client().post(&url).bearer_auth(channel.token).form(&form);
-    let answer = exchange(PLATFORM, channel.id, None, Request::Step, &build, &judge).await?;
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let build = |c: &reqwest::Client| c.post(&url).bearer_auth(channel.token).form(&form);
+    let answer = channel.link.step(&build, &judge).await?;
+    let reply = answer.json();
     let (Some(upload_url), Some(file_id)) =
         (reply["upload_url"].as_str(), reply["file_id"].as_str())
     else {
@@ -127,9 +96,8 @@ async fn upload(channel: &Channel<'_>, path: &Path) -> Result<(), Failure> {
             snippet(&answer.body)
         )));
     };
-    let build = || {
-        client()
-            .post(upload_url)
+    let build = |c: &reqwest::Client| {
+        c.post(upload_url)
             .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
             .body(bytes.clone())
     };
@@ -137,38 +105,21 @@ async fn upload(channel: &Channel<'_>, path: &Path) -> Result<(), Failure> {
         200..=299 => (Verdict::Done, String::new()),
         _ => judge(answer),
     };
-    exchange(
-        PLATFORM,
-        channel.id,
-        None,
-        Request::Step,
-        &build,
-        &judge_upload,
-    )
-    .await?;
+    channel.link.step(&build, &judge_upload).await?;
     let files = json!([{"id": file_id, "title": name}]).to_string();
-    let mut form = vec![("files", files), ("channel_id", channel.id.to_string())];
+    let mut form = vec![("files", files), ("channel_id", channel.id.clone())];
     if let Some(ts) = channel.thread {
         form.push(("thread_ts", ts.to_string()));
     }
     let url = format!("{}/files.completeUploadExternal", channel.base);
-    let build = || client().post(&url).bearer_auth(channel.token).form(&form);
-    exchange(
-        PLATFORM,
-        channel.id,
-        Some(SLACK),
-        Request::Item,
-        &build,
-        &judge,
-    )
-    .await
-    .map(drop)
+    let build = |c: &reqwest::Client| c.post(&url).bearer_auth(channel.token).form(&form);
+    channel.link.item(&build, &judge).await.map(drop)
 }
 
 /// Slack answers HTTP 200 with `{"ok": false, "error": "channel_not_found"}` for most
 /// refusals; a 429 names its wait in `Retry-After`.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let reply = answer.json();
     let error = reply["error"].as_str().unwrap_or("");
     let text = if error.is_empty() {
         format!("{} {}", answer.status, snippet(&answer.body))

@@ -4,19 +4,27 @@
 //! parts of 1600 characters (Twilio's body limit), 429 (code 20429) `Retry-After`.
 //! Twilio fetches media from public URLs only, so `MEDIA:` files are named, not sent.
 
-use serde_json::Value;
+use std::time::Duration;
 
 use jobs::target::Platform;
 
-use super::format::{render, split_rendered, Rendering};
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Request, Verdict};
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Sms;
+use super::format::{render, Part, Rendering};
+use super::http::{Answer, Link, Verdict};
+use super::sender::{ready, Attachments, Description, Home, Open, Opened, Sender, Sending};
 
 /// Twilio refuses a `Body` over 1600 characters (error 21617).
 pub const MAX_CHARS: usize = 1600;
+
+pub const DESCRIPTION: Description = Description::new(Platform::Sms, open)
+    .needs(&[
+        "TWILIO_ACCOUNT_SID",
+        "TWILIO_AUTH_TOKEN",
+        "TWILIO_PHONE_NUMBER",
+    ])
+    .base("SMS_API_BASE", "https://api.twilio.com")
+    .home(Home::var("SMS_HOME_CHANNEL"))
+    .split(Rendering::Plain, MAX_CHARS)
+    .attachments(Attachments::Named("not sent by SMS"));
 
 /// Markdown as plain text, for platforms that show it literally (SMS, Signal):
 /// [`Rendering::Plain`].
@@ -24,70 +32,55 @@ pub fn plain_text(markdown: &str) -> String {
     render(markdown, Rendering::Plain)
 }
 
-pub fn parts(text: &str) -> Vec<String> {
-    plain_parts(text, MAX_CHARS)
+/// Sends to a phone number (E.164). SMS has no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let (sid, token, from) = (open.settings[0], open.settings[1], open.settings[2]);
+    let number = Number {
+        url: format!("{}/2010-04-01/Accounts/{sid}/Messages.json", open.base),
+        sid,
+        token,
+        from,
+        to: open.chat.to_string(),
+        link: open.link,
+    };
+    ready(number)
 }
 
-/// A reply as plain text in parts of at most `max` characters (none when it is empty):
-/// the parts of every platform that takes plain text.
-pub fn plain_parts(text: &str, max: usize) -> Vec<String> {
-    if plain_text(text).trim().is_empty() {
-        return Vec::new();
-    }
-    split_rendered(text, Rendering::Plain, max, &|s| s.chars().count())
+struct Number<'a> {
+    url: String,
+    sid: &'a str,
+    token: &'a str,
+    from: &'a str,
+    to: String,
+    link: Link<'a>,
 }
 
-/// Sends to a phone number (E.164), skipping `skip` parts already delivered; see
-/// [`super::telegram::send`] for the contract. SMS has no threads.
-pub async fn send(
-    env: &Environment,
-    to: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (sid, token, from) = (vars[0], vars[1], vars[2]);
-    let base = env
-        .get("SMS_API_BASE")
-        .unwrap_or("https://api.twilio.com")
-        .trim_end_matches('/');
-    let url = format!("{base}/2010-04-01/Accounts/{sid}/Messages.json");
-    let mut text = text.to_string();
-    for path in media {
-        text.push_str(&format!("\n(attachment not sent by SMS: {path})"));
+impl Sender for Number<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        Box::pin(async move {
+            let form = [
+                ("From", self.from),
+                ("To", self.to.as_str()),
+                ("Body", part.rendered.as_str()),
+            ];
+            let build = |c: &reqwest::Client| {
+                c.post(&self.url)
+                    .basic_auth(self.sid, Some(self.token))
+                    .form(&form)
+            };
+            self.link.item(&build, &judge).await.map(drop)
+        })
     }
-    let parts = parts(&text);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let form = [("From", from), ("To", to), ("Body", part.as_str())];
-        let build = || client().post(&url).basic_auth(sid, Some(token)).form(&form);
-        exchange(PLATFORM, to, None, Request::Item, &build, &judge)
-            .await
-            .map_err(|f| (f, index))?;
-    }
-    Ok(parts.len())
 }
 
 /// Twilio answers 201 with the message; errors are `{"code": 20003, "message":
 /// "Authenticate", "more_info": …, "status": 401}`.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let text = match body["message"].as_str() {
-        Some(m) => format!("{} {m} (Twilio error {})", answer.status, body["code"]),
-        None => format!("{} {}", answer.status, snippet(&answer.body)),
-    };
-    let verdict = match answer.status {
-        200..=299 => Verdict::Done,
-        429 => Verdict::RateLimited(
-            answer
-                .retry_after
-                .unwrap_or(std::time::Duration::from_secs(1)),
-        ),
-        500..=599 => Verdict::Retry,
-        _ => Verdict::Final,
-    };
-    (verdict, text)
+    let text = answer.described(|body| {
+        let m = body["message"].as_str()?;
+        Some(format!("{m} (Twilio error {})", body["code"]))
+    });
+    (answer.by_status(Duration::from_secs(1)), text)
 }
 
 #[cfg(test)]

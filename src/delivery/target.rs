@@ -1,5 +1,6 @@
 //! From a job's parsed `deliver` targets to the places a message goes, resolved at send
-//! time: `origin` (else the first sendable platform with a home channel, else nothing),
+//! time: `origin` (else the first platform with a home channel, in the order of
+//! [`super::platforms::ALL`], else nothing),
 //! a bare platform (its home channel, unless the job's origin is on it), an explicit
 //! chat, `all`, a webhook. Parsing belongs to [`jobs::target`]; this module only reads
 //! the job and the [`Environment`], and never probes variables of names that are not a
@@ -10,7 +11,7 @@ use serde_json::Value;
 use jobs::target::{deliver_items, Platform, Target};
 use jobs::Job;
 
-use super::cannot_send;
+use super::platforms;
 use crate::environment::Environment;
 
 /// One resolved place to send to.
@@ -76,12 +77,6 @@ impl Resolution {
     }
 }
 
-/// The environment variable holding a platform's `setting`: `TELEGRAM_BOT_TOKEN`,
-/// `SLACK_HOME_CHANNEL`, `DISCORD_API_BASE`.
-pub fn platform_var(platform: Platform, setting: &str) -> String {
-    format!("{}_{setting}", platform.as_str().to_ascii_uppercase())
-}
-
 fn text_of(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
@@ -90,9 +85,19 @@ fn text_of(value: Option<&Value>) -> Option<String> {
     }
 }
 
+/// An origin on a platform this build does not know (written by another Hermes).
+#[derive(Debug, thiserror::Error)]
+#[error("{platform}:{chat}{thread}: {}", super::cannot_send(.platform))]
+struct UnknownOrigin {
+    platform: String,
+    chat: String,
+    /// `:<thread>`, or nothing.
+    thread: String,
+}
+
 /// The job's origin chat, when it has one. An origin on a platform this build does not
-/// know (written by another Hermes) is the delivery error for it.
-fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
+/// know is the delivery error for it.
+fn origin_of(job: &Job) -> Option<Result<Destination, UnknownOrigin>> {
     let origin = job.origin()?;
     let name = text_of(origin.get("platform"))?;
     let chat = text_of(origin.get("chat_id"))?;
@@ -103,11 +108,11 @@ fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
             chat,
             thread,
         }),
-        None => {
-            let name = name.to_ascii_lowercase();
-            let thread = thread.map(|t| format!(":{t}")).unwrap_or_default();
-            Err(format!("{name}:{chat}{thread}: {}", cannot_send(&name)))
-        }
+        None => Err(UnknownOrigin {
+            platform: name.to_ascii_lowercase(),
+            chat,
+            thread: thread.map(|t| format!(":{t}")).unwrap_or_default(),
+        }),
     })
 }
 
@@ -116,28 +121,24 @@ fn origin_of(job: &Job) -> Option<Result<Destination, String>> {
 /// `<PLATFORM>_HOME_CHANNEL`. Home Assistant, WeCom callback apps and Yuanbao have
 /// none in Hermes' cron: their targets are explicit.
 pub fn home_var(platform: Platform) -> Option<String> {
-    match platform {
-        Platform::Matrix => Some("MATRIX_HOME_ROOM".to_string()),
-        Platform::Email => Some("EMAIL_HOME_ADDRESS".to_string()),
-        Platform::HomeAssistant | Platform::WeComCallback | Platform::Yuanbao => None,
-        other => Some(platform_var(other, "HOME_CHANNEL")),
-    }
+    let home = platforms::describe(platform)?.home?;
+    Some(home.var.to_string())
 }
 
-/// The home channel with its thread: `TELEGRAM_CRON_THREAD_ID` first for Telegram,
-/// then `<HOME VAR>_THREAD_ID`. QQ's home is still read from its former name
-/// `QQ_HOME_CHANNEL` when `QQBOT_HOME_CHANNEL` is unset, as Hermes does.
+/// The home channel with its thread: the platform's cron thread variable first
+/// (`TELEGRAM_CRON_THREAD_ID`), then `<HOME VAR>_THREAD_ID`. A former name of the home
+/// variable (`QQ_HOME_CHANNEL`) is still read when the current one is unset, as Hermes
+/// does.
 pub fn home_channel(platform: Platform, env: &Environment) -> Option<Destination> {
-    let var = home_var(platform)?;
-    let legacy = (platform == Platform::QqBot)
-        .then(|| env.get("QQ_HOME_CHANNEL"))
-        .flatten();
-    let chat = env.get(&var).or(legacy)?.to_string();
-    let cron_thread = (platform == Platform::Telegram)
-        .then(|| env.get("TELEGRAM_CRON_THREAD_ID"))
-        .flatten();
-    let thread = cron_thread
-        .or_else(|| env.get(&format!("{var}_THREAD_ID")))
+    let home = platforms::describe(platform)?.home?;
+    let chat = env
+        .get(home.var)
+        .or_else(|| home.former.and_then(|var| env.get(var)))?
+        .to_string();
+    let thread = home
+        .cron_thread
+        .and_then(|var| env.get(var))
+        .or_else(|| env.get(&format!("{}_THREAD_ID", home.var)))
         .map(str::to_string);
     Some(Destination::Chat {
         platform,
@@ -162,7 +163,7 @@ pub fn unready(job: &Job, env: &Environment) -> Vec<Unready> {
     let resolution = resolve(job, &job.deliver(), env);
     let mut found = Vec::new();
     let mut explained = Vec::new();
-    let mut platforms: Vec<Platform> = Vec::new();
+    let mut found_on: Vec<Platform> = Vec::new();
     for item in deliver_items(&job.deliver()) {
         let Ok(Target::Home(platform)) = item.parse::<Target>() else {
             continue;
@@ -170,11 +171,11 @@ pub fn unready(job: &Job, env: &Environment) -> Vec<Unready> {
         let on_origin = origin_of(job)
             .and_then(Result::ok)
             .is_some_and(|o| matches!(o, Destination::Chat { platform: on, .. } if on == platform));
-        if on_origin || home_channel(platform, env).is_some() || !platform.can_send() {
+        if on_origin || home_channel(platform, env).is_some() {
             continue;
         }
         explained.push(format!("no delivery target resolved for deliver={item}"));
-        platforms.push(platform);
+        found_on.push(platform);
         found.push(match home_var(platform) {
             Some(var) => Unready::Unset { platform, var },
             None => Unready::Target(format!(
@@ -189,18 +190,14 @@ pub fn unready(job: &Job, env: &Environment) -> Vec<Unready> {
     }
     for destination in &resolution.destinations {
         if let Destination::Chat { platform, .. } = destination {
-            if !platforms.contains(platform) {
-                platforms.push(*platform);
+            if !found_on.contains(platform) {
+                found_on.push(*platform);
             }
         }
     }
-    for platform in platforms {
-        if !platform.can_send() {
-            found.push(Unready::Target(cannot_send(platform.as_str())));
-            continue;
-        }
-        for var in super::http::required_vars(platform) {
-            if super::http::setting(env, var).is_none() {
+    for platform in found_on {
+        for var in platforms::required_vars(platform) {
+            if super::sender::setting(env, var).is_none() {
                 found.push(Unready::Unset {
                     platform,
                     var: var.to_string(),
@@ -239,20 +236,20 @@ fn resolve_target(job: &Job, item: &str, target: &Target, env: &Environment, out
         Target::Local => {}
         Target::Origin => match origin_of(job) {
             Some(Ok(destination)) => out.push(destination),
-            Some(Err(error)) => out.errors.push(error),
+            Some(Err(error)) => out.errors.push(error.to_string()),
             None => {
-                let home = Platform::SENDABLE
-                    .into_iter()
-                    .find_map(|platform| home_channel(platform, env));
+                let home = platforms::ALL
+                    .iter()
+                    .find_map(|d| home_channel(d.platform, env));
                 if let Some(destination) = home {
                     out.push(destination);
                 }
             }
         },
         Target::All => {
-            let homes: Vec<Destination> = Platform::SENDABLE
-                .into_iter()
-                .filter_map(|platform| home_channel(platform, env))
+            let homes: Vec<Destination> = platforms::ALL
+                .iter()
+                .filter_map(|d| home_channel(d.platform, env))
                 .collect();
             if homes.is_empty() {
                 out.errors.push(unresolved());
@@ -422,7 +419,7 @@ mod tests {
         assert!(r.destinations.is_empty());
         assert_eq!(
             r.errors,
-            vec![format!("irc:#ops:4: {}", cannot_send("irc"))]
+            vec![format!("irc:#ops:4: {}", super::super::cannot_send("irc"))]
         );
         let r = resolve(&from_irc, "telegram", &env);
         assert_eq!(r.destinations, vec![chat(Platform::Telegram, "111", None)]);

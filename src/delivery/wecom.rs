@@ -12,20 +12,15 @@ use base64::Engine;
 use futures_util::{SinkExt, StreamExt};
 use md5::Digest;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Frame;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{pace, report, settings, Failure, Flight, Pacing, Request, Retrier, Verdict};
-use super::telegram::read_media;
-use super::websocket::{connect_failure, tls};
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::WeCom;
+use super::format::{Part, Rendering};
+use super::http::{report, Failure, Flight, Link, Pacing, Request, Verdict};
+use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
+use super::websocket::{connect, Lost, Socket};
+use crate::scheduler::BoxFuture;
 
 /// Hermes' WeCom message limit, in characters.
 pub const MAX_CHARS: usize = 4000;
@@ -42,64 +37,54 @@ const MB: usize = 1024 * 1024;
 const MAX_FILE: usize = 20 * MB;
 
 /// A bot may send about 30 messages a minute to one chat.
-const PACING: Pacing = Pacing {
-    spacing: Duration::ZERO,
-    window: Duration::from_millis(60_500),
-    window_max: 30,
-    global_per_sec: 20,
-};
+const PACING: Pacing = Pacing::window(Duration::from_millis(60_500), 30, 20);
 
 /// Frequency limits: wait a minute.
 const RATE_LIMITED: &[i64] = &[45009, 45033];
 /// "System busy, try again".
 const BUSY: i64 = -1;
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub const DESCRIPTION: Description = Description::new(Platform::WeCom, open)
+    .needs(&["WECOM_BOT_ID", "WECOM_SECRET"])
+    .home(Home::var("WECOM_HOME_CHANNEL"))
+    .split(Rendering::Markdown, MAX_CHARS)
+    .paced(PACING);
 
-pub fn parts(text: &str) -> Vec<String> {
-    if text.trim().is_empty() {
-        return Vec::new();
-    }
-    split(text, MAX_CHARS, &|s| s.chars().count())
+/// Opens a user or group chat id; the connection itself opens with the first frame.
+/// WeCom has no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let bot = Bot {
+        url: open.env.get("WECOM_WEBSOCKET_URL").unwrap_or(DEFAULT_URL),
+        bot_id: open.settings[0],
+        secret: open.settings[1],
+        chat: open.chat.to_string(),
+        socket: None,
+        link: open.link,
+    };
+    ready(bot)
 }
 
-/// Sends to a user or group chat id, skipping `skip` items already delivered; see
-/// [`super::telegram::send`] for the contract. WeCom has no threads.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    if skip >= total {
-        return Ok(total);
+impl Sender for Bot<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"chatid": self.chat, "msgtype": "markdown", "markdown": {"content": part.rendered}});
+        Box::pin(async move {
+            self.call("aibot_send_msg", &body, Request::Item)
+                .await
+                .map(drop)
+        })
     }
-    let mut bot = Bot {
-        url: env.get("WECOM_WEBSOCKET_URL").unwrap_or(DEFAULT_URL),
-        bot_id: vars[0],
-        secret: vars[1],
-        chat,
-        socket: None,
-    };
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"chatid": chat, "msgtype": "markdown", "markdown": {"content": part}});
-        bot.call("aibot_send_msg", &body, Request::Item)
-            .await
-            .map_err(|f| (f, index))?;
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(self.send_file(path))
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index >= skip {
-            bot.send_file(path).await.map_err(|f| (f, index))?;
-        }
+
+    fn close(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(mut socket) = self.socket.take() {
+                let _ = socket.close(None).await;
+            }
+        })
     }
-    bot.close().await;
-    Ok(total)
 }
 
 /// One delivery's connection to the bot gateway, opened on first use and again after
@@ -108,8 +93,9 @@ struct Bot<'a> {
     url: &'a str,
     bot_id: &'a str,
     secret: &'a str,
-    chat: &'a str,
+    chat: String,
     socket: Option<Socket>,
+    link: Link<'a>,
 }
 
 impl Bot<'_> {
@@ -117,34 +103,20 @@ impl Bot<'_> {
     /// connection before the frame left, "busy" and 5xx-like failures are retried, a
     /// frequency limit waited out, the rest final.
     async fn call(&mut self, cmd: &str, body: &Value, kind: Request) -> Result<Value, Failure> {
-        let mut retrier = Retrier::default();
+        let link = self.link.clone();
+        let mut retrier = link.retrier();
         loop {
-            let slot = match kind {
-                Request::Item => Some(pace(PLATFORM.as_str(), self.chat, PACING).await),
-                Request::Step => None,
-            };
+            let slot = link.turn(kind).await;
             let sent = self.request(cmd, body, kind).await;
             if let Some(slot) = slot {
                 slot.answered();
             }
-            let answer = match sent {
-                Ok(answer) => answer,
-                Err(Failure::Transient(text)) => {
-                    retrier.transient(text).await?;
-                    continue;
-                }
-                Err(other) => return Err(other),
-            };
-            match judge(&answer) {
-                (Verdict::Done, _) => return Ok(answer),
-                (Verdict::RateLimited(wait), text) => {
-                    let chat = self.chat;
-                    retrier
-                        .rate_limited(PLATFORM.as_str(), chat, wait, text)
-                        .await?
-                }
-                (Verdict::Retry, text) => retrier.transient(text).await?,
-                (Verdict::Final, text) => return Err(Failure::Final(text)),
+            let judged = sent.map(|answer| {
+                let (verdict, text) = judge(&answer);
+                (answer, verdict, text)
+            });
+            if let Some(answer) = retrier.judged(&link, judged).await? {
+                return Ok(answer);
             }
         }
     }
@@ -185,10 +157,8 @@ impl Bot<'_> {
             Err(gone) => {
                 self.socket = None;
                 Err(match item {
-                    true => Failure::Unknown(format!(
-                        "{gone} after the message was sent; not resent, to never post twice"
-                    )),
-                    false => Failure::Transient(gone),
+                    true => gone.after_sending(),
+                    false => Failure::Transient(gone.to_string()),
                 })
             }
         }
@@ -196,17 +166,7 @@ impl Bot<'_> {
 
     /// Connects and subscribes as the bot.
     async fn open(&self) -> Result<Socket, Failure> {
-        let connecting =
-            tokio_tungstenite::connect_async_tls_with_config(self.url, None, true, Some(tls()?));
-        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-            Err(_) => {
-                return Err(Failure::Transient(
-                    "cannot connect: no answer in 20 s".into(),
-                ))
-            }
-            Ok(Err(e)) => return Err(connect_failure(e, "WeCom", "WECOM_WEBSOCKET_URL")),
-            Ok(Ok((socket, _))) => socket,
-        };
+        let mut socket = connect(self.url, CONNECT_TIMEOUT, "WeCom", "WECOM_WEBSOCKET_URL").await?;
         let req_id = new_req_id("aibot_subscribe");
         let device_id = hex::encode(rand::random::<[u8; 16]>());
         let frame = json!({"cmd": "aibot_subscribe", "headers": {"req_id": req_id},
@@ -231,9 +191,9 @@ impl Bot<'_> {
     }
 
     /// Uploads a file (init, chunks, finish) and sends it as its kind of message.
-    async fn send_file(&mut self, path: &str) -> Result<(), Failure> {
-        let (name, data) = read_media(Path::new(path))?;
-        let kind = media_kind(path, data.len())?;
+    async fn send_file(&mut self, path: &Path) -> Result<(), Failure> {
+        let (name, data) = read_media(path)?;
+        let kind = media_kind(&path.to_string_lossy(), data.len())?;
         let chunks: Vec<&[u8]> = data.chunks(CHUNK).collect();
         let init = json!({"type": kind, "filename": name, "total_size": data.len(),
             "total_chunks": chunks.len(), "md5": hex::encode(md5::Md5::digest(&data))});
@@ -259,27 +219,14 @@ impl Bot<'_> {
             .await
             .map(drop)
     }
-
-    async fn close(&mut self) {
-        if let Some(mut socket) = self.socket.take() {
-            let _ = socket.close(None).await;
-        }
-    }
 }
 
 /// Waits for the frame answering `req_id`, skipping pings and pushed messages.
-async fn answer_to(socket: &mut Socket, req_id: &str, limit: Duration) -> Result<Value, String> {
+async fn answer_to(socket: &mut Socket, req_id: &str, limit: Duration) -> Result<Value, Lost> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         let next = tokio::time::timeout_at(deadline, socket.next()).await;
-        let frame = match next {
-            Err(_) => return Err(format!("no answer from WeCom in {} s", limit.as_secs())),
-            Ok(None) | Ok(Some(Ok(Frame::Close(_)))) => {
-                return Err("the WeCom connection closed".to_string())
-            }
-            Ok(Some(Err(e))) => return Err(format!("the WeCom connection failed ({e})")),
-            Ok(Some(Ok(frame))) => frame,
-        };
+        let frame = Lost::read("WeCom", limit, next)?;
         let Ok(text) = frame.to_text() else { continue };
         let payload: Value = serde_json::from_str(text).unwrap_or(Value::Null);
         if payload["headers"]["req_id"].as_str() == Some(req_id) {

@@ -16,20 +16,15 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{
-    client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Retrier, Verdict,
+use super::format::{split, Part};
+use super::http::{snippet, Answer, Failure, Link, Pace, Pacing, Request, Verdict};
+use super::sender::{
+    as_parts, read_media, ready, Description, Home, Open, Opened, Sender, Sending,
 };
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::Weixin;
 
 /// Hermes' Weixin message limit, in characters.
 pub const MAX_CHARS: usize = 2000;
 
-const DEFAULT_BASE: &str = "https://ilinkai.weixin.qq.com";
 const DEFAULT_CDN: &str = "https://novac2c.cdn.weixin.qq.com/c2c";
 /// Who we say we are, as Hermes' iLink client does (channel 2.2.0).
 const APP_ID: &str = "bot";
@@ -54,16 +49,24 @@ const ITEM_VOICE: u8 = 3;
 const ITEM_FILE: u8 = 4;
 const ITEM_VIDEO: u8 = 5;
 
+/// Paced when opened: Hermes leaves `WEIXIN_SEND_CHUNK_DELAY_SECONDS` (1.5 s) between
+/// the parts of a reply.
+pub const DESCRIPTION: Description = Description::new(Platform::Weixin, open)
+    .needs(&["WEIXIN_TOKEN", "WEIXIN_ACCOUNT_ID"])
+    .base("WEIXIN_BASE_URL", "https://ilinkai.weixin.qq.com")
+    .home(Home::var("WEIXIN_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(parts(text)));
+
 /// Where the sender talks to: the API, the CDN, the token, and how long iLink's
 /// rate-limit cooldown lasts (`WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS`, as Hermes reads it).
 struct Ilink<'a> {
     base: &'a str,
     cdn: &'a str,
     token: &'a str,
-    chat: &'a str,
+    chat: String,
     context_token: Option<String>,
     cooldown: Duration,
-    pacing: Pacing,
+    link: Link<'a>,
 }
 
 /// The parts a reply becomes: Hermes' Weixin rendering (blank runs collapsed, long
@@ -83,58 +86,48 @@ pub fn parts(text: &str) -> Vec<String> {
     split(&text, MAX_CHARS, &count)
 }
 
-/// Sends to a user or group (`…@chatroom`), skipping `skip` items already delivered;
-/// see [`super::telegram::send`] for the contract. Weixin has no threads.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (token, account) = (vars[0], vars[1]);
+/// Opens a user or group (`…@chatroom`). Weixin has no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let (token, account) = (open.settings[0], open.settings[1]);
+    let env = open.env;
     let seconds = |var: &str, default: f64| {
         let value = env.get(var).and_then(|v| v.parse::<f64>().ok());
         super::http::seconds(value.filter(|v| v.is_finite()).unwrap_or(default))
     };
+    let mut link = open.link;
+    link.pace = Pace::Chat(Pacing::spaced(
+        seconds("WEIXIN_SEND_CHUNK_DELAY_SECONDS", 1.5),
+        20,
+    ));
     let ilink = Ilink {
-        base: env
-            .get("WEIXIN_BASE_URL")
-            .unwrap_or(DEFAULT_BASE)
-            .trim_end_matches('/'),
+        base: open.base,
         cdn: env
             .get("WEIXIN_CDN_BASE_URL")
             .unwrap_or(DEFAULT_CDN)
             .trim_end_matches('/'),
         token,
-        chat,
+        chat: open.chat.to_string(),
         context_token: env
             .home()
-            .and_then(|home| context_token(home, account, chat)),
+            .and_then(|home| context_token(home, account, open.chat)),
         cooldown: seconds("WEIXIN_RATE_LIMIT_CIRCUIT_OPEN_SECONDS", 30.0),
-        // Hermes leaves 1.5 s between the parts of a reply.
-        pacing: Pacing {
-            spacing: seconds("WEIXIN_SEND_CHUNK_DELAY_SECONDS", 1.5),
-            window: Duration::from_secs(60),
-            window_max: usize::MAX,
-            global_per_sec: 20,
-        },
+        link,
     };
-    let parts = parts(text);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let item = json!({"type": ITEM_TEXT, "text_item": {"text": part}});
-        ilink.send_item(item).await.map_err(|f| (f, index))?;
+    ready(ilink)
+}
+
+impl Sender for Ilink<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let item = json!({"type": ITEM_TEXT, "text_item": {"text": part.rendered}});
+        Box::pin(self.send_item(item))
     }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index >= skip {
-            let item = ilink.upload(path).await.map_err(|f| (f, index))?;
-            ilink.send_item(item).await.map_err(|f| (f, index))?;
-        }
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(async move {
+            let item = self.upload(path).await?;
+            self.send_item(item).await
+        })
     }
-    Ok(parts.len() + media.len())
 }
 
 /// The conversation token Hermes' gateway stored for this peer
@@ -188,11 +181,10 @@ impl Ilink<'_> {
         let mut body = body.clone();
         body["base_info"] = json!({"channel_version": CHANNEL_VERSION});
         let url = format!("{}/{endpoint}", self.base);
-        let build = || {
+        let build = |c: &reqwest::Client| {
             // A random uin per request, as the official client sends it.
             let uin = rand::random::<u32>().to_string();
-            client()
-                .post(&url)
+            c.post(&url)
                 .header("AuthorizationType", "ilink_bot_token")
                 .header("Authorization", format!("Bearer {}", self.token))
                 .header(
@@ -204,15 +196,14 @@ impl Ilink<'_> {
                 .json(&body)
         };
         let judge = |answer: &Answer| judge(answer, endpoint, self.cooldown);
-        let pacing = (kind == Request::Item).then_some(self.pacing);
-        let answer = exchange(PLATFORM, self.chat, pacing, kind, &build, &judge).await?;
-        Ok(serde_json::from_str(&answer.body).unwrap_or(Value::Null))
+        let answer = self.link.exchange(kind, &build, &judge).await?;
+        Ok(answer.json())
     }
 
     /// Encrypts a file with a fresh key, uploads it to the CDN and returns the message
     /// item that points at it (Hermes' kinds: image, video, `.silk` voice, else file).
-    async fn upload(&self, path: &str) -> Result<Value, Failure> {
-        let (name, plain) = read_media(Path::new(path))?;
+    async fn upload(&self, path: &Path) -> Result<Value, Failure> {
+        let (name, plain) = read_media(path)?;
         let key: [u8; 16] = rand::random();
         let filekey = hex::encode(rand::random::<[u8; 16]>());
         let md5 = hex::encode(md5::Md5::digest(&plain));
@@ -222,7 +213,7 @@ impl Ilink<'_> {
         let (media_type, item_type) = match mime.type_().as_str() {
             "image" => (1, ITEM_IMAGE),
             "video" => (2, ITEM_VIDEO),
-            _ if path.ends_with(".silk") => (4, ITEM_VOICE),
+            _ if path.to_string_lossy().ends_with(".silk") => (4, ITEM_VOICE),
             _ => (3, ITEM_FILE),
         };
         let request = json!({
@@ -248,7 +239,7 @@ impl Ilink<'_> {
                 )))
             }
         };
-        let encrypted = upload_ciphertext(&url, ciphertext.clone()).await?;
+        let encrypted = upload_ciphertext(&self.link, &url, ciphertext.clone()).await?;
         // iLink wants the key as base64 of its hex text, not of its bytes.
         let media = json!({
             "encrypt_query_param": encrypted,
@@ -271,10 +262,15 @@ impl Ilink<'_> {
 /// POSTs the ciphertext to the CDN; its answer names the uploaded file in the
 /// `x-encrypted-param` header. An upload posts nothing visible, so every failure of it
 /// may be retried.
-async fn upload_ciphertext(url: &str, ciphertext: Vec<u8>) -> Result<String, Failure> {
-    let mut retrier = Retrier::default();
+async fn upload_ciphertext(
+    link: &Link<'_>,
+    url: &str,
+    ciphertext: Vec<u8>,
+) -> Result<String, Failure> {
+    let mut retrier = link.retrier();
     loop {
-        let sent = client()
+        let sent = link
+            .client()
             .post(url)
             .header("Content-Type", "application/octet-stream")
             .timeout(Duration::from_secs(120))

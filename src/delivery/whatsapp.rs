@@ -11,28 +11,14 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::WhatsApp;
+use super::format::{split, Part};
+use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
+use super::sender::{
+    as_parts, opened, read_media, Description, Home, Open, Opened, Sender, Sending,
+};
 
 /// Hermes' part size for the bridge (its `max_message_length`).
 pub const MAX_CHARS: usize = 4096;
-
-/// The bridge Hermes starts listens on loopback port 3000 unless told otherwise.
-const DEFAULT_BASE: &str = "http://localhost:3000";
-
-/// Hermes leaves 0.3 s between the parts of one reply so WhatsApp does not flag the
-/// account for bursts.
-const PACING: Pacing = Pacing {
-    spacing: Duration::from_millis(300),
-    window: Duration::from_secs(60),
-    window_max: usize::MAX,
-    global_per_sec: 20,
-};
 
 /// Files that carry a caption on their bubble (Hermes' captionable kinds): a reply with
 /// exactly one of these rides on it instead of going as a message of its own.
@@ -41,11 +27,22 @@ const CAPTIONABLE: &[&str] = &[
     "txt", "md", "csv", "xlsx", "zip",
 ];
 
-pub fn parts(text: &str) -> Vec<String> {
-    if text.trim().is_empty() {
+pub const DESCRIPTION: Description = Description::new(Platform::WhatsApp, open)
+    .needs(&["WHATSAPP_ENABLED"])
+    // The bridge Hermes starts listens on loopback port 3000 unless told otherwise.
+    .base("WHATSAPP_API_BASE", "http://localhost:3000")
+    .home(Home::var("WHATSAPP_HOME_CHANNEL"))
+    .cut(parts)
+    // Hermes leaves 0.3 s between the parts of one reply so WhatsApp does not flag the
+    // account for bursts.
+    .paced(Pacing::spaced(Duration::from_millis(300), 20));
+
+/// The parts of a reply: none when it rides on its only file as a caption.
+fn parts(text: &str, media: &[String]) -> Vec<Part> {
+    if text.trim().is_empty() || caption_for(text, media).is_some() {
         return Vec::new();
     }
-    split(text, MAX_CHARS, &|s| s.chars().count())
+    as_parts(split(text, MAX_CHARS, &|s| s.chars().count()))
 }
 
 /// A chat as the bridge wants it: a bare phone number becomes `<digits>@s.whatsapp.net`,
@@ -93,88 +90,64 @@ fn caption_for(text: &str, media: &[String]) -> Option<String> {
     (fits && CAPTIONABLE.contains(&extension(path).as_str())).then(|| text.to_string())
 }
 
-/// Sends to a chat (phone number or JID), skipping `skip` items already delivered; see
-/// [`super::telegram::send`] for the contract. WhatsApp has no threads.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    if !matches!(vars[0].to_ascii_lowercase().as_str(), "true" | "1" | "yes") {
-        return Err((
-            Failure::Final(format!(
-                "WHATSAPP_ENABLED is '{}', not true (set WHATSAPP_ENABLED=true once the bridge is paired)",
-                vars[0]
-            )),
-            skip,
-        ));
-    }
+/// Opens a chat (phone number or JID) on the bridge, once it is enabled. WhatsApp has
+/// no threads.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let enabled = open.settings[0];
     let bridge = Bridge {
-        base: env
-            .get("WHATSAPP_API_BASE")
-            .unwrap_or(DEFAULT_BASE)
-            .trim_end_matches('/'),
-        chat: jid(chat),
+        base: open.base,
+        chat: jid(open.chat),
+        caption: caption_for(open.text, open.media),
+        link: open.link,
     };
-    if let Some(caption) = caption_for(text, media) {
-        if skip == 0 {
-            bridge
-                .media(&media[0], Some(&caption))
-                .await
-                .map_err(|f| (f, 0))?;
+    Box::pin(async move {
+        if !matches!(enabled.to_ascii_lowercase().as_str(), "true" | "1" | "yes") {
+            return Err(Failure::Final(format!(
+                "WHATSAPP_ENABLED is '{enabled}', not true (set WHATSAPP_ENABLED=true once the bridge is paired)"
+            )));
         }
-        return Ok(1);
-    }
-    let parts = parts(text);
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let body = json!({"chatId": bridge.chat, "message": part});
-        bridge.post("send", &body).await.map_err(|f| (f, index))?;
-    }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index >= skip {
-            bridge.media(path, None).await.map_err(|f| (f, index))?;
-        }
-    }
-    Ok(parts.len() + media.len())
+        opened(bridge)
+    })
 }
 
 struct Bridge<'a> {
     base: &'a str,
     chat: String,
+    /// The reply, when it rides on its only file.
+    caption: Option<String>,
+    link: Link<'a>,
+}
+
+impl Sender for Bridge<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let body = json!({"chatId": self.chat, "message": part.rendered});
+        Box::pin(async move { self.post("send", &body).await })
+    }
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(self.media(path))
+    }
 }
 
 impl Bridge<'_> {
     async fn post(&self, endpoint: &str, body: &Value) -> Result<(), Failure> {
         let url = format!("{}/{endpoint}", self.base);
-        let build = || client().post(&url).json(body);
-        exchange(
-            PLATFORM,
-            &self.chat,
-            Some(PACING),
-            Request::Item,
-            &build,
-            &judge,
-        )
-        .await
-        .map(drop)
+        let build = |c: &reqwest::Client| c.post(&url).json(body);
+        self.link.item(&build, &judge).await.map(drop)
     }
 
     /// Sends one file as its native bubble; a document keeps its file name.
-    async fn media(&self, path: &str, caption: Option<&str>) -> Result<(), Failure> {
+    async fn media(&self, path: &Path) -> Result<(), Failure> {
         // The bridge reads the file itself; this only applies our refusals (a
         // credential file, a missing or oversized file) before asking it to.
-        let (name, _) = read_media(Path::new(path))?;
-        let kind = media_type(path);
+        let (name, _) = read_media(path)?;
+        let path = path.to_string_lossy();
+        let kind = media_type(&path);
         let mut body = json!({"chatId": self.chat, "filePath": path, "mediaType": kind});
         if kind == "document" {
             body["fileName"] = json!(name);
         }
-        if let Some(caption) = caption {
+        if let Some(caption) = &self.caption {
             body["caption"] = json!(caption);
         }
         self.post("send-media", &body).await
@@ -187,8 +160,7 @@ impl Bridge<'_> {
 /// includes its send timeout, after which the message may still arrive, so a 500 is
 /// never repeated.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
-    let error = body["error"]
+    let error = answer.json()["error"]
         .as_str()
         .map_or_else(|| snippet(&answer.body), str::to_string);
     let text = format!("WhatsApp bridge error ({}): {error}", answer.status);

@@ -11,32 +11,31 @@ use serde_json::{json, Value};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{client, exchange, settings, snippet, Answer, Failure, Pacing, Request, Verdict};
-use super::telegram::read_media;
-use crate::environment::Environment;
-
-/// The platform this module sends to.
-const PLATFORM: Platform = Platform::WhatsAppCloud;
+use super::format::{split, Part};
+use super::http::{snippet, Answer, Failure, Link, Pacing, Verdict};
+use super::sender::{as_parts, read_media, ready, Description, Open, Opened, Sender, Sending};
 
 /// The Cloud API's limit on a text body.
 pub const MAX_CHARS: usize = 4096;
 /// Hermes' Graph API version.
 const DEFAULT_VERSION: &str = "v20.0";
 
-/// Meta's pair rate limit: one message every 6 s to one user on average, in bursts of
-/// up to 45; and 80 messages a second per business number.
-const PACING: Pacing = Pacing {
-    spacing: Duration::ZERO,
-    window: Duration::from_secs(270),
-    window_max: 45,
-    global_per_sec: 80,
-};
-
 /// Graph error codes that mean "too many, slow down" (throughput, pair rate, API
 /// call rate) and "try again" (temporary, unknown server error).
 const RATE_LIMITED: &[i64] = &[4, 80007, 130429, 131048, 131056];
 const TEMPORARY: &[i64] = &[1, 2, 131000, 131016];
+
+pub const DESCRIPTION: Description = Description::new(Platform::WhatsAppCloud, open)
+    .needs(&[
+        "WHATSAPP_CLOUD_PHONE_NUMBER_ID",
+        "WHATSAPP_CLOUD_ACCESS_TOKEN",
+    ])
+    .base("WHATSAPP_CLOUD_API_BASE", "https://graph.facebook.com")
+    .home(super::sender::Home::var("WHATSAPP_CLOUD_HOME_CHANNEL"))
+    .cut(|text, _| as_parts(parts(text)))
+    // Meta's pair rate limit: one message every 6 s to one user on average, in bursts
+    // of up to 45; and 80 messages a second per business number.
+    .paced(Pacing::window(Duration::from_secs(270), 45, 80));
 
 /// Markdown in WhatsApp's markup: `*bold*`, `~strike~`, headings bold, links as
 /// `text (url)`; code blocks and inline code are WhatsApp's own syntax already.
@@ -82,15 +81,47 @@ pub fn parts(text: &str) -> Vec<String> {
     split(&text, MAX_CHARS, &|s| s.chars().count())
 }
 
+/// Opens a WhatsApp id (the phone number with country code, no `+`) for the business
+/// number.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let version = open
+        .env
+        .get("WHATSAPP_CLOUD_API_VERSION")
+        .unwrap_or(DEFAULT_VERSION);
+    let number = Number {
+        base: format!("{}/{version}/{}", open.base, open.settings[0]),
+        token: open.settings[1],
+        to: open.chat.to_string(),
+        link: open.link,
+    };
+    ready(number)
+}
+
 struct Number<'a> {
     base: String,
     token: &'a str,
-    to: &'a str,
+    to: String,
+    link: Link<'a>,
+}
+
+impl Sender for Number<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        let content =
+            json!({"type": "text", "text": {"body": part.rendered, "preview_url": false}});
+        Box::pin(self.message(content))
+    }
+
+    fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
+        Box::pin(async move {
+            let content = upload(self, path).await?;
+            self.message(content).await
+        })
+    }
 }
 
 impl Number<'_> {
-    fn post(&self, path: &str) -> reqwest::RequestBuilder {
-        client()
+    fn post(&self, client: &reqwest::Client, path: &str) -> reqwest::RequestBuilder {
+        client
             .post(format!("{}/{path}", self.base))
             .bearer_auth(self.token)
     }
@@ -104,60 +135,9 @@ impl Number<'_> {
         if let (Some(body), Value::Object(content)) = (body.as_object_mut(), content) {
             body.extend(content);
         }
-        let build = || self.post("messages").json(&body);
-        exchange(
-            PLATFORM,
-            self.to,
-            Some(PACING),
-            Request::Item,
-            &build,
-            &judge,
-        )
-        .await
-        .map(drop)
+        let build = |c: &reqwest::Client| self.post(c, "messages").json(&body);
+        self.link.item(&build, &judge).await.map(drop)
     }
-}
-
-/// Sends to a WhatsApp id (the phone number with country code, no `+`), skipping
-/// `skip` items already delivered; see [`super::telegram::send`] for the contract.
-pub async fn send(
-    env: &Environment,
-    to: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let base = env
-        .get("WHATSAPP_CLOUD_API_BASE")
-        .unwrap_or("https://graph.facebook.com")
-        .trim_end_matches('/');
-    let version = env
-        .get("WHATSAPP_CLOUD_API_VERSION")
-        .unwrap_or(DEFAULT_VERSION);
-    let number = Number {
-        base: format!("{base}/{version}/{}", vars[0]),
-        token: vars[1],
-        to,
-    };
-    let parts = parts(text);
-    let total = parts.len() + media.len();
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        let content = json!({"type": "text", "text": {"body": part, "preview_url": false}});
-        number.message(content).await.map_err(|f| (f, index))?;
-    }
-    for (offset, path) in media.iter().enumerate() {
-        let index = parts.len() + offset;
-        if index < skip {
-            continue;
-        }
-        let content = upload(&number, Path::new(path))
-            .await
-            .map_err(|f| (f, index))?;
-        number.message(content).await.map_err(|f| (f, index))?;
-    }
-    Ok(total)
 }
 
 /// Uploads a file to the number's media store; returns the message that sends it:
@@ -171,7 +151,7 @@ async fn upload(number: &Number<'_>, path: &Path) -> Result<Value, Failure> {
         "audio" => "audio",
         _ => "document",
     };
-    let build = || {
+    let build = |c: &reqwest::Client| {
         let part = reqwest::multipart::Part::bytes(bytes.clone())
             .file_name(name.clone())
             .mime_str(mime.essence_str())
@@ -180,10 +160,10 @@ async fn upload(number: &Number<'_>, path: &Path) -> Result<Value, Failure> {
             .text("messaging_product", "whatsapp")
             .text("type", mime.essence_str().to_string())
             .part("file", part);
-        number.post("media").multipart(form)
+        number.post(c, "media").multipart(form)
     };
-    let answer = exchange(PLATFORM, number.to, None, Request::Step, &build, &judge).await?;
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let answer = number.link.step(&build, &judge).await?;
+    let reply = answer.json();
     let Some(id) = reply["id"].as_str() else {
         return Err(Failure::Transient(format!(
             "the media upload answered without an id: {}",
@@ -200,7 +180,7 @@ async fn upload(number: &Number<'_>, path: &Path) -> Result<Value, Failure> {
 /// Graph errors are `{"error": {"message", "type", "code", "error_subcode",
 /// "fbtrace_id"}}`; throttling comes as 429 or 400 with a rate-limit `code`.
 fn judge(answer: &Answer) -> (Verdict, String) {
-    let body: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let body = answer.json();
     let error = &body["error"];
     let code = error["code"].as_i64();
     let text = match error["message"].as_str() {

@@ -11,20 +11,16 @@ use futures_util::{SinkExt, StreamExt};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
-use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as Frame;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use jobs::target::Platform;
 
-use super::format::split;
-use super::http::{client, exchange, report, snippet, Answer, Failure, Flight, Request};
-use super::http::{settings, Retrier, Verdict};
-use super::websocket::{connect_failure, tls};
+use super::format::{split, Part};
+use super::http::{report, snippet, Answer, Failure, Flight, Link, Verdict};
+use super::sender::{as_parts, opened, Attachments, Description, Open, Opened, Sender, Sending};
+use super::websocket::{connect, Lost, Socket};
 use super::yuanbao_proto::{self as pb, Head, Login};
-use crate::environment::Environment;
-
-const PLATFORM: Platform = Platform::Yuanbao;
+use crate::scheduler::BoxFuture;
 
 /// Hermes' Yuanbao message limit, in characters.
 pub const MAX_CHARS: usize = 4000;
@@ -39,7 +35,13 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// The code Yuanbao answers when it is busy: "try again".
 const RETRYABLE: u64 = 10099;
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+pub const DESCRIPTION: Description = Description::new(Platform::Yuanbao, open)
+    .needs(&["YUANBAO_APP_ID", "YUANBAO_APP_SECRET"])
+    .aliases(&[("YUANBAO_APP_ID", "YUANBAO_APP_KEY")])
+    // The wrapper goes before the files are named.
+    .cut(|text, media| as_parts(parts(&DESCRIPTION.with_names(strip_wrapper(text), media))))
+    // Yuanbao files go through a Tencent Cloud upload this sender does not make.
+    .attachments(Attachments::Named("not sent to Yuanbao"));
 
 /// The parts of a reply: Hermes drops the response wrapper for Yuanbao and sends its
 /// parts without `(1/3)` markers.
@@ -54,55 +56,47 @@ pub fn parts(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Sends to `direct:<account>` (or a bare account) or `group:<code>`, skipping `skip`
-/// parts already delivered; see [`super::telegram::send`] for the contract. Yuanbao
-/// files go through a Tencent Cloud upload this sender does not make: `MEDIA:` files are
-/// named in the text.
-pub async fn send(
-    env: &Environment,
-    chat: &str,
-    _thread: Option<&str>,
-    text: &str,
-    media: &[String],
-    skip: usize,
-) -> Result<usize, (Failure, usize)> {
-    let vars = settings(env, PLATFORM).map_err(|f| (f, skip))?;
-    let (app_id, secret) = (vars[0], vars[1]);
-    let mut text = strip_wrapper(text).to_string();
-    for path in media {
-        text.push_str(&format!("\n(attachment not sent to Yuanbao: {path})"));
-    }
-    let parts = parts(&text);
-    if skip >= parts.len() {
-        return Ok(parts.len());
-    }
+/// Opens `direct:<account>` (or a bare account) or `group:<code>` with a signed token;
+/// the connection itself opens with the first frame.
+fn open(open: Open<'_>) -> Opened<'_> {
+    let env = open.env;
+    let (app_id, secret) = (open.settings[0], open.settings[1]);
     let domain = env.get("YUANBAO_API_DOMAIN").unwrap_or(DEFAULT_API_DOMAIN);
     let route_env = env.get("YUANBAO_ROUTE_ENV").unwrap_or("");
-    let signed = sign_token(
-        domain.trim_end_matches('/'),
-        app_id,
-        secret,
-        route_env,
-        chat,
-    )
-    .await
-    .map_err(|f| (f, skip))?;
+    let chat = open.chat;
     let (group, to) = match chat.strip_prefix("group:") {
         Some(code) => (true, code),
         None => (false, chat.strip_prefix("direct:").unwrap_or(chat)),
     };
-    let mut bot = Bot {
-        url: env.get("YUANBAO_WS_URL").unwrap_or(DEFAULT_WS_URL),
-        bot_id: env.get("YUANBAO_BOT_ID").map(str::to_string),
-        signed,
-        route_env,
-        socket: None,
-    };
-    for (index, part) in parts.iter().enumerate().skip(skip) {
-        bot.call(group, to, part).await.map_err(|f| (f, index))?;
+    Box::pin(async move {
+        let domain = domain.trim_end_matches('/');
+        let signed = sign_token(&open.link, domain, app_id, secret, route_env).await?;
+        let bot = Bot {
+            url: env.get("YUANBAO_WS_URL").unwrap_or(DEFAULT_WS_URL),
+            bot_id: env.get("YUANBAO_BOT_ID").map(str::to_string),
+            signed,
+            route_env,
+            group,
+            to: to.to_string(),
+            socket: None,
+            link: open.link,
+        };
+        opened(bot)
+    })
+}
+
+impl Sender for Bot<'_> {
+    fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
+        Box::pin(self.call(&part.rendered))
     }
-    bot.close().await;
-    Ok(parts.len())
+
+    fn close(&mut self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(mut socket) = self.socket.take() {
+                let _ = socket.close(None).await;
+            }
+        })
+    }
 }
 
 /// What sign-token answers: `{"code": 0, "data": {"token", "bot_id", "source", …}}`.
@@ -114,14 +108,14 @@ struct Signed {
 
 /// Signs in with the app key and secret; 10099 ("retry") and 5xx are retried.
 async fn sign_token(
+    link: &Link<'_>,
     domain: &str,
     app_id: &str,
     secret: &str,
     route_env: &str,
-    chat: &str,
 ) -> Result<Signed, Failure> {
     let url = format!("{domain}{TOKEN_PATH}");
-    let build = || {
+    let build = |c: &reqwest::Client| {
         let nonce = hex::encode(rand::random::<[u8; 16]>());
         // Beijing time, as Hermes signs it.
         let timestamp = (chrono::Utc::now() + chrono::Duration::hours(8))
@@ -130,7 +124,7 @@ async fn sign_token(
         let signature = signature(&nonce, &timestamp, app_id, secret);
         let body = json!({"app_key": app_id, "nonce": nonce, "signature": signature,
                           "timestamp": timestamp});
-        let request = client()
+        let request = c
             .post(&url)
             .json(&body)
             .header("X-AppVersion", env!("CARGO_PKG_VERSION"))
@@ -142,8 +136,8 @@ async fn sign_token(
             false => request.header("X-Route-Env", route_env),
         }
     };
-    let answer = exchange(PLATFORM, chat, None, Request::Step, &build, &judge_token).await?;
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let answer = link.step(&build, &judge_token).await?;
+    let reply = answer.json();
     let data = &reply["data"];
     let field = |name: &str| data[name].as_str().unwrap_or("").to_string();
     Ok(Signed {
@@ -166,7 +160,7 @@ pub fn signature(nonce: &str, timestamp: &str, app_id: &str, secret: &str) -> St
 }
 
 fn judge_token(answer: &Answer) -> (Verdict, String) {
-    let reply: Value = serde_json::from_str(&answer.body).unwrap_or(Value::Null);
+    let reply = answer.json();
     if answer.status != 200 {
         let text = format!(
             "Yuanbao sign-token returned {}: {}",
@@ -197,27 +191,30 @@ struct Bot<'a> {
     bot_id: Option<String>,
     signed: Signed,
     route_env: &'a str,
+    /// A group (`group:<code>`), else one account.
+    group: bool,
+    to: String,
     socket: Option<Socket>,
+    link: Link<'a>,
 }
 
 impl Bot<'_> {
     /// Sends one part until Yuanbao takes it, within the run's retry budget: a broken
     /// connection before the frame left and the busy code are retried, the rest final.
-    async fn call(&mut self, group: bool, to: &str, text: &str) -> Result<(), Failure> {
-        let mut retrier = Retrier::default();
+    async fn call(&mut self, text: &str) -> Result<(), Failure> {
+        let link = self.link.clone();
+        let mut retrier = link.retrier();
         loop {
-            match self.request(group, to, text).await {
-                Ok((code, message)) => match code {
-                    0 => return Ok(()),
-                    RETRYABLE => {
-                        retrier
-                            .transient(format!("Yuanbao code {code}: {message}"))
-                            .await?
-                    }
-                    _ => return Err(Failure::Final(format!("Yuanbao code {code}: {message}"))),
-                },
-                Err(Failure::Transient(text)) => retrier.transient(text).await?,
-                Err(other) => return Err(other),
+            let judged = self.request(text).await.map(|(code, message)| {
+                let verdict = match code {
+                    0 => Verdict::Done,
+                    RETRYABLE => Verdict::Retry,
+                    _ => Verdict::Final,
+                };
+                ((), verdict, format!("Yuanbao code {code}: {message}"))
+            });
+            if retrier.judged(&link, judged).await?.is_some() {
+                return Ok(());
             }
         }
     }
@@ -225,12 +222,8 @@ impl Bot<'_> {
     /// One message frame and its answer's code. A frame that could not be written never
     /// reached Yuanbao (transient); a connection lost after it left leaves the outcome
     /// unknown, never resent.
-    async fn request(
-        &mut self,
-        group: bool,
-        to: &str,
-        text: &str,
-    ) -> Result<(u64, String), Failure> {
+    async fn request(&mut self, text: &str) -> Result<(u64, String), Failure> {
+        let (group, to) = (self.group, self.to.as_str());
         if self.socket.is_none() {
             self.socket = Some(self.open().await?);
         }
@@ -264,26 +257,14 @@ impl Bot<'_> {
             }
             Err(gone) => {
                 self.socket = None;
-                Err(Failure::Unknown(format!(
-                    "{gone} after the message was sent; not resent, to never post twice"
-                )))
+                Err(gone.after_sending())
             }
         }
     }
 
     /// Connects and binds as the bot.
     async fn open(&self) -> Result<Socket, Failure> {
-        let connecting =
-            tokio_tungstenite::connect_async_tls_with_config(self.url, None, true, Some(tls()?));
-        let mut socket = match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
-            Err(_) => {
-                return Err(Failure::Transient(
-                    "cannot connect: no answer in 15 s".into(),
-                ))
-            }
-            Ok(Err(e)) => return Err(connect_failure(e, "Yuanbao", "YUANBAO_WS_URL")),
-            Ok(Ok((socket, _))) => socket,
-        };
+        let mut socket = connect(self.url, CONNECT_TIMEOUT, "Yuanbao", "YUANBAO_WS_URL").await?;
         let msg_id = hex::encode(rand::random::<[u8; 16]>());
         let login = Login {
             uid: self.bot_id.as_deref().unwrap_or(&self.signed.bot_id),
@@ -315,12 +296,6 @@ impl Bot<'_> {
             )),
         }
     }
-
-    async fn close(&mut self) {
-        if let Some(mut socket) = self.socket.take() {
-            let _ = socket.close(None).await;
-        }
-    }
 }
 
 fn request_head(cmd: &str, msg_id: &str, module: &str) -> Head {
@@ -348,18 +323,11 @@ async fn answer_to(
     socket: &mut Socket,
     msg_id: &str,
     limit: Duration,
-) -> Result<(Head, Vec<u8>), String> {
+) -> Result<(Head, Vec<u8>), Lost> {
     let deadline = tokio::time::Instant::now() + limit;
     loop {
         let next = tokio::time::timeout_at(deadline, socket.next()).await;
-        let frame = match next {
-            Err(_) => return Err(format!("no answer from Yuanbao in {} s", limit.as_secs())),
-            Ok(None) | Ok(Some(Ok(Frame::Close(_)))) => {
-                return Err("the Yuanbao connection closed".to_string())
-            }
-            Ok(Some(Err(e))) => return Err(format!("the Yuanbao connection failed ({e})")),
-            Ok(Some(Ok(frame))) => frame,
-        };
+        let frame = Lost::read("Yuanbao", limit, next)?;
         let Frame::Binary(bytes) = frame else {
             continue;
         };

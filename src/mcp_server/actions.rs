@@ -11,7 +11,7 @@ use jobs::ledger::RunStatus;
 use jobs::{find_job, Context, Job, JobEdit, JobError, JobState, NewJob};
 use schedules::format_instant;
 
-use super::arguments::Arguments;
+use super::arguments::{ArgumentError, Arguments};
 use crate::job_service::{Changed, JobService, ServiceError, WhenPaused};
 use crate::scheduler::Scheduler;
 
@@ -67,6 +67,12 @@ impl From<JobError> for Failure {
 
 impl From<jobs::StoreError> for Failure {
     fn from(e: jobs::StoreError) -> Failure {
+        Failure::Message(e.to_string())
+    }
+}
+
+impl From<ArgumentError> for Failure {
+    fn from(e: ArgumentError) -> Failure {
         Failure::Message(e.to_string())
     }
 }

@@ -8,6 +8,37 @@ use serde_json::{Map, Value};
 
 use jobs::Platform;
 
+/// Why a call's arguments cannot be read; each message says what to send instead.
+#[derive(Debug, thiserror::Error)]
+pub enum ArgumentError {
+    #[error("Invalid argument '{path}': {reason}")]
+    WrongType { path: String, reason: String },
+    #[error("Invalid repeat {0}: use a whole number")]
+    Repeat(Value),
+    #[error("Invalid deliver {0}: use a text such as 'origin' or 'telegram:-100123:17'")]
+    Deliver(Value),
+    #[error("Invalid model {0}: give the model's name as a text")]
+    Model(Value),
+    #[error("origin needs platform and chat_id, e.g. {{\"platform\": \"telegram\", \"chat_id\": \"-1001234567890\"}}")]
+    NoOriginPlatform,
+    #[error("Unknown origin platform '{0}': use one of {known}", known = known_platforms())]
+    UnknownOriginPlatform(String),
+    #[error("origin needs chat_id: the id of the chat the request came from")]
+    NoOriginChat,
+    #[error("origin chat_id '{chat}'{thread} is not a {platform} chat: outside Matrix rooms and Signal groups an id holds no ':', and a Matrix thread is an event id ('$…')")]
+    OriginChatShape {
+        chat: String,
+        /// ` with thread_id '…'`, or empty.
+        thread: String,
+        platform: String,
+    },
+}
+
+fn known_platforms() -> String {
+    let known: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
+    known.join(", ")
+}
+
 /// Every argument of the tool; unknown keys are ignored, as Python Hermes does.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -33,31 +64,31 @@ pub struct Arguments {
 
 impl Arguments {
     /// Reads the call's arguments; a value of the wrong type is named in the error.
-    pub fn parse(arguments: Option<Map<String, Value>>) -> Result<Arguments, String> {
+    pub fn parse(arguments: Option<Map<String, Value>>) -> Result<Arguments, ArgumentError> {
         let value = Value::Object(arguments.unwrap_or_default());
-        serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            format!("Invalid argument '{path}': {}", e.into_inner())
+        serde_path_to_error::deserialize(value).map_err(|e| ArgumentError::WrongType {
+            path: e.path().to_string(),
+            reason: e.into_inner().to_string(),
         })
     }
 
     /// `repeat` as the lifecycle reads it: a count, or "forever" for 0 and below
     /// (Python Hermes' rule); a word ("once", "forever") passes through.
-    pub fn repeat_text(&self) -> Result<Option<String>, String> {
+    pub fn repeat_text(&self) -> Result<Option<String>, ArgumentError> {
         match &self.repeat {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_i64() {
                 Some(count) if count <= 0 => Ok(Some("forever".into())),
                 Some(count) => Ok(Some(count.to_string())),
-                None => Err(format!("Invalid repeat {n}: use a whole number")),
+                None => Err(ArgumentError::Repeat(Value::Number(n.clone()))),
             },
             Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(format!("Invalid repeat {other}: use a whole number")),
+            Some(other) => Err(ArgumentError::Repeat(other.clone())),
         }
     }
 
     /// `deliver` as one comma-separated text; a list is joined (some clients send one).
-    pub fn deliver_text(&self) -> Result<Option<String>, String> {
+    pub fn deliver_text(&self) -> Result<Option<String>, ArgumentError> {
         match &self.deliver {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(text)) => Ok(Some(text.clone())),
@@ -65,15 +96,13 @@ impl Arguments {
                 let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
                 Ok(Some(parts.join(",")))
             }
-            Some(other) => Err(format!(
-                "Invalid deliver {other}: use a text such as 'origin' or 'telegram:-100123:17'"
-            )),
+            Some(other) => Err(ArgumentError::Deliver(other.clone())),
         }
     }
 
     /// The model and provider pins: `model` as a text, or Python Hermes'
     /// `{"model": …, "provider": …}` object.
-    pub fn model_and_provider(&self) -> Result<(Option<String>, Option<String>), String> {
+    pub fn model_and_provider(&self) -> Result<(Option<String>, Option<String>), ArgumentError> {
         let provider = self.provider.clone();
         match &self.model {
             None | Some(Value::Null) => Ok((None, provider)),
@@ -82,15 +111,13 @@ impl Arguments {
                 let text = |key: &str| pins.get(key).and_then(scalar_text);
                 Ok((text("model"), text("provider").or(provider)))
             }
-            Some(other) => Err(format!(
-                "Invalid model {other}: give the model's name as a text"
-            )),
+            Some(other) => Err(ArgumentError::Model(other.clone())),
         }
     }
 
     /// The origin as the lifecycle's `PLATFORM:CHAT[:THREAD]`, checked so that the text
     /// splits back into exactly the chat and thread given.
-    pub fn origin_text(&self) -> Result<Option<String>, String> {
+    pub fn origin_text(&self) -> Result<Option<String>, ArgumentError> {
         let Some(origin) = &self.origin else {
             return Ok(None);
         };
@@ -102,17 +129,13 @@ impl Arguments {
                 .filter(|text| !text.is_empty())
         };
         let Some(name) = field("platform") else {
-            return Err("origin needs platform and chat_id, e.g. {\"platform\": \"telegram\", \"chat_id\": \"-1001234567890\"}".into());
+            return Err(ArgumentError::NoOriginPlatform);
         };
         let Some(platform) = Platform::parse(&name) else {
-            let known: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
-            return Err(format!(
-                "Unknown origin platform '{name}': use one of {}",
-                known.join(", ")
-            ));
+            return Err(ArgumentError::UnknownOriginPlatform(name));
         };
         let Some(chat) = field("chat_id") else {
-            return Err("origin needs chat_id: the id of the chat the request came from".into());
+            return Err(ArgumentError::NoOriginChat);
         };
         let thread = field("thread_id");
         let rest = match &thread {
@@ -123,9 +146,11 @@ impl Arguments {
             let thread = thread
                 .map(|t| format!(" with thread_id '{t}'"))
                 .unwrap_or_default();
-            return Err(format!(
-                "origin chat_id '{chat}'{thread} is not a {platform} chat: outside Matrix rooms and Signal groups an id holds no ':', and a Matrix thread is an event id ('$…')"
-            ));
+            return Err(ArgumentError::OriginChatShape {
+                chat,
+                thread,
+                platform: platform.to_string(),
+            });
         }
         Ok(Some(format!("{}:{rest}", platform.as_str())))
     }
@@ -173,16 +198,25 @@ mod tests {
     #[test]
     fn origin_without_a_chat_or_with_a_colon_in_a_plain_chat_id_is_refused() {
         let missing = args(json!({"action": "create", "origin": {"platform": "telegram"}}));
-        assert!(missing.origin_text().unwrap_err().contains("chat_id"));
+        assert!(missing
+            .origin_text()
+            .unwrap_err()
+            .to_string()
+            .contains("chat_id"));
         let colon = args(
             json!({"action": "create", "origin": {"platform": "slack", "chat_id": "C1:x", "thread_id": "9"}}),
         );
-        assert!(colon.origin_text().unwrap_err().contains("holds no ':'"));
+        assert!(colon
+            .origin_text()
+            .unwrap_err()
+            .to_string()
+            .contains("holds no ':'"));
         let unknown =
             args(json!({"action": "create", "origin": {"platform": "pigeon", "chat_id": "1"}}));
         assert!(unknown
             .origin_text()
             .unwrap_err()
+            .to_string()
             .starts_with("Unknown origin platform 'pigeon'"));
     }
 
@@ -198,7 +232,7 @@ mod tests {
         let Value::Object(map) = json!({"action": "list", "include_disabled": "yes"}) else {
             unreachable!()
         };
-        let error = Arguments::parse(Some(map)).unwrap_err();
+        let error = Arguments::parse(Some(map)).unwrap_err().to_string();
         assert!(
             error.starts_with("Invalid argument 'include_disabled'"),
             "{error}"

@@ -73,7 +73,7 @@ impl ServerHandler for CronServer {
         }
         let reply = match Arguments::parse(request.arguments) {
             Ok(args) => self.cron.call(args).await,
-            Err(error) => actions::Failure::Message(error).reply(),
+            Err(error) => actions::Failure::from(error).reply(),
         };
         let failed = reply["success"] == false;
         tracing::debug!(failed, "cronjob call answered");

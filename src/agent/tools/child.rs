@@ -4,6 +4,7 @@
 //! children on timeout and when the call ends, output capped, and the run's activity
 //! touched while output flows (and, for long quiet work, while it waits).
 
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -40,6 +41,19 @@ impl Captured {
             String::from_utf8_lossy(&self.tail)
         )
     }
+}
+
+/// Why a child could not be run at all (the model reads it as the call's error).
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("cannot start {program} in {}: {source}", workdir.display())]
+    Start {
+        program: String,
+        workdir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot capture the output of {program}")]
+    NoOutput { program: String },
 }
 
 /// How a child ended.
@@ -96,7 +110,7 @@ async fn read_head_tail(
 }
 
 /// Runs `child` in the run's work directory under the guards above.
-pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, String> {
+pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, ChildError> {
     let mut cmd = tokio::process::Command::new(child.program);
     cmd.args(child.args)
         .current_dir(&ctx.workdir)
@@ -113,16 +127,16 @@ pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, String> {
         .kill_on_drop(true);
     let mut process = crate::process::spawn_dying_with_process(cmd)
         .await
-        .map_err(|e| {
-            format!(
-                "cannot start {} in {}: {e}",
-                child.program,
-                ctx.workdir.display()
-            )
+        .map_err(|source| ChildError::Start {
+            program: child.program.to_string(),
+            workdir: ctx.workdir.clone(),
+            source,
         })?;
     let mut group = GroupKill::new(process.id());
     let (Some(out), Some(err)) = (process.stdout.take(), process.stderr.take()) else {
-        return Err(format!("cannot capture the output of {}", child.program));
+        return Err(ChildError::NoOutput {
+            program: child.program.to_string(),
+        });
     };
     let input = process.stdin.take();
     let activity = ctx.activity.clone();

@@ -7,22 +7,30 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, refused, resolve};
-use crate::agent::provider::ToolSpec;
+use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture};
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: "patch".into(),
-        description: "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Matches exactly, else line by line ignoring leading and trailing whitespace. Returns a unified diff.\n\nREPLACE MODE (mode='replace', default): find a unique string and replace it. REQUIRED PARAMETERS: mode, path, old_string, new_string.\nPATCH MODE (mode='patch', V4A multi-file patches) is not available in scheduled runs: make one replace call per edit.".into(),
-        parameters: json!({"type": "object", "properties": {
-            "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Edit mode. 'replace' (default): requires path + old_string + new_string. 'patch': requires patch content only.", "default": "replace"},
-            "path": {"type": "string", "description": "REQUIRED when mode='replace'. File path to edit."},
-            "old_string": {"type": "string", "description": "REQUIRED when mode='replace'. Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},
-            "new_string": {"type": "string", "description": "REQUIRED when mode='replace'. Replacement text. Pass empty string '' to delete the matched text."},
-            "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false},
-            "patch": {"type": "string", "description": "REQUIRED when mode='patch'. V4A format patch content. Format:\n*** Begin Patch\n*** Update File: path/to/file\n@@ context hint @@\n context line\n-removed line\n+added line\n*** End Patch"},
-            "cross_profile": {"type": "boolean", "description": "Opt out of the cross-profile soft guard. Defaults to false. Set true ONLY after explicit user direction to edit another Hermes profile's skills/plugins/cron/memories.", "default": false}
-        }, "required": ["mode"]}),
+/// Why a replacement cannot be made, in Hermes' words (the model reads them).
+#[derive(Debug, thiserror::Error, PartialEq)]
+enum ReplaceError {
+    #[error("old_string cannot be empty")]
+    EmptyOld,
+    #[error("old_string and new_string are identical")]
+    Identical,
+    #[error("Could not find a match for old_string in the file")]
+    NoMatch,
+    #[error("Found {0} matches for old_string. Provide more context to make it unique, or use replace_all=True.")]
+    Ambiguous(usize),
+}
+
+pub struct Patch;
+
+impl Tool for Patch {
+    fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        ready(run(args, &ctx.workdir))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("patch", "file", DESCRIPTION, parameters())
     }
 }
 
@@ -32,17 +40,16 @@ fn failed(why: impl Into<String>) -> String {
 }
 
 /// One call of `patch`.
-pub fn run(args: &Value, workdir: &Path) -> String {
-    let text = |key: &str| args.get(key).and_then(Value::as_str);
-    match text("mode").unwrap_or("replace") {
+fn run(args: &Value, workdir: &Path) -> String {
+    match text(args, "mode").unwrap_or("replace") {
         "replace" => {}
         "patch" => return error("mode 'patch' (V4A multi-file patches) is not available in scheduled runs: use mode='replace' with path, old_string and new_string, one call per edit"),
         other => return error(format!("Unknown mode: {other}")),
     }
-    let Some(path) = text("path").filter(|p| !p.is_empty()) else {
+    let Some(path) = text(args, "path").filter(|p| !p.is_empty()) else {
         return error("path required");
     };
-    let (Some(old), Some(new)) = (text("old_string"), text("new_string")) else {
+    let (Some(old), Some(new)) = (text(args, "old_string"), text(args, "new_string")) else {
         return error("old_string and new_string required");
     };
     let replace_all = args
@@ -73,7 +80,7 @@ pub fn run(args: &Value, workdir: &Path) -> String {
     };
     let edited = match replace(content, old, new, replace_all) {
         Ok(edited) => edited,
-        Err(why) => return failed(why),
+        Err(why) => return failed(why.to_string()),
     };
     if let Err(e) = std::fs::write(&real, format!("{bom}{edited}")) {
         return failed(format!("Failed to write changes: {e}"));
@@ -92,12 +99,12 @@ pub fn run(args: &Value, workdir: &Path) -> String {
 /// The file's text with `old` replaced by `new`: exact matches first, else lines
 /// compared without their leading and trailing whitespace (Hermes' first two of its
 /// nine strategies). More than one match without `replace_all` is refused.
-fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<String, String> {
+fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<String, ReplaceError> {
     if old.is_empty() {
-        return Err("old_string cannot be empty".into());
+        return Err(ReplaceError::EmptyOld);
     }
     if old == new {
-        return Err("old_string and new_string are identical".into());
+        return Err(ReplaceError::Identical);
     }
     let mut matches: Vec<(usize, usize)> = content
         .match_indices(old)
@@ -107,13 +114,10 @@ fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<Str
         matches = line_trimmed_matches(content, old);
     }
     if matches.is_empty() {
-        return Err("Could not find a match for old_string in the file".into());
+        return Err(ReplaceError::NoMatch);
     }
     if matches.len() > 1 && !replace_all {
-        return Err(format!(
-            "Found {} matches for old_string. Provide more context to make it unique, or use replace_all=True.",
-            matches.len()
-        ));
+        return Err(ReplaceError::Ambiguous(matches.len()));
     }
     // The file keeps its own line endings: a model sends bare \n.
     let new = if content.contains("\r\n") && !new.contains("\r\n") {
@@ -206,6 +210,22 @@ fn unified_diff(old: &str, new: &str, path: &str) -> String {
         .iter()
         .for_each(|l| diff.push_str(&line(' ', l)));
     diff
+}
+
+/// What the model reads about `patch` (Hermes' words).
+const DESCRIPTION: &str = "Targeted find-and-replace edits in files. Use this instead of sed/awk in terminal. Matches exactly, else line by line ignoring leading and trailing whitespace. Returns a unified diff.\n\nREPLACE MODE (mode='replace', default): find a unique string and replace it. REQUIRED PARAMETERS: mode, path, old_string, new_string.\nPATCH MODE (mode='patch', V4A multi-file patches) is not available in scheduled runs: make one replace call per edit.";
+
+/// The JSON schema of `patch`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "mode": {"type": "string", "enum": ["replace", "patch"], "description": "Edit mode. 'replace' (default): requires path + old_string + new_string. 'patch': requires patch content only.", "default": "replace"},
+        "path": {"type": "string", "description": "REQUIRED when mode='replace'. File path to edit."},
+        "old_string": {"type": "string", "description": "REQUIRED when mode='replace'. Exact text to find and replace. Must be unique in the file unless replace_all=true. Include surrounding context lines to ensure uniqueness."},
+        "new_string": {"type": "string", "description": "REQUIRED when mode='replace'. Replacement text. Pass empty string '' to delete the matched text."},
+        "replace_all": {"type": "boolean", "description": "Replace all occurrences instead of requiring a unique match (default: false)", "default": false},
+        "patch": {"type": "string", "description": "REQUIRED when mode='patch'. V4A format patch content. Format:\n*** Begin Patch\n*** Update File: path/to/file\n@@ context hint @@\n context line\n-removed line\n+added line\n*** End Patch"},
+        "cross_profile": {"type": "boolean", "description": "Opt out of the cross-profile soft guard. Defaults to false. Set true ONLY after explicit user direction to edit another Hermes profile's skills/plugins/cron/memories.", "default": false}
+    }, "required": ["mode"]})
 }
 
 #[cfg(test)]

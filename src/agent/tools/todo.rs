@@ -4,8 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::error;
-use crate::agent::provider::ToolSpec;
+use super::{error, ready, Schema, Tool, ToolContext, ToolFuture};
 
 const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "cancelled"];
 /// Hermes' bounds: one item's text, and the number of items kept (the head: order is priority).
@@ -13,19 +12,15 @@ const MAX_CONTENT_CHARS: usize = 4000;
 const MAX_ITEMS: usize = 256;
 const TRUNCATION_MARKER: &str = "… [truncated]";
 
-pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: "todo".into(),
-        description: "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.".into(),
-        parameters: json!({"type": "object", "properties": {
-            "todos": {"type": "array", "description": "Task items to write. Omit to read current list.", "items": {
-                "type": "object", "properties": {
-                    "id": {"type": "string", "description": "Unique item identifier"},
-                    "content": {"type": "string", "description": "Task description"},
-                    "status": {"type": "string", "enum": STATUSES, "description": "Current status"}
-                }, "required": ["id", "content", "status"]}},
-            "merge": {"type": "boolean", "description": "true: update existing items by id, add new ones. false (default): replace the entire list.", "default": false}
-        }, "required": []}),
+pub struct Todo;
+
+impl Tool for Todo {
+    fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        ready(run(args, &ctx.todos))
+    }
+
+    fn schema(&self, _: &ToolContext) -> Schema {
+        Schema::new("todo", "todo", DESCRIPTION, parameters())
     }
 }
 
@@ -154,7 +149,7 @@ impl TodoList {
 }
 
 /// One call: `todos` given writes (replacing, or merging by id), absent reads.
-pub fn run(args: &Value, list: &std::sync::Mutex<TodoList>) -> String {
+fn run(args: &Value, list: &std::sync::Mutex<TodoList>) -> String {
     let Ok(mut list) = list.lock() else {
         return error("the todo list of this run is unusable after a failed call");
     };
@@ -184,6 +179,22 @@ fn kind(value: &Value) -> &'static str {
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
     }
+}
+
+/// What the model reads about `todo` (Hermes' words).
+const DESCRIPTION: &str = "Manage your task list for the current session. Use for complex tasks with 3+ steps or when the user provides multiple tasks. Call with no parameters to read the current list.\n\nWriting:\n- Provide 'todos' array to create/update items\n- merge=false (default): replace the entire list with a fresh plan\n- merge=true: update existing items by id, add any new ones\n\nEach item: {id: string, content: string, status: pending|in_progress|completed|cancelled}\nList order is priority. Only ONE item in_progress at a time.\nMark items completed immediately when done. If something fails, cancel it and add a revised item.\n\nAlways returns the full current list.";
+
+/// The JSON schema of `todo`'s arguments (Hermes' schema).
+fn parameters() -> Value {
+    json!({"type": "object", "properties": {
+        "todos": {"type": "array", "description": "Task items to write. Omit to read current list.", "items": {
+            "type": "object", "properties": {
+                "id": {"type": "string", "description": "Unique item identifier"},
+                "content": {"type": "string", "description": "Task description"},
+                "status": {"type": "string", "enum": STATUSES, "description": "Current status"}
+            }, "required": ["id", "content", "status"]}},
+        "merge": {"type": "boolean", "description": "true: update existing items by id, add new ones. false (default): replace the entire list.", "default": false}
+    }, "required": []})
 }
 
 #[cfg(test)]
