@@ -117,6 +117,19 @@ impl FileStore {
         JsonFile::new(cron_dir).jobs_path()
     }
 
+    /// Every job in store order, reduced to `keys` (`None`: whole), each built when its
+    /// turn comes, read in place on the calling thread (it blocks): for a reader that
+    /// walks one store alone, such as the differential fuzz target comparing the fast
+    /// readers with the whole-document one.
+    pub fn for_each_job(
+        &self,
+        ctx: &Context,
+        keys: Option<&[&str]>,
+        each: &mut dyn FnMut(Job),
+    ) -> Result<(), StoreError> {
+        self.files.for_each_job(ctx, keys, each)
+    }
+
     /// Runs `work` on one of the runtime's blocking threads and waits for it there. On
     /// a runtime of one thread (a one-shot CLI verb, where nothing runs beside the
     /// call) it runs in place: the hop to another thread would only add that thread's
