@@ -4,7 +4,8 @@
 # API and measures list, create and dashboard-list latency (p50/p99) and the /metrics
 # scrape; then the same list and create against Python Hermes' own api_server on an
 # identical store when its venv exists (scripts/python-hermes/setup.sh). Prints the figures.
-# Usage: scripts/bench-api/run.sh   HERMES_BIN=path skips the release build; SIZES="1000" picks the stores.
+# Usage: scripts/bench-api/run.sh   HERMES_BIN=path skips the release build; SIZES="1000" picks the stores;
+# PY_HERMES= (empty) leaves Python Hermes out.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${HERMES_BIN:-}" ]; then
@@ -17,7 +18,7 @@ PID=""
 stop() { if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi; PID=""; }
 trap 'stop; rm -rf "$WORK"' EXIT
 NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-PY_HERMES="$(bash scripts/python-hermes/setup.sh 2>/dev/null || true)"
+PY_HERMES="${PY_HERMES-$(bash scripts/python-hermes/setup.sh 2>/dev/null || true)}"
 BASE_ENV=(env -i "PATH=$PATH" "HOME=$WORK" "TZ=UTC" "HERMES_TIMEZONE=UTC" "API_SERVER_KEY=$KEY")
 
 wait_for() { # file, text
