@@ -41,6 +41,9 @@ pub enum JobError {
         field: &'static str,
         max_chars: usize,
     },
+    /// A control character in a one-line field ([`crate::limits`]).
+    #[error("{field} must not contain control characters (found U+{:04X}): give it on one line", u32::from(*found))]
+    ControlCharacter { field: &'static str, found: char },
     /// A list with more items than [`crate::limits`] allows.
     #[error("A job may load at most {max} {what}: keep the ones it needs, or split it into several jobs")]
     TooMany { what: &'static str, max: usize },

@@ -1,5 +1,7 @@
 //! The size limits of what a job change may carry, one set for every front door (the
-//! CLI, both HTTP route families and the MCP tool reach them through the lifecycle).
+//! CLI, both HTTP route families and the MCP tool reach them through the lifecycle),
+//! and no control characters in a one-line field (a CR LF in an email target would
+//! add a mail header; an escape sequence in a name would reach a terminal).
 //! Only values a request gives are measured: a stored job written by another program
 //! is never refused for what it already holds. Name and prompt keep Python Hermes' API
 //! limits and wording; the others bound what no real job needs, so one request can no
@@ -22,72 +24,96 @@ pub const MAX_IDENTIFIER_CHARS: usize = 200;
 /// Characters of a path (script, workdir), an origin or a pause reason.
 pub const MAX_PATH_CHARS: usize = 1024;
 
-/// One text field of a request: its name as the user gives it, and its limit.
+/// One text field of a request: its name as the user gives it, its limit, and whether
+/// it is one line (every field but the prompt).
 struct TextLimit {
     field: &'static str,
     max_chars: usize,
+    one_line: bool,
 }
 
 const NAME: TextLimit = TextLimit {
     field: "Name",
     max_chars: MAX_NAME_CHARS,
+    one_line: true,
 };
 const PROMPT: TextLimit = TextLimit {
     field: "Prompt",
     max_chars: MAX_PROMPT_CHARS,
+    one_line: false,
 };
 const SCHEDULE: TextLimit = TextLimit {
     field: "Schedule",
     max_chars: MAX_SCHEDULE_CHARS,
+    one_line: true,
 };
 const DELIVER: TextLimit = TextLimit {
     field: "Deliver",
     max_chars: MAX_DELIVER_CHARS,
+    one_line: true,
 };
 const SKILL: TextLimit = TextLimit {
     field: "Each skill name",
     max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
 };
 const MODEL: TextLimit = TextLimit {
     field: "Model",
     max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
 };
 const PROVIDER: TextLimit = TextLimit {
     field: "Provider",
     max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
 };
 const TIMEZONE: TextLimit = TextLimit {
     field: "Timezone",
     max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
 };
 const REPEAT: TextLimit = TextLimit {
     field: "Repeat",
     max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
 };
 const SCRIPT: TextLimit = TextLimit {
     field: "Script",
     max_chars: MAX_PATH_CHARS,
+    one_line: true,
 };
 const WORKDIR: TextLimit = TextLimit {
     field: "Workdir",
     max_chars: MAX_PATH_CHARS,
+    one_line: true,
 };
 const ORIGIN: TextLimit = TextLimit {
     field: "Origin",
     max_chars: MAX_PATH_CHARS,
+    one_line: true,
 };
 const REASON: TextLimit = TextLimit {
     field: "Reason",
     max_chars: MAX_PATH_CHARS,
+    one_line: true,
 };
 
 impl TextLimit {
     fn check(&self, value: Option<&str>) -> Result<(), JobError> {
+        let Some(text) = value else {
+            return Ok(());
+        };
         // Counting stops one past the limit: a megabyte is refused without walking it.
-        match value {
-            Some(text) if text.chars().nth(self.max_chars).is_some() => Err(JobError::TooLong {
+        if text.chars().nth(self.max_chars).is_some() {
+            return Err(JobError::TooLong {
                 field: self.field,
                 max_chars: self.max_chars,
+            });
+        }
+        match text.chars().find(|c| c.is_control()) {
+            Some(control) if self.one_line => Err(JobError::ControlCharacter {
+                field: self.field,
+                found: control,
             }),
             _ => Ok(()),
         }
@@ -220,6 +246,32 @@ mod tests {
                 .to_string()
                 .starts_with(message));
         }
+    }
+
+    #[test]
+    fn a_one_line_field_refuses_control_characters_and_a_prompt_keeps_its_lines() {
+        let new = NewJob {
+            deliver: Some("email:a@b.c\r\nBcc: x@evil.example".into()),
+            prompt: "line one\n\tline two".into(),
+            ..NewJob::default()
+        };
+        assert_eq!(
+            check_new(&new).unwrap_err().to_string(),
+            "Deliver must not contain control characters (found U+000D): give it on one line"
+        );
+        let name = JobEdit {
+            name: Some("\u{1b}[31mred".into()),
+            ..JobEdit::default()
+        };
+        assert!(check_edit(&name)
+            .unwrap_err()
+            .to_string()
+            .contains("U+001B"));
+        let prompt = NewJob {
+            prompt: "line one\n\tline two".into(),
+            ..NewJob::default()
+        };
+        assert!(check_new(&prompt).is_ok());
     }
 
     #[test]

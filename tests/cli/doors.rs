@@ -39,6 +39,16 @@ fn cases() -> Vec<Case> {
             message: "Deliver must be ≤ 1000 characters",
         },
         Case {
+            what: "an email target that adds a mail header",
+            fields: vec![("deliver", json!("email:a@b.example\r\nBcc: x@evil.example"))],
+            message: "Deliver must not contain control characters (found U+000D)",
+        },
+        Case {
+            what: "a name with a terminal escape sequence",
+            fields: vec![("name", json!("\u{1b}[2J\u{1b}[31mreport"))],
+            message: "Name must not contain control characters (found U+001B)",
+        },
+        Case {
             what: "51 skills",
             fields: vec![("skills", Value::Array(skills))],
             message: "A job may load at most 50 skills",
