@@ -94,11 +94,30 @@ async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Pushes a stored text as the terminal should show it: a control character (an escape
+/// sequence another program stored in a name, a CR, a newline that would break the
+/// listing) is shown as its escape, never sent; a tab is harmless and stays.
+fn push_shown(out: &mut String, text: &str) {
+    let unsafe_char = |c: char| c.is_control() && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        out.push_str(text);
+        return;
+    }
+    for c in text.chars() {
+        if unsafe_char(c) {
+            let _ = write!(out, "{}", c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+}
+
 fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
     // Pieces pushed rather than formatted: a listing of 10,000 jobs is mostly this.
-    for piece in [&*job.id, "  [", job.state.as_str(), "]  ", &*job.name] {
+    for piece in [&*job.id, "  [", job.state.as_str(), "]  "] {
         out.push_str(piece);
     }
+    push_shown(out, &job.name);
     out.push_str("\n    Schedule: ");
     match &job.schedule {
         Ok(display) => out.push_str(display),
@@ -119,21 +138,27 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         (_, Some(next)) => write_absolute_and_relative(out, next, now, job.zone),
         (_, None) => out.push_str("none"),
     }
-    for piece in ["\n    Deliver:  ", &*job.deliver, "\n"] {
-        out.push_str(piece);
-    }
+    out.push_str("\n    Deliver:  ");
+    push_shown(out, &job.deliver);
+    out.push('\n');
     // The lines Python Hermes shows for what a job runs.
     if !job.skills.is_empty() {
-        let _ = writeln!(out, "    Skills:   {}", job.skills.join(", "));
+        out.push_str("    Skills:   ");
+        push_shown(out, &job.skills.join(", "));
+        out.push('\n');
     }
     if let Some(script) = &job.script {
-        let _ = writeln!(out, "    Script:   {script}");
+        out.push_str("    Script:   ");
+        push_shown(out, script);
+        out.push('\n');
     }
     if job.no_agent {
         out.push_str("    Mode:     no-agent (script stdout delivered directly)\n");
     }
     if let Some(workdir) = &job.workdir {
-        let _ = writeln!(out, "    Workdir:  {workdir}");
+        out.push_str("    Workdir:  ");
+        push_shown(out, workdir);
+        out.push('\n');
     }
     out.push_str("    Last run: ");
     match job.last_run_at {
@@ -144,14 +169,19 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         }
         None => out.push_str("never\n"),
     }
-    if let Some(error) = &job.last_error {
-        let _ = writeln!(out, "    Error:    {}", first_line(error));
-    }
-    if let Some(error) = &job.last_delivery_error {
-        let _ = writeln!(out, "    Delivery error: {}", first_line(error));
-    }
-    if let Some(reason) = &job.paused_reason {
-        let _ = writeln!(out, "    Paused:   {reason}");
+    for (label, text) in [
+        ("    Error:    ", job.last_error.as_deref().map(first_line)),
+        (
+            "    Delivery error: ",
+            job.last_delivery_error.as_deref().map(first_line),
+        ),
+        ("    Paused:   ", job.paused_reason.as_deref()),
+    ] {
+        if let Some(text) = text {
+            out.push_str(label);
+            push_shown(out, text);
+            out.push('\n');
+        }
     }
 }
 

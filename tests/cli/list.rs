@@ -26,6 +26,35 @@ fn list_shows_the_relative_time_next_to_the_absolute_one() {
 }
 
 #[test]
+fn list_shows_control_characters_another_program_stored_as_escapes_never_raw() {
+    let hermes = Hermes::new();
+    hermes.write_store(
+        json!({"jobs": [{
+            "id": "aaaaaaaaaaaa",
+            "name": "\u{1b}[2J\u{1b}[31mreport",
+            "prompt": "p",
+            "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+            "enabled": true,
+            "state": "scheduled",
+            "next_run_at": "2026-03-01T11:00:00+00:00",
+            "deliver": "local\r",
+            "last_error": "boom\u{7}"
+        }]})
+        .to_string()
+        .as_bytes(),
+    );
+    let listing = hermes.cron(&["list"]).ok().to_string();
+    assert!(
+        !listing
+            .chars()
+            .any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "a control character reached the terminal: {listing:?}"
+    );
+    assert!(listing.contains("\\u{1b}[2J\\u{1b}[31mreport"), "{listing}");
+    assert!(listing.contains("Error:    boom\\u{7}"), "{listing}");
+}
+
+#[test]
 fn list_on_an_empty_store_says_how_to_create_a_job() {
     let hermes = Hermes::new();
     let listing = hermes.cron(&["list"]).ok().to_string();
