@@ -28,10 +28,10 @@ pub enum ServiceError {
     /// A run asked for a paused job, where the door refuses rather than resumes.
     #[error("Job {0} is paused; resume it first with 'hermes cron resume {0}'")]
     Paused(String),
-    /// The scheduler would not start the run (the job is running, or the ledger could
-    /// not take the claim).
-    #[error("{message}")]
-    NotStarted { message: String, busy: bool },
+    /// The scheduler would not start the run (the job is running, here or on another
+    /// host).
+    #[error(transparent)]
+    NotStarted(SchedulerError),
 }
 
 impl From<jobs::StoreError> for ServiceError {
@@ -59,8 +59,8 @@ impl ServiceError {
             ServiceError::Job(JobError::NotFound(_)) => ErrorKind::NotFound,
             ServiceError::Job(e) if e.is_internal() => ErrorKind::Internal,
             ServiceError::Config(ConfigError::Unreadable { .. }) => ErrorKind::Internal,
-            ServiceError::NotStarted { busy: true, .. } => ErrorKind::Conflict,
-            ServiceError::NotStarted { busy: false, .. } => ErrorKind::Internal,
+            ServiceError::NotStarted(e) if e.is_already_running() => ErrorKind::Conflict,
+            ServiceError::NotStarted(_) => ErrorKind::Internal,
             _ => ErrorKind::Invalid,
         }
     }
@@ -257,18 +257,13 @@ impl JobService {
     }
 }
 
-/// The scheduler's refusal of a manual run, by its kind.
+/// The scheduler's refusal of a manual run: a running job stays the scheduler's error
+/// (a conflict); a config or store failure is the service's own kind of it.
 fn not_started(e: SchedulerError) -> ServiceError {
     match e {
-        e if e.is_already_running() => ServiceError::NotStarted {
-            busy: true,
-            message: e.to_string(),
-        },
+        e if e.is_already_running() => ServiceError::NotStarted(e),
         SchedulerError::Config(e) => ServiceError::Config(e),
         SchedulerError::Job(e) => ServiceError::Job(e),
-        e => ServiceError::NotStarted {
-            busy: false,
-            message: e.to_string(),
-        },
+        e => ServiceError::NotStarted(e),
     }
 }
