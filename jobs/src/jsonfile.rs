@@ -1010,7 +1010,42 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
         let _ = fs::remove_file(&tmp_path);
         return Err(e);
     }
+    remove_stale_temps(parent, &name.to_string_lossy(), path);
     sync_dir(parent)
+}
+
+/// How old a temp file of a write must be, next to the file just written, before it is
+/// taken for the leftover of a crashed writer: no healthy write takes this long.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the temp files of earlier writes of `name` that a crash left behind (a kill
+/// between create and rename). Their age is read against the file just written, by the
+/// file system's own clock; a temp of a write still under way is young and stays.
+fn remove_stale_temps(parent: &Path, name: &str, written: &Path) {
+    let Ok(written_at) = fs::metadata(written).and_then(|m| m.modified()) else {
+        return;
+    };
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    let prefix = format!(".{name}.tmp-");
+    for entry in entries.flatten() {
+        let is_temp = entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix));
+        let stale = || {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|at| written_at.duration_since(at).ok())
+                .is_some_and(|age| age >= STALE_TEMP)
+        };
+        if is_temp && stale() {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn write_and_sync_new_file(tmp_path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {

@@ -145,6 +145,35 @@ pub struct Claim<'a> {
     pub error: Option<&'a str>,
 }
 
+/// Opens `executions.db` in WAL mode, readable by its owner only: a new database is
+/// created 0600 before SQLite opens it, so the `-wal` and `-shm` files SQLite makes
+/// beside it take the same mode; files an older build left 0644 are narrowed.
+pub(crate) fn open_private(path: &Path) -> rusqlite::Result<Connection> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Best effort: a failure here is reported by the open below.
+        let _ = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path);
+    }
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for suffix in ["", "-wal", "-shm"] {
+            let mut file = path.as_os_str().to_owned();
+            file.push(suffix);
+            let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+        }
+    }
+    Ok(conn)
+}
+
 impl Ledger {
     /// Opens (creating if needed) the ledger, in WAL mode with a busy timeout so that
     /// several processes can share it.
@@ -153,10 +182,7 @@ impl Ledger {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open(path).map_err(wrap)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(wrap)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(wrap)?;
+        let conn = open_private(path).map_err(wrap)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
@@ -171,11 +197,6 @@ impl Ledger {
         if !has_output {
             conn.execute_batch("ALTER TABLE runs ADD COLUMN output TEXT")
                 .map_err(wrap)?;
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
         }
         Ok(Ledger {
             conn,

@@ -10,7 +10,6 @@
 //! once beats at least once for chat messages).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -139,10 +138,7 @@ impl Outbox {
             path: path.to_path_buf(),
             source,
         };
-        let conn = Connection::open(path).map_err(wrap)?;
-        conn.busy_timeout(Duration::from_secs(10)).map_err(wrap)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(wrap)?;
+        let conn = crate::ledger::open_private(path).map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
         // Columns added after the first release: a database of an older build gets them.
         let columns: Vec<String> = conn

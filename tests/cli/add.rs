@@ -83,6 +83,95 @@ fn add_creates_a_private_cron_dir_and_jobs_file() {
     assert_eq!(mode(&hermes.jobs_path()), 0o600, "jobs.json must be 0600");
 }
 
+#[cfg(unix)]
+#[test]
+fn a_pass_leaves_its_ledger_wal_and_tick_lock_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let hermes = Hermes::new();
+    if !hermes.on_files() {
+        return; // the modes of the file store's own files
+    }
+    hermes.add("every 2h", "summarize inbox", &[]);
+    // SQLite removes the -wal and -shm files when the last connection closes: look while
+    // a daemon holds them.
+    let mut daemon = hermes
+        .command(&["cron", "daemon"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let names = [
+        "executions.db",
+        "executions.db-wal",
+        "executions.db-shm",
+        ".tick.lock",
+    ];
+    let started = std::time::Instant::now();
+    while !names
+        .iter()
+        .all(|name| hermes.cron_dir().join(name).exists())
+    {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the daemon never opened its ledger"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let modes: Vec<(&str, u32)> = names
+        .iter()
+        .map(|name| {
+            let path = hermes.cron_dir().join(name);
+            (
+                *name,
+                fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            )
+        })
+        .collect();
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    for (name, mode) in modes {
+        assert_eq!(mode, 0o600, "{name} must be 0600");
+    }
+}
+
+#[test]
+fn a_temp_file_a_crashed_write_left_is_removed_by_the_next_write() {
+    let hermes = Hermes::new();
+    if !hermes.on_files() {
+        return; // the file store's own temp files
+    }
+    hermes.add("every 2h", "summarize inbox", &[]);
+    let cron = hermes.cron_dir();
+    let stale = cron.join(".jobs.json.tmp-4242-00000000deadbeef");
+    let young = cron.join(".jobs.json.tmp-4243-00000000cafebabe");
+    let other = cron.join(".notes.tmp-4242-00000000deadbeef");
+    for path in [&stale, &young, &other] {
+        fs::write(path, b"{\"jobs\": [").unwrap();
+    }
+    let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    for path in [&stale, &other] {
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(an_hour_ago)
+            .unwrap();
+    }
+    hermes.add("every 3h", "water the plants", &[]);
+    assert!(
+        !stale.exists(),
+        "the crashed write's temp file is still there"
+    );
+    assert!(
+        young.exists(),
+        "a temp file of a write that may be under way was removed"
+    );
+    assert!(
+        other.exists(),
+        "a file that is not a temp of jobs.json was removed"
+    );
+}
+
 #[test]
 fn add_pretty_prints_the_store_and_writes_cjk_and_emoji_literally() {
     let hermes = Hermes::new();

@@ -210,12 +210,11 @@ impl Files {
     fn try_tick_lock(&self) -> Result<Option<File>, StoreError> {
         self.ensure_dir()?;
         let path = self.cron_dir().join(".tick.lock");
-        let file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_unavailable(&path, e))?;
+        let mut options = File::options();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(|e| io_unavailable(&path, e))?;
         match fs4::FileExt::try_lock(&file) {
             Ok(()) => Ok(Some(file)),
             Err(fs4::TryLockError::WouldBlock) => Ok(None),
