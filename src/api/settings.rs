@@ -116,11 +116,15 @@ impl ApiSettings {
                 .map_err(|_| NotServed::BadPort(text.to_string()))?,
         };
         let mut cors_origins = list(env, "API_SERVER_CORS_ORIGINS");
-        if cors_origins.iter().any(|o| o == "*") {
-            tracing::warn!(
-                "API_SERVER_CORS_ORIGINS contains '*': a wildcard is never honoured; list the origins"
-            );
-            cors_origins.retain(|o| o != "*");
+        // `null` is the origin of every sandboxed frame and local file: allowing it would
+        // allow any page that puts itself in one.
+        for never in ["*", "null"] {
+            if cors_origins.iter().any(|o| o.eq_ignore_ascii_case(never)) {
+                tracing::warn!(
+                    "API_SERVER_CORS_ORIGINS contains '{never}', which is never honoured; list the origins"
+                );
+                cors_origins.retain(|o| !o.eq_ignore_ascii_case(never));
+            }
         }
         Ok(ApiSettings {
             key: ApiKey::new(key),

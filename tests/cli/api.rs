@@ -402,10 +402,14 @@ fn a_foreign_host_or_origin_is_refused_and_no_wildcard_is_ever_sent() {
     let api = serve(
         &hermes,
         &[
-            ("API_SERVER_CORS_ORIGINS", "https://dash.example, *"),
+            ("API_SERVER_CORS_ORIGINS", "https://dash.example, *, null"),
             ("API_SERVER_ALLOWED_HOSTS", "cron.internal"),
         ],
     );
+    // `null` (a sandboxed frame, a local file) is never an allowed origin, even listed.
+    let sandboxed = api.send("GET", "/api/jobs", &[("Origin", "null")], "");
+    assert_eq!(sandboxed.status, 403);
+    assert_eq!(sandboxed.header("access-control-allow-origin"), None);
     let rebound = api.send("GET", "/api/jobs", &[("Host", "evil.example:8642")], "");
     assert_eq!(rebound.status, 400);
     assert!(rebound.json()["error"].as_str().unwrap().contains("Host"));
