@@ -190,11 +190,11 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
         },
         (None, None) => {}
     }
+    // The create rule: a positive whole number; `null` runs it forever.
     edit.repeat = match body.get("repeat") {
         None => None,
         Some(Value::Null) => Some("forever".to_string()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => Some(n.to_string()),
         Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
     };
     let enabled = match body.get("enabled") {

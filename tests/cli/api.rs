@@ -397,6 +397,33 @@ fn a_ten_mebibyte_body_is_refused_before_it_is_read() {
 }
 
 #[test]
+fn a_patch_takes_repeat_as_create_does_a_positive_whole_number_or_null() {
+    let hermes = Hermes::new();
+    let api = serve(&hermes, &[]);
+    let id = create(&api, "counted");
+    let path = format!("/api/jobs/{id}");
+    for repeat in [json!(-1), json!(0), json!("3"), json!(2.5), json!(true)] {
+        let reply = api.send(
+            "PATCH",
+            &path,
+            &[],
+            &json!({ "repeat": repeat }).to_string(),
+        );
+        assert_eq!(
+            (reply.status, reply.json()),
+            (400, json!({"error": "Repeat must be a positive integer"})),
+            "repeat {repeat}"
+        );
+    }
+    let reply = api.send("PATCH", &path, &[], r#"{"repeat": 3}"#);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["job"]["repeat"]["times"], 3);
+    let reply = api.send("PATCH", &path, &[], r#"{"repeat": null}"#);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json()["job"]["repeat"]["times"], Value::Null);
+}
+
+#[test]
 fn a_foreign_host_or_origin_is_refused_and_no_wildcard_is_ever_sent() {
     let hermes = Hermes::new();
     let api = serve(
