@@ -99,7 +99,10 @@ async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
 /// listing) is shown as its escape, never sent; a tab is harmless and stays.
 fn push_shown(out: &mut String, text: &str) {
     let unsafe_char = |c: char| c.is_control() && c != '\t';
-    if !text.chars().any(unsafe_char) {
+    // Every control character but the tab is a byte below 0x20, 0x7F, or U+0080–U+009F
+    // (led by 0xC2): a byte scan clears almost every text without decoding it.
+    let suspect = |b: &u8| (*b < 0x20 && *b != b'\t') || *b == 0x7f || *b == 0xc2;
+    if !text.as_bytes().iter().any(suspect) {
         out.push_str(text);
         return;
     }
