@@ -49,7 +49,10 @@ pub enum ErrorKind {
     Invalid,
     /// The job is in a state that refuses the operation now (running).
     Conflict,
-    /// The machine failed (I/O, a database down, an unreadable store).
+    /// The store exists but cannot be read: nothing was written, and whoever runs it
+    /// must repair the file (the CLI's user can; an HTTP client cannot).
+    Unreadable,
+    /// The machine failed (I/O, a database down).
     Internal,
 }
 
@@ -57,6 +60,9 @@ impl ServiceError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ServiceError::Job(JobError::NotFound(_)) => ErrorKind::NotFound,
+            ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
+                ErrorKind::Unreadable
+            }
             ServiceError::Job(e) if e.is_internal() => ErrorKind::Internal,
             ServiceError::Config(ConfigError::Unreadable { .. }) => ErrorKind::Internal,
             ServiceError::NotStarted(e) if e.is_already_running() => ErrorKind::Conflict,

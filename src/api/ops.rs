@@ -51,7 +51,9 @@ impl From<ServiceError> for Failure {
             ErrorKind::NotFound => Failure::not_found(),
             ErrorKind::Invalid => Failure::bad_request(e.to_string()),
             ErrorKind::Conflict => Failure::new(StatusCode::CONFLICT, e.to_string()),
-            ErrorKind::Internal => Failure::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+            ErrorKind::Unreadable | ErrorKind::Internal => {
+                Failure::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+            }
         }
     }
 }

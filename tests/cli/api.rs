@@ -397,6 +397,34 @@ fn a_ten_mebibyte_body_is_refused_before_it_is_read() {
 }
 
 #[test]
+fn an_unreadable_store_is_a_server_error_on_every_route_and_is_left_as_it_is() {
+    let hermes = Hermes::new();
+    if !hermes.on_files() {
+        return; // the bytes of jobs.json
+    }
+    let api = serve(&hermes, &[]);
+    let broken = b"{\"jobs\": [ {\"id\": \"aaaaaaaaaaaa\",, } ]}";
+    hermes.write_store(broken);
+    let session = [("Authorization", ""), ("X-Hermes-Session-Token", KEY)];
+    let create = json!({"name": "n", "schedule": "every 1h", "prompt": "hi"}).to_string();
+    for (method, path, headers, body) in [
+        ("GET", "/api/jobs", &[][..], ""),
+        ("POST", "/api/jobs", &[][..], create.as_str()),
+        ("GET", "/api/cron/jobs", &session[..], ""),
+        ("POST", "/api/cron/jobs", &session[..], create.as_str()),
+    ] {
+        let reply = api.send(method, path, headers, body);
+        assert_eq!(reply.status, 500, "{method} {path}: {}", reply.body);
+        assert!(
+            reply.body.contains("jobs.json"),
+            "{method} {path}: {}",
+            reply.body
+        );
+    }
+    assert_eq!(hermes.store_bytes().as_deref(), Some(&broken[..]));
+}
+
+#[test]
 fn a_patch_takes_repeat_as_create_does_a_positive_whole_number_or_null() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);
