@@ -163,7 +163,17 @@ impl JobService {
         if edit.prompt.is_some() || edit.script.is_some() {
             let script = match &edit.script {
                 Some(script) => Some(script.clone()),
-                None => self.find(reference).await?.job.script().map(str::to_string),
+                // Only the script of the job is needed: a reduced view, read in this
+                // operation's context.
+                None => {
+                    let view = self
+                        .store
+                        .load_view(&ctx, &["id", "name", "script"])
+                        .await?;
+                    jobs::find_job(&view, reference)?
+                        .script()
+                        .map(str::to_string)
+                }
             };
             edit.script_text = self.script_text(script.as_deref());
         }

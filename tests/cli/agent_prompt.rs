@@ -254,6 +254,35 @@ fn a_prompt_that_restarts_the_gateway_is_refused_at_create_and_nothing_is_stored
 }
 
 #[test]
+fn an_edit_of_the_prompt_is_refused_when_the_script_the_job_runs_restarts_the_gateway() {
+    let hermes = Hermes::new();
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(scripts.join("fix.sh"), "echo fine\n").unwrap();
+    let id = hermes.add("every 1h", "Summarise", &["--script", "fix.sh"]);
+    // The script changed on disk since the job was created.
+    std::fs::write(
+        scripts.join("fix.sh"),
+        "systemctl --user restart hermes-gateway\n",
+    )
+    .unwrap();
+    let before = hermes.store_bytes();
+    let run = hermes.cron(&["edit", &id, "--prompt", "Summarise again"]);
+    assert!(
+        run.user_error().contains("Hermes gateway"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        hermes.store_bytes(),
+        before,
+        "a refused edit changed the store"
+    );
+    // An edit that leaves prompt and script alone is not judged by the script.
+    hermes.cron(&["edit", &id, "--name", "renamed"]).ok();
+}
+
+#[test]
 fn snapshots_are_written_for_unpinned_axes_of_agent_jobs_only() {
     let hermes = home_with("model:\n  default: m-default\n  provider: openrouter\n");
     let unpinned = hermes.add("every 1h", "Hi", &[]);
