@@ -48,6 +48,8 @@ mod platforms;
 mod platforms_more;
 #[path = "cli/postgres.rs"]
 mod postgres;
+#[path = "cli/postgres_tls.rs"]
+mod postgres_tls;
 #[path = "cli/references.rs"]
 mod references;
 #[path = "cli/safety.rs"]
