@@ -36,6 +36,8 @@ mod email;
 mod legacy;
 #[path = "cli/list.rs"]
 mod list;
+#[path = "cli/listener.rs"]
+mod listener;
 #[path = "cli/mcp.rs"]
 mod mcp;
 #[path = "cli/mcp_server.rs"]
