@@ -15,6 +15,7 @@ mod hermes_runner;
 mod home;
 mod job_service;
 mod mcp_server;
+mod outbound;
 mod process;
 mod redact;
 mod runner;

@@ -44,6 +44,8 @@ mod mcp;
 mod mcp_server;
 #[path = "cli/next.rs"]
 mod next;
+#[path = "cli/outbound.rs"]
+mod outbound;
 #[path = "cli/platforms.rs"]
 mod platforms;
 #[path = "cli/platforms_more.rs"]

@@ -17,8 +17,8 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::{
     AgentCommand, AgentSection, ApprovalsSection, CodeExecutionSection, Config, CronApproval,
-    CronSection, FallbackProvider, McpServer, McpToolFilter, ModelSection, Seconds, ToolsSection,
-    WebFetchSection,
+    CronSection, DeliverySection, FallbackProvider, McpServer, McpToolFilter, ModelSection,
+    Seconds, ToolsSection, WebFetchSection,
 };
 
 /// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
@@ -535,6 +535,7 @@ sections! {
     CronSection => "a mapping of cron settings",
     ToolsSection => "a mapping of tool settings",
     WebFetchSection => "a mapping of web_fetch settings",
+    DeliverySection => "a mapping of delivery settings",
     ApprovalsSection => "a mapping of approval settings",
     CodeExecutionSection => "a mapping of code_execution settings",
     McpServer => "a mapping with command, args and env (stdio) or url and headers (HTTP)",

@@ -42,6 +42,9 @@ pub struct Config {
     /// `tools`: settings of individual tools.
     #[serde(deserialize_with = "forgiving::read")]
     pub tools: ToolsSection,
+    /// `delivery`: where deliveries to user-supplied URLs may go.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub delivery: DeliverySection,
     /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
     #[serde(deserialize_with = "forgiving::read")]
     pub mcp_servers: Vec<McpServer>,
@@ -174,6 +177,22 @@ pub struct WebFetchSection {
     /// `tools.web_fetch.allow_private`: may the tool reach private and loopback addresses.
     #[serde(deserialize_with = "forgiving::read")]
     pub allow_private: Option<bool>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// `delivery:` (docs/SAFETY.md, "Outbound addresses").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct DeliverySection {
+    /// `delivery.allow_private_targets`: may webhooks reach loopback, private and other
+    /// non-public addresses (never link-local or cloud metadata ones).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub allow_private_targets: Option<bool>,
+    /// `delivery.allowed_private_targets`: addresses and networks (`10.0.0.5`,
+    /// `192.168.1.0/24`) webhooks may reach even so.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub allowed_private_targets: Vec<String>,
     #[serde(skip)]
     pub extra: Mapping,
 }
@@ -380,6 +399,7 @@ impl Config {
             ("cron".to_string(), &self.cron.extra),
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
+            ("delivery".to_string(), &self.delivery.extra),
             ("approvals".to_string(), &self.approvals.extra),
             ("code_execution".to_string(), &self.code_execution.extra),
         ]);

@@ -59,6 +59,7 @@ use serde::{Deserialize, Serialize};
 use jobs::Job;
 
 use crate::environment::Environment;
+use crate::outbound::AddressPolicy;
 use crate::redact::Redactor;
 use http::Failure;
 use target::Destination;
@@ -235,11 +236,12 @@ pub async fn send_to(
     shared: &Shared,
     destination: &Destination,
     env: &Environment,
+    policy: &AddressPolicy,
     message: &Message,
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     match destination {
-        Destination::Webhook { url } => webhook::send(shared, env, url, message)
+        Destination::Webhook { url } => webhook::send(shared, env, policy, url, message)
             .await
             .map(|()| 1)
             .map_err(|f| (f, 0)),
@@ -273,12 +275,13 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
         };
     };
     let env = Environment::load(run.home);
+    let policy = AddressPolicy::for_home_deliveries(run.home);
     let resolution = target::resolve(run.job, &run.job.deliver(), &env);
     let payload = serde_json::to_string(&message).unwrap_or_default();
     let outcomes = send_all(
         shared,
         &resolution.destinations,
-        env,
+        (env, policy),
         message,
         &payload,
         run.track,
@@ -303,12 +306,13 @@ type Outcome = (Destination, Option<i64>, Result<usize, (Failure, usize)>);
 async fn send_all(
     shared: &Arc<Shared>,
     destinations: &[Destination],
-    env: Environment,
+    (env, policy): (Environment, AddressPolicy),
     message: Message,
     payload: &str,
     track: Option<Track<'_>>,
 ) -> Vec<Outcome> {
     let env = Arc::new(env);
+    let policy = Arc::new(policy);
     let message = Arc::new(message);
     let mut sends = tokio::task::JoinSet::new();
     let mut rows = vec![None; destinations.len()];
@@ -319,14 +323,15 @@ async fn send_all(
         };
         let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
         rows[index] = tracked.map(|(row, _)| row);
-        let (destination, env, message, shared) = (
+        let (destination, env, policy, message, shared) = (
             destination.clone(),
             Arc::clone(&env),
+            Arc::clone(&policy),
             Arc::clone(&message),
             Arc::clone(shared),
         );
         sends.spawn(async move {
-            let sending = send_to(&shared, &destination, &env, &message, 0);
+            let sending = send_to(&shared, &destination, &env, &policy, &message, 0);
             let result = match recorder {
                 Some(recorder) => http::recording_flights(recorder, sending).await,
                 None => sending.await,
@@ -450,7 +455,8 @@ pub async fn retry(
     })?;
     let env = Environment::load(home);
     let redactor = Redactor::for_home(home);
-    send_to(shared, &destination, &env, &message, sent_parts)
+    let policy = AddressPolicy::for_home_deliveries(home);
+    send_to(shared, &destination, &env, &policy, &message, sent_parts)
         .await
         .map(|_| ())
         .map_err(|(failure, n)| {
@@ -489,7 +495,8 @@ mod tests {
                 thread: None,
             };
             let env = Environment::default();
-            let refused = match send_to(&shared, &destination, &env, &message, 0).await {
+            let policy = AddressPolicy::for_delivery(&Default::default());
+            let refused = match send_to(&shared, &destination, &env, &policy, &message, 0).await {
                 Err((failure, _)) => failure.message().to_string(),
                 Ok(_) => String::new(),
             };
