@@ -492,7 +492,12 @@ fn the_command_backend_never_gets_the_api_key_or_platform_tokens() {
         .find_map(|l| l.strip_prefix("seen: "))
         .unwrap_or_else(|| panic!("no reply: {stdout}"));
     let names: Vec<&str> = seen.split_whitespace().collect();
-    for needed in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "HERMES_HOME", "HERMES_JOB_ID"] {
+    for needed in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "HERMES_HOME",
+        "HERMES_JOB_ID",
+    ] {
         assert!(names.contains(&needed), "{needed} missing: {seen}");
     }
     for withheld in [

@@ -97,3 +97,88 @@ fn a_nul_inside_a_phrase_is_refused_through_the_api() {
     assert!(reply.body.contains("prompt_injection"), "{}", reply.body);
     assert!(hermes.store_bytes().is_none());
 }
+
+/// Every file the scheduler, a run, its delivery and the API create under the home is
+/// 0600 and every directory 0700, whatever the umask (022 here, the usual one).
+#[test]
+fn every_file_the_daemon_creates_is_private_and_every_directory_too() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let mut hermes = Hermes::new();
+    hermes.now = None;
+    let home = hermes.home().join("fresh-home");
+    let with_umask = |args: &[&str]| {
+        let mut command = hermes.command(args);
+        command
+            .env("HERMES_HOME", &home)
+            .env("HOME", &home)
+            .env("API_SERVER_KEY", crate::api::KEY)
+            .env("API_SERVER_PORT", "0");
+        // SAFETY: umask is async-signal-safe and changes only the child.
+        unsafe {
+            command.pre_exec(|| {
+                libc::umask(0o022);
+                Ok(())
+            });
+        }
+        command
+    };
+    let added = with_umask(&[
+        "cron",
+        "add",
+        "every 1h",
+        "summarize the news",
+        "--name",
+        "news",
+        "--deliver",
+        "telegram:42",
+    ])
+    .output()
+    .unwrap();
+    assert!(
+        added.status.success(),
+        "{}",
+        String::from_utf8_lossy(&added.stderr)
+    );
+    std::fs::create_dir_all(home.join("scripts")).unwrap();
+    std::fs::write(home.join("scripts/hi.sh"), "echo hi\n").unwrap();
+    let job = with_umask(&["cron", "add", "every 1h", "--script", "hi.sh", "--no-agent"])
+        .output()
+        .unwrap();
+    let id = crate::support::created_id(&String::from_utf8_lossy(&job.stdout));
+    assert!(with_umask(&["cron", "run", &id])
+        .status()
+        .unwrap()
+        .success());
+    let mut daemon = with_umask(&["cron", "daemon"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: signalling the daemon this test started.
+    unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
+    daemon.wait().unwrap();
+    let mut loose = Vec::new();
+    let mut stack = vec![home.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.starts_with(home.join("scripts")) {
+                continue; // the user's own
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o777;
+            let wanted = if meta.is_dir() { 0o700 } else { 0o600 };
+            if mode != wanted {
+                loose.push(format!("{:o} {}", mode, path.display()));
+            }
+            if meta.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    let home_mode = std::fs::metadata(&home).unwrap().permissions().mode() & 0o777;
+    assert_eq!(home_mode, 0o700, "the home the daemon created");
+    assert!(loose.is_empty(), "not private: {loose:?}");
+}
