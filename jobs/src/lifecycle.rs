@@ -261,9 +261,14 @@ fn first_run(schedule: &Schedule, zone: Tz, ctx: &Context) -> Result<DateTime<Ut
 }
 
 fn default_name(prompt: &str, skills: &[String], script: Option<&str>) -> String {
-    let prompt = prompt.trim();
-    if !prompt.is_empty() {
-        return prompt
+    // One line, as every name is: control characters (a newline, a DEL) read as spaces.
+    let words: Vec<&str> = prompt
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if !words.is_empty() {
+        return words
+            .join(" ")
             .chars()
             .take(50)
             .collect::<String>()

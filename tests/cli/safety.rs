@@ -182,3 +182,15 @@ fn every_file_the_daemon_creates_is_private_and_every_directory_too() {
     assert_eq!(home_mode, 0o700, "the home the daemon created");
     assert!(loose.is_empty(), "not private: {loose:?}");
 }
+
+/// A job without a name is named after its prompt; a name is one line, so the prompt's
+/// line breaks and other control characters (a DEL) read as spaces. Found by the
+/// job_service_checks fuzz target (docs/FUZZING.md, finding 5).
+#[test]
+fn a_name_taken_from_a_multi_line_prompt_is_one_line() {
+    let hermes = Hermes::new();
+    let id = hermes.add("every 1h", "Check the disks\n\nthen\treport", &[]);
+    assert_eq!(hermes.job(&id)["name"], "Check the disks then report");
+    let id = hermes.add("every 1h", "Tidy\u{7f}\u{7f}up the logs", &[]);
+    assert_eq!(hermes.job(&id)["name"], "Tidy up the logs");
+}
