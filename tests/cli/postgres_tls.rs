@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::support::{create_database, Hermes};
+use crate::support::{create_database, succeeded, Hermes};
 
 /// The TLS cluster this test process shares: its socket URL (for psql), TCP port and
 /// certificate directory.
@@ -27,21 +27,12 @@ fn cluster() -> &'static Cluster {
             env!("CARGO_MANIFEST_DIR"),
             "/scripts/postgres/test-cluster.sh"
         );
-        let out = Command::new("bash")
-            .args([
-                script,
-                &std::process::id().to_string(),
-                "--tls",
-                &port.to_string(),
-            ])
-            .output()
-            .expect("run test-cluster.sh");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let out = String::from_utf8(out.stdout).unwrap();
+        let out = succeeded(Command::new("bash").args([
+            script,
+            &std::process::id().to_string(),
+            "--tls",
+            &port.to_string(),
+        ]));
         let mut lines = out.lines();
         let cluster = Cluster {
             socket: lines.next().unwrap().to_string(),
@@ -62,16 +53,7 @@ fn free_port() -> u16 {
 }
 
 fn psql(url: &str, sql: &str) -> String {
-    let out = Command::new("psql")
-        .args([url, "-Atc", sql])
-        .output()
-        .expect("run psql");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    succeeded(Command::new("psql").args([url, "-Atc", sql]))
 }
 
 /// A fresh database on the TLS cluster; returns its name.

@@ -183,14 +183,26 @@ fn every_file_the_daemon_creates_is_private_and_every_directory_too() {
     assert!(loose.is_empty(), "not private: {loose:?}");
 }
 
-/// A job without a name is named after its prompt; a name is one line, so the prompt's
-/// line breaks and other control characters (a DEL) read as spaces. Found by the
-/// job_service_checks fuzz target (docs/FUZZING.md, finding 5).
+/// A job without a name is named after its prompt, else its script; a name is one line
+/// of at most 200 characters, so the prompt's line breaks and other control characters
+/// (a DEL) read as spaces and the name is cut at 50 characters, a script's path too.
+/// Found by the job_service_checks fuzz target (docs/FUZZING.md, findings 5 and 6).
 #[test]
-fn a_name_taken_from_a_multi_line_prompt_is_one_line() {
+fn a_name_taken_from_the_prompt_or_the_script_is_one_short_line() {
     let hermes = Hermes::new();
     let id = hermes.add("every 1h", "Check the disks\n\nthen\treport", &[]);
     assert_eq!(hermes.job(&id)["name"], "Check the disks then report");
     let id = hermes.add("every 1h", "Tidy\u{7f}\u{7f}up the logs", &[]);
     assert_eq!(hermes.job(&id)["name"], "Tidy up the logs");
+    let script = format!(
+        "{}/report.sh",
+        ["nightly-reports-for-the-team"; 8].join("/")
+    );
+    let path = hermes.home().join("scripts").join(&script);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, "echo hi\n").unwrap();
+    let run = hermes.cron(&["add", "every 1h", "--script", &script, "--no-agent"]);
+    let id = crate::support::created_id(run.ok());
+    let name = hermes.job(&id)["name"].as_str().unwrap().to_string();
+    assert_eq!(name, script.chars().take(50).collect::<String>());
 }
