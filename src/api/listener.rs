@@ -22,7 +22,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -158,32 +158,47 @@ struct Open {
     /// Every open connection by id. Taken on accept and when a connection ends, never
     /// while awaiting.
     connections: Mutex<HashMap<u64, Arc<Connection>>>,
-    /// When a connection was last turned away for want of room, so that is logged at
+    /// When the listener last waited for a busy connection to end, so that is logged at
     /// most once a minute.
-    turned_away_logged: Mutex<Option<Instant>>,
+    full_logged: Mutex<Option<Instant>>,
 }
 
 impl Open {
+    fn new() -> Open {
+        Open {
+            epoch: Instant::now(),
+            next_id: AtomicU64::new(0),
+            connections: Mutex::new(HashMap::new()),
+            full_logged: Mutex::new(None),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<Connection>>> {
         self.connections
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Registers a new connection when there is room, making room by closing the
-    /// connection idle the longest if needed; `None` when every one is busy.
-    fn admit(&self, max: usize) -> Option<Arc<Connection>> {
+    /// Asks the connection idle the longest (or one whose only request is held back)
+    /// to close; false when every open connection is busy with a request.
+    fn evict_idlest(&self) -> bool {
         let mut open = self.lock();
-        if open.len() >= max {
-            let idlest = open
-                .values()
-                .filter(|c| c.evictable())
-                .min_by_key(|c| c.last_activity.load(Ordering::Relaxed))
-                .map(|c| c.id)?;
-            if let Some(evicted) = open.remove(&idlest) {
+        let idlest = open
+            .values()
+            .filter(|c| c.evictable())
+            .min_by_key(|c| c.last_activity.load(Ordering::Relaxed))
+            .map(|c| c.id);
+        match idlest.and_then(|id| open.remove(&id)) {
+            Some(evicted) => {
                 evicted.close.notify_one();
+                true
             }
+            None => false,
         }
+    }
+
+    /// Registers a connection just accepted.
+    fn register(&self) -> Arc<Connection> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection {
             id,
@@ -194,23 +209,23 @@ impl Open {
             close: Notify::new(),
         });
         connection.touch();
-        open.insert(id, Arc::clone(&connection));
-        Some(connection)
+        self.lock().insert(id, Arc::clone(&connection));
+        connection
     }
 
     fn remove(&self, id: u64) {
         self.lock().remove(&id);
     }
 
-    fn log_turned_away(&self, max: usize) {
+    fn log_full(&self, max: usize) {
         let mut logged = self
-            .turned_away_logged
+            .full_logged
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if logged.is_none_or(|at| at.elapsed() > Duration::from_secs(60)) {
             *logged = Some(Instant::now());
             tracing::warn!(
-                "the API turned a connection away: all {max} connections are busy with requests (the cap keeps descriptors for the scheduler; raise RLIMIT_NOFILE to serve more)"
+                "all {max} API connections are busy with requests; new ones wait until one ends (the cap keeps descriptors for the scheduler; raise RLIMIT_NOFILE to serve more)"
             );
         }
     }
@@ -224,16 +239,31 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let open = Arc::new(Open {
-        epoch: Instant::now(),
-        next_id: AtomicU64::new(0),
-        connections: Mutex::new(HashMap::new()),
-        turned_away_logged: Mutex::new(None),
-    });
+    let open = Arc::new(Open::new());
+    // One slot per connection, held until its socket is closed: a connection is
+    // accepted only into a free slot, so the descriptors in use never pass the cap,
+    // even while a burst is being made room for.
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     let (stop, stopping) = watch::channel(false);
     let mut connections = JoinSet::new();
     tokio::pin!(shutdown);
     loop {
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if !open.evict_idlest() {
+                    open.log_full(limits.max_connections);
+                }
+                tokio::select! {
+                    slot = Arc::clone(&slots).acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break, // never closed
+                    },
+                    Some(_) = connections.join_next() => continue,
+                    () = &mut shutdown => break,
+                }
+            }
+        };
         let (stream, address) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
@@ -248,16 +278,12 @@ pub async fn serve(
             Some(_) = connections.join_next() => continue,
             () = &mut shutdown => break,
         };
-        let Some(connection) = open.admit(limits.max_connections) else {
-            open.log_turned_away(limits.max_connections);
-            drop(stream);
-            continue;
-        };
+        let connection = open.register();
         connections.spawn(serve_connection(
             stream,
             address,
             router.clone(),
-            connection,
+            (connection, slot),
             Arc::clone(&open),
             limits,
             stopping.clone(),
@@ -271,11 +297,13 @@ pub async fn serve(
     Ok(())
 }
 
+/// Serves one connection until it ends, goes quiet, is closed for room or the listener
+/// stops. `slot` is released last, after the socket is closed.
 async fn serve_connection(
     stream: TcpStream,
     address: SocketAddr,
     router: Router,
-    connection: Arc<Connection>,
+    (connection, _slot): (Arc<Connection>, OwnedSemaphorePermit),
     open: Arc<Open>,
     limits: Limits,
     mut stopping: watch::Receiver<bool>,
@@ -314,6 +342,8 @@ async fn serve_connection(
         }
     }
     open.remove(connection.id);
+    // The connection (and its socket) is a local, dropped before the parameters: the
+    // slot goes back only once the descriptor is closed.
 }
 
 /// The router for one connection's requests: each gets the client's address and its
@@ -405,25 +435,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_full_listener_closes_the_idlest_connection_and_never_a_busy_one() {
-        let open = Open {
-            epoch: Instant::now(),
-            next_id: AtomicU64::new(0),
-            connections: Mutex::new(HashMap::new()),
-            turned_away_logged: Mutex::new(None),
-        };
-        let first = open.admit(2).unwrap();
-        let second = open.admit(2).unwrap();
+    async fn room_is_made_by_closing_the_idlest_connection_and_never_a_busy_one() {
+        let open = Open::new();
+        let first = open.register();
+        let second = open.register();
         let _busy = second.begin();
-        // The first is idle: it makes room.
-        let third = open.admit(2).unwrap();
+        // The first is idle: it is the one asked to close.
+        assert!(open.evict_idlest());
         assert!(!open.lock().contains_key(&first.id));
-        let _busy_too = third.begin();
-        // Both open ones are busy: no room.
-        assert!(open.admit(2).is_none());
+        // Only a busy one is left: no room.
+        assert!(!open.evict_idlest());
         // A held request does not make its connection busy.
-        let _held = third.hold();
-        assert!(open.admit(2).is_some());
-        assert!(!open.lock().contains_key(&third.id));
+        let _held = second.hold();
+        assert!(open.evict_idlest());
+        assert!(open.lock().is_empty());
     }
 }
