@@ -124,6 +124,15 @@ impl JsonFile {
         updated_at: &str,
         f: impl FnOnce(&mut StoreDocument) -> Result<T, E>,
     ) -> Result<T, E> {
+        self.update_stamped(|doc| f(doc).map(|value| (value, updated_at.to_string())))
+    }
+
+    /// [`JsonFile::update`] where `f` also says what `updated_at` to write (a batch of
+    /// changes knows it only once it has applied them).
+    pub fn update_stamped<T, E: From<DocumentError>>(
+        &self,
+        f: impl FnOnce(&mut StoreDocument) -> Result<(T, String), E>,
+    ) -> Result<T, E> {
         ensure_private_dir(&self.cron_dir)?;
         // flock locks belong to the open file description, so a fresh open per call is what
         // makes two threads of one process exclude each other, not just two processes.
@@ -132,8 +141,8 @@ impl JsonFile {
         fs4::FileExt::lock(&lock).map_err(|e| io_error(&self.lock_path(), e))?;
 
         let mut doc = self.load()?;
-        let value = f(&mut doc)?;
-        doc.updated_at = Some(updated_at.to_string());
+        let (value, updated_at) = f(&mut doc)?;
+        doc.updated_at = Some(updated_at);
         write_atomic(&self.jobs_path(), &render_document(&doc))?;
         drop(lock);
         Ok(value)

@@ -5,7 +5,8 @@
 # scrape; then the same list and create against Python Hermes' own api_server on an
 # identical store when its venv exists (scripts/python-hermes/setup.sh). Prints the figures.
 # Usage: scripts/bench-api/run.sh   HERMES_BIN=path skips the release build; SIZES="1000" picks the stores;
-# PY_HERMES= (empty) leaves Python Hermes out.
+# PY_HERMES= (empty) leaves Python Hermes out. CLIENTS=50 instead measures 50 clients
+# creating at once (EACH=20 creates each) and the daemon's peak RSS, on our side only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ -z "${HERMES_BIN:-}" ]; then
@@ -38,6 +39,12 @@ for N in ${SIZES:-1000 10000}; do
     PID=$!
     wait_for "$home/log" "API listening on http://"
     addr="$(sed -n 's/.*API listening on http:\/\/\([^ ]*\).*/\1/p' "$home/log" | head -1)"
+    if [ -n "${CLIENTS:-}" ]; then
+        python3 scripts/bench-api/bench.py "$addr" "$KEY" "ours, $N jobs" --clients "$CLIENTS" \
+            --each "${EACH:-20}" --pid "$PID"
+        stop
+        continue
+    fi
     python3 scripts/bench-api/bench.py "$addr" "$KEY" "ours, $N jobs" "${REPS[@]}" --dashboard "${REPS[1]}" --metrics 100
     stop
     if [ -n "$PY_HERMES" ]; then

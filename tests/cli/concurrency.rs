@@ -49,3 +49,43 @@ fn eight_processes_adding_fifteen_jobs_each_keep_all_one_hundred_twenty() {
     names.sort();
     assert_eq!(names, [".jobs.lock", "jobs.json"]);
 }
+
+/// Fifty API clients creating at once share the daemon's writes of jobs.json (docs/STORE.md,
+/// "Group commit") while other processes add through the lock: no job is lost or doubled.
+#[test]
+fn fifty_api_clients_and_two_processes_adding_at_once_keep_every_job() {
+    let hermes = Hermes::new();
+    let api = crate::api::serve(&hermes, &[]);
+    std::thread::scope(|scope| {
+        for client in 0..50 {
+            let api = &api;
+            scope.spawn(move || {
+                for n in 0..4 {
+                    let body = serde_json::json!({
+                        "name": format!("api {client} {n}"),
+                        "schedule": "every 1h",
+                        "prompt": "Summarize the news",
+                    });
+                    let reply = api.send("POST", "/api/jobs", &[], &body.to_string());
+                    assert_eq!(reply.status, 200, "{}", reply.body);
+                }
+            });
+        }
+        for process in 0..2 {
+            let hermes = &hermes;
+            scope.spawn(move || {
+                for n in 0..5 {
+                    let name = format!("cli {process} {n}");
+                    hermes.add("every 2h", "Summarize the logs", &["--name", &name]);
+                }
+            });
+        }
+    });
+    let names: HashSet<String> = hermes
+        .jobs()
+        .iter()
+        .map(|job| job["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names.len(), 210, "{} distinct names", names.len());
+    assert_eq!(hermes.jobs().len(), 210);
+}

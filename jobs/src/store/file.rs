@@ -32,6 +32,9 @@ use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scrat
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
 
+mod group_commit;
+use group_commit::GroupCommit;
+
 /// The files of one home's `cron/` directory. Every call runs on the runtime's blocking
 /// threads (file locks, reads of jobs.json, SQLite): the caller's workers never wait.
 pub struct FileStore {
@@ -48,6 +51,8 @@ struct Files {
     ledger: Mutex<Option<Ledger>>,
     /// The delivery outbox (same database, own connection), opened on first use.
     outbox: Mutex<Option<Outbox>>,
+    /// Job changes made at the same time, written together.
+    group: GroupCommit,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -103,6 +108,7 @@ impl FileStore {
                 alive,
                 ledger: Mutex::new(None),
                 outbox: Mutex::new(None),
+                group: GroupCommit::default(),
             }),
         }
     }
@@ -511,27 +517,16 @@ impl Files {
             .collect())
     }
 
+    // Job changes go through the group commit: changes made at the same time share one
+    // rewrite and one sync of jobs.json. The whole document is healed and rewritten, as
+    // Python Hermes and every earlier build do for a CLI change: the same operation
+    // leaves the same bytes.
     fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
-        self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
-            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
-            jobs.push(job);
-            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
-            Ok(())
-        })
+        self.group.insert(&self.jobs, ctx, job)
     }
 
     fn update_job(&self, ctx: &Context, id: &str, change: JobChange) -> Result<Job, JobError> {
-        // The whole document is healed and rewritten, as Python Hermes and every earlier
-        // build do for a CLI change: the same operation leaves the same bytes.
-        self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
-            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
-            let result = match jobs.iter_mut().find(|j| j.id() == id) {
-                Some(job) => change(job).map(|()| job.clone()),
-                None => Err(JobError::NotFound(id.to_string())),
-            };
-            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
-            result
-        })
+        self.group.update(&self.jobs, ctx, id, change)
     }
 
     fn update_jobs(
@@ -559,13 +554,7 @@ impl Files {
                 "Job id '{id}' is not a safe file name; fix or remove it in jobs.json by hand"
             )));
         }
-        let removed = self.jobs.update::<_, JobError>(&ctx.now_text(), |doc| {
-            let mut jobs = healed(std::mem::take(&mut doc.jobs), ctx);
-            let index = jobs.iter().position(|j| j.id() == id);
-            let removed = index.map(|i| jobs.remove(i));
-            doc.jobs = jobs.into_iter().map(Job::into_record).collect();
-            removed.ok_or_else(|| JobError::NotFound(id.to_string()))
-        })?;
+        let removed = self.group.remove(&self.jobs, ctx, id)?;
         let output = self.output_root().join(id);
         match std::fs::remove_dir_all(&output) {
             Ok(()) => Ok(removed),
