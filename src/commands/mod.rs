@@ -113,11 +113,11 @@ pub fn machine_name() -> String {
         .unwrap_or_else(host_name)
 }
 
-/// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises
+/// Logs go to stderr: `info` for the daemon, `warn` otherwise; each `-v` raises
 /// the level one step; `RUST_LOG` overrides.
-fn init_logging(scheduler_verb: bool, verbose: u8) {
+fn init_logging(daemon: bool, verbose: u8) {
     let levels = ["error", "warn", "info", "debug", "trace"];
-    let base = if scheduler_verb { 2 } else { 1 };
+    let base = if daemon { 2 } else { 1 };
     let level = levels[(base + verbose as usize).min(levels.len() - 1)];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
@@ -150,7 +150,8 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         verb,
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
-    init_logging(scheduler_verb, verbose);
+    // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
+    init_logging(matches!(verb, CronVerb::Daemon), verbose);
     let runtime = if scheduler_verb || matches!(verb, CronVerb::Mcp) {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)

@@ -111,25 +111,45 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The delivery column of `hermes cron runs`: the outcome in a word, from the summary
+/// the scheduler recorded ("local", "silent", "sent: …", "failed: …", "sent: …; failed: …").
+fn delivery_outcome(summary: &str) -> &str {
+    match (summary.starts_with("sent: "), summary.contains("failed: ")) {
+        (true, true) => "partial",
+        (true, false) => "sent",
+        (false, true) => "failed",
+        (false, false) => summary.split([':', ' ']).next().unwrap_or(summary),
+    }
+}
+
 pub async fn runs(
     session: &Session,
     reference: Option<&str>,
     limit: usize,
     as_json: bool,
 ) -> Result<(), CliError> {
+    let mut removed = None;
     let job_id = match reference {
         Some(reference) => {
             let jobs = session.store.load_jobs(&session.ctx).await?;
             match find_job(&jobs, reference) {
                 Ok(job) => Some(job.id().to_string()),
                 // A removed job's history is still in the ledger under its id.
-                Err(jobs::JobError::NotFound(_)) => Some(reference.to_string()),
+                Err(jobs::JobError::NotFound(_)) => {
+                    removed = Some(reference.to_string());
+                    Some(reference.to_string())
+                }
                 Err(e) => return Err(e.into()),
             }
         }
         None => None,
     };
     let rows = session.store.recent_runs(job_id.as_deref(), limit).await?;
+    if let (Some(reference), true) = (&removed, rows.is_empty()) {
+        return Err(CliError::user(format!(
+            "No job or run history matches '{reference}': see `hermes cron list --all` for the jobs there are"
+        )));
+    }
     if as_json {
         let runs: Vec<serde_json::Value> = rows
             .iter()
@@ -150,24 +170,39 @@ pub async fn runs(
         say!("No runs recorded yet.");
         return Ok(());
     }
+    // One line per run (its id is what `hermes cron output` takes), then the first line
+    // of what went wrong, if anything did: the run's error, or its delivery's.
+    say!(
+        "{:>6}  {:<24}  {:<11}  {:<9}  {:<12}  {:<8}  TOKENS",
+        "RUN",
+        "STARTED",
+        "STATUS",
+        "SOURCE",
+        "JOB",
+        "DELIVERY"
+    );
     for r in &rows {
-        // Token usage summed over the run's model calls, when the model reported it.
         let tokens = match (r.prompt_tokens, r.completion_tokens) {
-            (Some(p), Some(c)) => format!("tokens {p} in / {c} out  "),
-            _ => String::new(),
+            (Some(p), Some(c)) => format!("{p} in / {c} out"),
+            _ => "-".to_string(),
         };
+        let delivery = r.delivery.as_deref().map_or("-", delivery_outcome);
         say!(
-            "{}  {:<11} {:<9} {}  {}{}",
+            "{:>6}  {:<24}  {:<11}  {:<9}  {:<12}  {:<8}  {tokens}",
+            r.id,
             r.started_at.as_deref().unwrap_or("-"),
             r.status,
             r.source,
             r.job_id,
-            tokens,
-            r.error
-                .as_deref()
-                .map(|e| e.lines().next().unwrap_or(""))
-                .unwrap_or("")
+            delivery,
         );
+        let first_line = |text: &str| text.lines().next().unwrap_or("").to_string();
+        if let Some(error) = r.error.as_deref().filter(|e| !e.trim().is_empty()) {
+            say!("{:>6}  {}", "", first_line(error));
+        }
+        if let Some(failure) = r.delivery.as_deref().filter(|d| d.contains("failed: ")) {
+            say!("{:>6}  delivery {}", "", first_line(failure));
+        }
     }
     Ok(())
 }
