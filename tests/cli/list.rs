@@ -225,9 +225,13 @@ fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
         return; // looks for the profile's jobs.json: a file-store test
     }
     let refused = hermes.run(&["-p", "work", "cron", "add", "every 2h", "report"]);
+    let dir = hermes.home().join("profiles/work");
     assert_eq!(
         refused.user_error(),
-        "error: Profile 'work' does not exist. Create it with: hermes profile create work"
+        format!(
+            "error: Profile 'work' does not exist: create its directory with `mkdir -p {}` (or, with Python Hermes, `hermes profile create work`)",
+            dir.display()
+        )
     );
     std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
     let created = hermes.run(&["--profile", "Work", "cron", "add", "every 2h", "report"]);
