@@ -32,6 +32,8 @@ mod doors;
 mod edit;
 #[path = "cli/email.rs"]
 mod email;
+#[path = "cli/first_run.rs"]
+mod first_run;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]

@@ -10,6 +10,7 @@ use jobs::{find_job, JobState};
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
+use crate::agent::inference::Backend;
 use crate::delivery::target::{unready, Unready};
 use crate::process::pid_alive;
 
@@ -231,10 +232,20 @@ impl Checkup<'_> {
     fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
         let root = &self.session.home.root;
         // config.yaml as the command read it (an unreadable one already stopped it).
-        if let Err(e) =
-            crate::agent::inference::resolve(job, &self.session.config, &self.vars, root)
-        {
-            problems.push(format!("{label} cannot start its agent: {e}"));
+        match crate::agent::inference::resolve(job, &self.session.config, &self.vars, root) {
+            Err(e) => problems.push(format!("{label} cannot start its agent: {e}")),
+            Ok(agent) if agent.backend == Backend::BuiltIn => {
+                if let Some(primary) = agent.endpoints.first() {
+                    if let Some(vars) = &primary.missing_key {
+                        problems.push(format!(
+                            "{label} uses provider {} but {vars} is not set: add it to the environment or {}",
+                            primary.provider,
+                            root.join(".env").display()
+                        ));
+                    }
+                }
+            }
+            Ok(_) => {}
         }
         let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
         if !missing.is_empty() {
@@ -303,6 +314,25 @@ impl Checkup<'_> {
             }
         }
     }
+}
+
+/// What `doctor` would flag about a job just created or edited (its model, provider
+/// key, skills, delivery credentials, script), one line each, for `add` and `edit` to
+/// warn about while still saving the job.
+pub fn advice(session: &Session, job: &jobs::Job) -> Vec<String> {
+    let checkup = Checkup {
+        session,
+        env: crate::environment::Environment::load(&session.home.root),
+        vars: crate::agent::inference::Vars::load(&session.home.root),
+    };
+    let mut problems = Vec::new();
+    let label = "this job";
+    if !job.no_agent() {
+        checkup.agent(job, label, &mut problems);
+    }
+    checkup.delivery(job, label, &mut problems);
+    checkup.files(job, label, &mut problems);
+    problems
 }
 
 pub async fn doctor(session: &Session) -> Result<(), CliError> {
