@@ -345,6 +345,7 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
     if let Some(error) = &daemon.last_error {
         problems.push(format!("the last scheduler pass failed: {error}"));
     }
+    problems.extend(crate::config::likely_typos(&session.config));
     let jobs = match session.store.load_jobs(ctx).await {
         Ok(jobs) => jobs,
         Err(e) => {

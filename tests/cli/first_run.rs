@@ -119,3 +119,20 @@ fn a_model_that_refuses_a_request_sent_without_a_key_is_answered_with_the_variab
     );
     assert_eq!(fake.requests()[0]["model"], "some-model");
 }
+
+#[test]
+fn doctor_names_misspelt_config_keys_with_the_key_they_probably_mean() {
+    let hermes = home_with(
+        "modle:\n  default: some-model\ntimezon: Europe/Berlin\nterminal:\n  backend: local\ncron:\n  catchup_missed: false\n",
+    );
+    let doctor = hermes.cron(&["doctor"]);
+    assert_eq!(doctor.code, Some(1));
+    for line in [
+        "✗ config.yaml has 'modle', which nothing reads: did you mean 'model'?",
+        "✗ config.yaml has 'timezon', which nothing reads: did you mean 'timezone'?",
+        "✗ config.yaml has 'cron.catchup_missed', which nothing reads: did you mean 'cron.catch_up_missed'?",
+    ] {
+        assert!(doctor.stdout.lines().any(|l| l == line), "{}", doctor.stdout);
+    }
+    assert!(!doctor.stdout.contains("'terminal'"), "{}", doctor.stdout);
+}
