@@ -128,7 +128,7 @@ fn init_logging(daemon: bool, verbose: u8) {
         .try_init();
 }
 
-/// `hermes gateway …`: the scheduler, or its systemd user unit.
+/// `hermes gateway …` (without Python Hermes): the scheduler, or its systemd user unit.
 pub fn gateway(
     action: crate::cli::GatewayAction,
     verbose: u8,
@@ -151,6 +151,16 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
     // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
+    let verb = match verb {
+        // Running or asking about the scheduler are verbs of their own.
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Run,
+        } => CronVerb::Daemon,
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Status,
+        } => CronVerb::Status { json: false },
+        verb => verb,
+    };
     init_logging(matches!(verb, CronVerb::Daemon), verbose);
     let runtime = if scheduler_verb || matches!(verb, CronVerb::Mcp) {
         tokio::runtime::Builder::new_multi_thread()
@@ -192,6 +202,7 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         }
         CronVerb::Doctor => status::doctor(&session).await,
         CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
+        CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;
