@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use jobs::store::Store;
-use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
+use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, RearmAt};
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
@@ -124,6 +124,16 @@ impl JobService {
         crate::script::read_for_scan(&self.home.join("scripts"), script)
     }
 
+    /// `cron.bare_duration`: how `30m` reads (default once); a value that is neither
+    /// `once` nor `every` is refused, so no job is made of a schedule read the wrong way.
+    fn bare_duration(config: &Config) -> Result<BareDuration, ServiceError> {
+        match config.cron.bare_duration.as_deref() {
+            None => Ok(BareDuration::default()),
+            Some(text) => BareDuration::parse(text)
+                .map_err(|e| JobError::Invalid(format!("{e}: fix it in config.yaml")).into()),
+        }
+    }
+
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
         let vars = crate::agent::inference::Vars::load(&self.home);
         crate::agent::inference::inference_now(config, &vars, &self.home)
@@ -152,6 +162,7 @@ impl JobService {
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
+        new.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::create_job(&*self.store, &new, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -178,6 +189,7 @@ impl JobService {
             edit.script_text = self.script_text(script.as_deref());
         }
         edit.inference_now = self.inference_now(&config);
+        edit.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::edit_job(&*self.store, reference, &edit, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -219,6 +231,15 @@ impl JobService {
     pub async fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
         let job = jobs::resume_job(&*self.store, reference, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
+    /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
+    pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let timeout = crate::scheduler::settings::inactivity_timeout();
+        let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
+        let job = jobs::rearm_one_shot(&*self.store, reference, at, ttl, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
