@@ -266,30 +266,64 @@ impl JobService {
         }
     }
 
-    /// Runs the job now, outside its schedule, and waits for its outcome.
+    /// A per-run prompt (`run_context`) as every door checks it: a prompt's length
+    /// limit and the strict threat scan, before anything runs.
+    pub fn check_run_context(run_context: &str) -> Result<(), ServiceError> {
+        jobs::limits::check_prompt(run_context)?;
+        jobs::threats::scan_prompt(run_context).map_err(JobError::from)?;
+        Ok(())
+    }
+
+    /// The job a run now runs: with `run_context` (checked, blank = none) appended to
+    /// its prompt for this run only.
+    async fn to_run_with(
+        &self,
+        reference: &str,
+        when_paused: WhenPaused,
+        run_context: Option<&str>,
+    ) -> Result<(Changed, Job), ServiceError> {
+        let context = run_context.filter(|c| !c.trim().is_empty());
+        if let Some(context) = context {
+            Self::check_run_context(context)?;
+        }
+        let changed = self.to_run(reference, when_paused).await?;
+        let job = match context {
+            Some(context) => changed.job.clone().with_run_context(context),
+            None => changed.job.clone(),
+        };
+        Ok((changed, job))
+    }
+
+    /// Runs the job now, outside its schedule, and waits for its outcome. A
+    /// `run_context` is appended to the prompt of this run only (Hermes 0.22's per-run
+    /// prompt).
     pub async fn run_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<RunReport, ServiceError> {
-        let job = self.to_run(reference, when_paused).await?.job;
+        let (_, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
         scheduler.run_now(job).await.map_err(not_started)
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
-    /// goes on in the background. Returns the job as it was started.
+    /// goes on in the background. Returns the job as it was started (without the
+    /// `run_context`, which only that run sees).
     pub async fn start_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<Changed, ServiceError> {
-        let changed = self.to_run(reference, when_paused).await?;
-        scheduler
-            .start_now(changed.job.clone())
-            .await
-            .map_err(not_started)?;
+        let (changed, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
+        scheduler.start_now(job).await.map_err(not_started)?;
         Ok(changed)
     }
 }

@@ -32,6 +32,8 @@ mod doors;
 mod edit;
 #[path = "cli/email.rs"]
 mod email;
+#[path = "cli/hermes022.rs"]
+mod hermes022;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]

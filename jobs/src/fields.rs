@@ -257,7 +257,10 @@ mod tests {
         let v022 = job(json!({"id": "b", "monitor_state": null}));
         let bare = job(json!({"id": "c"}));
         assert_eq!(Layout::of_store(&[]), Layout::Hermes022);
-        assert_eq!(Layout::of_store(&[bare.clone()]), Layout::Hermes022);
+        assert_eq!(
+            Layout::of_store(std::slice::from_ref(&bare)),
+            Layout::Hermes022
+        );
         assert_eq!(
             Layout::of_store(&[v019.clone(), bare.clone()]),
             Layout::Hermes019

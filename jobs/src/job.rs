@@ -502,9 +502,19 @@ impl Job {
             .and_then(LastFailure::from_json)
     }
 
-    /// A per-run prompt Hermes 0.22 left for the job's next fire (`manual_run_prompt`).
+    /// A per-run prompt Hermes 0.22 left for the fire of a manual run it forwarded
+    /// through the store (`manual_run_prompt`, with `manual_run_at` set): that fire
+    /// appends it as its run context.
     pub fn manual_run_prompt(&self) -> Option<&str> {
+        self.text_field("manual_run_at")?;
         self.text_field("manual_run_prompt")
+    }
+
+    /// Ends a forwarded manual run once it ran: `manual_run_at` and
+    /// `manual_run_prompt` are removed, as Hermes 0.22 removes them.
+    pub fn clear_manual_run(&mut self) {
+        self.record.remove("manual_run_at");
+        self.record.remove("manual_run_prompt");
     }
 
     /// Does the record carry Hermes 0.19's `provider_snapshot`/`model_snapshot`?
@@ -781,6 +791,15 @@ impl Job {
 
     pub fn has_run_claim(&self) -> bool {
         self.record.get("run_claim").is_some_and(|c| !c.is_null())
+    }
+
+    /// This job for one run only: its prompt followed by a per-run context block, as
+    /// Hermes 0.22 appends one (`\n\n## Run Context\n<context>`). Never stored: the
+    /// record a run writes back is the stored one.
+    pub fn with_run_context(mut self, context: &str) -> Job {
+        let prompt = format!("{}\n\n## Run Context\n{context}", self.prompt());
+        self.set_prompt(&prompt);
+        self
     }
 
     /// A new schedule and its display.
