@@ -163,11 +163,7 @@ fn edit_continuity_adds_self_and_no_continuity_removes_only_self() {
 #[test]
 fn edit_pin_takes_the_configured_model_unpin_clears_both_and_an_explicit_model_wins() {
     let hermes = Hermes::new();
-    std::fs::write(
-        hermes.home().join("config.yaml"),
-        "model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n",
-    )
-    .unwrap();
+    std::fs::write(hermes.home().join("config.yaml"), crate::add::PINNABLE).unwrap();
     let id = hermes.add("every 1h", "p", &[]);
     let pins = |hermes: &Hermes| {
         let job = hermes.job(&id);
