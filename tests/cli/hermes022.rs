@@ -1,10 +1,8 @@
-//! A store Hermes 0.22 shares (docs/STORE.md, "Hermes 0.22 fields"): its records,
-//! runtime fields and pause markers survive our list, edit and tick; a Hermes 0.19 store
-//! keeps its own layout; one-shots are re-armed as 0.22 re-arms them; and the REST,
-//! dashboard and MCP doors take 0.22's new fields (`paused`, `paused_reason`, a per-run
-//! prompt, `failure_deliver`, `monitor`, `continuity`), while model pins stay out of the
-//! agent's tool. `tests/fixtures/hermes022_store.json` is a store 0.22.2 wrote, with the
-//! fields its scheduler leaves between runs added.
+//! A store Hermes 0.22 shares (docs/STORE.md, "Hermes 0.22 fields"): its records and pause
+//! markers survive our list, edit and tick, a 0.19 store keeps its layout, one-shots are
+//! re-armed as 0.22 does, and the REST, dashboard and MCP doors take 0.22's fields (never a
+//! model pin from the agent's tool). `tests/fixtures/hermes022_store.json` is a store 0.22.2
+//! wrote, with the fields its scheduler leaves between runs added.
 
 use std::time::{Duration, Instant};
 
