@@ -36,6 +36,8 @@ mod edit;
 mod email;
 #[path = "cli/first_run.rs"]
 mod first_run;
+#[path = "cli/hermes022.rs"]
+mod hermes022;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]
