@@ -155,26 +155,21 @@ t.start(); time.sleep(4); stop.set(); t.join(5)\n";
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert_eq!(std::fs::read_to_string(&side).unwrap(), "fired\n");
 
-    // Without the plugin, Python Hermes would resolve its own ticker.
-    let name = Command::new(&python)
-        .args([
-            "-c",
-            "from cron.scheduler_provider import resolve_cron_scheduler as r; print(r().name)",
-        ])
-        .env("HERMES_HOME", home)
-        .env("HOME", home)
-        .output()
-        .unwrap();
+    // The provider Python Hermes' gateway resolves: ours with the plugin configured, its
+    // own ticker without.
+    let provider = || {
+        let out = Command::new(&python)
+            .args([
+                "-c",
+                "from cron.scheduler_provider import resolve_cron_scheduler as r; print(r().name)",
+            ])
+            .env("HERMES_HOME", home)
+            .env("HOME", home)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(provider(), "hermes-cron");
     std::fs::write(home.join("config.yaml"), "").unwrap();
-    let builtin = Command::new(&python)
-        .args([
-            "-c",
-            "from cron.scheduler_provider import resolve_cron_scheduler as r; print(r().name)",
-        ])
-        .env("HERMES_HOME", home)
-        .env("HOME", home)
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&name.stdout).trim(), "hermes-cron");
-    assert_eq!(String::from_utf8_lossy(&builtin.stdout).trim(), "builtin");
+    assert_eq!(provider(), "builtin");
 }
