@@ -18,7 +18,10 @@ use jobs::StoreError;
 fn sentinels(home: &Path) -> Vec<PathBuf> {
     let mut paths = vec![home.join(SENTINEL)];
     let parent = home.parent();
-    if parent.and_then(Path::file_name).is_some_and(|n| n == "profiles") {
+    if parent
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "profiles")
+    {
         if let Some(root) = parent.and_then(Path::parent) {
             paths.push(root.join(SENTINEL));
         }

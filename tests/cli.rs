@@ -32,6 +32,10 @@ mod doors;
 mod edit;
 #[path = "cli/email.rs"]
 mod email;
+#[path = "cli/estop.rs"]
+mod estop;
+#[path = "cli/incidents.rs"]
+mod incidents;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]
@@ -42,6 +46,8 @@ mod mcp;
 mod mcp_server;
 #[path = "cli/next.rs"]
 mod next;
+#[path = "cli/notepad.rs"]
+mod notepad;
 #[path = "cli/platforms.rs"]
 mod platforms;
 #[path = "cli/platforms_more.rs"]

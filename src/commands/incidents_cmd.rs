@@ -32,9 +32,12 @@ pub async fn incidents(
     match action {
         IncidentAction::List => list(session, state.map(IncidentState::from), as_json).await,
         IncidentAction::Ack => {
-            let id = id.map(str::trim).filter(|id| !id.is_empty()).ok_or_else(|| {
-                CliError::user("Incident ID required: hermes cron incidents ack <incident_id>")
-            })?;
+            let id = id
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| {
+                    CliError::user("Incident ID required: hermes cron incidents ack <incident_id>")
+                })?;
             ack(session, id).await
         }
     }
@@ -69,9 +72,19 @@ async fn list(
 }
 
 fn print_incident(incident: &Incident) {
-    let mut error = incident.error.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut error = incident
+        .error
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     if error.chars().count() > 160 {
-        error = error.chars().take(157).collect::<String>().trim_end().to_string() + "...";
+        error = error
+            .chars()
+            .take(157)
+            .collect::<String>()
+            .trim_end()
+            .to_string()
+            + "...";
     }
     say!("  {}  {}", incident.id, incident.state);
     let rows = [
@@ -153,13 +166,21 @@ pub async fn notepad(
                 say!("Notepad for job {job_id} is empty.");
             }
             for note in notes.iter().filter(|_| !as_json) {
-                say!("  {} = {}\n    updated: {}", note.key, note.value, note.updated_at);
+                say!(
+                    "  {} = {}\n    updated: {}",
+                    note.key,
+                    note.value,
+                    note.updated_at
+                );
             }
         }
         NotepadAction::Get => {
             let key = key.ok_or_else(|| usage("get <key>"))?;
             let notes = store.notes(&job_id).await?;
-            let note = notes.iter().find(|n| n.key == key).ok_or_else(|| missing(&key))?;
+            let note = notes
+                .iter()
+                .find(|n| n.key == key)
+                .ok_or_else(|| missing(&key))?;
             say!("{}", note.value);
         }
         NotepadAction::Set => {

@@ -230,7 +230,10 @@ impl FromYaml for Option<f64> {
             Scalar::Float(x) => x,
             Scalar::Bool(_) => return Err(refused()),
         };
-        number.is_finite().then_some(Some(number)).ok_or_else(refused)
+        number
+            .is_finite()
+            .then_some(Some(number))
+            .ok_or_else(refused)
     }
 }
 

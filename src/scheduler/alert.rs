@@ -47,7 +47,10 @@ impl Scheduler {
         let incident = match self.store().record_incident(&new).await {
             Ok(incident) => incident,
             Err(e) => {
-                tracing::warn!(job = job.id(), "cannot record the failure's incident (its notice goes out): {e}");
+                tracing::warn!(
+                    job = job.id(),
+                    "cannot record the failure's incident (its notice goes out): {e}"
+                );
                 return None;
             }
         };

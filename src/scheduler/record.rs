@@ -21,8 +21,8 @@ use super::alert::Joined;
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
-use crate::delivery::http::{self, FlightRecorder};
 use crate::agent::prompt::cron_failure_evidence;
+use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
 use crate::environment::Environment;
 use crate::redact::Redactor;
@@ -79,7 +79,9 @@ impl Texts {
     fn of(outcome: &RunOutcome, redactor: &Redactor, agent: bool) -> Texts {
         const EMPTY: &str = "Agent completed but produced empty response";
         let evidence = match &outcome.result {
-            RunResult::Reply(text) | RunResult::Silent(text) if agent => cron_failure_evidence(text),
+            RunResult::Reply(text) | RunResult::Silent(text) if agent => {
+                cron_failure_evidence(text)
+            }
             _ => None,
         };
         let declared = evidence.is_some();
