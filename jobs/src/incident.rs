@@ -14,7 +14,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::ledger::LedgerError;
+use crate::ledger::{in_file, open_table, LedgerError};
 
 /// Where an incident is in its life. `Closed` (acknowledged) is the only end: a repeat
 /// of a `Resolved` error opens it again.
@@ -355,39 +355,16 @@ pub struct IncidentBook {
 
 impl IncidentBook {
     pub fn open(path: &Path) -> Result<IncidentBook, LedgerError> {
-        let wrap = |source| LedgerError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = crate::ledger::open_private(path).map_err(wrap)?;
+        // Tables of Python builds from before the alert-once rule lack `alerted_at`.
+        let conn = open_table(path, SCHEMA, "cron_incidents", &[("alerted_at", "TEXT")])?;
         // Python Hermes writes this table with synchronous=FULL: an incident is a promise
         // about alerts, kept as durably as it keeps it.
         conn.pragma_update(None, "synchronous", "FULL")
-            .map_err(wrap)?;
-        conn.execute_batch(SCHEMA).map_err(wrap)?;
-        // Tables of Python builds from before the alert-once rule lack `alerted_at`.
-        let has_alerted: bool = conn
-            .query_row(
-                "SELECT COUNT(*) > 0 FROM pragma_table_info('cron_incidents') WHERE name = 'alerted_at'",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(wrap)?;
-        if !has_alerted {
-            conn.execute_batch("ALTER TABLE cron_incidents ADD COLUMN alerted_at TEXT")
-                .map_err(wrap)?;
-        }
+            .map_err(in_file(path))?;
         Ok(IncidentBook {
             conn,
             path: path.to_path_buf(),
         })
-    }
-
-    fn wrap(&self, source: rusqlite::Error) -> LedgerError {
-        LedgerError {
-            path: self.path.clone(),
-            source,
-        }
     }
 
     /// Applies `change` to the rows `select` (with `param`) gives, in one transaction,
@@ -398,26 +375,22 @@ impl IncidentBook {
         param: &str,
         change: &mut dyn FnMut(Vec<Incident>) -> Vec<Incident>,
     ) -> Result<Vec<Incident>, LedgerError> {
-        let path = self.path.clone();
-        let wrap = |source| LedgerError {
-            path: path.clone(),
-            source,
-        };
+        let wrap = in_file(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         let rows = {
             let mut stmt = tx
                 .prepare(&format!(
                     "SELECT {COLUMNS} FROM cron_incidents WHERE {select}"
                 ))
-                .map_err(wrap)?;
+                .map_err(&wrap)?;
             let rows = stmt
                 .query_map([param], incident_row)
-                .map_err(wrap)?
+                .map_err(&wrap)?
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(wrap)?;
+                .map_err(&wrap)?;
             rows
         };
         let changed = change(rows);
@@ -445,9 +418,9 @@ impl IncidentBook {
                     i.output_file
                 ],
             )
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         }
-        tx.commit().map_err(wrap)?;
+        tx.commit().map_err(&wrap)?;
         Ok(changed)
     }
 
@@ -459,7 +432,7 @@ impl IncidentBook {
         changed
             .into_iter()
             .next()
-            .ok_or_else(|| self.wrap(rusqlite::Error::QueryReturnedNoRows))
+            .ok_or_else(|| in_file(&self.path)(rusqlite::Error::QueryReturnedNoRows))
     }
 
     /// See [`crate::store::Store::move_incident`].
@@ -482,7 +455,7 @@ impl IncidentBook {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(|e| self.wrap(e))?
+            .map_err(in_file(&self.path))?
             .unwrap_or(false);
         if !open {
             return Ok(0);
@@ -502,12 +475,12 @@ impl IncidentBook {
             .prepare(&format!(
                 "SELECT {COLUMNS} FROM cron_incidents WHERE (?1 IS NULL OR state = ?1)"
             ))
-            .map_err(|e| self.wrap(e))?;
+            .map_err(in_file(&self.path))?;
         let mut rows = stmt
             .query_map([state.map(IncidentState::as_str)], incident_row)
-            .map_err(|e| self.wrap(e))?
+            .map_err(in_file(&self.path))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.wrap(e))?;
+            .map_err(in_file(&self.path))?;
         sort_newest_first(&mut rows);
         Ok(rows)
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection, TransactionBehavior};
 use serde::Serialize;
 
-use crate::ledger::LedgerError;
+use crate::ledger::{in_file, open_table, LedgerError};
 
 /// The largest value, in UTF-8 bytes.
 pub const MAX_VALUE_BYTES: usize = 16 * 1024;
@@ -121,23 +121,10 @@ pub enum NoteWriteError {
 
 impl NotepadBook {
     pub fn open(path: &Path) -> Result<NotepadBook, LedgerError> {
-        let wrap = |source| LedgerError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = crate::ledger::open_private(path).map_err(wrap)?;
-        conn.execute_batch(SCHEMA).map_err(wrap)?;
         Ok(NotepadBook {
-            conn,
+            conn: open_table(path, SCHEMA, "cron_notepad", &[])?,
             path: path.to_path_buf(),
         })
-    }
-
-    fn wrap(&self, source: rusqlite::Error) -> LedgerError {
-        LedgerError {
-            path: self.path.clone(),
-            source,
-        }
     }
 
     /// Every entry of a job, by key.
@@ -148,7 +135,7 @@ impl NotepadBook {
                 "SELECT job_id, key, value, updated_at FROM cron_notepad
                  WHERE job_id = ?1 ORDER BY key",
             )
-            .map_err(|e| self.wrap(e))?;
+            .map_err(in_file(&self.path))?;
         let rows = stmt
             .query_map([job_id], |r| {
                 Ok(Note {
@@ -158,24 +145,20 @@ impl NotepadBook {
                     updated_at: r.get(3)?,
                 })
             })
-            .map_err(|e| self.wrap(e))?
+            .map_err(in_file(&self.path))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| self.wrap(e))?;
+            .map_err(in_file(&self.path))?;
         Ok(rows)
     }
 
     /// Sets one entry; the job's other entries are measured in the same transaction.
     pub fn set(&mut self, note: &Note) -> Result<(), NoteWriteError> {
         check(note, 0)?;
-        let path = self.path.clone();
-        let wrap = |source| LedgerError {
-            path: path.clone(),
-            source,
-        };
+        let wrap = in_file(&self.path);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         let others: i64 = tx
             .query_row(
                 "SELECT COALESCE(SUM(LENGTH(CAST(key AS BLOB)) + LENGTH(CAST(value AS BLOB))), 0)
@@ -183,7 +166,7 @@ impl NotepadBook {
                 params![note.job_id, note.key],
                 |r| r.get(0),
             )
-            .map_err(wrap)?;
+            .map_err(&wrap)?;
         check(note, usize::try_from(others).unwrap_or(usize::MAX))?;
         tx.execute(
             "INSERT INTO cron_notepad (job_id, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
@@ -191,8 +174,8 @@ impl NotepadBook {
                  updated_at = excluded.updated_at",
             params![note.job_id, note.key, note.value, note.updated_at],
         )
-        .map_err(wrap)?;
-        tx.commit().map_err(wrap)?;
+        .map_err(&wrap)?;
+        tx.commit().map_err(&wrap)?;
         Ok(())
     }
 
@@ -204,7 +187,7 @@ impl NotepadBook {
                 "DELETE FROM cron_notepad WHERE job_id = ?1 AND key = ?2",
                 params![job_id, key],
             )
-            .map_err(|e| self.wrap(e))?;
+            .map_err(in_file(&self.path))?;
         Ok(n > 0)
     }
 
@@ -212,7 +195,7 @@ impl NotepadBook {
     pub fn clear(&self, job_id: &str) -> Result<usize, LedgerError> {
         self.conn
             .execute("DELETE FROM cron_notepad WHERE job_id = ?1", [job_id])
-            .map_err(|e| self.wrap(e))
+            .map_err(in_file(&self.path))
     }
 }
 
