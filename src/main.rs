@@ -17,6 +17,7 @@ mod home;
 mod job_service;
 mod mcp_server;
 mod process;
+mod python_cli;
 mod redact;
 mod runner;
 mod scheduler;
@@ -32,7 +33,21 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match python_cli::route(std::env::args_os().collect()) {
+        python_cli::Route::Here(args) => args,
+        python_cli::Route::Python(cli) => {
+            eprintln!(
+                "error: {}",
+                python_cli::forward(&cli, &std::env::args_os().collect::<Vec<_>>())
+            );
+            return ExitCode::from(1);
+        }
+        python_cli::Route::Missing(verb) => {
+            eprintln!("error: {}", python_cli::missing(&verb));
+            return ExitCode::from(1);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 1 } else { 0 };

@@ -16,6 +16,8 @@ mod agent_prompt;
 mod agent_tools;
 #[path = "cli/api.rs"]
 mod api;
+#[path = "cli/beside_python.rs"]
+mod beside_python;
 #[path = "cli/channels.rs"]
 mod channels;
 #[path = "cli/concurrency.rs"]
@@ -34,6 +36,8 @@ mod edit;
 mod email;
 #[path = "cli/estop.rs"]
 mod estop;
+#[path = "cli/first_run.rs"]
+mod first_run;
 #[path = "cli/incidents.rs"]
 mod incidents;
 #[path = "cli/legacy.rs"]

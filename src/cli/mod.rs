@@ -30,9 +30,9 @@ pub enum Command {
         #[command(subcommand)]
         verb: Option<CronVerb>,
     },
-    /// The scheduler as a service, as Python Hermes' gateway: `run` (the default, same as
-    /// `hermes cron daemon`), `status`, and a systemd user unit: `install`, `uninstall`,
-    /// `start`, `stop`, `restart`.
+    /// Without Python Hermes: the scheduler, as `hermes cron service` (`run` is the
+    /// default). With Python Hermes installed, `hermes gateway` is its chat gateway and
+    /// goes to it, like every verb but `cron` and `completions`.
     Gateway {
         #[command(subcommand)]
         action: Option<GatewayAction>,
@@ -129,6 +129,12 @@ pub enum CronVerb {
         #[arg(long)]
         json: bool,
     },
+    /// The scheduler as a systemd user service named `hermes-cron`: `install`,
+    /// `uninstall`, `start`, `stop`, `restart`, `status`, or `run` in the foreground.
+    Service {
+        #[command(subcommand)]
+        action: GatewayAction,
+    },
     /// The store behind the jobs: its status, and copies to and from jobs.json.
     Store {
         #[command(subcommand)]
@@ -161,7 +167,7 @@ pub enum NotepadAction {
     Delete,
 }
 
-/// `hermes gateway …`.
+/// `hermes cron service …` (and `hermes gateway …` without Python Hermes).
 #[derive(Debug, Clone, Copy, Subcommand)]
 pub enum GatewayAction {
     /// Run the scheduler in the foreground until SIGTERM/SIGINT.

@@ -115,11 +115,11 @@ pub fn machine_name() -> String {
         .unwrap_or_else(host_name)
 }
 
-/// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises
+/// Logs go to stderr: `info` for the daemon, `warn` otherwise; each `-v` raises
 /// the level one step; `RUST_LOG` overrides.
-fn init_logging(scheduler_verb: bool, verbose: u8) {
+fn init_logging(daemon: bool, verbose: u8) {
     let levels = ["error", "warn", "info", "debug", "trace"];
-    let base = if scheduler_verb { 2 } else { 1 };
+    let base = if daemon { 2 } else { 1 };
     let level = levels[(base + verbose as usize).min(levels.len() - 1)];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
@@ -130,7 +130,7 @@ fn init_logging(scheduler_verb: bool, verbose: u8) {
         .try_init();
 }
 
-/// `hermes gateway …`: the scheduler, or its systemd user unit.
+/// `hermes gateway …` (without Python Hermes): the scheduler, or its systemd user unit.
 pub fn gateway(
     action: crate::cli::GatewayAction,
     verbose: u8,
@@ -152,7 +152,18 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         verb,
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
-    init_logging(scheduler_verb, verbose);
+    // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
+    let verb = match verb {
+        // Running or asking about the scheduler are verbs of their own.
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Run,
+        } => CronVerb::Daemon,
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Status,
+        } => CronVerb::Status { json: false },
+        verb => verb,
+    };
+    init_logging(matches!(verb, CronVerb::Daemon), verbose);
     let multi_thread = scheduler_verb || matches!(verb, CronVerb::Mcp);
     on_session(multi_thread, profile, |session| run_verb(verb, session))
 }
@@ -233,6 +244,7 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
             value,
             json,
         } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
+        CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;

@@ -94,7 +94,12 @@ fn print_report(report: &RunReport) {
         report.job_id
     );
     if let Some(error) = &report.error {
-        say!("  error: {error}");
+        // A missed or skipped occurrence did not fail: say why, not "error".
+        let label = match report.status {
+            RunStatus::Missed | RunStatus::Skipped => "reason",
+            _ => "error",
+        };
+        say!("  {label}: {error}");
     }
     if let Some(output) = &report.output {
         say!("  output: {output}");
@@ -135,9 +140,10 @@ pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     if report.status == RunStatus::Ok {
         Ok(())
     } else {
+        // The error is printed above with the report; the exit status says it failed.
         Err(CliError::user(format!(
-            "the run failed: {}",
-            report.error.as_deref().unwrap_or("unknown error")
+            "the run of {} failed (above)",
+            report.job_id
         )))
     }
 }

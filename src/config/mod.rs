@@ -5,6 +5,9 @@
 //! never looks at the environment and never fills in defaults: callers decide those.
 
 mod forgiving;
+mod typos;
+
+pub use typos::likely_typos;
 
 use std::path::{Path, PathBuf};
 

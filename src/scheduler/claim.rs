@@ -10,14 +10,14 @@ use chrono::{DateTime, Utc};
 
 use jobs::due::{run_claim_ttl, Decision, ScanOptions};
 use jobs::estop::GlobalPause;
-use jobs::ledger::RunSource;
+use jobs::ledger::{occurrence_key, RunSource, RunStatus};
 use jobs::output::{missed_note, OutputDocument};
 use jobs::store::{Claimed, DueScan, Occurrence};
 use jobs::{Context, Job};
 
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
-use super::{lock, PassReport, Pending, Scheduler, SchedulerError};
+use super::{lock, PassReport, Pending, RunReport, Scheduler, SchedulerError};
 use crate::global_pause;
 
 /// Ledger rows kept per job.
@@ -53,14 +53,20 @@ impl Scheduler {
         if !due.ran {
             return Ok(PassReport {
                 pending: Vec::new(),
+                recorded: Vec::new(),
                 next_wake: None,
                 ran: false,
                 backlog: false,
             });
         }
         let mut pending: Vec<Pending> = Vec::new();
+        let mut recorded: Vec<RunReport> = Vec::new();
         for occurrence in due.occurrences {
-            pending.extend(self.settle(occurrence, &ctx, &settings).await);
+            match self.settle(occurrence, &ctx, &settings).await {
+                Settled::Work(work) => pending.push(work),
+                Settled::Recorded(report) => recorded.push(report),
+                Settled::Nothing => {}
+            }
         }
         let (retries, retry_wake) = self.claim_redeliveries(ctx.now).await;
         pending.extend(retries.into_iter().map(Pending::Redeliver));
@@ -88,6 +94,7 @@ impl Scheduler {
             .map_or(chrono::Duration::zero(), |t| t - ctx.now);
         Ok(PassReport {
             pending,
+            recorded,
             next_wake: [due.next_wake.map(|at| at - skew), retry_wake]
                 .into_iter()
                 .flatten()
@@ -109,19 +116,21 @@ impl Scheduler {
         let look_again = now + chrono::Duration::from_std(PAUSED_LOOK).unwrap_or_default();
         PassReport {
             pending: retries.into_iter().map(Pending::Redeliver).collect(),
+            recorded: Vec::new(),
             next_wake: Some(retry_wake.map_or(look_again, |at| at.min(look_again))),
             ran: true,
             backlog: false,
         }
     }
 
-    /// What to do about one decided occurrence: the work to run, or nothing (logged).
+    /// What to do about one decided occurrence: the work to run, an outcome recorded
+    /// without a run (missed, skipped), or nothing (logged).
     async fn settle(
         &self,
         occurrence: Occurrence,
         ctx: &Context,
         settings: &CronSettings,
-    ) -> Option<Pending> {
+    ) -> Settled {
         let Occurrence {
             job,
             decision,
@@ -133,9 +142,10 @@ impl Scheduler {
                 lock(&self.running).insert(id);
                 let late = (ctx.now - *scheduled_at).to_std().unwrap_or_default();
                 self.observe(|o| o.fired_late(late));
-                Some(Pending::Run(ClaimedRun {
+                Settled::Work(Pending::Run(ClaimedRun {
                     job,
                     scheduled_at: Some(*scheduled_at),
+                    claimed_at: ctx.now,
                     run,
                     source: RunSource::Scheduler,
                     settings: settings.clone(),
@@ -147,24 +157,33 @@ impl Scheduler {
                 self.leave_missed_note(&job, *scheduled_at, ctx, settings)
                     .await;
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
-                None
+                Settled::Recorded(recorded_report(
+                    &job,
+                    occurrence_key(&id, *scheduled_at),
+                    status,
+                    reason,
+                ))
             }
-            (_, Claimed::Recorded { status, reason }) => {
+            (decision, Claimed::Recorded { status, reason }) => {
                 self.observe(|o| o.run_ended(status));
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
-                None
+                let occurrence = match decision {
+                    Decision::Fire { scheduled_at, .. } => occurrence_key(&id, *scheduled_at),
+                    _ => id.clone(),
+                };
+                Settled::Recorded(recorded_report(&job, occurrence, status, reason))
             }
             (_, Claimed::Taken) => {
                 tracing::info!(job = %id, "occurrence already in the ledger; not running it again");
-                None
+                Settled::Nothing
             }
             (_, Claimed::Failed { error }) => {
                 tracing::error!(job = %id, "cannot claim occurrence, not running it: {error}");
-                None
+                Settled::Nothing
             }
             (Decision::Broken { reason }, _) => {
                 tracing::error!(job = %id, "cannot schedule job: {reason}");
-                None
+                Settled::Nothing
             }
             (Decision::Completed { scheduled_at }, _) => {
                 tracing::info!(
@@ -172,9 +191,9 @@ impl Scheduler {
                     scheduled = %scheduled_at,
                     "one-shot dispatched before by a run that never recorded its end; marked completed, not run again"
                 );
-                None
+                Settled::Nothing
             }
-            (_, Claimed::Settled | Claimed::Run { .. }) => None,
+            (_, Claimed::Settled | Claimed::Run { .. }) => Settled::Nothing,
         }
     }
 
@@ -219,10 +238,32 @@ impl Scheduler {
         Ok(ClaimedRun {
             job,
             scheduled_at: None,
+            claimed_at: ctx.now,
             run,
             source: RunSource::Manual,
             settings,
             queued: None,
         })
+    }
+}
+
+/// What settling one occurrence came to.
+enum Settled {
+    Work(Pending),
+    Recorded(RunReport),
+    Nothing,
+}
+
+/// The report of an outcome recorded without a run, for `hermes cron tick` to print.
+fn recorded_report(job: &Job, occurrence: String, status: RunStatus, reason: String) -> RunReport {
+    RunReport {
+        job_id: job.id().to_string(),
+        job_name: job.name().to_string(),
+        occurrence,
+        status,
+        error: Some(reason),
+        output: None,
+        response: None,
+        delivery: None,
     }
 }

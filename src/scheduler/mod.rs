@@ -182,6 +182,9 @@ impl Pending {
 pub struct PassReport {
     /// Work claimed by this pass, for the caller to spawn.
     pub pending: Vec<Pending>,
+    /// Outcomes this pass recorded without running anything (a missed one-shot, a
+    /// skipped occurrence).
+    pub recorded: Vec<RunReport>,
     /// The earliest next run or delivery retry after the pass.
     pub next_wake: Option<DateTime<Utc>>,
     /// False when another scheduler was in the middle of a pass on the store.
@@ -331,7 +334,7 @@ impl Scheduler {
         for pending in report.pending {
             handles.push(tokio::spawn(pending.run(Arc::clone(self))));
         }
-        let mut reports = Vec::new();
+        let mut reports = report.recorded;
         for handle in handles {
             match handle.await {
                 Ok(report) => reports.push(report),

@@ -268,9 +268,13 @@ fn add_refuses_invalid_schedules_and_writes_nothing() {
     let hermes = Hermes::new();
     let cases = [
         ("x", "Use: '30m'"),
-        ("every monday", "every monday"),
+        (
+            "every monday",
+            "names days but no time of day: add one, e.g. 'every monday 9am'",
+        ),
         ("0 9 * * * *", "0 9 * * * *"),
-        ("61 * * * *", "61 * * * *"),
+        ("61 * * * *", "the minute field allows 0-59, not 61"),
+        ("0 25 * * *", "the hour field allows 0-23, not 25"),
         ("every 1.5h", "1.5h"),
     ];
     for (input, needle) in cases {

@@ -338,10 +338,10 @@ fn a_reply_whose_first_line_is_cron_failure_fails_the_run_and_delivers_its_evide
     let run = hermes.cron(&["run", &id]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(
-        run.stderr
-            .contains("error: the run failed: child task exploded\nstep 3 of 5"),
+        run.stdout
+            .contains("  error: child task exploded\nstep 3 of 5 never finished\n"),
         "{}",
-        run.stderr
+        run.stdout
     );
     let job = hermes.job(&id);
     assert_eq!(job["last_status"], "error");
