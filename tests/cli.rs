@@ -38,6 +38,8 @@ mod email;
 mod estop;
 #[path = "cli/first_run.rs"]
 mod first_run;
+#[path = "cli/hermes022.rs"]
+mod hermes022;
 #[path = "cli/incidents.rs"]
 mod incidents;
 #[path = "cli/legacy.rs"]

@@ -73,8 +73,17 @@ pub enum CronVerb {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Resume a paused job; its next run is computed from now.
-    Resume { job: String },
+    /// Resume a paused job; its next run is computed from now. A one-shot can be
+    /// re-armed instead, completed or not: --at TIME or --run-now.
+    Resume {
+        job: String,
+        /// Re-arm a one-shot to run at this time (ISO-8601).
+        #[arg(long, value_name = "TIME", conflicts_with = "run_now")]
+        at: Option<String>,
+        /// Re-arm a one-shot to run now.
+        #[arg(long)]
+        run_now: bool,
+    },
     /// Remove a job and its output documents.
     #[command(visible_aliases = ["rm", "delete"])]
     Remove { job: String },
@@ -230,6 +239,22 @@ pub struct JobFields {
     /// IANA time zone for this job's cron and day/time schedules.
     #[arg(long = "tz")]
     pub timezone: Option<String>,
+    /// Where failure notices go instead of --deliver (same values; `local` mutes them).
+    #[arg(long)]
+    pub failure_deliver: Option<String>,
+    /// Monitor mode: a script under <HERMES_HOME>/scripts/ whose output, when it changes,
+    /// wakes the agent.
+    #[arg(long)]
+    pub monitor_script: Option<String>,
+    /// Monitor mode: an http(s) URL whose content, when it changes, wakes the agent.
+    #[arg(long)]
+    pub monitor_url: Option<String>,
+    /// none, minimal, low, medium, high, xhigh, max or ultra (default: the configured one).
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
+    #[arg(long)]
+    pub interpreter: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -249,6 +274,15 @@ pub struct AddArgs {
     /// Create the job paused.
     #[arg(long)]
     pub paused: bool,
+    /// Why it is created paused (needs --paused).
+    #[arg(long)]
+    pub paused_reason: Option<String>,
+    /// Pin the configured model and its provider onto the job (ignored with --model).
+    #[arg(long)]
+    pub pin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long)]
+    pub continuity: bool,
     /// The chat the job came from, PLATFORM:CHAT[:THREAD] (for integrations).
     #[arg(long)]
     pub origin: Option<String>,
@@ -277,6 +311,18 @@ pub struct EditArgs {
     /// Start the agent again after --no-agent.
     #[arg(long)]
     pub agent: bool,
+    /// Pin the configured model and its provider onto the job (unless it has a model).
+    #[arg(long, conflicts_with = "unpin")]
+    pub pin: bool,
+    /// Clear the job's model and provider: it follows the configuration again.
+    #[arg(long)]
+    pub unpin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long, conflicts_with = "no_continuity")]
+    pub continuity: bool,
+    /// Turn continuity off (other context_from jobs are kept).
+    #[arg(long)]
+    pub no_continuity: bool,
 }
 
 #[derive(Debug, Args)]

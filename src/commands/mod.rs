@@ -217,7 +217,9 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         CronVerb::List { all, json } => list::list(&session, all, json).await,
         CronVerb::Edit(args) => jobs_cmd::edit(&session, args).await,
         CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()).await,
-        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job).await,
+        CronVerb::Resume { job, at, run_now } => {
+            jobs_cmd::resume(&session, &job, at, run_now).await
+        }
         CronVerb::Remove { job } => jobs_cmd::remove(&session, &job).await,
         CronVerb::Next(args) => next::next(&session, args),
         CronVerb::Daemon => scheduler_cmd::daemon(session).await,

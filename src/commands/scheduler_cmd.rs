@@ -131,7 +131,7 @@ pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     let service = session.service();
     let scheduler = scheduler_for(&session, None)?;
     let report = service
-        .run_now(&scheduler, reference, WhenPaused::Refuse)
+        .run_now(&scheduler, reference, WhenPaused::Refuse, None)
         .await?;
     print_report(&report);
     if let Some(response) = &report.response {

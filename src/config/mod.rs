@@ -160,6 +160,10 @@ pub struct CronSection {
     /// jobs.json). `HERMES_CRON_STORE` wins over it.
     #[serde(deserialize_with = "forgiving::read")]
     pub store: Option<String>,
+    /// `cron.bare_duration`: `once` or `every`, how a schedule like `30m` reads
+    /// (checked where it is used).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub bare_duration: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
 }

@@ -75,6 +75,15 @@ impl Scheduler {
             ctx,
             config,
         };
+        // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
+        // on the job: this fire appends it, and removes it once recorded.
+        let forwarded = match claimed.source {
+            RunSource::Scheduler => claimed.job.manual_run_prompt().map(str::to_string),
+            _ => None,
+        };
+        if let Some(context) = &forwarded {
+            claimed.job = claimed.job.clone().with_run_context(context);
+        }
         let heartbeat =
             (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {
                 let this = Arc::clone(&self);
@@ -90,6 +99,9 @@ impl Scheduler {
             heartbeat.abort();
         }
         let report = self.record(&claimed, &env, started, outcome).await;
+        if let Some(context) = forwarded {
+            self.clear_forwarded_prompt(claimed.job.id(), context).await;
+        }
         lock(&self.running).remove(claimed.job.id());
         tracing::info!(
             job = claimed.job.id(),
@@ -129,6 +141,22 @@ impl Scheduler {
             if let Err(e) = self.refresh_run_claim(&job_id).await {
                 tracing::warn!(job = %job_id, "cannot refresh the run claim: {e}");
             }
+        }
+    }
+
+    /// Removes the forwarded per-run prompt a run used, unless a newer one replaced it.
+    async fn clear_forwarded_prompt(&self, job_id: &str, used: String) {
+        let Ok((ctx, _)) = self.context() else {
+            return;
+        };
+        let ids = std::collections::HashSet::from([job_id.to_string()]);
+        let clear = Box::new(move |job: &mut Job| {
+            if job.manual_run_prompt() == Some(used.as_str()) {
+                job.clear_manual_run();
+            }
+        });
+        if let Err(e) = self.store().update_jobs(&ctx, ids, clear).await {
+            tracing::warn!(job = %job_id, "cannot clear the forwarded run prompt: {e}");
         }
     }
 

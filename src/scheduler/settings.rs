@@ -66,6 +66,9 @@ pub fn inactivity_timeout() -> Option<Duration> {
     (timeout > 0).then(|| Duration::from_secs(timeout))
 }
 
+/// Days of a retention that keeps completed one-shots for good (about 2,700 years).
+const KEEP_FOREVER_DAYS: i64 = 1_000_000;
+
 /// Hours as a window; not positive (or not a number) means no window. Capped at a
 /// century so the arithmetic cannot overflow on a mistyped number.
 fn repeat_alert_window(hours: Option<f64>) -> Option<chrono::Duration> {
@@ -92,9 +95,11 @@ impl CronSettings {
                 n => usize::try_from(n).unwrap_or(usize::MAX),
             },
             // Capped far beyond any real use so the scheduler's date arithmetic cannot
-            // overflow on a mistyped number.
-            completed_retention_days: cron.completed_retention_days.unwrap_or(7).min(1_000_000)
-                as i64,
+            // overflow on a mistyped number; 0 keeps them for good, as Hermes 0.22 reads it.
+            completed_retention_days: match cron.completed_retention_days.unwrap_or(7) {
+                0 => KEEP_FOREVER_DAYS,
+                days => days.min(KEEP_FOREVER_DAYS as u64) as i64,
+            },
             script_timeout: script_timeout(
                 std::env::var("HERMES_CRON_SCRIPT_TIMEOUT").ok().as_deref(),
                 cron.script_timeout_seconds,

@@ -283,8 +283,14 @@ fn an_edit_of_the_prompt_is_refused_when_the_script_the_job_runs_restarts_the_ga
 }
 
 #[test]
-fn snapshots_are_written_for_unpinned_axes_of_agent_jobs_only() {
+fn snapshots_are_written_in_a_hermes_0_19_store_for_unpinned_axes_of_agent_jobs_only() {
     let hermes = home_with("model:\n  default: m-default\n  provider: openrouter\n");
+    // A store Hermes 0.19 (or hermes-cron before 0.22's fields) wrote: its records carry
+    // the snapshots, so new ones do too (docs/STORE.md, "Record layouts").
+    let old = json!({"id": "a0190000000a", "name": "old", "prompt": "p",
+        "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+        "provider_snapshot": null, "model_snapshot": null});
+    hermes.write_store(json!({ "jobs": [old] }).to_string().as_bytes());
     let unpinned = hermes.add("every 1h", "Hi", &[]);
     let job = hermes.job(&unpinned);
     assert_eq!(

@@ -136,3 +136,84 @@ fn doctor_names_misspelt_config_keys_with_the_key_they_probably_mean() {
     }
     assert!(!doctor.stdout.contains("'terminal'"), "{}", doctor.stdout);
 }
+
+/// The README's "Using it", literally: its local-server model block (pointed at a local
+/// fake model), a Telegram bot in `.env` (a fake Telegram), its first `add` with delivery
+/// to Telegram. Nothing warns, doctor only misses the daemon, and the run delivers the
+/// model's report.
+#[test]
+fn following_the_readme_from_the_top_reaches_a_delivered_report() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let using = &readme[readme.find("## Using it").unwrap()..];
+    let blocks: Vec<&str> = using
+        .split("```yaml\n")
+        .skip(1)
+        .map(|rest| &rest[..rest.find("```").unwrap()])
+        .collect();
+    let local = blocks
+        .iter()
+        .find(|b| b.contains("provider: custom"))
+        .expect("README shows a local-server model block");
+    let first_add = using
+        .lines()
+        .find(|l| l.starts_with("hermes cron add "))
+        .expect("README shows an add");
+    assert!(
+        first_add.starts_with("hermes cron add \"every 2h\" \"summarize inbox\""),
+        "{first_add}"
+    );
+
+    let model = Fake::start(vec![crate::agent::text("Inbox: 3 new mails, none urgent.")]);
+    let telegram = crate::delivery::Fake::start(|_, i| {
+        crate::delivery::ok(serde_json::json!({
+            "ok": true,
+            "result": {"message_id": i + 1, "date": 1772359200, "chat": {"id": 5550001}}
+        }))
+    });
+    let config = local.replace("http://127.0.0.1:8080/v1", &model.base);
+    assert_ne!(
+        config, *local,
+        "the README's base_url moved: update this test"
+    );
+    let hermes = home_with(&config);
+    std::fs::write(
+        hermes.home().join(".env"),
+        format!(
+            "TELEGRAM_BOT_TOKEN=123456789:AAtesttokentesttokentesttokentest12\nTELEGRAM_HOME_CHANNEL=5550001\nTELEGRAM_API_BASE={}\n",
+            telegram.base()
+        ),
+    )
+    .unwrap();
+
+    let add = hermes.cron(&[
+        "add",
+        "every 2h",
+        "summarize inbox",
+        "--deliver",
+        "telegram",
+    ]);
+    let id = created_id(add.ok());
+    assert!(warnings(&add.stderr).is_empty(), "{}", add.stderr);
+    let doctor = hermes.cron(&["doctor"]);
+    let complaints: Vec<&str> = doctor.stdout.lines().collect();
+    assert_eq!(
+        complaints,
+        ["✗ the scheduler is not running: start it with 'hermes cron daemon'"],
+        "{}",
+        doctor.stdout
+    );
+    let run = hermes.cron(&["run", &id]);
+    assert!(run.ok().contains("sent: telegram"), "{}", run.stdout);
+    let sent = telegram.bodies("/sendMessage");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["chat_id"].to_string().trim_matches('"'), "5550001");
+    assert!(
+        sent[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Inbox: 3 new mails, none urgent."),
+        "{}",
+        sent[0]["text"]
+    );
+}
