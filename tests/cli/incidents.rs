@@ -2,7 +2,7 @@
 //! (or an agent against the local fake model) delivering to a local fake of the Telegram
 //! Bot API; `hermes cron incidents` shows what the store kept. On jobs.json the same
 //! table is read and written by Python Hermes 0.22 (its CLI and its incidents module,
-//! from the venv of `scripts/python-hermes/setup-022.sh`).
+//! from the venv of `scripts/python-hermes/setup.sh 0.22`).
 
 use std::fs;
 use std::path::PathBuf;
@@ -225,15 +225,15 @@ fn with_deliver_local_no_notice_leaves_and_the_incident_stays_detected() {
 pub(crate) fn python_022() -> PathBuf {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/scripts/python-hermes/setup-022.sh"
+        "/scripts/python-hermes/setup.sh"
     );
     let out = Command::new("bash")
-        .arg(script)
+        .args([script, "0.22"])
         .output()
-        .expect("run setup-022.sh");
+        .expect("run setup.sh 0.22");
     assert!(
         out.status.success(),
-        "setup-022.sh failed (Python Hermes 0.22 is needed): {}",
+        "setup.sh 0.22 failed (Python Hermes 0.22 is needed): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
