@@ -11,6 +11,7 @@ mod commands;
 mod config;
 mod delivery;
 mod environment;
+mod global_pause;
 mod hermes_runner;
 mod home;
 mod job_service;
@@ -68,6 +69,8 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
+        Command::Pause { reason } => commands::pause(reason, cli.verbose, cli.profile.as_deref()),
+        Command::Resume => commands::resume(cli.verbose, cli.profile.as_deref()),
         Command::Gateway { action } => commands::gateway(
             action.unwrap_or(cli::GatewayAction::Run),
             cli.verbose,

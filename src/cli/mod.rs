@@ -37,6 +37,15 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<GatewayAction>,
     },
+    /// Pause every scheduler of this home (on PostgreSQL: every host): due jobs are not
+    /// claimed until `hermes resume`; running jobs and `hermes cron run` go on.
+    Pause {
+        /// Why, stored with the pause and shown by `hermes cron status`.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lift the pause of `hermes pause`: jobs left due fire at the next pass.
+    Resume,
     /// Print a shell completion script: `hermes completions bash > /etc/bash_completion.d/hermes`.
     Completions {
         #[arg(value_enum)]
@@ -108,6 +117,27 @@ pub enum CronVerb {
     /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
     /// chat agent's MCP client (docs/COMMANDS.md, "mcp").
     Mcp,
+    /// Failure incidents: one per job and error, alerted once (`ack ID` silences one).
+    Incidents {
+        #[arg(long, value_enum)]
+        state: Option<IncidentStateArg>,
+        #[arg(long)]
+        json: bool,
+        #[arg(value_enum, default_value = "list")]
+        action: IncidentAction,
+        /// The incident to acknowledge (`ack`).
+        id: Option<String>,
+    },
+    /// A job's notepad: keys and values kept across its runs and shown to its agent.
+    Notepad {
+        job: String,
+        #[arg(value_enum, default_value = "list")]
+        action: NotepadAction,
+        key: Option<String>,
+        value: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
     /// The scheduler as a systemd user service named `hermes-cron`: `install`,
     /// `uninstall`, `start`, `stop`, `restart`, `status`, or `run` in the foreground.
     Service {
@@ -119,6 +149,31 @@ pub enum CronVerb {
         #[command(subcommand)]
         verb: StoreVerb,
     },
+}
+
+/// What `hermes cron incidents` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentAction {
+    List,
+    Ack,
+}
+
+/// An incident state, as `--state` takes it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentStateArg {
+    Detected,
+    Alerted,
+    Resolved,
+    Closed,
+}
+
+/// What `hermes cron notepad JOB` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum NotepadAction {
+    List,
+    Get,
+    Set,
+    Delete,
 }
 
 /// `hermes cron service …` (and `hermes gateway …` without Python Hermes).

@@ -3,9 +3,11 @@
 
 pub mod error;
 mod gateway_cmd;
+mod incidents_cmd;
 mod jobs_cmd;
 mod list;
 mod next;
+mod pause_cmd;
 pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
@@ -162,7 +164,34 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         verb => verb,
     };
     init_logging(matches!(verb, CronVerb::Daemon), verbose);
-    let runtime = if scheduler_verb || matches!(verb, CronVerb::Mcp) {
+    let multi_thread = scheduler_verb || matches!(verb, CronVerb::Mcp);
+    on_session(multi_thread, profile, |session| run_verb(verb, session))
+}
+
+/// `hermes pause [--reason R]`.
+pub fn pause(reason: Option<String>, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
+    init_logging(false, verbose);
+    on_session(false, profile, |session| async move {
+        pause_cmd::pause(&session, reason.as_deref()).await
+    })
+}
+
+/// `hermes resume`.
+pub fn resume(verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
+    init_logging(false, verbose);
+    on_session(false, profile, |session| async move {
+        pause_cmd::resume(&session).await
+    })
+}
+
+/// Runs `verb` on a session of its own, on the one runtime of this process (two worker
+/// threads, or the calling thread); the store is closed when the verb is done.
+fn on_session<F, Fut>(multi_thread: bool, profile: Option<&str>, verb: F) -> Result<(), CliError>
+where
+    F: FnOnce(Session) -> Fut,
+    Fut: std::future::Future<Output = Result<(), CliError>>,
+{
+    let runtime = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -176,7 +205,7 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
     runtime.block_on(async {
         let session = Session::open(profile).await?;
         let store = Arc::clone(&session.store);
-        let result = run_verb(verb, session).await;
+        let result = verb(session).await;
         store.close().await;
         result
     })
@@ -204,6 +233,19 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         }
         CronVerb::Doctor => status::doctor(&session).await,
         CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
+        CronVerb::Incidents {
+            state,
+            json,
+            action,
+            id,
+        } => incidents_cmd::incidents(&session, state, action, id.as_deref(), json).await,
+        CronVerb::Notepad {
+            job,
+            action,
+            key,
+            value,
+            json,
+        } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
         CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
         CronVerb::Mcp => {

@@ -111,11 +111,18 @@ fn print_report(report: &RunReport) {
 
 pub async fn tick(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session, None)?;
+    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
     let reports = scheduler.tick().await?;
-    match reports {
-        None => say!("Another scheduler is running a pass; nothing done."),
-        Some(reports) if reports.is_empty() => say!("Nothing due."),
-        Some(reports) => reports.iter().for_each(print_report),
+    match (reports, paused) {
+        (None, _) => say!("Another scheduler is running a pass; nothing done."),
+        (Some(reports), Some(pause)) if reports.is_empty() => say!(
+            "Hermes is paused{}: no due job was claimed. Lift it with: hermes resume",
+            pause
+                .reason
+                .map_or(String::new(), |r| format!(" (reason: {r})"))
+        ),
+        (Some(reports), _) if reports.is_empty() => say!("Nothing due."),
+        (Some(reports), _) => reports.iter().for_each(print_report),
     }
     Ok(())
 }

@@ -57,6 +57,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx).await?;
     let daemon = daemon_state(session).await?;
+    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
@@ -75,6 +76,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
             "active_jobs": active,
             "next_run_at": next.map(|t| schedules::format_instant(t, ctx.zone)),
             "hosts": daemon.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
+            "paused": paused,
         });
         say!("{out}");
         return Ok(());
@@ -91,6 +93,17 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
             say!("Scheduler: NOT running (it stopped cleanly). Start it with: hermes cron daemon")
         }
         _ => say!("Scheduler: NOT running (never started here). Start it with: hermes cron daemon"),
+    }
+    if let Some(pause) = &paused {
+        let since = pause
+            .engaged_at
+            .as_deref()
+            .map_or(String::new(), |at| format!(" since {at}"));
+        let reason = pause
+            .reason
+            .as_deref()
+            .map_or(String::new(), |r| format!(" (reason: {r})"));
+        say!("Paused{since}{reason}: no due job is claimed. Lift it with: hermes resume");
     }
     if let Some(error) = &daemon.last_error {
         say!("Last pass error: {error}");

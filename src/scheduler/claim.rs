@@ -1,12 +1,15 @@
 //! Find due and claim: one pass asks the store to decide what is due and to claim each
 //! occurrence before anything runs, then turns the claims into work. Missed one-shots
-//! get a note in their output, skipped ones a log line; nothing here runs a job.
+//! get a note in their output, skipped ones a log line; under the global pause nothing
+//! is claimed. Nothing here runs a job.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use jobs::due::{run_claim_ttl, Decision, ScanOptions};
+use jobs::estop::GlobalPause;
 use jobs::ledger::{occurrence_key, RunSource, RunStatus};
 use jobs::output::{missed_note, OutputDocument};
 use jobs::store::{Claimed, DueScan, Occurrence};
@@ -15,15 +18,23 @@ use jobs::{Context, Job};
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, PassReport, Pending, RunReport, Scheduler, SchedulerError};
+use crate::global_pause;
 
 /// Ledger rows kept per job.
 const RUNS_KEPT_PER_JOB: usize = 1000;
+/// How soon a paused scheduler looks whether it was resumed (a resume on PostgreSQL
+/// also wakes it at once).
+const PAUSED_LOOK: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Scheduler {
     /// One scheduler pass: claims due occurrences and due delivery retries. Returns at
     /// once when another scheduler is in the middle of a pass on the same store.
     pub async fn pass(self: &Arc<Self>) -> Result<PassReport, SchedulerError> {
         let (ctx, settings) = self.context()?;
+        if let Some(pause) = global_pause::engaged(&self.parts.home, self.store()).await? {
+            return Ok(self.paused_pass(&pause, ctx.now).await);
+        }
+        self.pause_noted.store(false, Ordering::Relaxed);
         let running = lock(&self.running).clone();
         let scan = DueScan {
             options: ScanOptions {
@@ -91,6 +102,25 @@ impl Scheduler {
             ran: true,
             backlog: due.backlog,
         })
+    }
+
+    /// A pass under the global pause: no due job is claimed (each stays due, its
+    /// schedule unmoved, and fires at the first pass after the resume); deliveries of
+    /// runs that already happened are still retried. The pause is looked at again soon.
+    async fn paused_pass(&self, pause: &GlobalPause, now: DateTime<Utc>) -> PassReport {
+        if !self.pause_noted.swap(true, Ordering::Relaxed) {
+            let reason = pause.reason.as_deref().unwrap_or("none given");
+            tracing::info!("paused by `hermes pause` (reason: {reason}): no due job is claimed until `hermes resume`");
+        }
+        let (retries, retry_wake) = self.claim_redeliveries(now).await;
+        let look_again = now + chrono::Duration::from_std(PAUSED_LOOK).unwrap_or_default();
+        PassReport {
+            pending: retries.into_iter().map(Pending::Redeliver).collect(),
+            recorded: Vec::new(),
+            next_wake: Some(retry_wake.map_or(look_again, |at| at.min(look_again))),
+            ran: true,
+            backlog: false,
+        }
     }
 
     /// What to do about one decided occurrence: the work to run, an outcome recorded

@@ -762,6 +762,12 @@ fn a_failed_run_sends_a_one_line_notice_with_a_nudge_from_the_third_failure() {
         "echo 'disk check failed' >&2\nexit 3\n",
     )
     .unwrap();
+    // Every failure alerts (by default one incident alerts once: tests/cli/incidents.rs).
+    fs::write(
+        hermes.home().join("config.yaml"),
+        "cron:\n  failure_repeat_alert_hours: 0\n",
+    )
+    .unwrap();
     let id = add_job(&hermes, "telegram", &[]);
     for minute in 1..=3 {
         let at = format!("2026-03-01T10:0{minute}:00Z");
