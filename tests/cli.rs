@@ -18,6 +18,8 @@ mod agent_tools;
 mod api;
 #[path = "cli/beside_python.rs"]
 mod beside_python;
+#[path = "cli/budgets.rs"]
+mod budgets;
 #[path = "cli/channels.rs"]
 mod channels;
 #[path = "cli/concurrency.rs"]

@@ -2,6 +2,7 @@
 //! implementation shared with Python Hermes, job lifecycle and the prompt safety scan.
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
+pub mod caps;
 pub mod due;
 pub mod estop;
 pub mod fields;
@@ -21,6 +22,7 @@ pub mod store;
 pub mod target;
 pub mod threats;
 
+pub use caps::{CapTexts, Caps};
 pub use fields::{BareDuration, Layout, ReasoningEffort};
 pub use job::{Context, Job, JobState, Repeat};
 pub use lifecycle::{

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
+use crate::caps::{CapChange, CapTexts};
 use crate::fields::{schedule_text, BareDuration, Layout, MonitorSource, ReasoningEffort};
 use crate::gateway_guard;
 use crate::job::TextField;
@@ -145,6 +146,8 @@ pub struct NewJob {
     pub script_text: Option<String>,
     /// What an unpinned agent job would run on if it ran now, for the snapshots.
     pub inference_now: InferenceNow,
+    /// The job's own spending caps, as given.
+    pub caps: CapTexts,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -194,6 +197,8 @@ pub struct JobEdit {
     /// What unpinned axes resolve to now, for the snapshots when the edit changes the
     /// model, the provider or `no_agent` (Hermes recomputes them then).
     pub inference_now: InferenceNow,
+    /// Caps to set or, with `""` or `0`, to clear.
+    pub caps: CapTexts,
 }
 
 impl JobEdit {
@@ -224,6 +229,7 @@ impl JobEdit {
             && self.remove_skills.is_empty()
             && !self.clear_skills
             && self.no_agent.is_none()
+            && self.caps.is_empty()
     }
 }
 
@@ -461,6 +467,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         .map(check_targets)
         .transpose()?;
     let origin = non_empty(&new.origin).map(parse_origin).transpose()?;
+    let caps = new.caps.parse().map_err(JobError::Invalid)?;
     let deliver = match non_empty(&new.deliver) {
         Some(value) => check_targets(value)?,
         None if origin.is_some() => "origin".to_string(),
@@ -480,7 +487,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         .paused
         .then(|| non_empty(&new.paused_reason).unwrap_or(CREATED_PAUSED_REASON));
     let layout = Layout::of_store(&store.load_view(ctx, Layout::PROBE_KEYS).await?);
-    let job = Job::create(&JobSpec {
+    let mut job = Job::create(&JobSpec {
         id: new_id(),
         name,
         prompt: &new.prompt,
@@ -510,6 +517,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         timezone: non_empty(&new.timezone),
         layout,
     });
+    caps.apply(&mut job);
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -548,6 +556,7 @@ struct CheckedEdit {
     failure_deliver: Option<Option<String>>,
     /// The new reasoning effort (`None` inside: cleared).
     reasoning_effort: Option<Option<ReasoningEffort>>,
+    caps: CapChange,
 }
 
 impl CheckedEdit {
@@ -602,6 +611,7 @@ impl CheckedEdit {
             repeat,
             failure_deliver,
             reasoning_effort,
+            caps: edit.caps.parse().map_err(JobError::Invalid)?,
         })
     }
 
@@ -722,6 +732,7 @@ impl CheckedEdit {
         if let Some(on) = edit.continuity {
             job.set_continuity(on);
         }
+        self.caps.apply(job);
         // Hermes 0.19 takes new snapshots when an inference field changes; a record
         // without them (0.22's) does not gain them.
         let touched = edit.model.is_some()

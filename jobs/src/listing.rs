@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use schedules::parse_stored_instant;
 
+use crate::caps::Caps;
 use crate::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
 use crate::jsonscan::{array_items, object_entries, plain_string, write_compact, Entry, KeyIndex};
 use crate::store::{ExtraField, Listed};
@@ -70,6 +71,8 @@ pub struct JobSummary<'a> {
     pub last_error: Option<Cow<'a, str>>,
     pub last_delivery_error: Option<Cow<'a, str>>,
     pub paused_reason: Option<Cow<'a, str>>,
+    /// The job's own spending caps.
+    pub caps: Caps,
 }
 
 impl JobSummary<'_> {
@@ -97,6 +100,10 @@ impl JobSummary<'_> {
         "script",
         "no_agent",
         "workdir",
+        "max_turns",
+        "max_runtime_seconds",
+        "max_tokens",
+        "max_cost_usd",
     ];
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
@@ -122,6 +129,7 @@ impl JobSummary<'_> {
             last_error: text("last_error"),
             last_delivery_error: text("last_delivery_error"),
             paused_reason: text("paused_reason"),
+            caps: job.caps(),
         }
     }
 }
@@ -161,7 +169,19 @@ pub(crate) fn plain_summary<'a>(
         last_error: text_field(slot!(slots, "last_error"))?,
         last_delivery_error: text_field(slot!(slots, "last_delivery_error"))?,
         paused_reason: text_field(slot!(slots, "paused_reason"))?,
+        caps: extra_caps(&scratch.extras),
     })
+}
+
+/// The caps among a job's keys outside [`NORMALIZED_KEYS`], read as [`Job::caps`] reads
+/// them.
+fn extra_caps(extras: &[(&str, &str)]) -> Caps {
+    let values: Vec<(&str, serde_json::Value)> = extras
+        .iter()
+        .filter(|(key, _)| crate::caps::KEYS.contains(key))
+        .filter_map(|(key, text)| Some((*key, serde_json::from_str(text).ok()?)))
+        .collect();
+    Caps::read(|key| values.iter().find(|(k, _)| *k == key).map(|(_, v)| v))
 }
 
 /// A string value as [`Job::text_field`] reads it: non-blank text, escapes decoded.

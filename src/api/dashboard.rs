@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::store::ExtraField;
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::{job_edit, paused_of};
+use super::hermes_jobs::{caps_of, job_edit, paused_of};
 use super::ops::{Failure, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -169,6 +169,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         workdir: text(body, "workdir")?,
         model: text(body, "model")?,
         provider: text(body, "provider")?,
+        caps: caps_of(body)?,
         ..NewJob::default()
     })
 }
@@ -214,6 +215,10 @@ fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>
         "no_agent",
         "timezone",
         "failure_deliver",
+        "max_turns",
+        "max_runtime_seconds",
+        "max_tokens",
+        "max_cost_usd",
     ];
     if let Some(unknown) = updates.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(Failure::bad_request(format!(

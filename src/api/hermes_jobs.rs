@@ -22,7 +22,18 @@ use super::{read_object, ApiState};
 
 /// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
 const UPDATABLE: &[&str] = &[
-    "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled",
+    "name",
+    "schedule",
+    "prompt",
+    "deliver",
+    "skills",
+    "skill",
+    "repeat",
+    "enabled",
+    "max_turns",
+    "max_runtime_seconds",
+    "max_tokens",
+    "max_cost_usd",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -147,8 +158,15 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         skills: skills_of(body.get("skills"))?.unwrap_or_default(),
         paused,
         paused_reason,
+        caps: caps_of(body)?,
         ..NewJob::default()
     })
+}
+
+/// The spending caps of a body (`max_turns`, `max_runtime_seconds`, `max_tokens`,
+/// `max_cost_usd`), judged by the job service. Shared with the dashboard's routes.
+pub fn caps_of(body: &Map<String, Value>) -> Result<jobs::CapTexts, Failure> {
+    jobs::CapTexts::from_json(|key| body.get(key)).map_err(Failure::bad_request)
 }
 
 /// `paused` and `paused_reason` of a create body, typed as Hermes 0.22 types them (the
@@ -221,6 +239,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => return Err(Failure::bad_request("enabled must be true or false")),
     };
+    edit.caps = caps_of(body)?;
     Ok((edit, enabled))
 }
 

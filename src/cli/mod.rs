@@ -255,6 +255,18 @@ pub struct JobFields {
     /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
     #[arg(long)]
     pub interpreter: Option<String>,
+    /// At most N model requests per run (with edit, 0 or "" clears a cap).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_turns: Option<String>,
+    /// At most this long per run, e.g. 90s or 10m: then the run is stopped.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_runtime: Option<String>,
+    /// At most N prompt plus completion tokens per run.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_tokens: Option<String>,
+    /// At most this many US dollars per run, priced by the run's model.
+    #[arg(long, value_name = "USD", allow_hyphen_values = true)]
+    pub max_cost: Option<String>,
 }
 
 #[derive(Debug, Args)]

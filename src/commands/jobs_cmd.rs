@@ -1,12 +1,12 @@
 //! The verbs that change jobs: add, edit, pause, resume, remove.
 
 use jobs::fields::MonitorSource;
-use jobs::{Job, JobEdit, JobState, NewJob, RearmAt};
+use jobs::{CapTexts, Job, JobEdit, JobState, NewJob, RearmAt};
 
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
-use crate::cli::{AddArgs, EditArgs};
+use crate::cli::{AddArgs, EditArgs, JobFields};
 
 /// The few lines that tell the user what a job now is. `given` is the schedule as the
 /// user wrote it, when this command set one: a bare duration (`30m`) is ambiguous
@@ -59,6 +59,10 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
     if let Some(python) = job.interpreter() {
         say!("  Python:   {python}");
     }
+    let caps = job.caps().shown();
+    if !caps.is_empty() {
+        say!("  Caps:     {} per run", caps.join(", "));
+    }
     if let (JobState::Paused, Some(reason)) = (job.state(), job.paused_reason()) {
         say!("  Paused:   {reason}");
     }
@@ -88,8 +92,19 @@ async fn warn_about(session: &Session, job: &Job) {
     }
 }
 
+/// The caps `--max-turns`, `--max-runtime`, `--max-tokens` and `--max-cost` give.
+fn caps(fields: &mut JobFields) -> CapTexts {
+    CapTexts {
+        max_turns: fields.max_turns.take(),
+        max_runtime: fields.max_runtime.take(),
+        max_tokens: fields.max_tokens.take(),
+        max_cost_usd: fields.max_cost.take(),
+    }
+}
+
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
-    let fields = args.fields;
+    let mut fields = args.fields;
+    let caps = caps(&mut fields);
     let given = args.schedule.clone();
     let new = NewJob {
         schedule: args.schedule,
@@ -114,6 +129,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         continuity: args.continuity,
         pin: args.pin,
         origin: args.origin,
+        caps,
         ..NewJob::default()
     };
     let job = session.service().create(new).await?.job;
@@ -124,7 +140,8 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
 }
 
 pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
-    let fields = args.fields;
+    let mut fields = args.fields;
+    let caps = caps(&mut fields);
     let given = args.schedule.clone();
     let edit = JobEdit {
         schedule: args.schedule,
@@ -153,6 +170,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         interpreter: fields.interpreter,
         continuity: choice(args.continuity, args.no_continuity),
         pin: choice(args.pin, args.unpin),
+        caps,
         ..JobEdit::default()
     };
     if edit.is_empty() {

@@ -162,6 +162,9 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         push_shown(out, workdir);
         out.push('\n');
     }
+    if !job.caps.is_empty() {
+        let _ = writeln!(out, "    Caps:     {} per run", job.caps.shown().join(", "));
+    }
     out.push_str("    Last run: ");
     match job.last_run_at {
         Some(last) => {

@@ -227,6 +227,7 @@ impl Cron {
             continuity: args.continuity.unwrap_or(false),
             pin: args.pinned.unwrap_or(false),
             origin,
+            caps: args.caps()?,
             ..NewJob::default()
         };
         let Changed { job, ctx } = self.jobs.create(new).await?;
@@ -286,6 +287,7 @@ impl Cron {
             monitor_url,
             continuity: args.continuity,
             pin: args.pinned,
+            caps: args.caps()?,
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -429,6 +431,10 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
         "enabled_toolsets",
         "interpreter",
         "failure_deliver",
+        "max_turns",
+        "max_runtime_seconds",
+        "max_tokens",
+        "max_cost_usd",
     ] {
         if record.get(key).is_some_and(|v| !v.is_null()) {
             out[key] = field(key);

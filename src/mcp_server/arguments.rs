@@ -19,6 +19,9 @@ pub enum ArgumentError {
     Deliver(Value),
     #[error("Invalid failure_deliver {0}: use a text such as 'local' or 'telegram:-100123:17'")]
     FailureDeliver(Value),
+    /// A spending cap that is not a number (the lifecycle judges the number).
+    #[error("Invalid argument: {0}")]
+    Cap(String),
     #[error("A job's model and provider are its owner's to choose: this tool cannot set them. Ask the user to run 'hermes cron edit JOB --model …', or pass pinned=true when the user asks to pin the configured model")]
     ModelPin,
     #[error("origin needs platform and chat_id, e.g. {{\"platform\": \"telegram\", \"chat_id\": \"-1001234567890\"}}")]
@@ -72,6 +75,10 @@ pub struct Arguments {
     pub monitor_url: Option<String>,
     pub continuity: Option<bool>,
     pub pinned: Option<bool>,
+    pub max_turns: Option<Value>,
+    pub max_runtime_seconds: Option<Value>,
+    pub max_tokens: Option<Value>,
+    pub max_cost_usd: Option<Value>,
 }
 
 impl Arguments {
@@ -119,6 +126,18 @@ impl Arguments {
             return Err(ArgumentError::ModelPin);
         }
         Ok(())
+    }
+
+    /// The spending caps given, as the lifecycle reads them (`0` clears one on update).
+    pub fn caps(&self) -> Result<jobs::CapTexts, ArgumentError> {
+        jobs::CapTexts::from_json(|key| match key {
+            "max_turns" => self.max_turns.as_ref(),
+            "max_runtime_seconds" => self.max_runtime_seconds.as_ref(),
+            "max_tokens" => self.max_tokens.as_ref(),
+            "max_cost_usd" => self.max_cost_usd.as_ref(),
+            _ => None,
+        })
+        .map_err(ArgumentError::Cap)
     }
 
     /// `failure_deliver` as one comma-separated text, like `deliver`.

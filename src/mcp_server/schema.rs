@@ -93,6 +93,22 @@ pub fn input_schema() -> Map<String, Value> {
             "type": "boolean",
             "description": "True: each run sees the job's own previous output, to continue where it left off. On update, false turns it off."
         },
+        "max_turns": {
+            "type": "integer",
+            "description": "For create and update: at most this many model requests per run; the run then stops as budget_exceeded. On update, 0 removes the cap."
+        },
+        "max_runtime_seconds": {
+            "type": "integer",
+            "description": "For create and update: at most this many seconds per run (script and agent); the run is then stopped as budget_exceeded. On update, 0 removes the cap."
+        },
+        "max_tokens": {
+            "type": "integer",
+            "description": "For create and update: at most this many prompt plus completion tokens per run. On update, 0 removes the cap."
+        },
+        "max_cost_usd": {
+            "type": "number",
+            "description": "For create and update: at most this many US dollars per run, priced by the run's model (a model without a known price is refused). On update, 0 removes the cap."
+        },
         "timezone": string("IANA time zone the schedule is read in, e.g. 'Europe/Berlin' (default: the configured zone). On update, '' returns to the default."),
         "reason": string("For pause: why, shown in the job listing."),
         "include_disabled": {

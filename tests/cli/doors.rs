@@ -188,6 +188,16 @@ fn cases() -> Vec<Case> {
         )
         .only(&[Door::Cli], &[Door::Cli]),
         case(
+            "a run time cap that is no duration",
+            vec![("max_runtime_seconds", json!("soon"))],
+            "Invalid max_runtime 'soon': give a duration such as 90s, 10m or 2h",
+        ),
+        case(
+            "a cost cap below zero",
+            vec![("max_cost_usd", json!("-1"))],
+            "Invalid max_cost_usd '-1'",
+        ),
+        case(
             "a model pin through the agent's tool",
             vec![("model", json!("gpt-x"))],
             "this tool cannot set them",
@@ -239,6 +249,11 @@ fn cli_args(case: &Case, edit_id: Option<&str>) -> Vec<String> {
                 for item in items {
                     args.extend(["--skill".to_string(), item.as_str().unwrap().to_string()]);
                 }
+            }
+            // The caps' flags name the cap, their keys its unit.
+            ("max_runtime_seconds" | "max_cost_usd", Value::String(text)) => {
+                let flag = key.trim_end_matches("_seconds").trim_end_matches("_usd");
+                args.extend([format!("--{}", flag.replace('_', "-")), text.clone()]);
             }
             (key, Value::String(text)) => {
                 args.extend([format!("--{}", key.replace('_', "-")), text.clone()]);
