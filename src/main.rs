@@ -16,6 +16,7 @@ mod hermes_runner;
 mod home;
 mod job_service;
 mod mcp_server;
+mod pricing;
 mod process;
 mod python_cli;
 mod redact;

@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{
-    AgentCommand, AgentSection, ApprovalsSection, CodeExecutionSection, Config, CronApproval,
-    CronSection, FallbackProvider, McpServer, McpToolFilter, ModelSection, Seconds, ToolsSection,
-    WebFetchSection,
+    AgentCommand, AgentSection, ApprovalsSection, BudgetSection, CodeExecutionSection, Config,
+    CronApproval, CronSection, FallbackProvider, McpServer, McpToolFilter, ModelPrice,
+    ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
 };
 
 /// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
@@ -321,6 +321,39 @@ impl FromYaml for Option<Seconds> {
     }
 }
 
+impl FromYaml for Option<Usd> {
+    const WANTED: &'static str = "an amount of US dollars, 0 or more (e.g. 0.15)";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let number = match scalar {
+            Scalar::Text(s) => Scalar::Text(s.trim().trim_start_matches('$')),
+            other => other,
+        };
+        match <Option<f64>>::from_scalar(number) {
+            Ok(None) => Ok(None),
+            Ok(Some(usd)) if usd >= 0.0 => Ok(Some(Usd(usd))),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
+        }
+    }
+}
+
+/// `pricing`: a mapping from model names to prices, kept as a list in the file's order
+/// with the name inside each price.
+impl FromYaml for Vec<ModelPrice> {
+    const WANTED: &'static str = "a mapping of model names to their prices";
+
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut prices = Vec::new();
+        while let Some(name) = map.next_key::<Value>()? {
+            let model = name_of(name, "a model name")?;
+            let mut price = map.next_value_seed(seed::<ModelPrice>())?;
+            price.model = model;
+            prices.push(price);
+        }
+        Ok(prices)
+    }
+}
+
 impl FromYaml for Vec<FallbackProvider> {
     const WANTED: &'static str = "a list of providers (each a mapping with provider and model)";
 
@@ -549,6 +582,8 @@ sections! {
     WebFetchSection => "a mapping of web_fetch settings",
     ApprovalsSection => "a mapping of approval settings",
     CodeExecutionSection => "a mapping of code_execution settings",
+    BudgetSection => "a mapping with daily_usd, monthly_usd and notify",
+    ModelPrice => "a mapping with input_per_mtok, output_per_mtok and cache_read_per_mtok (US dollars per million tokens)",
     McpServer => "a mapping with command, args and env (stdio) or url and headers (HTTP)",
     McpToolFilter => "a mapping with include or exclude (lists of tool names)",
 }

@@ -54,6 +54,10 @@ pub struct Config {
     /// `code_execution`: the `execute_code` tool.
     #[serde(deserialize_with = "forgiving::read")]
     pub code_execution: CodeExecutionSection,
+    /// `pricing`: what models cost, by model name, over the built-in prices
+    /// (docs/CONFIG.md, "pricing"), in the file's order.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub pricing: Vec<ModelPrice>,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
     #[serde(skip)]
     pub extra: Mapping,
@@ -164,9 +168,55 @@ pub struct CronSection {
     /// (checked where it is used).
     #[serde(deserialize_with = "forgiving::read")]
     pub bare_duration: Option<String>,
+    /// `cron.budget`: the spending caps of all cron runs together.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub budget: BudgetSection,
     #[serde(skip)]
     pub extra: Mapping,
 }
+
+/// `cron.budget:` (docs/CONFIG.md, "cron.budget").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct BudgetSection {
+    /// `cron.budget.daily_usd`: the spend of one UTC day at which agent runs stop.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub daily_usd: Option<Usd>,
+    /// `cron.budget.monthly_usd`: the same for one calendar month (UTC).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub monthly_usd: Option<Usd>,
+    /// `cron.budget.notify`: where the one notice of a spent budget goes (a deliver
+    /// target); unset, the failure lane of the first job it stops.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub notify: Option<String>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// One entry of `pricing:`: US dollars per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ModelPrice {
+    /// The model name it prices, as written under `pricing:`.
+    #[serde(skip)]
+    pub model: String,
+    /// `input_per_mtok`: prompt tokens.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub input_per_mtok: Option<Usd>,
+    /// `output_per_mtok`: completion tokens.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub output_per_mtok: Option<Usd>,
+    /// `cache_read_per_mtok`: prompt tokens read from the provider's cache (default: the
+    /// input price).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub cache_read_per_mtok: Option<Usd>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// An amount of US dollars, 0 or more (`0.15`, `"2.50"`, `$3`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usd(pub f64);
 
 /// `tools:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -393,7 +443,11 @@ impl Config {
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
             ("approvals".to_string(), &self.approvals.extra),
             ("code_execution".to_string(), &self.code_execution.extra),
+            ("cron.budget".to_string(), &self.cron.budget.extra),
         ]);
+        for price in &self.pricing {
+            places.push((format!("pricing.{}", price.model), &price.extra));
+        }
         for server in &self.mcp_servers {
             let place = format!("mcp_servers.{}", server.name);
             places.push((format!("{place}.tools"), &server.tools.extra));
