@@ -19,12 +19,7 @@ impl Runner for HermesRunner {
 }
 
 fn silent(prompt: String, text: String) -> RunOutcome {
-    RunOutcome {
-        prompt,
-        result: RunResult::Silent(text),
-        prompt_tokens: None,
-        completion_tokens: None,
-    }
+    RunOutcome::of(prompt, RunResult::Silent(text))
 }
 
 async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
@@ -61,12 +56,7 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
                 let label = format!("script: {script}");
                 return match out.trim().is_empty() {
                     true => silent(label, out),
-                    false => RunOutcome {
-                        prompt: label,
-                        result: RunResult::Reply(out.trim_end().to_string()),
-                        prompt_tokens: None,
-                        completion_tokens: None,
-                    },
+                    false => RunOutcome::of(label, RunResult::Reply(out.trim_end().to_string())),
                 };
             }
             ScriptResult::Output(out) if out.trim().is_empty() || wake_gate_closed(&out) => {

@@ -91,12 +91,20 @@ impl Job {
     }
 }
 
-/// Dollars as users read them: cents, or more digits below a cent (`$0.0046`).
+/// Dollars as users read them: cents from a dollar up (`$1.50`), and below a dollar
+/// the digits it has, up to a millionth (`$0.50`, `$0.012`, `$0.0046`), so a sum never
+/// reads as a round figure it is not.
 pub fn usd_text(usd: f64) -> String {
-    if usd != 0.0 && usd.abs() < 0.01 {
-        format!("${usd:.4}")
-    } else {
+    if usd.abs() >= 1.0 {
+        return format!("${usd:.2}");
+    }
+    let digits = format!("{usd:.6}");
+    let trimmed = digits.trim_end_matches('0');
+    let decimals = trimmed.split_once('.').map_or(0, |(_, d)| d.len());
+    if decimals < 2 {
         format!("${usd:.2}")
+    } else {
+        format!("${trimmed}")
     }
 }
 
@@ -397,5 +405,8 @@ mod tests {
             .is_empty());
         assert_eq!(usd_text(0.0046), "$0.0046");
         assert_eq!(usd_text(1.5), "$1.50");
+        assert_eq!(usd_text(0.012), "$0.012");
+        assert_eq!(usd_text(0.5), "$0.50");
+        assert_eq!(usd_text(0.0), "$0.00");
     }
 }

@@ -18,6 +18,7 @@ pub mod listing;
 pub mod notepad;
 pub mod outbox;
 pub mod output;
+pub mod spend;
 pub mod store;
 pub mod target;
 pub mod threats;

@@ -6,11 +6,13 @@
 //!
 //! Budget (`agent.max_turns`, default 90 model calls): at 70 % a "consolidate your work"
 //! notice is appended to the last tool result, at 90 % a "final answer now" notice, and
-//! when the budget is spent one last call without tools asks for a summary. Token usage
-//! from every call is summed into the run's outcome (the scheduler writes the ledger).
+//! when the budget is spent one last call without tools asks for a summary. The job's
+//! own caps (`budget`) are checked before every call; token usage and its cost from
+//! every call are summed into the run's outcome (the scheduler writes the ledger).
 //! With `agent.backend: command` the prompt goes to another agent program instead
 //! (`command`). This module never touches the store, delivery or the ledger.
 
+pub mod budget;
 pub mod command;
 pub mod inference;
 pub mod mcp;
@@ -43,33 +45,6 @@ const CONSOLIDATE_NOTICE: &str = "[SYSTEM: You have used 70% of your turn budget
 const FINAL_NOTICE: &str =
     "[SYSTEM: You have used 90% of your turn budget. Give your final answer now.]";
 const SUMMARY_REQUEST: &str = "[SYSTEM: The turn budget for this run is used up and no more tools can be called. Give your final answer now: summarise what you did and what you found.]";
-
-/// Token counts summed over a run's model calls.
-#[derive(Debug, Clone, Copy, Default)]
-struct Tokens {
-    prompt: i64,
-    completion: i64,
-    reported: bool,
-}
-
-impl Tokens {
-    fn add(&mut self, usage: Option<model_api::Usage>) {
-        if let Some(u) = usage {
-            self.prompt += u.prompt_tokens;
-            self.completion += u.completion_tokens;
-            self.reported = true;
-        }
-    }
-}
-
-fn outcome(prompt: String, result: RunResult, tokens: Tokens) -> RunOutcome {
-    RunOutcome {
-        prompt,
-        result,
-        prompt_tokens: tokens.reported.then_some(tokens.prompt),
-        completion_tokens: tokens.reported.then_some(tokens.completion),
-    }
-}
 
 /// A final reply: empty is a failure, a silence marker is silent, else deliver it.
 pub fn reply_result(text: String) -> RunResult {
@@ -120,9 +95,15 @@ pub async fn run_agent_with(
     match &settings.backend {
         Backend::Command(argv) => {
             let result = command::run(argv, &prompt, &workdir(job, env), job, env, &vars).await;
-            outcome(prompt, result, Tokens::default())
+            RunOutcome::of(prompt, result)
         }
-        Backend::BuiltIn => agent_loop(job, env, &settings, prompt, sleeper).await,
+        Backend::BuiltIn => {
+            let spend = match budget::Spend::for_run(job, &env.config, &settings.endpoints) {
+                Ok(spend) => spend,
+                Err(refused) => return RunOutcome::failed(prompt, refused),
+            };
+            agent_loop(job, env, &settings, prompt, sleeper, spend).await
+        }
     }
 }
 
@@ -150,6 +131,7 @@ async fn agent_loop(
     settings: &AgentConfig,
     prompt: String,
     sleeper: &dyn Sleeper,
+    spend: budget::Spend,
 ) -> RunOutcome {
     let enabled = enabled_toolsets(job);
     let workdir = workdir(job, env);
@@ -179,7 +161,7 @@ async fn agent_loop(
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
     let system = system_message(job, env, settings, !offered.is_empty());
     let opening = Opening { system, prompt };
-    let outcome = converse(env, settings, opening, sleeper, &offered, &ctx).await;
+    let outcome = converse(env, settings, opening, sleeper, &offered, &ctx, spend).await;
     mcp::finish(mcp, outcome).await
 }
 
@@ -196,6 +178,7 @@ async fn converse(
     sleeper: &dyn Sleeper,
     offered: &[ToolSpec],
     ctx: &ToolContext,
+    mut spend: budget::Spend,
 ) -> RunOutcome {
     let Opening { system, prompt } = opening;
     let mut caller = Caller::new(
@@ -205,13 +188,16 @@ async fn converse(
         sleeper,
         &env.activity,
     );
-    let mut tokens = Tokens::default();
     let mut messages = vec![Message::system(system), Message::user(prompt.clone())];
     let max = settings.max_turns;
-    let consolidate_at = (max * 7).div_ceil(10).max(1);
-    let final_at = (max * 9).div_ceil(10).max(1);
+    let planned = spend.turn_budget(max);
+    let consolidate_at = (planned * 7).div_ceil(10).max(1);
+    let final_at = (planned * 9).div_ceil(10).max(1);
     let (mut consolidated, mut finalised) = (false, false);
     for turn in 1..=max {
+        if let Err(cap) = spend.check() {
+            return spend.stopped(prompt, cap, &env.progress);
+        }
         let reply = match caller
             .call(&ChatRequest {
                 messages: &messages,
@@ -220,12 +206,16 @@ async fn converse(
             .await
         {
             Ok(r) => r,
-            Err(e) => return outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+            Err(e) => return spend.outcome(prompt, RunResult::Failed(e.to_string())),
         };
         env.activity.touch();
-        tokens.add(reply.usage);
+        spend.add(&caller.endpoints[caller.current].model, reply.usage);
+        env.progress.spent(spend.spent());
+        if let Some(text) = budget::turn_text(&reply.message) {
+            env.progress.push(&text);
+        }
         if reply.message.tool_calls.is_empty() {
-            return outcome(prompt, reply_result(reply.message.content), tokens);
+            return spend.outcome(prompt, reply_result(reply.message.content));
         }
         let calls = reply.message.tool_calls.clone();
         messages.push(reply.message);
@@ -249,6 +239,9 @@ async fn converse(
         }
     }
     messages.push(Message::user(SUMMARY_REQUEST));
+    if let Err(cap) = spend.check() {
+        return spend.stopped(prompt, cap, &env.progress);
+    }
     match caller
         .call(&ChatRequest {
             messages: &messages,
@@ -258,10 +251,10 @@ async fn converse(
     {
         Ok(reply) => {
             env.activity.touch();
-            tokens.add(reply.usage);
-            outcome(prompt, reply_result(reply.message.content), tokens)
+            spend.add(&caller.endpoints[caller.current].model, reply.usage);
+            spend.outcome(prompt, reply_result(reply.message.content))
         }
-        Err(e) => outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+        Err(e) => spend.outcome(prompt, RunResult::Failed(e.to_string())),
     }
 }
 

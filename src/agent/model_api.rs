@@ -79,8 +79,11 @@ impl Message {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
+    /// Every prompt token, the ones read from or written to the provider's cache too.
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    /// The part of `prompt_tokens` read from the provider's cache (billed lower).
+    pub cache_read_tokens: i64,
 }
 
 /// The model's answer to one call.
@@ -368,11 +371,35 @@ fn openai_body(model: &str, request: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
+/// A count under `path` in a usage object (0 when absent).
+fn count(usage: &Value, path: &[&str]) -> i64 {
+    path.iter()
+        .try_fold(usage, |value, key| value.get(key))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Chat completions' `usage`: `prompt_tokens` counts the cached ones, which
+/// `prompt_tokens_details.cached_tokens` names.
+fn openai_usage(value: &Value) -> Option<Usage> {
     let usage = value.get("usage")?;
     Some(Usage {
-        prompt_tokens: usage.get(prompt).and_then(Value::as_i64).unwrap_or(0),
-        completion_tokens: usage.get(completion).and_then(Value::as_i64).unwrap_or(0),
+        prompt_tokens: count(usage, &["prompt_tokens"]),
+        completion_tokens: count(usage, &["completion_tokens"]),
+        cache_read_tokens: count(usage, &["prompt_tokens_details", "cached_tokens"]),
+    })
+}
+
+/// The Messages API's `usage`: `input_tokens` leaves out the tokens read from and
+/// written to the cache, which are prompt tokens all the same (as Hermes counts them).
+fn anthropic_usage(value: &Value) -> Option<Usage> {
+    let usage = value.get("usage")?;
+    let cache_read = count(usage, &["cache_read_input_tokens"]);
+    let cache_write = count(usage, &["cache_creation_input_tokens"]);
+    Some(Usage {
+        prompt_tokens: count(usage, &["input_tokens"]) + cache_read + cache_write,
+        completion_tokens: count(usage, &["output_tokens"]),
+        cache_read_tokens: cache_read,
     })
 }
 
@@ -422,7 +449,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, Missing> {
     }
     Ok(ModelReply {
         message: Message::assistant(content, tool_calls),
-        usage: usage_from(value, "prompt_tokens", "completion_tokens"),
+        usage: openai_usage(value),
     })
 }
 
@@ -548,7 +575,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, Missing> {
     }
     Ok(ModelReply {
         message: Message::assistant(content, tool_calls),
-        usage: usage_from(value, "input_tokens", "output_tokens"),
+        usage: anthropic_usage(value),
     })
 }
 

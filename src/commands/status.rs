@@ -174,6 +174,7 @@ pub async fn runs(
                     "status": r.status, "scheduled_at": r.scheduled_at, "started_at": r.started_at,
                     "finished_at": r.finished_at, "error": r.error, "delivery": r.delivery,
                     "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+                    "cost_usd": r.cost_usd, "model": r.model,
                 })
             })
             .collect();
@@ -187,7 +188,7 @@ pub async fn runs(
     // One line per run (its id is what `hermes cron output` takes), then the first line
     // of what went wrong, if anything did: the run's error, or its delivery's.
     say!(
-        "{:>6}  {:<24}  {:<11}  {:<9}  {:<12}  {:<8}  TOKENS",
+        "{:>6}  {:<24}  {:<16}  {:<9}  {:<12}  {:<8}  TOKENS",
         "RUN",
         "STARTED",
         "STATUS",
@@ -196,13 +197,16 @@ pub async fn runs(
         "DELIVERY"
     );
     for r in &rows {
-        let tokens = match (r.prompt_tokens, r.completion_tokens) {
-            (Some(p), Some(c)) => format!("{p} in / {c} out"),
+        let tokens = match (r.prompt_tokens, r.completion_tokens, r.cost_usd) {
+            (Some(p), Some(c), Some(usd)) => {
+                format!("{p} in / {c} out, {}", jobs::caps::usd_text(usd))
+            }
+            (Some(p), Some(c), None) => format!("{p} in / {c} out"),
             _ => "-".to_string(),
         };
         let delivery = r.delivery.as_deref().map_or("-", delivery_outcome);
         say!(
-            "{:>6}  {:<24}  {:<11}  {:<9}  {:<12}  {:<8}  {tokens}",
+            "{:>6}  {:<24}  {:<16}  {:<9}  {:<12}  {:<8}  {tokens}",
             r.id,
             r.started_at.as_deref().unwrap_or("-"),
             r.status,

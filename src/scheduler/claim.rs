@@ -71,9 +71,10 @@ impl Scheduler {
         let (retries, retry_wake) = self.claim_redeliveries(ctx.now).await;
         pending.extend(retries.into_iter().map(Pending::Redeliver));
         let week_ago = ctx.now - chrono::Duration::days(7);
+        let spend_since = ctx.now - chrono::Duration::days(jobs::spend::SPEND_KEPT_DAYS);
         if let Err(e) = self
             .store()
-            .prune_history(week_ago, RUNS_KEPT_PER_JOB)
+            .prune_history(week_ago, RUNS_KEPT_PER_JOB, spend_since)
             .await
         {
             tracing::warn!("cannot prune the run history: {e}");

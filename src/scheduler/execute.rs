@@ -74,6 +74,7 @@ impl Scheduler {
             store: Arc::clone(&self.parts.store),
             ctx,
             config,
+            progress: crate::runner::Progress::default(),
         };
         // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
         // on the job: this fire appends it, and removes it once recorded.
@@ -92,7 +93,7 @@ impl Scheduler {
             });
         // A config.yaml that cannot be read fails the run with its error.
         let outcome = match loaded {
-            Ok(_) => run_watched(self.parts.runner.as_ref(), &claimed.job, &env).await,
+            Ok(_) => self.run_within_budget(&claimed, &env).await,
             Err(e) => RunOutcome::failed(claimed.job.prompt().to_string(), e.to_string()),
         };
         if let Some(heartbeat) = heartbeat {

@@ -9,6 +9,7 @@
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
 //! * [`alert`] — group failures into incidents and alert once per incident;
+//! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
@@ -19,6 +20,7 @@
 //! store (only its [`Store`]).
 
 mod alert;
+mod budget;
 mod claim;
 mod daemon;
 mod execute;

@@ -18,6 +18,7 @@ use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
 use super::alert::Joined;
+use super::budget;
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
@@ -91,6 +92,7 @@ impl Texts {
             }
             RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), evidence),
             RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
+            RunResult::OverBudget(stop) => (Err(stop.document()), Some(stop.error.clone())),
         };
         Texts {
             result: result
@@ -107,6 +109,8 @@ impl Texts {
             (Ok(_), Some(evidence), _) if self.declared => Delivered::Declared(evidence),
             (Ok(_), _, RunResult::Silent(_)) => Delivered::Silent,
             (Ok(text), _, _) => Delivered::Reply(text),
+            // A stopped run's notice names the cap; its document keeps the rest.
+            (Err(_), Some(error), RunResult::OverBudget(_)) => Delivered::Failed(error),
             (Err(e), _, _) => Delivered::Failed(e),
         }
     }
@@ -180,33 +184,47 @@ impl Scheduler {
         };
         let output = self.save_document(&run).await;
         let job = &claimed.job;
-        let joined = match &run.texts.error {
-            Some(error) => {
+        // A spent global budget is no failure of the job: no incident, and one notice
+        // per window (budget.rs).
+        let exhausted = budget::exhausted_notice(&run.outcome);
+        let joined = match (&run.texts.error, exhausted) {
+            (Some(_), Some(_)) => None,
+            (Some(error), None) => {
                 self.join_incident(job, error, output.as_deref(), &ctx, &run.settings)
                     .await
             }
-            None => {
+            (None, _) => {
                 self.resolve_incidents(job, &ctx).await;
                 None
             }
         };
-        let delivery = match joined.as_ref().and_then(Joined::withheld) {
-            Some(withheld) => withheld,
-            None => self.deliver(&run).await,
+        let delivery = match (joined.as_ref().and_then(Joined::withheld), exhausted) {
+            (_, Some(true)) => {
+                let notified = budget::notice_job(job, &env.config);
+                self.deliver(&run, &notified).await
+            }
+            (_, Some(false)) => DeliveryReport {
+                summary: "withheld: the notice of this spent budget went out already".into(),
+                ..DeliveryReport::default()
+            },
+            (Some(withheld), None) => withheld,
+            (None, None) => self.deliver(&run, job).await,
         };
         if let Some(joined) = &joined {
             self.note_alert(joined, &delivery, &ctx).await;
         }
         let texts = &run.texts;
-        let status = if texts.error.is_some() {
-            RunStatus::Error
-        } else {
-            RunStatus::Ok
+        let stopped = budget::status_of(&run.outcome);
+        let status = match (stopped, &texts.error) {
+            (Some(status), _) => status,
+            (None, Some(_)) => RunStatus::Error,
+            (None, None) => RunStatus::Ok,
         };
-        let last_status = match (&texts.error, &delivery.error) {
-            (Some(_), _) => "error",
-            (None, Some(_)) => "delivery_failed",
-            (None, None) => "ok",
+        let last_status = match (stopped, &texts.error, &delivery.error) {
+            (Some(status), _, _) => status.as_str(),
+            (None, Some(_), _) => "error",
+            (None, None, Some(_)) => "delivery_failed",
+            (None, None, None) => "ok",
         };
         self.record_in_store(JobRecord {
             job_id: job.id().to_string(),
@@ -223,6 +241,8 @@ impl Scheduler {
             delivery: Some(delivery.summary.clone()),
             prompt_tokens: run.outcome.prompt_tokens,
             completion_tokens: run.outcome.completion_tokens,
+            cost_usd: run.outcome.cost_usd,
+            model: run.outcome.model.clone(),
             output: output.clone(),
         };
         let finished = self.now();
@@ -268,12 +288,12 @@ impl Scheduler {
             .ok()
     }
 
-    /// Sends the run's result. Each destination gets its outbox row before its first
-    /// request (write-ahead): if this process dies while delivering, a later pass sends
-    /// what did not go out and never resends what may have.
-    async fn deliver(&self, run: &Finished<'_>) -> DeliveryReport {
+    /// Sends the run's result to `job`'s targets (the run's job, or the one its budget
+    /// notice goes to). Each destination gets its outbox row before its first request
+    /// (write-ahead): if this process dies while delivering, a later pass sends what did
+    /// not go out and never resends what may have.
+    async fn deliver(&self, run: &Finished<'_>, job: &Job) -> DeliveryReport {
         let claimed = run.claimed;
-        let job = &claimed.job;
         let books = Bookkeeping {
             key: match claimed.source {
                 RunSource::Scheduler => claimed.occurrence(),

@@ -53,12 +53,10 @@ impl Runner for FakeRunner {
                 Work::Answer(after) => tokio::time::sleep(after).await,
                 Work::Hang => std::future::pending::<()>().await,
             }
-            RunOutcome {
-                prompt: job.prompt().to_string(),
-                result: RunResult::Reply(format!("done: {}", job.name())),
-                prompt_tokens: None,
-                completion_tokens: None,
-            }
+            RunOutcome::of(
+                job.prompt().to_string(),
+                RunResult::Reply(format!("done: {}", job.name())),
+            )
         })
     }
 }

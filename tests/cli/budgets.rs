@@ -3,11 +3,66 @@
 //! reports usage, the global daily and monthly caps, and what the spend looks like in
 //! `runs --json`, `hermes cron cost` and `/metrics`.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Value};
 
+use crate::agent::{home_with, ok, openai_config, runs, text, Fake, Reply};
 use crate::api::{serve, KEY};
 use crate::doors::mcp_results;
+use crate::incidents::incidents;
 use crate::support::Hermes;
+
+/// An OpenAI-style answer that asks for one more tool call and reports this usage.
+fn tool_call_using(prompt: i64, completion: i64) -> Reply {
+    ok(json!({
+        "choices": [{"message": {"role": "assistant", "content": "Still looking.", "tool_calls": [
+            {"id": "call_0", "type": "function",
+             "function": {"name": "list_directory", "arguments": "{\"path\": \".\"}"}}
+        ]}}],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion}
+    }))
+}
+
+/// A Telegram Bot API that accepts every message.
+fn telegram() -> crate::delivery::Fake {
+    crate::delivery::Fake::start(|_, i| {
+        crate::delivery::ok(
+            json!({"ok": true, "result": {"message_id": i + 1, "date": 1772359200, "chat": {"id": 1}}}),
+        )
+    })
+}
+
+const TOKEN: &str = "123456789:AAtesttokentesttokentesttokentest12";
+
+/// A home on the fake model with Telegram on the fake, and `extra` config.
+fn capped_home(model: &Fake, telegram: &crate::delivery::Fake, extra: &str) -> Hermes {
+    let hermes = home_with(&format!("{}{extra}", openai_config(&model.base)));
+    std::fs::write(
+        hermes.home().join(".env"),
+        format!(
+            "TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_API_BASE={}\n",
+            telegram.base()
+        ),
+    )
+    .unwrap();
+    hermes
+}
+
+/// `hermes cron run` of a job stopped at a cap: it fails, and the ledger row says how.
+fn run_stopped(hermes: &Hermes, id: &str) -> Value {
+    let run = hermes.cron(&["run", id]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    runs(hermes, id).remove(0)
+}
+
+fn notices(telegram: &crate::delivery::Fake) -> Vec<String> {
+    telegram
+        .bodies("/sendMessage")
+        .iter()
+        .map(|b| b["text"].as_str().unwrap_or("").to_string())
+        .collect()
+}
 
 /// The job's record: its cap keys only, as stored.
 fn stored_caps(hermes: &Hermes, id: &str) -> Value {
@@ -181,5 +236,132 @@ fn the_rest_routes_and_the_mcp_tool_take_the_same_cap_fields() {
     assert_eq!(
         stored_caps(&hermes, mcp),
         json!({"max_turns": 4, "max_runtime_seconds": 90, "max_tokens": null, "max_cost_usd": 0.25})
+    );
+}
+
+#[test]
+fn a_model_that_always_asks_for_a_tool_stops_at_max_turns_requests() {
+    let model = Fake::start(vec![tool_call_using(7, 3)]);
+    let chat = telegram();
+    let hermes = capped_home(&model, &chat, "");
+    let id = hermes.add(
+        "every 1h",
+        "look around forever",
+        &["--max-turns", "2", "--deliver", "telegram:5550001"],
+    );
+    let row = run_stopped(&hermes, &id);
+    assert_eq!(model.count(), 2, "exactly max_turns requests");
+    assert_eq!(row["status"], "budget_exceeded");
+    let error = row["error"].as_str().unwrap();
+    assert!(error.starts_with("max_turns 2 reached"), "{error}");
+    assert_eq!(
+        (
+            row["prompt_tokens"].as_i64(),
+            row["completion_tokens"].as_i64()
+        ),
+        (Some(14), Some(6))
+    );
+    assert_eq!(hermes.job(&id)["last_status"], "budget_exceeded");
+    // The output keeps what was produced so far.
+    let output = crate::agent::output(&hermes, &id);
+    assert!(output.contains("max_turns 2 reached"), "{output}");
+    assert!(output.contains("### Produced so far"), "{output}");
+    assert!(
+        output.contains("Still looking.\n- called `list_directory`"),
+        "{output}"
+    );
+    // The failure notice and the incident follow the normal failure rules.
+    let sent = notices(&chat);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("max_turns 2 reached"), "{}", sent[0]);
+    assert_eq!(incidents(&hermes, &[]).len(), 1);
+}
+
+#[test]
+fn six_hundred_tokens_a_request_against_max_tokens_1000_stop_after_exactly_two() {
+    let model = Fake::start(vec![tool_call_using(500, 100)]);
+    let chat = telegram();
+    let hermes = capped_home(&model, &chat, "");
+    let id = hermes.add("every 1h", "count", &["--max-tokens", "1000"]);
+    let row = run_stopped(&hermes, &id);
+    assert_eq!(model.count(), 2);
+    assert_eq!(row["status"], "budget_exceeded");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_tokens: 1200 tokens"),
+        "{row}"
+    );
+}
+
+#[test]
+fn max_cost_with_a_pricing_entry_stops_at_the_request_that_crosses_it() {
+    let model = Fake::start(vec![tool_call_using(500, 100)]);
+    let chat = telegram();
+    // $10 per million tokens: 600 tokens are $0.006 a request.
+    let pricing = "pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n";
+    let hermes = capped_home(&model, &chat, pricing);
+    let id = hermes.add("every 1h", "spend", &["--max-cost", "0.01"]);
+    let row = run_stopped(&hermes, &id);
+    assert_eq!(model.count(), 2, "$0.006 < $0.01 <= $0.012");
+    assert_eq!(row["status"], "budget_exceeded");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_cost: $0.012 spent (cap $0.01, model test-model)"),
+        "{row}"
+    );
+    assert!(
+        (row["cost_usd"].as_f64().unwrap() - 0.012).abs() < 1e-9,
+        "{row}"
+    );
+    assert_eq!(row["model"], "test-model");
+}
+
+#[test]
+fn a_cost_cap_on_a_model_without_a_price_makes_no_request() {
+    let model = Fake::start(vec![text("never asked")]);
+    let chat = telegram();
+    let hermes = capped_home(&model, &chat, "");
+    let id = hermes.add("every 1h", "spend", &["--max-cost", "1"]);
+    let row = run_stopped(&hermes, &id);
+    assert_eq!(model.count(), 0);
+    assert_eq!(row["status"], "error");
+    let error = row["error"].as_str().unwrap();
+    assert!(
+        error.contains(
+            "model 'test-model' has no known price: add it under pricing: in config.yaml"
+        ),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_model_that_hangs_is_cancelled_within_max_runtime_plus_a_few_seconds() {
+    // A server that accepts the request and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let hermes = home_with(&openai_config(&base));
+    let id = hermes.add("every 1h", "wait for it", &["--max-runtime", "2s"]);
+    let started = Instant::now();
+    let row = run_stopped(&hermes, &id);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2 + 5), "took {took:?}");
+    assert!(took >= Duration::from_secs(2), "took {took:?}");
+    assert_eq!(row["status"], "budget_exceeded");
+    assert!(
+        row["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("max_runtime 2s reached"),
+        "{row}"
     );
 }

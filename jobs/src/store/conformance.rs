@@ -15,6 +15,7 @@ use crate::ledger::{RunEnd, RunStatus};
 use crate::lifecycle::JobError;
 use crate::outbox::{NewOutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// Processes of one host sharing one backend's data.
 #[async_trait::async_trait]
@@ -992,6 +993,73 @@ async fn the_global_pause_holds_every_process(backend: &dyn Backend) {
     assert_eq!(one.global_pause().await.unwrap(), None);
 }
 
+async fn spend_is_summed_for_every_process_and_a_budget_notice_goes_once(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let spent = |model: &str, cost: Option<f64>| RunEnd {
+        prompt_tokens: Some(100),
+        completion_tokens: Some(50),
+        cost_usd: cost,
+        model: Some(model.to_string()),
+        ..RunEnd::default()
+    };
+    let ends = [
+        spent("m", Some(0.25)),
+        spent("m", Some(0.5)),
+        spent("local", None),
+        RunEnd::default(),
+    ];
+    for (n, end) in ends.iter().enumerate() {
+        let store = if n % 2 == 0 { &one } else { &two };
+        let at = c.now + Duration::seconds(n as i64);
+        let run = store.claim_manual("aaaaaaaaaaaa", at).await.unwrap();
+        store.finish_run(run, RunStatus::Ok, at, end).await.unwrap();
+    }
+    let spend = two.spend_since(c.now - Duration::hours(1)).await.unwrap();
+    let sum = |model: &str, runs: i64, cost_usd, unpriced_runs| Spend {
+        job_id: "aaaaaaaaaaaa".into(),
+        model: Some(model.into()),
+        runs,
+        prompt_tokens: 100 * runs,
+        completion_tokens: 50 * runs,
+        cost_usd,
+        unpriced_runs,
+    };
+    assert_eq!(
+        spend,
+        [sum("local", 1, None, 1), sum("m", 2, Some(0.75), 0)]
+    );
+    let rows = one.recent_runs(None, 10).await.unwrap();
+    assert_eq!(rows[3].cost_usd, Some(0.25));
+    assert_eq!(rows[3].model.as_deref(), Some("m"));
+    assert!(one
+        .spend_since(c.now + Duration::hours(1))
+        .await
+        .unwrap()
+        .is_empty());
+    // Rows that spent outlive the per-job row limit inside the spend window (each
+    // process trims the jobs it added runs for).
+    two.prune_history(c.now, 0, c.now - Duration::hours(1))
+        .await
+        .unwrap();
+    one.prune_history(c.now, 0, c.now - Duration::hours(1))
+        .await
+        .unwrap();
+    assert_eq!(one.recent_runs(None, 10).await.unwrap().len(), 3);
+    assert!(one
+        .claim_budget_notice("day:2026-03-01", c.now)
+        .await
+        .unwrap());
+    assert!(!two
+        .claim_budget_notice("day:2026-03-01", c.now)
+        .await
+        .unwrap());
+    assert!(two
+        .claim_budget_notice("day:2026-03-02", c.now)
+        .await
+        .unwrap());
+}
+
 // On a runtime of several threads, as the daemon runs them: the file store then does its
 // work on the blocking threads (on one thread it works in place, as a CLI verb does).
 macro_rules! conformance {
@@ -1023,4 +1091,5 @@ conformance!(
     failures_group_into_incidents_that_every_process_sees,
     notepads_keep_their_limits_and_go_with_their_job,
     the_global_pause_holds_every_process,
+    spend_is_summed_for_every_process_and_a_budget_notice_goes_once,
 );

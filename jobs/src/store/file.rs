@@ -35,6 +35,7 @@ use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scrat
 use crate::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
+use crate::spend::Spend;
 
 /// The files of one home's `cron/` directory. Every call runs on the runtime's blocking
 /// threads (file locks, reads of jobs.json, SQLite): the caller's workers never wait.
@@ -821,10 +822,23 @@ impl Files {
         self.with_outbox(|outbox| outbox.state_of(occurrence, target))
     }
 
-    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
-        self.with_ledger(|ledger| ledger.prune(keep_runs))?;
+    fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.prune(keep_runs, spend_since))?;
         self.with_outbox(|outbox| outbox.prune(before))?;
         Ok(())
+    }
+
+    fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        // Reading history never creates the database.
+        if !self.db_exists(&self.ledger, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_ledger(|ledger| ledger.spend_since(since))
     }
 
     fn save_output(&self, doc: &RenderedOutput, keep: usize) -> Result<String, StoreError> {
@@ -1138,9 +1152,26 @@ impl Store for FileStore {
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        self.blocking(move |files| files.prune_history(before, keep_runs))
+        self.blocking(move |files| files.prune_history(before, keep_runs, spend_since))
             .await
+    }
+
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        self.blocking(move |files| files.spend_since(since)).await
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let window = window.to_string();
+        self.blocking(move |files| {
+            files.with_ledger(|ledger| ledger.claim_budget_notice(&window, now))
+        })
+        .await
     }
 
     async fn save_output(

@@ -20,6 +20,7 @@ use crate::lifecycle::JobError;
 use crate::notepad::{self, Note};
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// One outbox row.
 #[derive(Debug, Clone)]
@@ -55,6 +56,8 @@ struct Inner {
     /// Notepad entries by job, then key.
     notes: BTreeMap<String, BTreeMap<String, Note>>,
     pause: Option<GlobalPause>,
+    /// The windows whose budget notice was claimed.
+    budget_notices: HashSet<String>,
 }
 
 /// A test's change to the store, made while a pass is deciding.
@@ -197,6 +200,8 @@ impl Inner {
             delivery: None,
             prompt_tokens: None,
             completion_tokens: None,
+            cost_usd: None,
+            model: None,
         });
         Some(id)
     }
@@ -322,6 +327,8 @@ impl Store for MemoryStore {
             row.delivery = end.delivery.clone();
             row.prompt_tokens = end.prompt_tokens;
             row.completion_tokens = end.completion_tokens;
+            row.cost_usd = end.cost_usd;
+            row.model = end.model.clone();
         }
         if let Some(output) = &end.output {
             inner.run_outputs.insert(run, output.clone());
@@ -546,11 +553,25 @@ impl Store for MemoryStore {
             .map(|d| d.state.as_str().to_string()))
     }
 
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        Ok(crate::spend::sum_rows(&self.lock().runs, since))
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        _now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.lock().budget_notices.insert(window.to_string()))
+    }
+
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        let spend_since = crate::ledger::ledger_time(spend_since);
         let mut inner = self.lock();
         inner.deliveries.retain(|d| {
             matches!(d.state, OutboxState::Pending | OutboxState::Sending) || d.created_at >= before
@@ -563,7 +584,9 @@ impl Store for MemoryStore {
             }
             let n = kept.entry(row.job_id.clone()).or_default();
             *n += 1;
-            keep[i] = *n <= keep_runs;
+            let spent = row.prompt_tokens.is_some() || row.cost_usd.is_some();
+            let counted = spent && row.finished_at.as_deref() >= Some(spend_since.as_str());
+            keep[i] = *n <= keep_runs || counted;
         }
         let mut flags = keep.into_iter();
         inner.runs.retain(|_| flags.next().unwrap_or(true));

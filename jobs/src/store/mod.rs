@@ -33,6 +33,7 @@ use crate::listing::JobSummary;
 use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// Why the store could not do what was asked. Backend-neutral: the message names what
 /// could not be read or reached and what to do about it.
@@ -343,12 +344,28 @@ pub trait Store: Send + Sync {
         target: &str,
     ) -> Result<Option<String>, StoreError>;
     /// Drops finished deliveries created before `before`, and ledger rows beyond the
-    /// newest `keep_runs` per job.
+    /// newest `keep_runs` per job — but for the rows that spent tokens and finished at or
+    /// after `spend_since`: the spend windows count them.
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError>;
+
+    // --- spend ---
+
+    /// Tokens and dollars of the runs that spent any and finished at or after `since`,
+    /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
+    /// Claims the one notice of a spent global budget for `window` (its key, e.g.
+    /// `day:2026-03-01`): `true` for the first claim on this store — by any process or
+    /// host — and `false` ever after.
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
 
     // --- output documents ---
 

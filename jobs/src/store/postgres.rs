@@ -28,11 +28,12 @@ use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::estop::GlobalPause;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, JobState};
-use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
 use crate::lifecycle::JobError;
 use crate::notepad::Note;
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// A process whose heartbeat is older than this is dead: its claims go to others.
 pub const LEASE: Duration = Duration::from_secs(10);
@@ -167,6 +168,18 @@ CREATE TABLE hermes_cron_pause (
 CREATE TRIGGER hermes_cron_pause_changed AFTER INSERT OR UPDATE OR DELETE ON hermes_cron_pause
     FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_changed();
 "#,
+    // What each run cost, priced when it was recorded, and the model it is counted under;
+    // the spend windows read the runs that spent by when they finished; the one notice of
+    // a spent global budget per window, shared by every host.
+    r#"
+ALTER TABLE hermes_cron_runs ADD COLUMN cost_usd double precision, ADD COLUMN model text;
+CREATE INDEX hermes_cron_runs_spend ON hermes_cron_runs (finished_at)
+    WHERE prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL;
+CREATE TABLE hermes_cron_budget_notices (
+    window_key text PRIMARY KEY,
+    sent_at    timestamptz NOT NULL
+);
+"#,
 ];
 
 /// The schema version this build writes.
@@ -269,6 +282,8 @@ fn run_row(row: &Row) -> RunRow {
         delivery: row.get("delivery"),
         prompt_tokens: row.get("prompt_tokens"),
         completion_tokens: row.get("completion_tokens"),
+        cost_usd: row.get("cost_usd"),
+        model: row.get("model"),
     }
 }
 
@@ -1166,14 +1181,18 @@ impl Store for PgStore {
         &self,
         run: i64,
         status: RunStatus,
-        _now: DateTime<Utc>,
+        now: DateTime<Utc>,
         end: &RunEnd,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
+        // The spend windows are read by the clock that decides: a pinned process clock
+        // stamps the end of its own runs.
+        let pinned = self.caller_clock.then_some(now);
         client
             .execute(
-                "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
-                         delivery = $4, prompt_tokens = $5, completion_tokens = $6, output = $7
+                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                         error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
+                         output = $7, cost_usd = $8, model = $9
                      WHERE id = $1",
                 &[
                     &run,
@@ -1183,6 +1202,9 @@ impl Store for PgStore {
                     &end.prompt_tokens,
                     &end.completion_tokens,
                     &end.output,
+                    &end.cost_usd,
+                    &end.model,
+                    &pinned,
                 ],
             )
             .await
@@ -1449,10 +1471,55 @@ impl Store for PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SPEND_COLUMNS} FROM hermes_cron_runs
+                     WHERE finished_at >= $1 AND (prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                     GROUP BY job_id, model ORDER BY job_id, model"
+                ),
+                &[&since],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .iter()
+            .map(|row| Spend {
+                job_id: row.get(0),
+                model: row.get(1),
+                runs: row.get(2),
+                prompt_tokens: row.get(3),
+                completion_tokens: row.get(4),
+                cost_usd: row.get(5),
+                unpriced_runs: row.get(6),
+            })
+            .collect())
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO hermes_cron_budget_notices (window_key, sent_at) VALUES ($1, $2)
+                     ON CONFLICT DO NOTHING",
+                &[&window, &now],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(inserted == 1)
+    }
+
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
         let jobs: Vec<String> = {
@@ -1479,8 +1546,10 @@ impl Store for PgStore {
                              SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
                              FROM hermes_cron_runs
                              WHERE job_id = ANY($2) AND status NOT IN ('claimed', 'running')
-                         ) ranked WHERE n > $1)",
-                    &[&keep, &jobs],
+                         ) ranked WHERE n > $1)
+                     AND NOT ((prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                              AND finished_at >= $3)",
+                    &[&keep, &jobs, &spend_since],
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
