@@ -365,3 +365,137 @@ fn a_model_that_hangs_is_cancelled_within_max_runtime_plus_a_few_seconds() {
         "{row}"
     );
 }
+
+/// `hermes cron tick` at `now`, as host `machine` (on PostgreSQL two homes share one
+/// database: two hosts).
+fn tick_as(hermes: &Hermes, now: &str, machine: &str) -> String {
+    let out = hermes
+        .command(&["cron", "tick"])
+        .env("HERMES_NOW", now)
+        .env("HERMES_MACHINE_ID", machine)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.code().is_some(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A home for the global cap: the fake model (every answer $0.012 at $10 per million
+/// tokens), Telegram on the fake, a $0.01 daily budget whose notice goes to Telegram,
+/// and a script `hello.sh`. With `store` it shares that store (another host).
+fn budget_home(model: &Fake, chat: &crate::delivery::Fake, store: Option<&Hermes>) -> Hermes {
+    let mut hermes = Hermes::new();
+    if let Some(first) = store {
+        hermes.store_url = first.store_url.clone();
+    }
+    let config = format!(
+        "{}cron:\n  budget:\n    daily_usd: 0.01\n    notify: telegram:5550001\npricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n",
+        openai_config(&model.base)
+    );
+    std::fs::write(hermes.home().join("config.yaml"), config).unwrap();
+    std::fs::write(
+        hermes.home().join(".env"),
+        format!(
+            "TELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_API_BASE={}\n",
+            chat.base()
+        ),
+    )
+    .unwrap();
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    std::fs::write(scripts.join("hello.sh"), "echo hello from the script\n").unwrap();
+    hermes
+}
+
+/// The newest ledger row of a job.
+fn last_run(hermes: &Hermes, id: &str) -> Value {
+    runs(hermes, id).remove(0)
+}
+
+#[test]
+fn a_spent_daily_cap_keeps_agent_jobs_from_the_model_sends_one_notice_and_runs_scripts() {
+    let answer = ok(json!({
+        "choices": [{"message": {"role": "assistant", "content": "Spent."}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 200}
+    }));
+    let model = Fake::start(vec![answer]);
+    let chat = telegram();
+    let first = budget_home(&model, &chat, None);
+    // On PostgreSQL a second host on the same database; on jobs.json the same home.
+    let second_home =
+        crate::support::on_postgres().then(|| budget_home(&model, &chat, Some(&first)));
+    let second = second_home.as_ref().unwrap_or(&first);
+
+    let spender = first.add("every 1h", "spend the budget", &[]);
+    tick_as(&first, "2026-03-01T11:00:30Z", "host-a");
+    assert_eq!(model.count(), 1);
+    let spent = last_run(&first, &spender);
+    assert!(
+        (spent["cost_usd"].as_f64().unwrap() - 0.012).abs() < 1e-9,
+        "{spent}"
+    );
+
+    let add = |args: &[&str]| {
+        let mut all = vec!["add"];
+        all.extend_from_slice(args);
+        crate::support::created_id(first.cron_at("2026-03-01T11:00:30Z", &all).ok())
+    };
+    let agents = [
+        add(&[
+            "every 1h",
+            "first agent job",
+            "--deliver",
+            "telegram:5550001",
+        ]),
+        add(&[
+            "every 1h",
+            "second agent job",
+            "--deliver",
+            "telegram:5550001",
+        ]),
+    ];
+    let script = add(&["every 1h", "--script", "hello.sh", "--no-agent"]);
+
+    // The spend of host A stops the agent jobs on host B: no request, one notice.
+    tick_as(second, "2026-03-01T12:01:00Z", "host-b");
+    assert_eq!(
+        model.count(),
+        1,
+        "a spent budget sends nothing to the model"
+    );
+    for id in agents.iter().chain([&spender]) {
+        let row = last_run(&first, id);
+        assert_eq!(row["status"], "budget_exhausted", "{row}");
+        assert_eq!(row["prompt_tokens"], Value::Null);
+        let error = row["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("daily budget spent: $0.012 of cron.budget.daily_usd $0.01 since 2026-03-01 00:00 UTC; agent jobs wait until 2026-03-02 00:00 UTC"),
+            "{error}"
+        );
+        assert_eq!(first.job(id)["last_status"], "budget_exhausted");
+    }
+    let ran = last_run(&first, &script);
+    assert_eq!(ran["status"], "ok", "a script-only job still runs: {ran}");
+    let sent = notices(&chat);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("daily budget spent"), "{}", sent[0]);
+    assert!(
+        incidents(&first, &[]).is_empty(),
+        "a spent budget opens no incident"
+    );
+
+    // Another tick, another process (and host): still no request and no second notice.
+    tick_as(&first, "2026-03-01T13:01:00Z", "host-a");
+    assert_eq!(model.count(), 1);
+    assert_eq!(notices(&chat).len(), 1);
+    assert_eq!(last_run(&first, &agents[0])["status"], "budget_exhausted");
+
+    // The next UTC day starts a new window by itself.
+    tick_as(second, "2026-03-02T00:30:00Z", "host-b");
+    assert_eq!(model.count(), 4, "the three agent jobs ran again");
+    assert_eq!(last_run(&first, &agents[1])["status"], "ok");
+}
