@@ -22,6 +22,7 @@ mod ops;
 mod page;
 mod security;
 pub mod settings;
+mod spend_metrics;
 
 use std::future::Future;
 use std::net::SocketAddr;

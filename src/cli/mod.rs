@@ -112,6 +112,16 @@ pub enum CronVerb {
     },
     /// Read-only health check; exits 1 when something needs attention.
     Doctor,
+    /// What the runs of a window spent, per job or per model (tokens and US dollars).
+    Cost {
+        /// The window: a duration back from now (7d, 12h), a date or an ISO-8601 instant.
+        #[arg(long, default_value = "30d")]
+        since: String,
+        #[arg(long, value_enum, default_value = "job")]
+        by: CostBy,
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the output document of one run (its id as `runs` shows it), from any host.
     Output { run: i64 },
     /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
@@ -149,6 +159,13 @@ pub enum CronVerb {
         #[command(subcommand)]
         verb: StoreVerb,
     },
+}
+
+/// How `hermes cron cost` groups the spend.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CostBy {
+    Job,
+    Model,
 }
 
 /// What `hermes cron incidents` does.

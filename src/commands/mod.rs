@@ -1,6 +1,7 @@
 //! One function per `hermes cron` verb. Each builds its [`Session`] (home, store, clock,
 //! zones), does its work through the `jobs` crate, and prints what the user asked for.
 
+mod cost_cmd;
 pub mod error;
 mod gateway_cmd;
 mod incidents_cmd;
@@ -248,6 +249,7 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
         CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
+        CronVerb::Cost { since, by, json } => cost_cmd::cost(&session, &since, by, json).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;
             let stop = scheduler_cmd::stop_signal().await?;

@@ -66,6 +66,18 @@ pub(super) fn notice_job(job: &Job, config: &Config) -> Job {
 }
 
 impl Scheduler {
+    /// Tells the observer what a recorded run spent (runs that reported usage only).
+    pub(super) fn observe_spend(&self, job: &Job, outcome: &RunOutcome) {
+        let spent = (
+            outcome.model.as_deref(),
+            outcome.prompt_tokens,
+            outcome.completion_tokens,
+        );
+        if let (Some(model), Some(prompt), Some(completion)) = spent {
+            self.observe(|o| o.run_spent(job.id(), model, prompt, completion, outcome.cost_usd));
+        }
+    }
+
     /// Runs a claimed job within its budgets: an agent job is not run at all while a
     /// global cap is spent; any job is watched for inactivity as always and cancelled
     /// at its `max_runtime_seconds`.

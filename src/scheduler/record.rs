@@ -254,6 +254,7 @@ impl Scheduler {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
         self.observe(|o| o.run_ended(status));
+        self.observe_spend(job, &run.outcome);
         RunReport {
             job_id: job.id().to_string(),
             job_name: job.name().to_string(),

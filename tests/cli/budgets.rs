@@ -499,3 +499,104 @@ fn a_spent_daily_cap_keeps_agent_jobs_from_the_model_sends_one_notice_and_runs_s
     assert_eq!(model.count(), 4, "the three agent jobs ran again");
     assert_eq!(last_run(&first, &agents[1])["status"], "ok");
 }
+
+/// The sum of one field over rows (numbers only).
+fn sum(rows: &[Value], key: &str) -> f64 {
+    rows.iter().filter_map(|r| r[key].as_f64()).sum()
+}
+
+#[test]
+fn what_runs_spent_shows_in_runs_cost_the_api_and_metrics() {
+    let answer = ok(json!({
+        "choices": [{"message": {"role": "assistant", "content": "Done."}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 200}
+    }));
+    let model = Fake::start(vec![answer]);
+    let pricing = "pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n";
+    let hermes = home_with(&format!("{}{pricing}", openai_config(&model.base)));
+    let priced = hermes.add("every 1h", "priced work", &["--name", "priced"]);
+    let unpriced = hermes.add("every 1h", "other work", &["--model", "other-model"]);
+    for id in [&priced, &unpriced, &priced] {
+        hermes.cron(&["run", id]).ok();
+    }
+    assert_eq!(model.count(), 3);
+    let priced_runs = runs(&hermes, &priced);
+    for row in &priced_runs {
+        assert!(
+            (row["cost_usd"].as_f64().unwrap() - 0.012).abs() < 1e-9,
+            "{row}"
+        );
+        assert_eq!(row["model"], "test-model");
+    }
+    let other = runs(&hermes, &unpriced).remove(0);
+    assert_eq!(
+        other["cost_usd"],
+        Value::Null,
+        "an unknown price is null, never 0"
+    );
+    assert_eq!(other["model"], "other-model");
+    assert_eq!(other["prompt_tokens"], 1000);
+
+    // `cost --json` totals equal the sum of the runs.
+    let all: Value = serde_json::from_str(hermes.cron(&["runs", "--json"]).ok()).unwrap();
+    let all = all["runs"].as_array().unwrap().clone();
+    let by_job: Vec<Value> =
+        serde_json::from_str(hermes.cron(&["cost", "--since", "7d", "--json"]).ok()).unwrap();
+    let by_model: Vec<Value> =
+        serde_json::from_str(hermes.cron(&["cost", "--by", "model", "--json"]).ok()).unwrap();
+    for lines in [&by_job, &by_model] {
+        for key in ["prompt_tokens", "completion_tokens", "cost_usd"] {
+            assert!(
+                (sum(lines, key) - sum(&all, key)).abs() < 1e-9,
+                "{key}: {lines:?}"
+            );
+        }
+        assert_eq!(sum(lines, "runs"), 3.0);
+    }
+    assert_eq!(
+        by_job[0],
+        json!({"job_id": priced, "runs": 2, "prompt_tokens": 2000, "completion_tokens": 400,
+               "cost_usd": by_job[0]["cost_usd"], "unpriced_runs": 0})
+    );
+    assert_eq!(by_job[1]["cost_usd"], Value::Null);
+    assert_eq!(by_model[1]["model"], "other-model");
+    let text = hermes.cron(&["cost"]);
+    let out = text.ok();
+    assert!(out.contains("priced"), "{out}");
+    assert!(out.contains("$0.024"), "{out}");
+    assert!(
+        out.contains("1 run(s) used a model without a known price"),
+        "{out}"
+    );
+    let later: Vec<Value> = serde_json::from_str(
+        hermes
+            .cron(&["cost", "--since", "2099-01-01", "--json"])
+            .ok(),
+    )
+    .unwrap();
+    assert!(later.is_empty());
+    let refused = hermes.cron(&["cost", "--since", "last tuesday"]);
+    assert!(refused
+        .user_error()
+        .contains("Invalid --since 'last tuesday'"));
+
+    // The API's runs carry the cost; /metrics counts what the daemon's runs spent.
+    let api = serve(&hermes, &[]);
+    let listed = api.send("GET", "/api/runs", &[], "").json();
+    assert!((sum(listed["runs"].as_array().unwrap(), "cost_usd") - 0.024).abs() < 1e-9);
+    let started = api.send("POST", &format!("/api/jobs/{priced}/run"), &[], "{}");
+    assert_eq!(started.status, 200, "{}", started.body);
+    let waited = Instant::now();
+    while runs(&hermes, &priced)[0]["status"] == "running" {
+        assert!(waited.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let metrics = api.send("GET", "/metrics", &[], "").body;
+    for line in [
+        format!("hermes_cron_tokens_total{{job=\"{priced}\",model=\"test-model\",kind=\"prompt\"}} 1000\n"),
+        format!("hermes_cron_tokens_total{{job=\"{priced}\",model=\"test-model\",kind=\"completion\"}} 200\n"),
+        format!("hermes_cron_cost_usd_total{{job=\"{priced}\",model=\"test-model\"}} 0.012\n"),
+    ] {
+        assert!(metrics.contains(&line), "{line} missing:\n{metrics}");
+    }
+}
