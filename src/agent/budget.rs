@@ -43,9 +43,7 @@ impl Spend {
             let price = match price_of(config, &endpoint.model) {
                 Ok(price) => Some(price),
                 Err(unpriced) if caps.max_cost_usd.is_some() => {
-                    return Err(format!(
-                        "max_cost_usd is set but {unpriced}; no model request was sent"
-                    ))
+                    return Err(format!("max_cost_usd is set but {unpriced}"))
                 }
                 Err(_) => None,
             };

@@ -10,6 +10,7 @@ use jobs::{find_job, JobState};
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
+use crate::agent::budget::Spend;
 use crate::agent::inference::Backend;
 use crate::delivery::target::{unready, Unready};
 use crate::process::pid_alive;
@@ -252,6 +253,12 @@ impl Checkup<'_> {
         match crate::agent::inference::resolve(job, &self.session.config, &self.vars, root) {
             Err(e) => problems.push(format!("{label} cannot start its agent: {e}")),
             Ok(agent) if agent.backend == Backend::BuiltIn => {
+                let config = &self.session.config;
+                if let Err(refused) = Spend::for_run(job, config, &agent.endpoints) {
+                    problems.push(format!(
+                        "{label} will be refused before any model request: {refused}"
+                    ));
+                }
                 if let Some(primary) = agent.endpoints.first() {
                     if let Some(vars) = &primary.missing_key {
                         problems.push(format!(

@@ -325,7 +325,13 @@ fn a_cost_cap_on_a_model_without_a_price_makes_no_request() {
     let model = Fake::start(vec![text("never asked")]);
     let chat = telegram();
     let hermes = capped_home(&model, &chat, "");
-    let id = hermes.add("every 1h", "spend", &["--max-cost", "1"]);
+    let added = hermes.cron(&["add", "every 1h", "spend", "--max-cost", "1"]);
+    assert!(
+        added.stderr.contains("warning: this job will be refused before any model request: max_cost_usd is set but model 'test-model' has no known price"),
+        "{}",
+        added.stderr
+    );
+    let id = crate::support::created_id(added.ok());
     let row = run_stopped(&hermes, &id);
     assert_eq!(model.count(), 0);
     assert_eq!(row["status"], "error");
@@ -385,15 +391,20 @@ fn tick_as(hermes: &Hermes, now: &str, machine: &str) -> String {
 }
 
 /// A home for the global cap: the fake model (every answer $0.012 at $10 per million
-/// tokens), Telegram on the fake, a $0.01 daily budget whose notice goes to Telegram,
-/// and a script `hello.sh`. With `store` it shares that store (another host).
-fn budget_home(model: &Fake, chat: &crate::delivery::Fake, store: Option<&Hermes>) -> Hermes {
+/// tokens), Telegram on the fake, a $0.01 daily budget with this `notify` line, and a
+/// script `hello.sh`. With `store` it shares that store (another host).
+fn budget_home_notifying(
+    model: &Fake,
+    chat: &crate::delivery::Fake,
+    store: Option<&Hermes>,
+    notify: &str,
+) -> Hermes {
     let mut hermes = Hermes::new();
     if let Some(first) = store {
         hermes.store_url = first.store_url.clone();
     }
     let config = format!(
-        "{}cron:\n  budget:\n    daily_usd: 0.01\n    notify: telegram:5550001\npricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n",
+        "{}cron:\n  budget:\n    daily_usd: 0.01\n{notify}pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n",
         openai_config(&model.base)
     );
     std::fs::write(hermes.home().join("config.yaml"), config).unwrap();
@@ -411,6 +422,19 @@ fn budget_home(model: &Fake, chat: &crate::delivery::Fake, store: Option<&Hermes
     hermes
 }
 
+/// [`budget_home_notifying`] with the notice going to Telegram.
+fn budget_home(model: &Fake, chat: &crate::delivery::Fake, store: Option<&Hermes>) -> Hermes {
+    budget_home_notifying(model, chat, store, "    notify: telegram:5550001\n")
+}
+
+/// A final answer that used 1200 tokens: $0.012 at the homes' price.
+fn spending_answer() -> Reply {
+    ok(json!({
+        "choices": [{"message": {"role": "assistant", "content": "Spent."}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 200}
+    }))
+}
+
 /// The newest ledger row of a job.
 fn last_run(hermes: &Hermes, id: &str) -> Value {
     runs(hermes, id).remove(0)
@@ -418,11 +442,7 @@ fn last_run(hermes: &Hermes, id: &str) -> Value {
 
 #[test]
 fn a_spent_daily_cap_keeps_agent_jobs_from_the_model_sends_one_notice_and_runs_scripts() {
-    let answer = ok(json!({
-        "choices": [{"message": {"role": "assistant", "content": "Spent."}}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 200}
-    }));
-    let model = Fake::start(vec![answer]);
+    let model = Fake::start(vec![spending_answer()]);
     let chat = telegram();
     let first = budget_home(&model, &chat, None);
     // On PostgreSQL a second host on the same database; on jobs.json the same home.
@@ -500,6 +520,31 @@ fn a_spent_daily_cap_keeps_agent_jobs_from_the_model_sends_one_notice_and_runs_s
     assert_eq!(last_run(&first, &agents[1])["status"], "ok");
 }
 
+#[test]
+fn without_budget_notify_the_notice_goes_where_the_first_stopped_jobs_failures_go() {
+    let model = Fake::start(vec![spending_answer()]);
+    let chat = telegram();
+    let hermes = budget_home_notifying(&model, &chat, None, "");
+    let spender = hermes.add("every 1h", "spend the budget", &[]);
+    tick_as(&hermes, "2026-03-01T11:00:30Z", "host-a");
+    hermes.cron(&["pause", &spender]).ok();
+    let watcher = crate::support::created_id(
+        hermes
+            .cron_at(
+                "2026-03-01T11:00:30Z",
+                &["add", "every 1h", "watch", "--deliver", "telegram:5550001"],
+            )
+            .ok(),
+    );
+    tick_as(&hermes, "2026-03-01T12:01:00Z", "host-a");
+    tick_as(&hermes, "2026-03-01T13:01:00Z", "host-a");
+    assert_eq!(model.count(), 1);
+    assert_eq!(last_run(&hermes, &watcher)["status"], "budget_exhausted");
+    let sent = notices(&chat);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0].contains("daily budget spent"), "{}", sent[0]);
+}
+
 /// The sum of one field over rows (numbers only).
 fn sum(rows: &[Value], key: &str) -> f64 {
     rows.iter().filter_map(|r| r[key].as_f64()).sum()
@@ -507,11 +552,7 @@ fn sum(rows: &[Value], key: &str) -> f64 {
 
 #[test]
 fn what_runs_spent_shows_in_runs_cost_the_api_and_metrics() {
-    let answer = ok(json!({
-        "choices": [{"message": {"role": "assistant", "content": "Done."}}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 200}
-    }));
-    let model = Fake::start(vec![answer]);
+    let model = Fake::start(vec![spending_answer()]);
     let pricing = "pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n";
     let hermes = home_with(&format!("{}{pricing}", openai_config(&model.base)));
     let priced = hermes.add("every 1h", "priced work", &["--name", "priced"]);
