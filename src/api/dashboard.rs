@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::store::ExtraField;
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::{caps_of, job_edit, paused_of};
+use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
 use super::ops::{Failure, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -199,15 +199,7 @@ fn repeat_of(value: Option<&Value>) -> Result<Option<String>, Failure> {
 
 /// The fields the dashboard's edit form sends beyond Hermes' PATCH set.
 fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
-    const KNOWN: &[&str] = &[
-        "name",
-        "schedule",
-        "prompt",
-        "deliver",
-        "skills",
-        "skill",
-        "repeat",
-        "enabled",
+    const BEYOND_PATCH: &[&str] = &[
         "script",
         "workdir",
         "model",
@@ -215,12 +207,9 @@ fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>
         "no_agent",
         "timezone",
         "failure_deliver",
-        "max_turns",
-        "max_runtime_seconds",
-        "max_tokens",
-        "max_cost_usd",
     ];
-    if let Some(unknown) = updates.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+    let known = |key: &str| UPDATABLE.contains(&key) || BEYOND_PATCH.contains(&key);
+    if let Some(unknown) = updates.keys().find(|k| !known(k)) {
         return Err(Failure::bad_request(format!(
             "Cron job field '{unknown}' cannot be updated here"
         )));

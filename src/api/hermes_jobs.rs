@@ -20,8 +20,9 @@ use jobs::{JobEdit, NewJob};
 use super::ops::{blocked_message, Failure};
 use super::{read_object, ApiState};
 
-/// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
-const UPDATABLE: &[&str] = &[
+/// The fields a PATCH may change; anything else is ignored, as in Python Hermes. The
+/// dashboard's edit takes these and more.
+pub const UPDATABLE: &[&str] = &[
     "name",
     "schedule",
     "prompt",
