@@ -78,7 +78,8 @@ impl Spend {
             return stop(format!("max_turns {cap} reached"));
         }
         let used = self.tokens.prompt + self.tokens.completion;
-        if let Some(cap) = self.caps.max_tokens.filter(|cap| used >= *cap as i64) {
+        let reached = |cap: &u64| used >= i64::try_from(*cap).unwrap_or(i64::MAX);
+        if let Some(cap) = self.caps.max_tokens.filter(reached) {
             return stop(format!("max_tokens: {used} tokens (cap {cap})"));
         }
         if let Some(cap) = self.caps.max_cost_usd.filter(|cap| self.cost >= *cap) {

@@ -307,11 +307,19 @@ impl Checkup<'_> {
                 }
             }
         }
-        if job.state() == JobState::Error || job.text_field("last_status") == Some("error") {
-            let error = job.text_field("last_error").unwrap_or("unknown error");
+        let last_status = job.text_field("last_status");
+        let first_line = |error: &str| error.lines().next().unwrap_or("").to_string();
+        let error = job.text_field("last_error").unwrap_or("unknown error");
+        if job.state() == JobState::Error || last_status == Some("error") {
             problems.push(format!(
                 "{label} failed its last run: {}",
-                error.lines().next().unwrap_or("")
+                first_line(error)
+            ));
+        }
+        if let Some(stopped @ ("budget_exceeded" | "budget_exhausted")) = last_status {
+            problems.push(format!(
+                "{label} was stopped by a budget on its last run ({stopped}): {}",
+                first_line(error)
             ));
         }
         if let Some(error) = job.text_field("last_delivery_error") {
