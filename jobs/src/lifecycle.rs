@@ -617,6 +617,10 @@ impl CheckedEdit {
             let text = schedule_text(text, edit.bare_duration);
             let schedule = parse_schedule(&text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
             job.set_schedule(&schedule);
+            // Its next run follows the new schedule: a hold or re-run planned under the
+            // old one would only shield a stale instant (Hermes 0.22 clears them too).
+            job.set_quota_hold(None, ctx.zone);
+            job.end_unreachable_retry();
             if !schedule.is_recurring() {
                 job.set_last_run_at(None, ctx.zone);
                 job.replace_repeat(Repeat {

@@ -168,6 +168,7 @@ impl Scheduler {
             zone,
             prompt: "",
             result: Err(&note),
+            gate: None,
         };
         if let Err(e) = self
             .store()

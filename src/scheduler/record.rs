@@ -227,6 +227,7 @@ impl Scheduler {
             zone: run.zone,
             prompt: &run.texts.prompt,
             result: run.texts.result.as_deref().map_err(String::as_str),
+            gate: None,
         };
         self.store()
             .save_output(&doc, run.settings.output_retention)

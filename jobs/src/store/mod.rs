@@ -357,6 +357,15 @@ pub trait Store: Send + Sync {
     ) -> Result<String, StoreError>;
     /// The text of a job's newest document.
     async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// The texts of a job's newest `limit` documents, newest first (continuity reads
+    /// back past runs that delivered nothing).
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// The output a monitor job saw when its source last changed (jobs.json keeps only
+    /// its hash), for the diff of the next change; `None` before the first.
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// Keeps `output` as the job's monitor snapshot, replacing the one before. Never
+    /// counted or pruned as a document; removed with the job.
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError>;
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
