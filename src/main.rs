@@ -15,6 +15,8 @@ mod hermes_runner;
 mod home;
 mod job_service;
 mod mcp_server;
+mod monitor;
+mod preflight;
 mod process;
 mod redact;
 mod runner;

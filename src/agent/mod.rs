@@ -17,6 +17,7 @@ pub mod mcp;
 pub mod model_api;
 pub mod prompt;
 pub mod provider_registry;
+pub mod reasoning;
 pub mod retry;
 pub mod skills;
 pub mod system_prompt;
@@ -32,10 +33,10 @@ use serde_json::Value;
 use self::inference::{AgentConfig, Backend, Vars};
 use self::model_api::{ChatRequest, Message, ToolSpec};
 use self::prompt::{assemble, is_silent, ScriptSection};
-use self::retry::{Caller, Sleeper, TokioSleeper};
+use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
-use crate::runner::{RunEnv, RunOutcome, RunResult};
+use crate::runner::{RunEnv, RunOutcome, RunResult, RunSignals};
 
 pub const EMPTY_RESPONSE: &str = "Agent completed but produced empty response";
 
@@ -44,16 +45,18 @@ const FINAL_NOTICE: &str =
     "[SYSTEM: You have used 90% of your turn budget. Give your final answer now.]";
 const SUMMARY_REQUEST: &str = "[SYSTEM: The turn budget for this run is used up and no more tools can be called. Give your final answer now: summarise what you did and what you found.]";
 
-/// Token counts summed over a run's model calls.
+/// Token counts summed over a run's model calls, and how many calls were answered.
 #[derive(Debug, Clone, Copy, Default)]
 struct Tokens {
     prompt: i64,
     completion: i64,
     reported: bool,
+    calls: u32,
 }
 
 impl Tokens {
     fn add(&mut self, usage: Option<model_api::Usage>) {
+        self.calls += 1;
         if let Some(u) = usage {
             self.prompt += u.prompt_tokens;
             self.completion += u.completion_tokens;
@@ -68,7 +71,20 @@ fn outcome(prompt: String, result: RunResult, tokens: Tokens) -> RunOutcome {
         result,
         prompt_tokens: tokens.reported.then_some(tokens.prompt),
         completion_tokens: tokens.reported.then_some(tokens.completion),
+        signals: RunSignals {
+            model_calls: tokens.calls,
+            ..RunSignals::default()
+        },
     }
+}
+
+/// A run ended by a model call that failed everywhere: what the scheduler makes of it
+/// (docs/AGENT.md, "Unreachable model", "Quota hold").
+fn call_failed(prompt: String, error: ModelCallFailed, tokens: Tokens) -> RunOutcome {
+    let mut failed = outcome(prompt, RunResult::Failed(error.to_string()), tokens);
+    failed.signals.unreachable = tokens.calls == 0 && error.is_unreachable();
+    failed.signals.quota_window = error.quota_window();
+    failed
 }
 
 /// A final reply: empty is a failure, a silence marker is silent, else deliver it.
@@ -90,15 +106,22 @@ fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
         .unwrap_or_else(|| env.home.clone())
 }
 
-/// Runs the agent part of a job, after its script (if any) left `script`.
-pub async fn run_agent(job: &Job, env: &RunEnv, script: ScriptSection) -> RunOutcome {
-    run_agent_with(job, env, script, &TokioSleeper).await
+/// Runs the agent part of a job, after its script (if any) left `script` and its
+/// monitor (if any) the block of a first or changed output.
+pub async fn run_agent(
+    job: &Job,
+    env: &RunEnv,
+    script: ScriptSection,
+    monitor: Option<&str>,
+) -> RunOutcome {
+    run_agent_with(job, env, script, monitor, &TokioSleeper).await
 }
 
 pub async fn run_agent_with(
     job: &Job,
     env: &RunEnv,
     script: ScriptSection,
+    monitor: Option<&str>,
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
     let raw_prompt = job.prompt().to_string();
@@ -113,7 +136,13 @@ pub async fn run_agent_with(
         store: &*env.store,
         ctx: &env.ctx,
     };
-    let prompt = match assemble(job, &sources, &script).await {
+    let assembled = assemble(job, &sources, &script)
+        .await
+        .and_then(|p| match monitor {
+            Some(block) => prompt::with_monitor_block(p, block),
+            None => Ok(p),
+        });
+    let prompt = match assembled {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
@@ -216,11 +245,12 @@ async fn converse(
             .call(&ChatRequest {
                 messages: &messages,
                 tools: offered,
+                reasoning: settings.reasoning,
             })
             .await
         {
             Ok(r) => r,
-            Err(e) => return outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+            Err(e) => return call_failed(prompt, e, tokens),
         };
         env.activity.touch();
         tokens.add(reply.usage);
@@ -253,6 +283,7 @@ async fn converse(
         .call(&ChatRequest {
             messages: &messages,
             tools: &[],
+            reasoning: settings.reasoning,
         })
         .await
     {
@@ -261,7 +292,7 @@ async fn converse(
             tokens.add(reply.usage);
             outcome(prompt, reply_result(reply.message.content), tokens)
         }
-        Err(e) => outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+        Err(e) => call_failed(prompt, e, tokens),
     }
 }
 

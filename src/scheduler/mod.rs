@@ -8,6 +8,8 @@
 //! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
+//! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
+//!   a quota hold, a blocked configuration's one alert;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
@@ -17,6 +19,7 @@
 //! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
 //! store (only its [`Store`]).
 
+mod aftermath;
 mod claim;
 mod daemon;
 mod execute;

@@ -58,6 +58,7 @@ impl Runner for FakeRunner {
                 result: RunResult::Reply(format!("done: {}", job.name())),
                 prompt_tokens: None,
                 completion_tokens: None,
+                signals: Default::default(),
             }
         })
     }
@@ -84,7 +85,7 @@ impl Delivery for FakeDelivery {
         Box::pin(async move {
             let text = match run.result {
                 Delivered::Reply(text) => text.to_string(),
-                Delivered::Failed(error) => format!("failed: {error}"),
+                Delivered::Failed(error) | Delivered::Notice(error) => format!("failed: {error}"),
                 Delivered::Silent => return DeliveryReport::default(),
             };
             let tracked = match run.track {
@@ -136,6 +137,9 @@ fn settings() -> CronSettings {
         inactivity_timeout: Some(Duration::from_secs(600)),
         wrap_response: true,
         delivery_retry: Duration::from_secs(6 * 3600),
+        preflight: true,
+        retry_unreachable: true,
+        notify: true,
     }
 }
 
