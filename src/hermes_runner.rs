@@ -5,8 +5,6 @@
 //! (docs/AGENT.md, "The pre-run check") and the agent (docs/AGENT.md) with what the
 //! monitor and the script left for it.
 
-use std::path::PathBuf;
-
 use jobs::Job;
 
 use crate::agent::prompt::ScriptSection;
@@ -16,7 +14,7 @@ use crate::preflight;
 use crate::runner::{
     GateNote, Preflight, RunEnv, RunFuture, RunOutcome, RunResult, RunSignals, Runner,
 };
-use crate::script::{run_job_script, wake_gate_closed, ScriptResult, ScriptRun};
+use crate::script::{run_for_job, wake_gate_closed, ScriptResult};
 
 pub struct HermesRunner;
 
@@ -74,26 +72,7 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
     };
     let mut section = ScriptSection::None;
     if let Some(script) = job.script() {
-        let scripts_dir = env.home.join("scripts");
-        let workdir = job
-            .text_field("workdir")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| scripts_dir.clone());
-        let extra = [
-            ("HERMES_HOME", env.home.display().to_string()),
-            ("HERMES_JOB_ID", job.id().to_string()),
-        ];
-        let script_result = run_job_script(&ScriptRun {
-            scripts_dir: &scripts_dir,
-            script,
-            interpreter: job.interpreter(),
-            workdir: &workdir,
-            extra_env: &extra,
-            timeout: env.settings.script_timeout,
-            activity: &env.activity,
-        })
-        .await;
-        match script_result {
+        match run_for_job(job, script, env).await {
             ScriptResult::Failed(error) if job.no_agent() => {
                 return RunOutcome::failed(format!("script: {script}"), error);
             }

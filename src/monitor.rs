@@ -8,7 +8,6 @@
 
 mod unified_diff;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -17,7 +16,7 @@ use jobs::fields::{MonitorSource, MonitorState};
 use jobs::Job;
 
 use crate::runner::RunEnv;
-use crate::script::{run_job_script, ScriptResult, ScriptRun};
+use crate::script::{run_for_job, ScriptResult};
 
 /// The diff shown to the agent is cut at this many characters.
 const MAX_DIFF_CHARS: usize = 4000;
@@ -43,7 +42,7 @@ pub enum Verdict {
 /// Runs the job's monitor source and decides whether its agent runs.
 pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdict {
     let output = match source {
-        MonitorSource::Script(script) => match run_monitor_script(job, script, env).await {
+        MonitorSource::Script(script) => match run_for_job(job, script, env).await {
             ScriptResult::Output(out) => python_strip(&out).to_string(),
             ScriptResult::Failed(error) => return Verdict::Failed(error),
         },
@@ -74,29 +73,6 @@ pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdic
     };
     remember(job, hash, &output, env).await;
     Verdict::Wake(block)
-}
-
-/// The monitor script, under the job's interpreter and workdir, as `script` runs.
-async fn run_monitor_script(job: &Job, script: &str, env: &RunEnv) -> ScriptResult {
-    let scripts_dir = env.home.join("scripts");
-    let workdir = job
-        .text_field("workdir")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| scripts_dir.clone());
-    let extra = [
-        ("HERMES_HOME", env.home.display().to_string()),
-        ("HERMES_JOB_ID", job.id().to_string()),
-    ];
-    run_job_script(&ScriptRun {
-        scripts_dir: &scripts_dir,
-        script,
-        interpreter: job.interpreter(),
-        workdir: &workdir,
-        extra_env: &extra,
-        timeout: env.settings.script_timeout,
-        activity: &env.activity,
-    })
-    .await
 }
 
 /// What Python's `str.strip()` removes, which Hermes 0.22's script runner applies to a

@@ -11,8 +11,10 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use jobs::Job;
+
 use crate::process::{spawn_dying_with_process, GroupKill};
-use crate::runner::{read_output, Activity};
+use crate::runner::{read_output, Activity, RunEnv};
 
 /// At most this much of a script's stdout/stderr is kept.
 const OUTPUT_CAP: usize = 1 << 20;
@@ -48,42 +50,38 @@ pub enum ScriptError {
     InterpreterNotPython(PathBuf),
 }
 
-/// How a job's script is found and run: what the scheduler hands [`run_job_script`].
-pub struct ScriptRun<'a> {
-    /// `<home>/scripts`: the script must resolve inside it.
-    pub scripts_dir: &'a Path,
-    /// The job's `script` or `monitor_script`, as stored.
-    pub script: &'a str,
-    /// The job's `interpreter`, for a script that is not `.sh`/`.bash`.
-    pub interpreter: Option<&'a str>,
-    /// The job's workdir, else the scripts folder.
-    pub workdir: &'a Path,
-    pub extra_env: &'a [(&'a str, String)],
-    pub timeout: Duration,
-    pub activity: &'a Activity,
-}
-
-/// Resolves the script and its interpreter, then runs it; whatever is wrong with either
-/// is the run's failure.
-pub async fn run_job_script(run: &ScriptRun<'_>) -> ScriptResult {
-    let path = match resolve_script(run.scripts_dir, run.script) {
+/// Runs one of a job's scripts (`script` or `monitor_script`) as every run does: found
+/// inside `<home>/scripts`, run in the job's workdir (else that folder) under the job's
+/// interpreter, with `HERMES_HOME` and `HERMES_JOB_ID` set. Whatever is wrong with the
+/// script or the interpreter is the run's failure.
+pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult {
+    let scripts_dir = env.home.join("scripts");
+    let path = match resolve_script(&scripts_dir, script) {
         Ok(path) => path,
         Err(e) => return ScriptResult::Failed(e.to_string()),
     };
-    let interpreter = match run.interpreter.filter(|_| !runs_under_bash(&path)) {
+    let interpreter = match job.interpreter().filter(|_| !runs_under_bash(&path)) {
         Some(raw) => match resolve_interpreter(raw) {
             Ok(python) => Some(python),
             Err(e) => return ScriptResult::Failed(e.to_string()),
         },
         None => None,
     };
+    let workdir = job
+        .text_field("workdir")
+        .map(PathBuf::from)
+        .unwrap_or(scripts_dir);
+    let extra = [
+        ("HERMES_HOME", env.home.display().to_string()),
+        ("HERMES_JOB_ID", job.id().to_string()),
+    ];
     run_script(
         &path,
         interpreter.as_deref(),
-        run.workdir,
-        run.extra_env,
-        run.timeout,
-        run.activity,
+        &workdir,
+        &extra,
+        env.settings.script_timeout,
+        &env.activity,
     )
     .await
 }

@@ -456,15 +456,27 @@ fn a_fire_that_never_reached_the_model_is_re_run_at_5_15_and_30_minutes_then_ale
         1,
         "claimed once in the ledger: {runs:?}"
     );
-    let job = hermes.job(&id);
-    assert_eq!(job["last_status"], "ok");
-    assert!(
-        job.get("unreachable_retry").is_none(),
-        "a run that reached the model resets"
+    let job = recovered(
+        &hermes,
+        &id,
+        "unreachable_retry",
+        "2026-03-01T13:00:00+00:00",
     );
-    assert_eq!(job["next_run_at"], "2026-03-01T13:00:00+00:00");
     assert_eq!(job["repeat"]["completed"], 2);
     assert_eq!(sent(&chat, 111).len(), 2);
+}
+
+/// After a run that reached the model: ok, `marker` removed, the schedule's own next run.
+#[track_caller]
+fn recovered(hermes: &Hermes, id: &str, marker: &str, next: &str) -> Value {
+    let job = hermes.job(id);
+    assert_eq!(job["last_status"], "ok");
+    assert!(
+        job.get(marker).is_none(),
+        "a run that reached the model removes {marker}: {job}"
+    );
+    assert_eq!(job["next_run_at"], next);
+    job
 }
 
 #[test]
@@ -533,13 +545,12 @@ fn a_closed_usage_window_holds_the_job_past_it_with_one_alert() {
         "2026-03-01T17:00:00+00:00"
     );
     tick(&hermes, &at(17, 0));
-    let job = hermes.job(&id);
-    assert_eq!(job["last_status"], "ok");
-    assert!(
-        job.get("quota_hold_until").is_none(),
-        "a run that reached the model clears it"
+    recovered(
+        &hermes,
+        &id,
+        "quota_hold_until",
+        "2026-03-01T18:00:00+00:00",
     );
-    assert_eq!(job["next_run_at"], "2026-03-01T18:00:00+00:00");
     assert_eq!(sent(&chat, 111).len(), 2);
 }
 
@@ -636,16 +647,22 @@ fn openrouter_and_anthropic_get_the_effort_in_their_own_fields() {
     assert_eq!(body["output_config"], json!({"effort": "high"}));
 }
 
+/// An executable named `name` in a fresh folder, a bash script standing in for a
+/// Python: what it prints shows it ran.
+fn fake_python(name: &str, body: &str) -> (tempfile::TempDir, String) {
+    let venv = tempfile::tempdir().unwrap();
+    let python = venv.path().join(name);
+    std::fs::write(&python, format!("#!/bin/bash\n{body}\n")).unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    (venv, python.display().to_string())
+}
+
 #[test]
 fn a_python_script_runs_under_the_jobs_interpreter_checked_at_run_time() {
     let hermes = live_home("", &[]);
-    let venv = tempfile::tempdir().unwrap();
-    let python = venv.path().join("python3.99");
-    std::fs::write(&python, "#!/bin/bash\necho \"interp:$(basename \"$1\")\"\n").unwrap();
-    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (_venv, python) = fake_python("python3.99", "echo \"interp:$(basename \"$1\")\"");
     script(&hermes, "hello.py", "print('hello')\n");
     script(&hermes, "hello.sh", "echo from-bash\n");
-    let python = python.display().to_string();
     let add = |script: &str, interpreter: &str| {
         hermes.add(
             "every 1h",
@@ -690,24 +707,12 @@ fn a_python_script_runs_under_the_jobs_interpreter_checked_at_run_time() {
 fn a_monitor_script_runs_under_the_interpreter_too() {
     let model = Model::start(vec![text("ok")]);
     let hermes = live_home(&model_config(&model.base), &[]);
-    let venv = tempfile::tempdir().unwrap();
-    let python = venv.path().join("python3");
-    std::fs::write(
-        &python,
-        "#!/bin/bash\necho \"watched by $(basename \"$0\")\"\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (_venv, python) = fake_python("python3", "echo \"watched by $(basename \"$0\")\"");
     script(&hermes, "watch.py", "print('never run by python')\n");
     let id = hermes.add(
         "every 1h",
         "Report changes",
-        &[
-            "--monitor-script",
-            "watch.py",
-            "--interpreter",
-            &python.display().to_string(),
-        ],
+        &["--monitor-script", "watch.py", "--interpreter", &python],
     );
     hermes.cron(&["run", &id]).ok();
     assert!(prompt_of(&model, 0).ends_with("### Current output\n\n```\nwatched by python3\n```"));
@@ -721,7 +726,7 @@ fn continuity_shows_the_jobs_last_answer_that_said_something() {
         text("Second report."),
     ]);
     let hermes = home(&model_config(&model.base), &[]);
-    let id = hermes.add("every 1h", "Check the feed", &["--continuity"]);
+    hermes.add("every 1h", "Check the feed", &["--continuity"]);
     for hour in 11..=13 {
         tick(&hermes, &at(hour, 0));
     }
@@ -733,7 +738,6 @@ fn continuity_shows_the_jobs_last_answer_that_said_something() {
         let found = prompt.find(block).unwrap_or_else(|| panic!("{prompt}"));
         assert!(notice < found, "after the cron notice, before the prompt");
     }
-    let _ = id;
 }
 
 #[test]

@@ -746,12 +746,9 @@ async fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend)
         gate: None,
     };
     store.save_output(&doc, 1).await.unwrap();
+    let snapshot = async |id| store.monitor_snapshot(id).await.unwrap();
     assert_eq!(
-        store
-            .monitor_snapshot("aaaaaaaaaaaa")
-            .await
-            .unwrap()
-            .as_deref(),
+        snapshot("aaaaaaaaaaaa").await.as_deref(),
         Some("v1\nv2"),
         "pruning documents keeps the snapshot"
     );
@@ -759,15 +756,8 @@ async fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend)
         .save_monitor_snapshot("aaaaaaaaaaaa", "v3")
         .await
         .unwrap();
-    assert_eq!(
-        store
-            .monitor_snapshot("aaaaaaaaaaaa")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("v3")
-    );
-    assert_eq!(store.monitor_snapshot("bbbbbbbbbbbb").await.unwrap(), None);
+    assert_eq!(snapshot("aaaaaaaaaaaa").await.as_deref(), Some("v3"));
+    assert_eq!(snapshot("bbbbbbbbbbbb").await, None);
     assert_eq!(store.latest_output("bbbbbbbbbbbb").await.unwrap(), None);
     assert!(!store.heartbeat().await.unwrap().seen);
     store.beat(&Beat::Started { pid: 1 }).await.unwrap();
