@@ -35,14 +35,16 @@ impl ModelCallFailed {
         !self.0.is_empty() && self.0.iter().all(|(_, e)| is_transport(e.class))
     }
 
-    /// Every endpoint refused with a rate limit, and one said when to come back: the
-    /// provider's usage window is closed that long (the longest said).
+    /// Every endpoint refused with a rate limit, and one said to come back later than a
+    /// run waits ([`LONGEST_WAIT`]): the provider's usage window is closed that long (the
+    /// longest said). A shorter wait was waited out in the run: an ordinary failure.
     pub fn quota_window(&self) -> Option<Duration> {
         let all_limited =
             !self.0.is_empty() && self.0.iter().all(|(_, e)| e.class == ErrorClass::RateLimit);
         all_limited
             .then(|| self.0.iter().filter_map(|(_, e)| come_back_after(e)).max())
             .flatten()
+            .filter(|window| *window > LONGEST_WAIT)
     }
 }
 
@@ -326,6 +328,41 @@ mod tests {
                 assert!(within(wait, plain), "{attempt}: {wait:?}");
             }
         }
+    }
+
+    #[test]
+    fn only_network_failures_are_unreachable_and_only_long_rate_limits_close_a_window() {
+        let error = |class, retry_after: Option<u64>, message: &str| {
+            (
+                "ep".to_string(),
+                CallError {
+                    class,
+                    status: None,
+                    retry_after: retry_after.map(Duration::from_secs),
+                    message: message.into(),
+                },
+            )
+        };
+        let refused = ModelCallFailed(vec![
+            error(ErrorClass::Network, None, "connection refused"),
+            error(ErrorClass::Timeout, None, "timed out"),
+        ]);
+        assert!(refused.is_unreachable());
+        assert_eq!(refused.quota_window(), None);
+        let mixed = ModelCallFailed(vec![
+            error(ErrorClass::Network, None, "connection refused"),
+            error(ErrorClass::Auth, Some(1), "HTTP 401"),
+        ]);
+        assert!(!mixed.is_unreachable());
+        let closed = ModelCallFailed(vec![error(
+            ErrorClass::RateLimit,
+            Some(3600),
+            "HTTP 429: usage limit reached; Retry after 7200s",
+        )]);
+        assert_eq!(closed.quota_window(), Some(Duration::from_secs(7200)));
+        let brief = ModelCallFailed(vec![error(ErrorClass::RateLimit, Some(30), "HTTP 429")]);
+        assert_eq!(brief.quota_window(), None, "waited out within the run");
+        assert!(!ModelCallFailed(Vec::new()).is_unreachable());
     }
 
     #[tokio::test]
