@@ -255,3 +255,15 @@ fn a_negative_repeat_is_forever_as_documented() {
     );
     assert_eq!(hermes.job(&id)["repeat"]["times"], serde_json::Value::Null);
 }
+
+#[test]
+fn a_job_created_paused_says_it_has_no_next_run() {
+    let hermes = home_with("model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n");
+    let out = hermes.cron(&["add", "every 1h", "report", "--paused"]);
+    assert!(
+        out.ok()
+            .contains("  Next run: none (paused; resume it to schedule it)\n"),
+        "{}",
+        out.stdout
+    );
+}
