@@ -320,6 +320,36 @@ mod tests {
     }
 
     #[test]
+    fn healing_and_every_typed_change_keep_the_runtime_fields_hermes_0_22_leaves() {
+        let mut record = json!({
+            "id": "a", "name": "n", "prompt": "p", "enabled": true, "state": "scheduled",
+            "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+            "next_run_at": "2026-03-01T11:00:00+00:00",
+        });
+        for key in HERMES_022_RUNTIME_KEYS {
+            record[*key] = json!({"kept": key});
+        }
+        let mut job = job(record);
+        let ctx = crate::job::Context {
+            now: chrono::DateTime::parse_from_rfc3339("2026-03-01T10:00:00Z")
+                .unwrap()
+                .to_utc(),
+            zone: chrono_tz::UTC,
+            legacy_zone: chrono_tz::UTC,
+        };
+        job.heal(&ctx);
+        job.set_name("renamed");
+        job.set_continuity(true);
+        job.set_reasoning_effort(Some(ReasoningEffort::High));
+        job.set_pin(Some("custom"), Some("m"));
+        job.pause("2026-03-01T10:00:00+00:00", Some("why"));
+        job.unpause();
+        for key in HERMES_022_RUNTIME_KEYS {
+            assert_eq!(job.get(key), Some(&json!({"kept": key})), "{key}");
+        }
+    }
+
+    #[test]
     fn monitor_state_and_last_failure_read_their_objects_and_nothing_else() {
         let state =
             json!({"last_output_hash": "ab", "last_changed_at": "2026-01-01T00:00:00+00:00"});

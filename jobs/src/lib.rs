@@ -3,8 +3,10 @@
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
 pub mod due;
+pub mod estop;
 pub mod fields;
 pub mod gateway_guard;
+pub mod incident;
 pub mod job;
 pub mod jsonfile;
 pub mod jsonscan;
@@ -12,6 +14,7 @@ pub mod ledger;
 pub mod lifecycle;
 pub mod limits;
 pub mod listing;
+pub mod notepad;
 pub mod outbox;
 pub mod output;
 pub mod store;

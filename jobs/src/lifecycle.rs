@@ -661,6 +661,17 @@ impl CheckedEdit {
         }
         if let Some(times) = self.repeat {
             let completed = job.repeat().completed;
+            // A count the job has already reached would leave it scheduled for a run
+            // it should not have.
+            if let Some(limit) = times.filter(|t| *t <= completed) {
+                if job.state() != JobState::Completed {
+                    return Err(JobError::Invalid(format!(
+                        "Job {} has already run {completed} time(s): a repeat of {limit} would end it at once; give --repeat {} or more to keep it, or pause or remove it to stop it",
+                        job.id(),
+                        completed + 1
+                    )));
+                }
+            }
             job.replace_repeat(Repeat { times, completed });
         }
         if let Some(skills) = self.skills_after(job) {

@@ -135,6 +135,7 @@ mod tests {
             model: "m".into(),
             base_url: base_url.into(),
             api_key: None,
+            missing_key: None,
             mode: ApiMode::ChatCompletions,
         }
     }

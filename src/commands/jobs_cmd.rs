@@ -64,6 +64,30 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
     }
 }
 
+/// The job is saved; on stderr, one line for each thing that would stop it from
+/// running or delivering as asked (what `hermes cron doctor` would flag), and for
+/// another job with the same name (a reference by name would then be ambiguous).
+async fn warn_about(session: &Session, job: &Job) {
+    for problem in super::status::advice(session, job) {
+        eprintln!("warning: {problem}");
+    }
+    let Ok(jobs) = session.store.load_jobs(&session.ctx).await else {
+        return;
+    };
+    let twins: Vec<&str> = jobs
+        .iter()
+        .filter(|other| other.id() != job.id() && other.name().eq_ignore_ascii_case(job.name()))
+        .map(Job::id)
+        .collect();
+    if !twins.is_empty() {
+        eprintln!(
+            "warning: another job is also named '{}' ({}): refer to these jobs by id, or rename one with `hermes cron edit ID --name NEW`",
+            job.name(),
+            twins.join(", ")
+        );
+    }
+}
+
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let fields = args.fields;
     let given = args.schedule.clone();
@@ -95,6 +119,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let job = session.service().create(new).await?.job;
     say!("Created job: {}", job.id());
     print_summary(session, &job, Some(&given));
+    warn_about(session, &job).await;
     Ok(())
 }
 
@@ -138,6 +163,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let job = session.service().edit(&args.job, edit).await?.job;
     say!("Updated job: {}", job.id());
     print_summary(session, &job, given.as_deref());
+    warn_about(session, &job).await;
     Ok(())
 }
 

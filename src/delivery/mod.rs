@@ -98,6 +98,9 @@ pub enum Delivered<'a> {
     Failed(&'a str),
     /// The run failed and this is its notice, composed already.
     Notice(&'a str),
+    /// The agent declared the run failed (`[CRON_FAILURE]`) with this evidence: it is
+    /// sent as written.
+    Declared(&'a str),
     /// Nothing to send (`[SILENT]`, empty script output, wake gate closed).
     Silent,
 }
@@ -204,6 +207,10 @@ pub fn build_message(run: &RunDelivery<'_>, redactor: &Redactor) -> Option<Messa
             format::failure_notice(run.job.id(), error, run.failure_streak),
         ),
         Delivered::Notice(notice) => ("error", notice.trim().to_string()),
+        Delivered::Declared(evidence) => (
+            "error",
+            format::declared_failure_notice(run.job.id(), evidence, run.failure_streak),
+        ),
     };
     let content = redactor.redact(&content);
     let (body, media) = format::extract_media(&content);

@@ -101,15 +101,7 @@ impl Arguments {
 
     /// `deliver` as one comma-separated text; a list is joined (some clients send one).
     pub fn deliver_text(&self) -> Result<Option<String>, ArgumentError> {
-        match &self.deliver {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(Value::Array(items)) => {
-                let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
-                Ok(Some(parts.join(",")))
-            }
-            Some(other) => Err(ArgumentError::Deliver(other.clone())),
-        }
+        targets_text(&self.deliver, ArgumentError::Deliver)
     }
 
     /// Refuses a model or provider pin: per-job pins are the user's (Hermes 0.22's
@@ -131,15 +123,7 @@ impl Arguments {
 
     /// `failure_deliver` as one comma-separated text, like `deliver`.
     pub fn failure_deliver_text(&self) -> Result<Option<String>, ArgumentError> {
-        match &self.failure_deliver {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(Value::Array(items)) => {
-                let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
-                Ok(Some(parts.join(",")))
-            }
-            Some(other) => Err(ArgumentError::FailureDeliver(other.clone())),
-        }
+        targets_text(&self.failure_deliver, ArgumentError::FailureDeliver)
     }
 
     /// `monitor` split into the stored `(monitor_script, monitor_url)` as Hermes 0.22
@@ -198,6 +182,23 @@ impl Arguments {
             });
         }
         Ok(Some(format!("{}:{rest}", platform.as_str())))
+    }
+}
+
+/// A targets value as one comma-separated text: a text, or a list joined; anything else
+/// is refused with `invalid`.
+fn targets_text(
+    value: &Option<Value>,
+    invalid: fn(Value) -> ArgumentError,
+) -> Result<Option<String>, ArgumentError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(Value::Array(items)) => {
+            let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
+            Ok(Some(parts.join(",")))
+        }
+        Some(other) => Err(invalid(other.clone())),
     }
 }
 

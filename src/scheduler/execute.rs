@@ -25,6 +25,8 @@ pub struct ClaimedRun {
     pub job: Job,
     /// The instant it was due (`None`: a manual run).
     pub scheduled_at: Option<DateTime<Utc>>,
+    /// When it was claimed: a manual run's occurrence key carries it, as its ledger row does.
+    pub claimed_at: DateTime<Utc>,
     /// Its ledger row.
     pub run: i64,
     pub source: RunSource,
@@ -34,10 +36,10 @@ pub struct ClaimedRun {
 }
 
 impl ClaimedRun {
-    /// `<job_id>@<instant>`, or `<job_id>@manual`.
+    /// `<job_id>@<instant>`, or `<job_id>@manual-<claimed at>`: the ledger's key.
     pub fn occurrence(&self) -> String {
         self.scheduled_at.map_or_else(
-            || format!("{}@manual", self.job.id()),
+            || jobs::store::manual_occurrence(self.job.id(), self.claimed_at),
             |at| occurrence_key(self.job.id(), at),
         )
     }

@@ -10,6 +10,7 @@
 //!   record the outcome in the job and the ledger;
 //! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
 //!   a quota hold, a blocked configuration's one alert;
+//! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
@@ -20,6 +21,7 @@
 //! store (only its [`Store`]).
 
 mod aftermath;
+mod alert;
 mod claim;
 mod daemon;
 mod execute;
@@ -144,6 +146,8 @@ pub struct Scheduler {
     /// "run now"): the daemon drains them with its own on shutdown. Held only to spawn
     /// into, reap or take out.
     manual: Mutex<JoinSet<RunReport>>,
+    /// The global pause was logged since it was engaged (logged once per engagement).
+    pause_noted: std::sync::atomic::AtomicBool,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -181,6 +185,9 @@ impl Pending {
 pub struct PassReport {
     /// Work claimed by this pass, for the caller to spawn.
     pub pending: Vec<Pending>,
+    /// Outcomes this pass recorded without running anything (a missed one-shot, a
+    /// skipped occurrence).
+    pub recorded: Vec<RunReport>,
     /// The earliest next run or delivery retry after the pass.
     pub next_wake: Option<DateTime<Utc>>,
     /// False when another scheduler was in the middle of a pass on the store.
@@ -223,6 +230,7 @@ impl Scheduler {
             records: Mutex::new(Vec::new()),
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
+            pause_noted: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -329,7 +337,7 @@ impl Scheduler {
         for pending in report.pending {
             handles.push(tokio::spawn(pending.run(Arc::clone(self))));
         }
-        let mut reports = Vec::new();
+        let mut reports = report.recorded;
         for handle in handles {
             match handle.await {
                 Ok(report) => reports.push(report),

@@ -33,6 +33,10 @@ pub struct CronSettings {
     /// `cron.delivery.notify` (default true): `false` sends silently where the platform
     /// allows it (docs/DELIVERY.md, "Silent sends").
     pub notify: bool,
+    /// `cron.failure_repeat_alert_hours` (default 6): an incident alerted less than this
+    /// long ago withholds the notice of another failure; `None` (0 or less) alerts on
+    /// every one.
+    pub failure_repeat_alert: Option<chrono::Duration>,
 }
 
 fn env_number(name: &str) -> Option<u64> {
@@ -74,6 +78,16 @@ pub fn inactivity_timeout() -> Option<Duration> {
 /// Days of a retention that keeps completed one-shots for good (about 2,700 years).
 const KEEP_FOREVER_DAYS: i64 = 1_000_000;
 
+/// Hours as a window; not positive (or not a number) means no window. Capped at a
+/// century so the arithmetic cannot overflow on a mistyped number.
+fn repeat_alert_window(hours: Option<f64>) -> Option<chrono::Duration> {
+    let hours = hours.unwrap_or(6.0);
+    (hours > 0.0).then(|| {
+        let seconds = (hours.min(876_000.0) * 3600.0) as i64;
+        chrono::Duration::seconds(seconds)
+    })
+}
+
 impl CronSettings {
     /// The effective settings: the environment, then config.yaml's `cron:` section, then
     /// the defaults.
@@ -107,6 +121,7 @@ impl CronSettings {
             preflight: cron.preflight.unwrap_or(true),
             retry_unreachable: cron.retry_unreachable.unwrap_or(true),
             notify: cron.delivery.notify.unwrap_or(true),
+            failure_repeat_alert: repeat_alert_window(cron.failure_repeat_alert_hours),
         }
     }
 }

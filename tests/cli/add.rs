@@ -268,9 +268,13 @@ fn add_refuses_invalid_schedules_and_writes_nothing() {
     let hermes = Hermes::new();
     let cases = [
         ("x", "Use: '30m'"),
-        ("every monday", "every monday"),
+        (
+            "every monday",
+            "names days but no time of day: add one, e.g. 'every monday 9am'",
+        ),
         ("0 9 * * * *", "0 9 * * * *"),
-        ("61 * * * *", "61 * * * *"),
+        ("61 * * * *", "the minute field allows 0-59, not 61"),
+        ("0 25 * * *", "the hour field allows 0-23, not 25"),
         ("every 1.5h", "1.5h"),
     ];
     for (input, needle) in cases {
@@ -361,6 +365,17 @@ fn add_origin_is_stored_with_python_hermes_keys_and_a_matrix_room_keeps_its_colo
     );
 }
 
+/// A fresh home with this config.yaml.
+fn with_config(text: &str) -> Hermes {
+    let hermes = Hermes::new();
+    fs::write(hermes.home().join("config.yaml"), text).unwrap();
+    hermes
+}
+
+/// A configured model and provider for `--pin` to copy.
+pub(crate) const PINNABLE: &str =
+    "model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n";
+
 #[test]
 fn add_says_how_it_read_a_bare_duration_and_how_to_write_the_other_reading() {
     let hermes = Hermes::new();
@@ -389,12 +404,7 @@ fn add_says_how_it_read_a_bare_duration_and_how_to_write_the_other_reading() {
 
 #[test]
 fn cron_bare_duration_every_reads_30m_as_every_30_minutes_as_hermes_0_22_does() {
-    let hermes = Hermes::new();
-    fs::write(
-        hermes.home().join("config.yaml"),
-        "cron:\n  bare_duration: every\n",
-    )
-    .unwrap();
+    let hermes = with_config("cron:\n  bare_duration: every\n");
     let run = hermes.cron(&["add", "30m", "stretch"]);
     assert!(
         run.ok()
@@ -570,12 +580,7 @@ fn add_refuses_a_monitor_with_two_sources_or_without_an_agent_and_a_wrong_effort
 
 #[test]
 fn add_pin_copies_the_configured_model_and_provider_unless_a_model_is_given() {
-    let hermes = Hermes::new();
-    fs::write(
-        hermes.home().join("config.yaml"),
-        "model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n",
-    )
-    .unwrap();
+    let hermes = with_config(PINNABLE);
     let pinned = hermes.add("every 1h", "p", &["--pin"]);
     let job = hermes.job(&pinned);
     assert_eq!(

@@ -23,6 +23,9 @@ enum Door {
 }
 
 const ALL: &[Door] = &[Door::Cli, Door::Rest, Door::Dashboard, Door::Mcp];
+/// The doors of a field Hermes 0.22's REST routes do not take.
+const CLI_MCP: &[Door] = &[Door::Cli, Door::Mcp];
+const CLI_DASHBOARD_MCP: &[Door] = &[Door::Cli, Door::Dashboard, Door::Mcp];
 
 /// One bad change: the fields it sets (in the create body's terms), the message every
 /// door must answer with, and the doors that take these fields on create and on edit.
@@ -32,6 +35,17 @@ struct Case {
     message: &'static str,
     create: &'static [Door],
     edit: &'static [Door],
+}
+
+/// A case every door takes, on create and on edit.
+fn case(what: &'static str, fields: Vec<(&'static str, Value)>, message: &'static str) -> Case {
+    Case {
+        what,
+        fields,
+        message,
+        create: ALL,
+        edit: ALL,
+    }
 }
 
 impl Case {
@@ -122,84 +136,62 @@ fn cases() -> Vec<Case> {
             edit: ALL,
         },
         // Hermes 0.22's fields, through the doors that take them.
-        Case {
-            what: "a paused_reason without paused",
-            fields: vec![("paused_reason", json!("waiting for review"))],
-            message: "paused_reason requires paused=True",
-            create: ALL,
-            edit: &[],
-        },
-        Case {
-            what: "a paused reason past 1024 characters",
-            fields: vec![
+        case(
+            "a paused_reason without paused",
+            vec![("paused_reason", json!("waiting for review"))],
+            "paused_reason requires paused=True",
+        )
+        .only(ALL, &[]),
+        case(
+            "a paused reason past 1024 characters",
+            vec![
                 ("paused", json!(true)),
                 ("paused_reason", json!("r".repeat(1025))),
             ],
-            message: "Reason must be ≤ 1024 characters",
-            create: ALL,
-            edit: &[],
-        },
-        Case {
-            what: "a failure_deliver past 1000 characters",
-            fields: vec![("failure_deliver", json!("local,".repeat(200)))],
-            message: "Failure deliver must be ≤ 1000 characters",
-            create: ALL,
-            edit: ALL,
-        }
-        .only(
-            &[Door::Cli, Door::Mcp],
-            &[Door::Cli, Door::Dashboard, Door::Mcp],
-        ),
-        Case {
-            what: "a failure_deliver to an unknown platform",
-            fields: vec![("failure_deliver", json!("carrier-pigeon"))],
-            message: "carrier-pigeon",
-            create: ALL,
-            edit: ALL,
-        }
-        .only(
-            &[Door::Cli, Door::Mcp],
-            &[Door::Cli, Door::Dashboard, Door::Mcp],
-        ),
-        Case {
-            what: "a monitor URL that is not http(s)",
-            fields: vec![("monitor_url", json!("file:///etc/passwd"))],
-            message: "Invalid monitor_url 'file:///etc/passwd'",
-            create: ALL,
-            edit: ALL,
-        }
-        .only(&[Door::Cli, Door::Mcp], &[Door::Cli, Door::Mcp]),
-        Case {
-            what: "a monitor script outside the scripts directory",
-            fields: vec![("monitor_script", json!("../../etc/passwd"))],
-            message: "Invalid script '../../etc/passwd'",
-            create: ALL,
-            edit: ALL,
-        }
-        .only(&[Door::Cli, Door::Mcp], &[Door::Cli, Door::Mcp]),
-        Case {
-            what: "a reasoning effort that is no level",
-            fields: vec![("reasoning_effort", json!("hgih"))],
-            message: "Invalid reasoning_effort 'hgih'",
-            create: ALL,
-            edit: ALL,
-        }
+            "Reason must be ≤ 1024 characters",
+        )
+        .only(ALL, &[]),
+        case(
+            "a failure_deliver past 1000 characters",
+            vec![("failure_deliver", json!("local,".repeat(200)))],
+            "Failure deliver must be ≤ 1000 characters",
+        )
+        .only(CLI_MCP, CLI_DASHBOARD_MCP),
+        case(
+            "a failure_deliver to an unknown platform",
+            vec![("failure_deliver", json!("carrier-pigeon"))],
+            "carrier-pigeon",
+        )
+        .only(CLI_MCP, CLI_DASHBOARD_MCP),
+        case(
+            "a monitor URL that is not http(s)",
+            vec![("monitor_url", json!("file:///etc/passwd"))],
+            "Invalid monitor_url 'file:///etc/passwd'",
+        )
+        .only(CLI_MCP, CLI_MCP),
+        case(
+            "a monitor script outside the scripts directory",
+            vec![("monitor_script", json!("../../etc/passwd"))],
+            "Invalid script '../../etc/passwd'",
+        )
+        .only(CLI_MCP, CLI_MCP),
+        case(
+            "a reasoning effort that is no level",
+            vec![("reasoning_effort", json!("hgih"))],
+            "Invalid reasoning_effort 'hgih'",
+        )
         .only(&[Door::Cli], &[Door::Cli]),
-        Case {
-            what: "an interpreter with a control character",
-            fields: vec![("interpreter", json!("/usr/bin/python3\n"))],
-            message: "Interpreter must not contain control characters (found U+000A)",
-            create: ALL,
-            edit: ALL,
-        }
+        case(
+            "an interpreter with a control character",
+            vec![("interpreter", json!("/usr/bin/python3\n"))],
+            "Interpreter must not contain control characters (found U+000A)",
+        )
         .only(&[Door::Cli], &[Door::Cli]),
-        Case {
-            what: "a model pin through the agent's tool",
-            fields: vec![("model", json!("gpt-x"))],
-            message: "this tool cannot set them",
-            create: ALL,
-            edit: ALL,
-        }
+        case(
+            "a model pin through the agent's tool",
+            vec![("model", json!("gpt-x"))],
+            "this tool cannot set them",
+        )
         .only(&[Door::Mcp], &[Door::Mcp]),
     ]
 }

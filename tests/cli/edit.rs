@@ -163,11 +163,7 @@ fn edit_continuity_adds_self_and_no_continuity_removes_only_self() {
 #[test]
 fn edit_pin_takes_the_configured_model_unpin_clears_both_and_an_explicit_model_wins() {
     let hermes = Hermes::new();
-    std::fs::write(
-        hermes.home().join("config.yaml"),
-        "model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n",
-    )
-    .unwrap();
+    std::fs::write(hermes.home().join("config.yaml"), crate::add::PINNABLE).unwrap();
     let id = hermes.add("every 1h", "p", &[]);
     let pins = |hermes: &Hermes| {
         let job = hermes.job(&id);
@@ -188,5 +184,27 @@ fn edit_pin_takes_the_configured_model_unpin_clears_both_and_an_explicit_model_w
     assert!(
         job.get("provider_snapshot").is_none() && job.get("model_snapshot").is_none(),
         "a Hermes 0.22 record gains no 0.19 snapshots: {job:#}"
+    );
+}
+
+#[test]
+fn edit_refuses_a_repeat_count_the_job_has_already_reached() {
+    let hermes = Hermes::new();
+    let id = hermes.add("every 1h", "report", &["--repeat", "5"]);
+    // The job has run three times (as the store records it).
+    let mut store = hermes.store();
+    store["jobs"][0]["repeat"]["completed"] = json!(3);
+    hermes.write_store(&serde_json::to_vec_pretty(&store).unwrap());
+    let before = hermes.store();
+    let refused = hermes.cron(&["edit", &id, "--repeat", "2"]);
+    assert_eq!(
+        refused.user_error(),
+        format!("error: Job {id} has already run 3 time(s): a repeat of 2 would end it at once; give --repeat 4 or more to keep it, or pause or remove it to stop it")
+    );
+    assert_eq!(hermes.store()["jobs"], before["jobs"], "the store changed");
+    hermes.cron(&["edit", &id, "--repeat", "4"]).ok();
+    assert_eq!(
+        hermes.job(&id)["repeat"],
+        json!({"times": 4, "completed": 3})
     );
 }
