@@ -615,3 +615,39 @@ fn health_answers_without_a_key_and_ours_routes_need_one() {
         assert_eq!(status["store"]["backend"], "jobs.json");
     }
 }
+
+#[test]
+fn the_job_lists_and_records_describe_each_schedule_in_english() {
+    let hermes = Hermes::new();
+    let weekdays = hermes.add("0 9 * * 1-5", "standup", &["--tz", "Europe/Berlin"]);
+    let sweep = hermes.add("every 360m", "sweep", &[]);
+    let api = serve(&hermes, &[]);
+    let want = |id: &str| {
+        if id == weekdays {
+            json!("at 09:00, Monday through Friday (Europe/Berlin)")
+        } else {
+            json!("every 6 hours")
+        }
+    };
+    let dashboard = api.get("/api/cron/jobs").json();
+    let hermes_list = api.get("/api/jobs?include_disabled=true").json();
+    for items in [&dashboard, &hermes_list["jobs"]] {
+        let items = items.as_array().unwrap();
+        assert_eq!(items.len(), 2, "{items:?}");
+        for item in items {
+            let id = item["id"].as_str().unwrap();
+            assert_eq!(item["schedule_description"], want(id), "{item}");
+        }
+    }
+    let shown = api.get(&format!("/api/cron/jobs/{sweep}")).json();
+    assert_eq!(shown["schedule_description"], "every 6 hours");
+    // A new schedule is described as soon as it is stored.
+    let created = api.post(
+        "/api/jobs",
+        json!({"name": "eom", "schedule": "0 18 L * *", "prompt": "close the books"}),
+    );
+    assert_eq!(
+        created.json()["job"]["schedule_description"],
+        "at 18:00, on the last day of the month"
+    );
+}
