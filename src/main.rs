@@ -53,6 +53,11 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man => {
+            // A closed pipe (`hermes man | head`) is not an error worth a message.
+            let _ = cli::write_man_page(&mut std::io::stdout());
+            Ok(())
+        }
         Command::Gateway { action } => commands::gateway(
             action.unwrap_or(cli::GatewayAction::Run),
             cli.verbose,

@@ -1,5 +1,9 @@
 //! Every verb and flag of the `hermes` command line, defined once (clap derive).
 
+mod man;
+
+pub use man::write_man_page;
+
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -42,6 +46,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the man page (roff): `hermes man | gzip > hermes.1.gz`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
