@@ -59,7 +59,9 @@ fn describe(roff: &mut Roff, parent: &str, command: &Command) {
         roff.control("RS", [])
             .control("TP", [])
             .text(arg_name(arg))
-            .text([roman(arg.get_help().map(ToString::to_string).unwrap_or_default())])
+            .text([roman(
+                arg.get_help().map(ToString::to_string).unwrap_or_default(),
+            )])
             .control("RE", []);
     }
 }

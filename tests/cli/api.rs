@@ -651,3 +651,88 @@ fn the_job_lists_and_records_describe_each_schedule_in_english() {
         "at 18:00, on the last day of the month"
     );
 }
+
+/// Every metric name a PromQL query of the Grafana board reads, with any other
+/// identifier that is neither a function, a keyword nor a label it groups by.
+fn board_metric_names(expr: &str) -> Vec<String> {
+    const PROMQL: &[&str] = &[
+        "sum",
+        "by",
+        "increase",
+        "rate",
+        "histogram_quantile",
+        "label_values",
+        "le",
+        "outcome",
+        "state",
+        "job",
+    ];
+    // Quoted label values ("$job") and Grafana's variables are not names.
+    let unquoted: String = expr.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+    let mut names = Vec::new();
+    let mut word = String::new();
+    for c in unquoted.chars().chain([' ']) {
+        if c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '$' || c == '.' {
+            word.push(c);
+            continue;
+        }
+        let token = std::mem::take(&mut word);
+        let is_name = token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        if is_name && !PROMQL.contains(&token.as_str()) {
+            names.push(token);
+        }
+    }
+    names
+}
+
+#[test]
+fn the_grafana_board_queries_only_metrics_the_daemon_exposes() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/grafana/hermes-cron.json");
+    let board: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the board is JSON");
+    let mut queries: Vec<String> = Vec::new();
+    for panel in board["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            queries.push(target["expr"].as_str().expect("a PromQL expr").to_string());
+        }
+    }
+    for variable in board["templating"]["list"].as_array().unwrap() {
+        if let Some(definition) = variable["definition"].as_str() {
+            queries.push(definition.to_string());
+        }
+    }
+    let hermes = Hermes::new();
+    hermes.add("every 1h", "summarize the news", &[]);
+    let api = serve(&hermes, &[]);
+    let metrics = api.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    let exposed: Vec<&str> = metrics
+        .body
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter_map(|line| line.split(['{', ' ']).next())
+        .collect();
+    let mut used: Vec<String> = queries.iter().flat_map(|q| board_metric_names(q)).collect();
+    used.sort();
+    used.dedup();
+    for name in &used {
+        assert!(
+            exposed.contains(&name.as_str()),
+            "the board queries {name}, which /metrics does not expose:\n{}",
+            metrics.body
+        );
+    }
+    // What an operator opens the board for, each in at least one query.
+    for family in [
+        "hermes_cron_runs_total",
+        "hermes_cron_fire_lateness_seconds_bucket",
+        "hermes_cron_pass_duration_seconds_bucket",
+        "hermes_cron_outbox_depth",
+        "hermes_cron_deliveries_failed_total",
+    ] {
+        assert!(
+            used.iter().any(|n| n == family),
+            "{family} not on the board: {used:?}"
+        );
+    }
+}
