@@ -736,3 +736,51 @@ fn the_grafana_board_queries_only_metrics_the_daemon_exposes() {
         );
     }
 }
+
+#[test]
+fn an_output_document_comes_rendered_and_cleaned_of_the_model_html() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(
+        hermes.home().join("scripts/report.sh"),
+        "printf '## Disk report\\n\\n| host | used |\\n|---|---|\\n| a | 91%% |\\n\\n\
+         - **full** soon\\n\\nSee [the runbook](https://example.org/runbook).\\n\\n\
+         <script>alert(1)</script><img src=x onerror=alert(2)>\\n'\n",
+    )
+    .unwrap();
+    let id = hermes.add("every 1h", "", &["--script", "report.sh", "--no-agent"]);
+    let api = serve(&hermes, &[]);
+    assert_eq!(
+        api.post(&format!("/api/jobs/{id}/run"), json!({})).status,
+        200
+    );
+    let started = Instant::now();
+    let run = loop {
+        let runs = api.get(&format!("/api/runs?job={id}")).json();
+        if runs["runs"][0]["status"] == "ok" {
+            break runs["runs"][0]["id"].as_i64().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{runs}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = api.get(&format!("/api/runs/{run}/output")).json();
+    let text = output["output"].as_str().unwrap();
+    assert!(
+        text.contains("<script>alert(1)</script>"),
+        "the document is kept as written"
+    );
+    let html = output["html"].as_str().expect("a rendering");
+    for rendered in [
+        "<h2>Disk report</h2>",
+        "<td>91%</td>",
+        "<li><strong>full</strong> soon</li>",
+        "<a href=\"https://example.org/runbook\" rel=\"noopener noreferrer\">the runbook</a>",
+        // The model's markup, shown as text.
+        "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;",
+    ] {
+        assert!(html.contains(rendered), "{rendered} missing from {html}");
+    }
+    for never in ["<script", "<img"] {
+        assert!(!html.contains(never), "{never} in {html}");
+    }
+}

@@ -219,6 +219,29 @@ fn completions_are_generated_from_the_command_line_definition() {
 }
 
 #[test]
+fn the_man_page_is_generated_from_the_command_line_definition() {
+    let hermes = Hermes::new();
+    let page = hermes.run(&["man"]).ok().to_string();
+    assert!(
+        page.starts_with(".ie \\n(.g .ds Aq"),
+        "roff: {}",
+        &page[..200]
+    );
+    assert!(page.contains(".TH hermes 1"), "{page}");
+    // Every verb, with its usage and its options.
+    for needle in [
+        "hermes cron add [OPTIONS] <SCHEDULE> [PROMPT]",
+        "hermes cron store import",
+        "hermes gateway install",
+        "\\-\\-tz",
+        "IANA time zone for this job",
+        "(alias: rm, delete)",
+    ] {
+        assert!(page.contains(needle), "{needle} missing from:\n{page}");
+    }
+}
+
+#[test]
 fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
     let hermes = Hermes::new();
     if !hermes.on_files() {
