@@ -62,9 +62,9 @@ pub fn describe_interval(minutes: u64) -> String {
         1 => format!("every {unit}"),
         n => format!("every {n} {unit}s"),
     };
-    if minutes % (24 * 60) == 0 {
+    if minutes.is_multiple_of(24 * 60) {
         every(minutes / (24 * 60), "day")
-    } else if minutes % 60 == 0 {
+    } else if minutes.is_multiple_of(60) {
         every(minutes / 60, "hour")
     } else if minutes < 120 {
         every(minutes, "minute")
