@@ -668,11 +668,12 @@ impl ExtraField {
     /// `schedule_description`: the schedule in English ([`ListedJob::schedule_description`]),
     /// `null` when the stored schedule cannot be read.
     pub fn schedule_description() -> ExtraField {
+        let memo = crate::listing::DescriptionMemo::default();
         ExtraField {
             key: "schedule_description",
-            write: Arc::new(|job: &ListedJob<'_>, out: &mut Vec<u8>| {
+            write: Arc::new(move |job: &ListedJob<'_>, out: &mut Vec<u8>| {
                 // Writing a string into a Vec cannot fail.
-                let _ = serde_json::to_writer(out, &job.schedule_description());
+                let _ = serde_json::to_writer(out, &job.schedule_description_in(&memo));
             }),
         }
     }
