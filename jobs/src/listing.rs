@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use schedules::{parse_stored_instant, Schedule};
+use schedules::parse_stored_instant;
 use serde_json::Value;
 
 use crate::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
@@ -59,7 +59,16 @@ impl<'a> ListedJob<'a> {
         match self.schedule {
             Stored::Value(value) => describe_stored(value?, self.own_zone, self.ctx),
             Stored::Text(text) => {
-                let value: Value = serde_json::from_str(text?).ok()?;
+                let text = text?;
+                if let Some(expr) = plain_cron_expr(text) {
+                    let zone = self.own_zone.unwrap_or(self.ctx.zone);
+                    if let Some(described) =
+                        schedules::describe_cron_in(expr, zone, self.own_zone.is_some())
+                    {
+                        return Some(described);
+                    }
+                }
+                let value: Value = serde_json::from_str(text).ok()?;
                 describe_stored(&value, self.own_zone, self.ctx)
             }
         }
@@ -96,6 +105,16 @@ impl<'a> ListedJob<'a> {
 #[derive(Default)]
 pub struct DescriptionMemo(Mutex<HashMap<Option<Tz>, HashMap<String, Option<String>>>>);
 
+/// The `expr` of a stored `{"kind": "cron", "expr": …}` object whose two texts need no
+/// decoding, read without building the object.
+fn plain_cron_expr(text: &str) -> Option<&str> {
+    let mut entries = Vec::new();
+    object_entries(text, &mut entries)?;
+    let value = |key: &str| entries.iter().find(|e| e.key == key).map(|e| e.value);
+    (plain_string(value("kind")?)?.trim() == "cron").then_some(())?;
+    Some(plain_string(value("expr")?)?.trim())
+}
+
 /// The zone a job's `timezone` text names, if it names one.
 fn own_zone(timezone: Option<&str>) -> Option<Tz> {
     timezone.and_then(|name| name.trim().parse::<Tz>().ok())
@@ -104,8 +123,7 @@ fn own_zone(timezone: Option<&str>) -> Option<Tz> {
 /// [`ListedJob::schedule_description`] of a stored `schedule` value.
 fn describe_stored(schedule: &Value, own_zone: Option<Tz>, ctx: &Context) -> Option<String> {
     let zone = own_zone.unwrap_or(ctx.zone);
-    let schedule = Schedule::from_json(schedule, ctx.now, zone, ctx.legacy_zone).ok()?;
-    Some(schedule.describe(zone, own_zone.is_some()))
+    schedules::describe_stored(schedule, ctx.now, zone, ctx.legacy_zone, own_zone.is_some())
 }
 
 /// This job must be built and normalized the long way.

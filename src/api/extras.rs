@@ -173,6 +173,7 @@ fn preview_of(state: &ApiState, query: &PreviewQuery) -> Result<Value, Failure> 
     }
     Ok(json!({
         "schedule": schedule.display(),
+        "description": schedule.describe(zone, false),
         "timezone": zone.name(),
         "next": fires,
     }))

@@ -607,6 +607,7 @@ fn health_answers_without_a_key_and_ours_routes_need_one() {
         preview["next"],
         json!(["2026-03-02T09:00:00+01:00", "2026-03-03T09:00:00+01:00"])
     );
+    assert_eq!(preview["description"], "at 09:00, every day");
     let bad = api.get("/api/schedule/preview?schedule=whenever");
     assert_eq!(bad.status, 400);
     let status = api.get("/api/status").json();
