@@ -103,7 +103,10 @@ impl<'a> ListedJob<'a> {
 /// expression takes about 13 µs: at 10,000 jobs, remembering is what keeps `list` within
 /// its budget.
 #[derive(Default)]
-pub struct DescriptionMemo(Mutex<HashMap<Option<Tz>, HashMap<String, Option<String>>>>);
+pub struct DescriptionMemo(Mutex<HashMap<Option<Tz>, Described>>);
+
+/// Descriptions by the stored schedule's text (`None`: it cannot be read).
+type Described = HashMap<String, Option<String>>;
 
 /// The `expr` of a stored `{"kind": "cron", "expr": …}` object whose two texts need no
 /// decoding, read without building the object.
