@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use jobs::store::Store;
-use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
+use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, RearmAt};
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
@@ -124,6 +124,16 @@ impl JobService {
         crate::script::read_for_scan(&self.home.join("scripts"), script)
     }
 
+    /// `cron.bare_duration`: how `30m` reads (default once); a value that is neither
+    /// `once` nor `every` is refused, so no job is made of a schedule read the wrong way.
+    fn bare_duration(config: &Config) -> Result<BareDuration, ServiceError> {
+        match config.cron.bare_duration.as_deref() {
+            None => Ok(BareDuration::default()),
+            Some(text) => BareDuration::parse(text)
+                .map_err(|e| JobError::Invalid(format!("{e}: fix it in config.yaml")).into()),
+        }
+    }
+
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
         let vars = crate::agent::inference::Vars::load(&self.home);
         crate::agent::inference::inference_now(config, &vars, &self.home)
@@ -152,6 +162,7 @@ impl JobService {
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
+        new.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::create_job(&*self.store, &new, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -178,6 +189,7 @@ impl JobService {
             edit.script_text = self.script_text(script.as_deref());
         }
         edit.inference_now = self.inference_now(&config);
+        edit.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::edit_job(&*self.store, reference, &edit, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -222,6 +234,15 @@ impl JobService {
         Ok(Changed { job, ctx })
     }
 
+    /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
+    pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let timeout = crate::scheduler::settings::inactivity_timeout();
+        let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
+        let job = jobs::rearm_one_shot(&*self.store, reference, at, ttl, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
     /// Removes a job and its output documents; returns it as it was.
     pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
@@ -245,30 +266,64 @@ impl JobService {
         }
     }
 
-    /// Runs the job now, outside its schedule, and waits for its outcome.
+    /// A per-run prompt (`run_context`) as every door checks it: a prompt's length
+    /// limit and the strict threat scan, before anything runs.
+    pub fn check_run_context(run_context: &str) -> Result<(), ServiceError> {
+        jobs::limits::check_prompt(run_context)?;
+        jobs::threats::scan_prompt(run_context).map_err(JobError::from)?;
+        Ok(())
+    }
+
+    /// The job a run now runs: with `run_context` (checked, blank = none) appended to
+    /// its prompt for this run only.
+    async fn to_run_with(
+        &self,
+        reference: &str,
+        when_paused: WhenPaused,
+        run_context: Option<&str>,
+    ) -> Result<(Changed, Job), ServiceError> {
+        let context = run_context.filter(|c| !c.trim().is_empty());
+        if let Some(context) = context {
+            Self::check_run_context(context)?;
+        }
+        let changed = self.to_run(reference, when_paused).await?;
+        let job = match context {
+            Some(context) => changed.job.clone().with_run_context(context),
+            None => changed.job.clone(),
+        };
+        Ok((changed, job))
+    }
+
+    /// Runs the job now, outside its schedule, and waits for its outcome. A
+    /// `run_context` is appended to the prompt of this run only (Hermes 0.22's per-run
+    /// prompt).
     pub async fn run_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<RunReport, ServiceError> {
-        let job = self.to_run(reference, when_paused).await?.job;
+        let (_, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
         scheduler.run_now(job).await.map_err(not_started)
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
-    /// goes on in the background. Returns the job as it was started.
+    /// goes on in the background. Returns the job as it was started (without the
+    /// `run_context`, which only that run sees).
     pub async fn start_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<Changed, ServiceError> {
-        let changed = self.to_run(reference, when_paused).await?;
-        scheduler
-            .start_now(changed.job.clone())
-            .await
-            .map_err(not_started)?;
+        let (changed, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
+        scheduler.start_now(job).await.map_err(not_started)?;
         Ok(changed)
     }
 }

@@ -174,30 +174,51 @@ pub(crate) fn open_private(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// A SQLite error as the error of the database at `path`.
+pub(crate) fn in_file(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+    move |source| LedgerError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens the database at `path` ([`open_private`]), runs `schema`, and gives `table` the
+/// `columns` (name, definition) a database written by an older build lacks.
+pub(crate) fn open_table(
+    path: &Path,
+    schema: &str,
+    table: &str,
+    columns: &[(&str, &str)],
+) -> Result<Connection, LedgerError> {
+    let wrap = in_file(path);
+    let conn = open_private(path).map_err(&wrap)?;
+    conn.execute_batch(schema).map_err(&wrap)?;
+    let existing: Vec<String> = conn
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(&wrap)?;
+    for (name, definition) in columns {
+        if !existing.iter().any(|c| c == name) {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {name} {definition}"
+            ))
+            .map_err(&wrap)?;
+        }
+    }
+    Ok(conn)
+}
+
 impl Ledger {
     /// Opens (creating if needed) the ledger, in WAL mode with a busy timeout so that
     /// several processes can share it.
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
-        let wrap = |source| LedgerError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = open_private(path).map_err(wrap)?;
+        // `output`: a column added after the first release.
+        let conn = open_table(path, SCHEMA, "runs", &[("output", "TEXT")])?;
         conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(wrap)?;
-        conn.execute_batch(SCHEMA).map_err(wrap)?;
-        // A column added after the first release: a database of an older build gets it.
-        let has_output: bool = conn
-            .query_row(
-                "SELECT COUNT(*) > 0 FROM pragma_table_info('runs') WHERE name = 'output'",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(wrap)?;
-        if !has_output {
-            conn.execute_batch("ALTER TABLE runs ADD COLUMN output TEXT")
-                .map_err(wrap)?;
-        }
+            .map_err(in_file(path))?;
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),

@@ -44,7 +44,7 @@ pub enum InferenceError {
     NotACustomProvider { name: String, config: PathBuf },
     #[error("unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}", provider_registry::known_ids(), config.display())]
     UnknownProvider { name: String, config: PathBuf },
-    #[error("no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one (e.g. 'hermes cron edit {job} --model <name>' or 'model: {{default: <name>}}' in config.yaml)", config.display(), dotenv.display())]
+    #[error("no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one with its provider (e.g. 'model: {{default: <name>, provider: <provider>}}' in config.yaml, or 'hermes cron edit {job} --model <name> --provider <provider>')", config.display(), dotenv.display())]
     NoModel {
         config: PathBuf,
         dotenv: PathBuf,
@@ -79,6 +79,9 @@ pub struct Endpoint {
     pub model: String,
     pub base_url: String,
     pub api_key: Option<String>,
+    /// With no key found: the variable(s) that would hold one, for the messages that
+    /// tell the user what to set (`None` when the provider needs no key, or has one).
+    pub missing_key: Option<String>,
     pub mode: ApiMode,
 }
 
@@ -383,13 +386,25 @@ fn primary(
             });
         }
     }
+    let missing_key = missing_key(&named, api_key.is_some());
     Ok(Endpoint {
         model: strip_anthropic_prefix(&provider, model),
         mode,
         provider,
         base_url,
         api_key,
+        missing_key,
     })
+}
+
+/// The variable(s) to set when no key was found and the provider is bound to refuse a
+/// request without one (see [`Endpoint::missing_key`]).
+fn missing_key(named: &Named, has_key: bool) -> Option<String> {
+    match named {
+        _ if has_key => None,
+        Named::Registry(p) => p.needs_key().then(|| p.key_vars.join(" or ")),
+        Named::Custom(c) => c.key_env.clone(),
+    }
 }
 
 /// Anthropic's own API knows its models without the `anthropic/` of OpenRouter names.
@@ -436,9 +451,16 @@ fn fallback(
             .ok_or_else(|| InferenceError::FallbackNoBaseUrl {
                 provider: provider.clone(),
             })?;
-    let api_key = match &item.api_key_env {
-        Some(var) => vars.get(var),
-        None => own_key,
+    let (api_key, missing_key) = match &item.api_key_env {
+        Some(var) => {
+            let key = vars.get(var);
+            let missing = key.is_none().then(|| var.clone());
+            (key, missing)
+        }
+        None => {
+            let missing = missing_key(&named, own_key.is_some());
+            (own_key, missing)
+        }
     };
     Ok(Endpoint {
         model: strip_anthropic_prefix(&provider, model),
@@ -446,6 +468,7 @@ fn fallback(
         provider,
         base_url,
         api_key,
+        missing_key,
     })
 }
 

@@ -230,6 +230,12 @@ pub async fn call(
     if !(200..300).contains(&status) {
         let mut error = http_error(status, &text);
         error.retry_after = retry_after;
+        if let (ErrorClass::Auth, Some(vars)) = (error.class, &endpoint.missing_key) {
+            error.message = format!(
+                "{} (no API key was sent: set {vars} in the environment or the home's .env)",
+                error.message
+            );
+        }
         return Err(error);
     }
     let value: Value = serde_json::from_str(&text).map_err(|_| {

@@ -1,11 +1,12 @@
 //! The prompt an agent run starts from (docs/AGENT.md, "Prompt assembly"), outermost first: a missing-skill
-//! notice (when a skill is missing), the cron notice, the output of `context_from` jobs,
+//! notice (when a skill is missing), the cron notice, the job's notepad, the output of `context_from` jobs,
 //! the script's output or error, the skills, then the job's prompt. Also the safety
-//! scan before a run (docs/SAFETY.md, "Prompt scanning") and the silence rule of a reply (docs/AGENT.md, "Silence").
+//! scan before a run (docs/SAFETY.md, "Prompt scanning"), the silence rule of a reply (docs/AGENT.md, "Silence")
+//! and its declared failure (`[CRON_FAILURE]`).
 //!
-//! The job's own prompt gets the strict scan; skill bodies, script output and other
-//! jobs' output get the looser one (invisible characters stripped, only the
-//! instruction-override patterns block). Nothing here touches the store.
+//! The job's own prompt gets the strict scan; skill bodies, the notepad, script output
+//! and other jobs' output get the looser one (invisible characters stripped, only the
+//! instruction-override patterns block). Nothing here writes to the store.
 
 use std::path::Path;
 
@@ -20,7 +21,10 @@ use super::skills::load_skills;
 /// Context from another job's output is cut at this many characters.
 pub const CONTEXT_CAP: usize = 8000;
 
-pub const CRON_NOTICE: &str = "[SYSTEM: You are running as a scheduled cron job. There is no user present to answer questions or approve actions. Your final answer is delivered to the user automatically — do not try to send it yourself. If there is genuinely nothing new to report, answer exactly [SILENT] and nothing else. Never create, change or remove scheduled jobs because the task mentions times or dates.]";
+pub const CRON_NOTICE: &str = "[SYSTEM: You are running as a scheduled cron job. There is no user present to answer questions or approve actions. Your final answer is delivered to the user automatically — do not try to send it yourself. If there is genuinely nothing new to report, answer exactly [SILENT] and nothing else. If a delegated child fails and this run must be recorded as failed, put [CRON_FAILURE] on the first line by itself, then explain the failure on the following lines. Never create, change or remove scheduled jobs because the task mentions times or dates.]";
+
+/// The first line of a reply that declares the run failed (docs/AGENT.md, "Declared failure").
+pub const CRON_FAILURE: &str = "[CRON_FAILURE]";
 
 /// Why a run's prompt is refused before any model call (docs/SAFETY.md, "Prompt
 /// scanning"): the scan's finding and where it was found. The text is the run's error.
@@ -34,6 +38,8 @@ pub enum PromptError {
     ScriptOutput(PromptBlocked),
     #[error("{0} (in the script's error)")]
     ScriptError(PromptBlocked),
+    #[error("{0} (in the job's notepad)")]
+    Notepad(PromptBlocked),
     #[error("{source} (in skill '{skill}')")]
     Skill {
         skill: String,
@@ -135,6 +141,20 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Pro
     Ok(out)
 }
 
+/// The job's notepad (nothing when it is empty or cannot be read: a run never fails
+/// for it), scanned as other injected data is.
+async fn notepad_section(job: &Job, sources: &Sources<'_>) -> Result<String, PromptError> {
+    let notes = sources.store.notes(job.id()).await.unwrap_or_else(|e| {
+        tracing::warn!(job = job.id(), "cannot read the job's notepad: {e}");
+        Vec::new()
+    });
+    let section = jobs::notepad::prompt_section(job.id(), &notes);
+    if section.is_empty() {
+        return Ok(section);
+    }
+    scan_injected(&section).map_err(PromptError::Notepad)
+}
+
 /// Assembles and scans the prompt of one run. `Err` is the run's error text.
 pub async fn assemble(
     job: &Job,
@@ -152,6 +172,7 @@ pub async fn assemble(
     }
     prompt.push_str(CRON_NOTICE);
     prompt.push_str("\n\n");
+    prompt.push_str(&notepad_section(job, sources).await?);
     prompt.push_str(&context_section(job, sources).await?);
     match script {
         ScriptSection::None => {}
@@ -181,6 +202,22 @@ pub async fn assemble(
     }
     prompt.push_str(job.prompt().trim());
     Ok(prompt.trim_end().to_string())
+}
+
+/// The evidence of a reply that declares the run failed: its first line is exactly
+/// [`CRON_FAILURE`] (a reply that only quotes the marker elsewhere is a normal reply);
+/// the evidence is the lines after it, or a stock sentence when there are none.
+pub fn cron_failure_evidence(reply: &str) -> Option<String> {
+    let mut lines = reply.lines();
+    if lines.next()?.trim_end() != CRON_FAILURE {
+        return None;
+    }
+    let evidence = lines.collect::<Vec<_>>().join("\n").trim().to_string();
+    Some(if evidence.is_empty() {
+        "Cron agent reported failure.".to_string()
+    } else {
+        evidence
+    })
 }
 
 /// A reply that means "nothing to deliver" (docs/AGENT.md, "Silence"): trimmed `[SILENT]` (any case); a

@@ -235,6 +235,7 @@ mod tests {
             model: "m".into(),
             base_url: base.into(),
             api_key: None,
+            missing_key: None,
             mode: ApiMode::ChatCompletions,
         }
     }

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::job_edit;
+use super::hermes_jobs::{job_edit, paused_of};
 use super::ops::{Failure, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -151,7 +151,11 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
             "schedule is required",
         ));
     };
+    let (paused, paused_reason) = paused_of(body)?;
     Ok(NewJob {
+        paused,
+        paused_reason,
+        repeat: repeat_of(body.get("repeat"))?,
         schedule,
         prompt: text(body, "prompt")?.unwrap_or_default(),
         name: text(body, "name")?,
@@ -178,11 +182,38 @@ async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
     reply(&state, result)
 }
 
+/// A create's `repeat` as Hermes 0.22's dashboard takes it: a count, a word the CLI
+/// takes (`"once"`, `"forever"`, `"3"`), or null for the schedule's default; the job
+/// service judges the value.
+fn repeat_of(value: Option<&Value>) -> Result<Option<String>, Failure> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Failure::bad_request(
+            "repeat must be a whole number, 'once' or 'forever'",
+        )),
+    }
+}
+
 /// The fields the dashboard's edit form sends beyond Hermes' PATCH set.
 fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
     const KNOWN: &[&str] = &[
-        "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled", "script",
-        "workdir", "model", "provider", "no_agent", "timezone",
+        "name",
+        "schedule",
+        "prompt",
+        "deliver",
+        "skills",
+        "skill",
+        "repeat",
+        "enabled",
+        "script",
+        "workdir",
+        "model",
+        "provider",
+        "no_agent",
+        "timezone",
+        "failure_deliver",
     ];
     if let Some(unknown) = updates.keys().find(|k| !KNOWN.contains(&k.as_str())) {
         return Err(Failure::bad_request(format!(
@@ -202,6 +233,8 @@ fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>
     edit.model = cleared("model")?;
     edit.provider = cleared("provider")?;
     edit.timezone = cleared("timezone")?;
+    // `''` clears the override: failures follow `deliver` again (Hermes 0.22).
+    edit.failure_deliver = cleared("failure_deliver")?;
     edit.no_agent = updates.get("no_agent").and_then(Value::as_bool);
     Ok((edit, enabled))
 }
@@ -254,7 +287,7 @@ async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> R
 
 /// Starts the job now, like `POST /api/jobs/{id}/run`.
 async fn trigger(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let result = async { Ok(annotated(&state, state.run_job(&id).await?)) }.await;
+    let result = async { Ok(annotated(&state, state.run_job(&id, None).await?)) }.await;
     reply(&state, result)
 }
 

@@ -205,6 +205,7 @@ async fn status_of(state: &ApiState) -> Result<Value, Failure> {
         .filter_map(|j| j.next_run_at(&ctx))
         .min();
     let info = store.describe().await?;
+    let paused = crate::global_pause::engaged(&state.home, store).await?;
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "now": format_instant(ctx.now, ctx.zone),
@@ -215,6 +216,7 @@ async fn status_of(state: &ApiState) -> Result<Value, Failure> {
             "last_success": beat.last_success.map(|t| format_instant(t, ctx.zone)),
             "last_error": beat.last_error.map(|(at, why)| json!({"at": format_instant(at, ctx.zone), "error": why})),
             "hosts": beat.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
+            "paused": paused,
         },
         "store": {"backend": info.backend},
         "jobs": {

@@ -137,6 +137,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => Some(n.to_string()),
         Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
     };
+    let (paused, paused_reason) = paused_of(body)?;
     Ok(NewJob {
         schedule,
         prompt,
@@ -144,8 +145,26 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         deliver: Some(text(body, "deliver")?.unwrap_or("local").to_string()),
         repeat,
         skills: skills_of(body.get("skills"))?.unwrap_or_default(),
+        paused,
+        paused_reason,
         ..NewJob::default()
     })
+}
+
+/// `paused` and `paused_reason` of a create body, typed as Hermes 0.22 types them (the
+/// job service refuses a reason without `paused`). Shared with the dashboard's create.
+pub fn paused_of(body: &Map<String, Value>) -> Result<(bool, Option<String>), Failure> {
+    let paused = match body.get("paused") {
+        None => false,
+        Some(Value::Bool(paused)) => *paused,
+        Some(_) => return Err(Failure::bad_request("paused must be a boolean.")),
+    };
+    let reason = match body.get("paused_reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(reason)) => Some(reason.clone()),
+        Some(_) => return Err(Failure::bad_request("paused_reason must be a string.")),
+    };
+    Ok((paused, reason))
 }
 
 async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
@@ -260,11 +279,26 @@ async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> R
     reply(&state, result)
 }
 
-/// Starts the job now (Python Hermes only marks it due for its next tick).
-async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+/// Starts the job now (Python Hermes only marks it due for its next tick). An optional
+/// `{"prompt": …}` is appended to this run's prompt only, checked as a stored prompt is;
+/// a body that is not a JSON object is ignored, as Hermes 0.22 ignores it.
+async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>, body: Body) -> Response {
     let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": state.run_job(&id).await? }))
+        let body = match read_object(body).await {
+            Ok(body) => body,
+            Err(f) if f.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(f),
+            Err(_) => Map::new(),
+        };
+        let run_context = match body.get("prompt") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(prompt)) => Some(prompt.as_str()),
+            Some(_) => return Err(Failure::bad_request("prompt must be a string")),
+        };
+        if let Some(prompt) = run_context {
+            check_prompt(prompt)?;
+        }
+        Ok(json!({ "job": state.run_job(&id, run_context).await? }))
     }
     .await;
     reply(&state, result)

@@ -179,11 +179,12 @@ impl ApiState {
     /// Starts the job now through the scheduler's manual-run path (its ledger row exists
     /// when this returns). A paused job is resumed first, as Python Hermes' trigger
     /// does; a job already running is refused (409).
-    pub async fn run_job(&self, id: &str) -> Result<Record, Failure> {
+    /// `run_context` is appended to this run's prompt only.
+    pub async fn run_job(&self, id: &str, run_context: Option<&str>) -> Result<Record, Failure> {
         self.jobs.get(id).await?;
         Ok(record(
             self.jobs
-                .start_now(&self.scheduler, id, WhenPaused::Resume)
+                .start_now(&self.scheduler, id, WhenPaused::Resume, run_context)
                 .await?,
         ))
     }

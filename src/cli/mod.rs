@@ -34,13 +34,22 @@ pub enum Command {
         #[command(subcommand)]
         verb: Option<CronVerb>,
     },
-    /// The scheduler as a service, as Python Hermes' gateway: `run` (the default, same as
-    /// `hermes cron daemon`), `status`, and a systemd user unit: `install`, `uninstall`,
-    /// `start`, `stop`, `restart`.
+    /// Without Python Hermes: the scheduler, as `hermes cron service` (`run` is the
+    /// default). With Python Hermes installed, `hermes gateway` is its chat gateway and
+    /// goes to it, like every verb but `cron` and `completions`.
     Gateway {
         #[command(subcommand)]
         action: Option<GatewayAction>,
     },
+    /// Pause every scheduler of this home (on PostgreSQL: every host): due jobs are not
+    /// claimed until `hermes resume`; running jobs and `hermes cron run` go on.
+    Pause {
+        /// Why, stored with the pause and shown by `hermes cron status`.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lift the pause of `hermes pause`: jobs left due fire at the next pass.
+    Resume,
     /// Print a shell completion script: `hermes completions bash > /etc/bash_completion.d/hermes`.
     Completions {
         #[arg(value_enum)]
@@ -70,8 +79,17 @@ pub enum CronVerb {
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Resume a paused job; its next run is computed from now.
-    Resume { job: String },
+    /// Resume a paused job; its next run is computed from now. A one-shot can be
+    /// re-armed instead, completed or not: --at TIME or --run-now.
+    Resume {
+        job: String,
+        /// Re-arm a one-shot to run at this time (ISO-8601).
+        #[arg(long, value_name = "TIME", conflicts_with = "run_now")]
+        at: Option<String>,
+        /// Re-arm a one-shot to run now.
+        #[arg(long)]
+        run_now: bool,
+    },
     /// Remove a job and its output documents.
     #[command(visible_aliases = ["rm", "delete"])]
     Remove { job: String },
@@ -105,6 +123,33 @@ pub enum CronVerb {
     /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
     /// chat agent's MCP client (docs/COMMANDS.md, "mcp").
     Mcp,
+    /// Failure incidents: one per job and error, alerted once (`ack ID` silences one).
+    Incidents {
+        #[arg(long, value_enum)]
+        state: Option<IncidentStateArg>,
+        #[arg(long)]
+        json: bool,
+        #[arg(value_enum, default_value = "list")]
+        action: IncidentAction,
+        /// The incident to acknowledge (`ack`).
+        id: Option<String>,
+    },
+    /// A job's notepad: keys and values kept across its runs and shown to its agent.
+    Notepad {
+        job: String,
+        #[arg(value_enum, default_value = "list")]
+        action: NotepadAction,
+        key: Option<String>,
+        value: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The scheduler as a systemd user service named `hermes-cron`: `install`,
+    /// `uninstall`, `start`, `stop`, `restart`, `status`, or `run` in the foreground.
+    Service {
+        #[command(subcommand)]
+        action: GatewayAction,
+    },
     /// The store behind the jobs: its status, and copies to and from jobs.json.
     Store {
         #[command(subcommand)]
@@ -112,7 +157,32 @@ pub enum CronVerb {
     },
 }
 
-/// `hermes gateway …`.
+/// What `hermes cron incidents` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentAction {
+    List,
+    Ack,
+}
+
+/// An incident state, as `--state` takes it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentStateArg {
+    Detected,
+    Alerted,
+    Resolved,
+    Closed,
+}
+
+/// What `hermes cron notepad JOB` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum NotepadAction {
+    List,
+    Get,
+    Set,
+    Delete,
+}
+
+/// `hermes cron service …` (and `hermes gateway …` without Python Hermes).
 #[derive(Debug, Clone, Copy, Subcommand)]
 pub enum GatewayAction {
     /// Run the scheduler in the foreground until SIGTERM/SIGINT.
@@ -175,6 +245,22 @@ pub struct JobFields {
     /// IANA time zone for this job's cron and day/time schedules.
     #[arg(long = "tz")]
     pub timezone: Option<String>,
+    /// Where failure notices go instead of --deliver (same values; `local` mutes them).
+    #[arg(long)]
+    pub failure_deliver: Option<String>,
+    /// Monitor mode: a script under <HERMES_HOME>/scripts/ whose output, when it changes,
+    /// wakes the agent.
+    #[arg(long)]
+    pub monitor_script: Option<String>,
+    /// Monitor mode: an http(s) URL whose content, when it changes, wakes the agent.
+    #[arg(long)]
+    pub monitor_url: Option<String>,
+    /// none, minimal, low, medium, high, xhigh, max or ultra (default: the configured one).
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
+    #[arg(long)]
+    pub interpreter: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +280,15 @@ pub struct AddArgs {
     /// Create the job paused.
     #[arg(long)]
     pub paused: bool,
+    /// Why it is created paused (needs --paused).
+    #[arg(long)]
+    pub paused_reason: Option<String>,
+    /// Pin the configured model and its provider onto the job (ignored with --model).
+    #[arg(long)]
+    pub pin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long)]
+    pub continuity: bool,
     /// The chat the job came from, PLATFORM:CHAT[:THREAD] (for integrations).
     #[arg(long)]
     pub origin: Option<String>,
@@ -222,6 +317,18 @@ pub struct EditArgs {
     /// Start the agent again after --no-agent.
     #[arg(long)]
     pub agent: bool,
+    /// Pin the configured model and its provider onto the job (unless it has a model).
+    #[arg(long, conflicts_with = "unpin")]
+    pub pin: bool,
+    /// Clear the job's model and provider: it follows the configuration again.
+    #[arg(long)]
+    pub unpin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long, conflicts_with = "no_continuity")]
+    pub continuity: bool,
+    /// Turn continuity off (other context_from jobs are kept).
+    #[arg(long)]
+    pub no_continuity: bool,
 }
 
 #[derive(Debug, Args)]

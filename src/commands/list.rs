@@ -36,15 +36,13 @@ pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), Cli
         if hidden == 0 {
             say!("No scheduled jobs. Create one with: hermes cron add \"every 2h\" \"summarize inbox\"");
         } else {
-            say!(
-                "No enabled jobs ({hidden} paused or completed; see them with: hermes cron list --all)"
-            );
+            say!("No scheduled jobs ({hidden} completed; see them with: hermes cron list --all)");
         }
         return Ok(());
     }
     if hidden > 0 {
         out.push_str(&format!(
-            "({hidden} paused or completed job(s) not shown; use --all)\n"
+            "({hidden} completed job(s) not shown; use --all)\n"
         ));
     }
     crate::stdout::emit(&out);
@@ -76,9 +74,10 @@ impl SummarySink for Listing {
     }
 }
 
-/// Shown without `--all`.
+/// Shown without `--all`: every job but the completed ones (paused jobs too, as Hermes
+/// 0.22 lists them: a paused job still needs its owner).
 fn is_listed(state: JobState) -> bool {
-    matches!(state, JobState::Scheduled | JobState::Error)
+    state != JobState::Completed
 }
 
 /// `{"jobs": [...]}` on one line, each job in its normalized form. The text is printed

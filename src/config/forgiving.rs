@@ -217,6 +217,26 @@ impl FromYaml for Option<u64> {
     }
 }
 
+/// A number, whole or not, also written as text ("6", "0.5"); blank is not set.
+impl FromYaml for Option<f64> {
+    const WANTED: &'static str = "a number";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let refused = || refuse(Self::WANTED, scalar.shown());
+        let number = match scalar {
+            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
+            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
+            Scalar::Int(n) => n as f64,
+            Scalar::Float(x) => x,
+            Scalar::Bool(_) => return Err(refused()),
+        };
+        number
+            .is_finite()
+            .then_some(Some(number))
+            .ok_or_else(refused)
+    }
+}
+
 /// true/false, also written as text: true, yes, on, false, no, off (any case).
 impl FromYaml for Option<bool> {
     const WANTED: &'static str = "true or false";
@@ -293,18 +313,10 @@ impl FromYaml for Option<Seconds> {
     const WANTED: &'static str = "a number of seconds greater than 0";
 
     fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        let refused = || refuse(Self::WANTED, scalar.shown());
-        let seconds = match scalar {
-            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
-            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
-            Scalar::Int(n) => n as f64,
-            Scalar::Float(x) => x,
-            Scalar::Bool(_) => return Err(refused()),
-        };
-        if seconds.is_finite() && seconds > 0.0 {
-            Ok(Some(Seconds(seconds)))
-        } else {
-            Err(refused())
+        match <Option<f64>>::from_scalar(scalar) {
+            Ok(None) => Ok(None),
+            Ok(Some(seconds)) if seconds > 0.0 => Ok(Some(Seconds(seconds))),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
     }
 }

@@ -5,6 +5,9 @@
 //! never looks at the environment and never fills in defaults: callers decide those.
 
 mod forgiving;
+mod typos;
+
+pub use typos::likely_typos;
 
 use std::path::{Path, PathBuf};
 
@@ -146,6 +149,10 @@ pub struct CronSection {
     pub script_timeout_seconds: Option<u64>,
     #[serde(deserialize_with = "forgiving::read")]
     pub delivery_retry_hours: Option<u64>,
+    /// `cron.failure_repeat_alert_hours` (default 6): how long an alerted incident stays
+    /// quiet before one reminder; 0 or less alerts on every failure.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub failure_repeat_alert_hours: Option<f64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
     #[serde(deserialize_with = "forgiving::read")]
     pub model: Option<String>,
@@ -153,6 +160,10 @@ pub struct CronSection {
     /// jobs.json). `HERMES_CRON_STORE` wins over it.
     #[serde(deserialize_with = "forgiving::read")]
     pub store: Option<String>,
+    /// `cron.bare_duration`: `once` or `every`, how a schedule like `30m` reads
+    /// (checked where it is used).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub bare_duration: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
 }

@@ -75,7 +75,8 @@ impl Smtp {
         let (address, password, host) = (vars[0], vars[1], vars[2]);
         let from: Address = address.parse().map_err(|_| {
             Failure::Final(format!(
-                "EMAIL_ADDRESS '{address}' is not an email address (fix it in ~/.hermes/.env)"
+                "EMAIL_ADDRESS '{address}' is not an email address (fix it in {})",
+                env.dotenv_hint()
             ))
         })?;
         let port = match env.get("EMAIL_SMTP_PORT") {

@@ -85,7 +85,22 @@ pub fn failure_notice(job_id: &str, error: &str, streak: u64) -> String {
     } else {
         first.to_string()
     };
-    let mut notice = format!("⚠️ This run failed ({}): {first}", error_class(error));
+    let notice = format!("⚠️ This run failed ({}): {first}", error_class(error));
+    with_nudge(notice, job_id, streak)
+}
+
+/// The notice of a run whose agent declared it failed (`[CRON_FAILURE]`): the agent's
+/// evidence as it wrote it, every line, never classified (its own words already say
+/// what went wrong), and the same nudge.
+pub fn declared_failure_notice(job_id: &str, evidence: &str, streak: u64) -> String {
+    with_nudge(
+        format!("⚠️ This run failed, as the agent reported:\n\n{evidence}"),
+        job_id,
+        streak,
+    )
+}
+
+fn with_nudge(mut notice: String, job_id: &str, streak: u64) -> String {
     if streak >= NUDGE_AFTER {
         notice.push_str(&format!(
             "\n\nIt has failed {streak} times in a row. See `hermes cron runs {job_id}`, \

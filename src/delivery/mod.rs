@@ -95,6 +95,9 @@ pub enum Delivered<'a> {
     Reply(&'a str),
     /// The run failed with this error: a notice is sent.
     Failed(&'a str),
+    /// The agent declared the run failed (`[CRON_FAILURE]`) with this evidence: it is
+    /// sent as written.
+    Declared(&'a str),
     /// Nothing to send (`[SILENT]`, empty script output, wake gate closed).
     Silent,
 }
@@ -193,6 +196,10 @@ pub fn build_message(run: &RunDelivery<'_>, redactor: &Redactor) -> Option<Messa
         Delivered::Failed(error) => (
             "error",
             format::failure_notice(run.job.id(), error, run.failure_streak),
+        ),
+        Delivered::Declared(evidence) => (
+            "error",
+            format::declared_failure_notice(run.job.id(), evidence, run.failure_streak),
         ),
     };
     let content = redactor.redact(&content);

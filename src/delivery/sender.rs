@@ -339,7 +339,10 @@ pub fn settings<'a>(
                     false => value,
                 })
                 .ok_or_else(|| {
-                    Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"))
+                    Failure::Final(format!(
+                        "{var} is not set (add it to {})",
+                        env.dotenv_hint()
+                    ))
                 })
         })
         .collect()

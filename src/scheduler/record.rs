@@ -1,7 +1,9 @@
 //! Record: what a finished run leaves behind, in order — its output document, its
-//! delivery (each destination kept in the outbox before its first request, so a crash
-//! mid-delivery never resends what may have arrived), the job's outcome fields and the
-//! ledger row. A failed delivery never turns a good run into a failed one.
+//! incident (a failure; see [`super::alert`]), its delivery (each destination kept in
+//! the outbox before its first request, so a crash mid-delivery never resends what may
+//! have arrived), the job's outcome fields and the ledger row. A failed delivery never
+//! turns a good run into a failed one; a reply whose first line is `[CRON_FAILURE]`
+//! does.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -15,9 +17,11 @@ use jobs::output::OutputDocument;
 use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
+use super::alert::Joined;
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
+use crate::agent::prompt::cron_failure_evidence;
 use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
 use crate::environment::Environment;
@@ -64,17 +68,28 @@ struct Texts {
     result: Result<String, String>,
     /// The run's error, when it failed.
     error: Option<String>,
+    /// The agent declared the run failed (`[CRON_FAILURE]`): `error` is its evidence and
+    /// `result` keeps the whole reply for the output document.
+    declared: bool,
     prompt: String,
 }
 
 impl Texts {
-    fn of(outcome: &RunOutcome, redactor: &Redactor) -> Texts {
+    /// `agent`: the reply came from an agent (a script's output never declares failure).
+    fn of(outcome: &RunOutcome, redactor: &Redactor, agent: bool) -> Texts {
         const EMPTY: &str = "Agent completed but produced empty response";
+        let evidence = match &outcome.result {
+            RunResult::Reply(text) | RunResult::Silent(text) if agent => {
+                cron_failure_evidence(text)
+            }
+            _ => None,
+        };
+        let declared = evidence.is_some();
         let (result, error) = match &outcome.result {
             RunResult::Reply(text) if text.trim().is_empty() => {
                 (Err(EMPTY.to_string()), Some(EMPTY.to_string()))
             }
-            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), None),
+            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), evidence),
             RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
         };
         Texts {
@@ -82,15 +97,17 @@ impl Texts {
                 .map(|text| redactor.redact(&text))
                 .map_err(|e| redactor.redact(&e)),
             error: error.map(|e| redactor.redact(&e)),
+            declared,
             prompt: redactor.redact(&outcome.prompt),
         }
     }
 
     fn delivered<'a>(&'a self, outcome: &RunOutcome) -> Delivered<'a> {
-        match (&self.result, &outcome.result) {
-            (Ok(_), RunResult::Silent(_)) => Delivered::Silent,
-            (Ok(text), _) => Delivered::Reply(text),
-            (Err(e), _) => Delivered::Failed(e),
+        match (&self.result, &self.error, &outcome.result) {
+            (Ok(_), Some(evidence), _) if self.declared => Delivered::Declared(evidence),
+            (Ok(_), _, RunResult::Silent(_)) => Delivered::Silent,
+            (Ok(text), _, _) => Delivered::Reply(text),
+            (Err(e), _, _) => Delivered::Failed(e),
         }
     }
 }
@@ -155,15 +172,31 @@ impl Scheduler {
             claimed,
             started,
             zone: claimed.job.zone(&ctx),
-            texts: Texts::of(&outcome, &redactor),
+            texts: Texts::of(&outcome, &redactor, !claimed.job.no_agent()),
             redactor,
             ctx,
             settings,
             outcome,
         };
         let output = self.save_document(&run).await;
-        let delivery = self.deliver(&run).await;
         let job = &claimed.job;
+        let joined = match &run.texts.error {
+            Some(error) => {
+                self.join_incident(job, error, output.as_deref(), &ctx, &run.settings)
+                    .await
+            }
+            None => {
+                self.resolve_incidents(job, &ctx).await;
+                None
+            }
+        };
+        let delivery = match joined.as_ref().and_then(Joined::withheld) {
+            Some(withheld) => withheld,
+            None => self.deliver(&run).await,
+        };
+        if let Some(joined) = &joined {
+            self.note_alert(joined, &delivery, &ctx).await;
+        }
         let texts = &run.texts;
         let status = if texts.error.is_some() {
             RunStatus::Error

@@ -390,6 +390,40 @@ fn an_empty_reply_is_a_failure() {
 }
 
 #[test]
+fn a_failed_run_prints_its_error_once_under_the_ledgers_occurrence() {
+    let fake = Fake::start(vec![text("  ")]);
+    let hermes = home_with(&openai_config(&fake.base));
+    let id = hermes.add("every 1h", "Say something", &[]);
+    let run = hermes.cron(&["run", &id]);
+    assert_eq!(run.code, Some(1));
+    let both = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        both.matches("Agent completed but produced empty response")
+            .count(),
+        1,
+        "{both}"
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("error: the run of {id} failed (above)")),
+        "{}",
+        run.stderr
+    );
+    let runs = hermes.cron(&["runs", &id, "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(runs.ok()).unwrap();
+    let occurrence = runs["runs"][0]["occurrence"].as_str().unwrap();
+    assert!(
+        occurrence.starts_with(&format!("{id}@manual-")),
+        "{occurrence}"
+    );
+    assert!(
+        run.stdout.starts_with(&format!("{occurrence} ")),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
 fn a_missing_skill_puts_a_notice_first_and_the_job_still_runs() {
     let fake = Fake::start(vec![text("Done, but skill 'ghost' is missing.")]);
     let hermes = home_with(&openai_config(&fake.base));

@@ -248,9 +248,13 @@ fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
         return; // looks for the profile's jobs.json: a file-store test
     }
     let refused = hermes.run(&["-p", "work", "cron", "add", "every 2h", "report"]);
+    let dir = hermes.home().join("profiles/work");
     assert_eq!(
         refused.user_error(),
-        "error: Profile 'work' does not exist. Create it with: hermes profile create work"
+        format!(
+            "error: Profile 'work' does not exist: create its directory with `mkdir -p {}` (or, with Python Hermes, `hermes profile create work`)",
+            dir.display()
+        )
     );
     std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
     let created = hermes.run(&["--profile", "Work", "cron", "add", "every 2h", "report"]);
@@ -274,7 +278,7 @@ fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
 }
 
 #[test]
-fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
+fn service_install_without_systemd_prints_the_unit_and_where_it_belongs() {
     let hermes = Hermes::new();
     std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
     // A systemctl that reaches no user manager (as in a container): install shows the
@@ -304,16 +308,21 @@ fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
             String::from_utf8(output.stderr).unwrap(),
         )
     };
-    let (code, out, _) = run(&["-p", "work", "gateway", "install"]);
+    let (code, out, _) = run(&["-p", "work", "cron", "service", "install"]);
     assert_eq!(code, Some(0));
+    // Named hermes-cron, never hermes-gateway (Python Hermes' chat gateway unit).
     assert!(
-        out.contains("systemd/user/hermes-gateway-work.service"),
+        out.contains("systemd/user/hermes-cron-work.service"),
         "{out}"
     );
     assert!(
-        out.contains(" gateway run\n") && out.contains("ExecStart="),
+        out.contains(" cron daemon\n") && out.contains("ExecStart="),
         "{out}"
     );
+    // Without Python Hermes, `hermes gateway install` is the same command.
+    let (code, same, _) = run(&["-p", "work", "gateway", "install"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(same, out);
     assert!(
         out.contains(&format!(
             "Environment=HERMES_HOME={}",
@@ -325,10 +334,10 @@ fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
         !hermes.home().join(".config/systemd").exists(),
         "nothing written"
     );
-    let (code, _, err) = run(&["gateway", "start"]);
+    let (code, _, err) = run(&["cron", "service", "start"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("hermes gateway run"), "{err}");
-    let status = hermes.run(&["gateway", "status"]).ok().to_string();
+    assert!(err.contains("run 'hermes cron daemon'"), "{err}");
+    let status = hermes.run(&["cron", "service", "status"]).ok().to_string();
     assert!(status.contains("Scheduler: NOT running"), "{status}");
 }
 
@@ -402,8 +411,8 @@ fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
     let shown: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
     assert_eq!(
         shown["jobs"].as_array().unwrap().len(),
-        560,
-        "paused jobs need --all"
+        700,
+        "paused jobs are listed without --all, as Hermes 0.22 lists them"
     );
 
     let text = hermes.cron(&["list", "--all"]).ok().to_string();

@@ -1,8 +1,9 @@
 //! The embedded store of one Hermes home, shared with Python Hermes: jobs in
 //! `cron/jobs.json` (guarded by `.jobs.lock`, see [`crate::jsonfile`]), passes serialised
-//! by `.tick.lock`, runs and the outbox in the SQLite `cron/executions.db`, output
-//! documents under `cron/output/<job_id>/`, heartbeats in small `ticker_*` files.
-//! It never writes jobs.json while it cannot read it.
+//! by `.tick.lock`, runs, the outbox and failure incidents in the SQLite
+//! `cron/executions.db`, job notepads in `cron/notepad.db`, output documents under
+//! `cron/output/<job_id>/`, heartbeats in small `ticker_*` files, the global pause in the
+//! home's `ESTOP`. It never writes jobs.json while it cannot read it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -20,6 +21,8 @@ use crate::due::{
     self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
     PROBE_KEYS,
 };
+use crate::estop::{read_sentinel, remove_sentinel, write_sentinel, GlobalPause, SENTINEL};
+use crate::incident::{Incident, IncidentBook, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::jsonfile::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
@@ -29,6 +32,7 @@ use crate::jsonscan::{walk_jobs_in_parallel, KeyIndex, Walk};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
+use crate::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
 use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
 
@@ -44,10 +48,14 @@ struct Files {
     owner: Owner,
     alive: Liveness,
     /// The run ledger, opened on first use (most CLI verbs never need it). Lock order:
-    /// `ledger` before `outbox` when both are held (no call holds both today).
+    /// `ledger` before `outbox` when both are held (no call holds two of these four).
     ledger: Mutex<Option<Ledger>>,
     /// The delivery outbox (same database, own connection), opened on first use.
     outbox: Mutex<Option<Outbox>>,
+    /// Failure incidents (same database, own connection), opened on first use.
+    incidents: Mutex<Option<IncidentBook>>,
+    /// Job notepads (`notepad.db`), opened on first use.
+    notepad: Mutex<Option<NotepadBook>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -103,6 +111,8 @@ impl FileStore {
                 alive,
                 ledger: Mutex::new(None),
                 outbox: Mutex::new(None),
+                incidents: Mutex::new(None),
+                notepad: Mutex::new(None),
             }),
         }
     }
@@ -176,34 +186,72 @@ impl Files {
         crate::jsonfile::ensure_private_dir(self.cron_dir()).map_err(StoreError::from)
     }
 
+    fn notepad_path(&self) -> PathBuf {
+        self.cron_dir().join("notepad.db")
+    }
+
+    /// The home's `ESTOP`, beside `cron/`.
+    fn sentinel_path(&self) -> PathBuf {
+        self.cron_dir()
+            .parent()
+            .unwrap_or(self.cron_dir())
+            .join(SENTINEL)
+    }
+
+    /// Runs `f` on the database handle kept in `slot`, opened from `path` with `open` on
+    /// first use.
+    fn with_db<D, T, E>(
+        &self,
+        slot: &Mutex<Option<D>>,
+        path: PathBuf,
+        open: fn(&Path) -> Result<D, LedgerError>,
+        f: impl FnOnce(&mut D) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let mut guard = lock(slot);
+        let db = match guard.as_mut() {
+            Some(db) => db,
+            None => {
+                self.ensure_dir()?;
+                guard.insert(open(&path).map_err(StoreError::from)?)
+            }
+        };
+        f(db)
+    }
+
+    /// Whether a database that may not exist yet should be read: a reader never
+    /// creates one.
+    fn db_exists<D>(&self, slot: &Mutex<Option<D>>, path: &Path) -> bool {
+        lock(slot).is_some() || path.exists()
+    }
+
     fn with_ledger<T>(
         &self,
         f: impl FnOnce(&Ledger) -> Result<T, LedgerError>,
     ) -> Result<T, StoreError> {
-        let mut guard = lock(&self.ledger);
-        let ledger = match guard.as_mut() {
-            Some(ledger) => ledger,
-            None => {
-                self.ensure_dir()?;
-                guard.insert(Ledger::open(&self.db_path())?)
-            }
-        };
-        Ok(f(ledger)?)
+        self.with_db(&self.ledger, self.db_path(), Ledger::open, |l| {
+            f(l).map_err(StoreError::from)
+        })
     }
 
     fn with_outbox<T>(
         &self,
         f: impl FnOnce(&Outbox) -> Result<T, LedgerError>,
     ) -> Result<T, StoreError> {
-        let mut guard = lock(&self.outbox);
-        let outbox = match guard.as_mut() {
-            Some(outbox) => outbox,
-            None => {
-                self.ensure_dir()?;
-                guard.insert(Outbox::open(&self.db_path())?)
-            }
-        };
-        Ok(f(outbox)?)
+        self.with_db(&self.outbox, self.db_path(), Outbox::open, |o| {
+            f(o).map_err(StoreError::from)
+        })
+    }
+
+    fn with_incidents<T>(
+        &self,
+        f: impl FnOnce(&mut IncidentBook) -> Result<T, LedgerError>,
+    ) -> Result<T, StoreError> {
+        self.with_db(&self.incidents, self.db_path(), IncidentBook::open, |b| {
+            f(b).map_err(StoreError::from)
+        })
     }
 
     /// `.tick.lock`, taken without waiting: `None` when another scheduler holds it.
@@ -567,6 +615,11 @@ impl Files {
             doc.jobs = jobs.into_iter().map(Job::into_record).collect();
             removed.ok_or_else(|| JobError::NotFound(id.to_string()))
         })?;
+        if self.db_exists(&self.notepad, &self.notepad_path()) {
+            self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+                n.clear(id).map_err(StoreError::from)
+            })?;
+        }
         let output = self.output_root().join(id);
         match std::fs::remove_dir_all(&output) {
             Ok(()) => Ok(removed),
@@ -671,7 +724,7 @@ impl Files {
 
     fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
         // Reading history never creates the database.
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(Vec::new());
         }
         // Python Hermes, on a store both share, records its own attempts in the same
@@ -699,7 +752,7 @@ impl Files {
 
     fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
         // Reading history never creates the database.
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(HashMap::new());
         }
         let rows = self.with_ledger(Ledger::latest_per_job)?;
@@ -755,7 +808,7 @@ impl Files {
     }
 
     fn outbox_depth(&self) -> Result<usize, StoreError> {
-        if lock(&self.outbox).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.outbox, &self.db_path()) {
             return Ok(0);
         }
         self.with_outbox(Outbox::depth)
@@ -795,7 +848,7 @@ impl Files {
     }
 
     fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(None);
         }
         let Some(location) = self.with_ledger(|ledger| ledger.output_of(run))? else {
@@ -803,6 +856,58 @@ impl Files {
         };
         let text = location.and_then(|path| std::fs::read_to_string(path).ok());
         Ok(Some(text))
+    }
+
+    fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        if !self.db_exists(&self.incidents, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_incidents(|book| book.list(state))
+    }
+
+    fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        if !self.db_exists(&self.incidents, &self.db_path()) {
+            return Ok(0);
+        }
+        self.with_incidents(|book| book.resolve_job(job_id, at))
+    }
+
+    fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        if !self.db_exists(&self.notepad, &self.notepad_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.list(job_id).map_err(StoreError::from)
+        })
+    }
+
+    fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.set(note).map_err(|e| match e {
+                NoteWriteError::Refused(e) => StoreError::Refused(e.to_string()),
+                NoteWriteError::Database(e) => e.into(),
+            })
+        })
+    }
+
+    fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        if !self.db_exists(&self.notepad, &self.notepad_path()) {
+            return Ok(false);
+        }
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.delete(job_id, key).map_err(StoreError::from)
+        })
+    }
+
+    fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        let path = self.sentinel_path();
+        let was = read_sentinel(&path).is_some();
+        match pause {
+            Some(pause) => write_sentinel(&path, pause),
+            None => remove_sentinel(&path).map(|_| ()),
+        }
+        .map_err(|e| io_unavailable(&path, e))?;
+        Ok(was)
     }
 
     fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
@@ -1057,6 +1162,55 @@ impl Store for FileStore {
 
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
         self.blocking(move |files| files.run_output(run)).await
+    }
+
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        let new = new.clone();
+        self.blocking(move |files| files.with_incidents(|book| book.record(&new)))
+            .await
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        let (id, at) = (id.to_string(), at.to_string());
+        self.blocking(move |files| files.with_incidents(|book| book.move_one(&id, to, &at)))
+            .await
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        let (job_id, at) = (job_id.to_string(), at.to_string());
+        self.blocking(move |files| files.resolve_incidents(&job_id, &at))
+            .await
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        self.blocking(move |files| files.incidents(state)).await
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.notes(&job_id)).await
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        let note = note.clone();
+        self.blocking(move |files| files.set_note(&note)).await
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        let (job_id, key) = (job_id.to_string(), key.to_string());
+        self.blocking(move |files| files.delete_note(&job_id, &key))
+            .await
+    }
+
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
+        self.blocking(|files| Ok(read_sentinel(&files.sentinel_path())))
+            .await
+    }
+
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        let pause = pause.cloned();
+        self.blocking(move |files| files.set_global_pause(pause.as_ref()))
+            .await
     }
 
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {

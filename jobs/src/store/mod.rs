@@ -1,12 +1,13 @@
 //! The one door to persistence: every read and write of jobs, occurrence claims and the
-//! run ledger, the delivery outbox, output documents and the scheduler's heartbeat goes
-//! through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
+//! run ledger, the delivery outbox, output documents, failure incidents, job notepads,
+//! the global pause and the scheduler's heartbeat goes through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
 //! Python Hermes, `executions.db`, `output/`) and [`MemoryStore`] (unit tests) — and
 //! nothing outside them knows where or how anything is kept.
 
 mod file;
 mod memory;
 mod postgres;
+mod postgres_extra;
 mod transfer;
 
 #[cfg(test)]
@@ -23,11 +24,14 @@ pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
+use crate::estop::GlobalPause;
+use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
 pub use crate::listing::ListedJob;
+use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
 
@@ -361,6 +365,32 @@ pub trait Store: Send + Sync {
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
+
+    // --- failure incidents, job notepads and the global pause ---
+
+    /// Groups a failed run into its incident (see [`crate::incident::upserted`]) and
+    /// returns the incident as it now is.
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError>;
+    /// Moves incident `id` (see [`crate::incident::moved`]), stamped `at`; whether it
+    /// changed (`false` for an unknown or closed one).
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError>;
+    /// The job ran fine: its open incidents become resolved. Returns how many.
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError>;
+    /// The incidents in `state` (all without one), newest activity first.
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError>;
+    /// A job's notepad, by key (the job need not exist: a notepad outlives nothing but
+    /// its job's removal).
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError>;
+    /// Sets one entry; [`StoreError::Refused`] when a limit of [`crate::notepad::check`]
+    /// would break, with nothing written.
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError>;
+    /// Removes one entry; whether it was there.
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError>;
+    /// The global pause every scheduler on this store obeys, when it is engaged.
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError>;
+    /// Engages (`Some`) or lifts (`None`) the global pause; whether one was engaged
+    /// before.
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError>;
 
     // --- the scheduler's heartbeat and this process's session ---
 

@@ -25,9 +25,12 @@ use super::{
     JobChange, LiveHost, Occurrence, OwnedClaim, Owner, PendingClaim, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, Decision};
+use crate::estop::GlobalPause;
+use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, JobState};
 use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
+use crate::notepad::Note;
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
 
@@ -130,6 +133,39 @@ CREATE TRIGGER hermes_cron_jobs_changed AFTER INSERT OR UPDATE OR DELETE ON herm
 CREATE INDEX hermes_cron_jobs_done ON hermes_cron_jobs (done_since) WHERE done_since IS NOT NULL;
 CREATE INDEX hermes_cron_outbox_created ON hermes_cron_outbox (created_at);
 CREATE INDEX hermes_cron_outbox_expiring ON hermes_cron_outbox (expires_at) WHERE state = 'pending';
+"#,
+    // Failure incidents and job notepads, shaped as Python Hermes' tables on a home, and
+    // the global pause; a pause or resume wakes every host as a job change does.
+    r#"
+CREATE TABLE hermes_cron_incidents (
+    id            text PRIMARY KEY,
+    job_id        text NOT NULL,
+    error_sig     text NOT NULL,
+    state         text NOT NULL,
+    failure_type  text NOT NULL DEFAULT 'unknown',
+    first_seen_at text NOT NULL,
+    last_seen_at  text NOT NULL,
+    acked_at      text,
+    alerted_at    text,
+    closed_at     text,
+    error         text NOT NULL,
+    output_file   text
+);
+CREATE INDEX hermes_cron_incidents_job ON hermes_cron_incidents (job_id);
+CREATE TABLE hermes_cron_notepad (
+    job_id     text NOT NULL,
+    key        text NOT NULL,
+    value      text NOT NULL,
+    updated_at text NOT NULL,
+    PRIMARY KEY (job_id, key)
+);
+CREATE TABLE hermes_cron_pause (
+    id         integer PRIMARY KEY CHECK (id = 1),
+    engaged_at text,
+    reason     text
+);
+CREATE TRIGGER hermes_cron_pause_changed AFTER INSERT OR UPDATE OR DELETE ON hermes_cron_pause
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_changed();
 "#,
 ];
 
@@ -317,11 +353,11 @@ impl PgStore {
         self
     }
 
-    fn fail(&self, e: impl std::fmt::Display) -> StoreError {
+    pub(super) fn fail(&self, e: impl std::fmt::Display) -> StoreError {
         unavailable(&self.location, e)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool.get().await.map_err(|e| self.fail(e))
     }
 
@@ -399,7 +435,7 @@ impl PgStore {
     }
 
     /// The first column of the one row `sql` gives.
-    async fn scalar<T>(
+    pub(super) async fn scalar<T>(
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
@@ -1055,6 +1091,7 @@ impl Store for PgStore {
         tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
             .await
             .map_err(|e| self.fail(e))?;
+        self.pg_clear_notes(&tx, id).await?;
         tx.commit().await.map_err(|e| self.fail(e))?;
         self.changed();
         Ok(job)
@@ -1540,6 +1577,42 @@ impl Store for PgStore {
             .await
             .map_err(|e| self.fail(e))?;
         Ok(Some(body.map(|r| r.get(0))))
+    }
+
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        self.pg_record_incident(new).await
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        self.pg_move_incident(id, to, at).await
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        self.pg_resolve_incidents(job_id, at).await
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        self.pg_incidents(state).await
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        self.pg_notes(job_id).await
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.pg_set_note(note).await
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        self.pg_delete_note(job_id, key).await
+    }
+
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
+        self.pg_global_pause().await
+    }
+
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        self.pg_set_global_pause(pause).await
     }
 
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
