@@ -71,6 +71,11 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man => {
+            // A closed pipe (`hermes man | head`) is not an error worth a message.
+            let _ = cli::write_man_page(&mut std::io::stdout());
+            Ok(())
+        }
         Command::Pause { reason } => commands::pause(reason, cli.verbose, cli.profile.as_deref()),
         Command::Resume => commands::resume(cli.verbose, cli.profile.as_deref()),
         Command::Gateway { action } => commands::gateway(

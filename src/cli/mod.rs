@@ -1,5 +1,9 @@
 //! Every verb and flag of the `hermes` command line, defined once (clap derive).
 
+mod man;
+
+pub use man::write_man_page;
+
 use clap::{Args, Parser, Subcommand};
 
 /// The heading the global options stand under, apart from each verb's own.
@@ -67,6 +71,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the man page (roff): `hermes man | gzip > hermes.1.gz`.
+    Man,
 }
 
 #[derive(Debug, Subcommand)]

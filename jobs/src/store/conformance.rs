@@ -821,8 +821,8 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
     // `list --json`'s items: the kept jobs, normalized, each with the extra field.
     let extra = super::ExtraField {
         key: "latest_execution",
-        write: Arc::new(|id: &str, out: &mut Vec<u8>| {
-            out.extend_from_slice(format!("\"run of {id}\"").as_bytes())
+        write: Arc::new(|job: &super::ListedJob<'_>, out: &mut Vec<u8>| {
+            out.extend_from_slice(format!("\"run of {}\"", job.id).as_bytes())
         }),
     };
     let keep: super::Keep = Arc::new(|job: super::Listed| job.enabled);

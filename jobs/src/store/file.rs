@@ -525,20 +525,21 @@ impl Files {
         let mut first = true;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
             let at = out.len();
-            let appended = match write_plain_job(entries, keep, extras, first, &mut scratch, out) {
-                Ok(appended) => appended,
-                Err(NotPlain) => {
-                    out.truncate(at);
-                    let Ok(record) = record_keeping(text, None) else {
-                        return Walk::Stop;
-                    };
-                    let job = Job::from_record(record);
-                    match append_normalized_job(job, ctx, keep, extras, first, out) {
-                        Ok(appended) => appended,
-                        Err(_) => return Walk::Stop,
+            let appended =
+                match write_plain_job(entries, ctx, keep, extras, first, &mut scratch, out) {
+                    Ok(appended) => appended,
+                    Err(NotPlain) => {
+                        out.truncate(at);
+                        let Ok(record) = record_keeping(text, None) else {
+                            return Walk::Stop;
+                        };
+                        let job = Job::from_record(record);
+                        match append_normalized_job(job, ctx, keep, extras, first, out) {
+                            Ok(appended) => appended,
+                            Err(_) => return Walk::Stop,
+                        }
                     }
-                }
-            };
+                };
             first &= !appended;
             Walk::Continue
         });
