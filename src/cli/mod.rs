@@ -71,7 +71,8 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): `hermes man | gzip > hermes.1.gz`.
+    /// Print the man page (roff), generated from this command line.
+    #[command(after_help = "Example:\n  hermes man | gzip > hermes.1.gz")]
     Man,
 }
 
