@@ -789,6 +789,19 @@ impl Job {
         self.set("failure_streak", json!(streak));
     }
 
+    /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success
+    /// keeps (Hermes 0.22 writes it so a job that failed once does not look always green).
+    /// Only on a record that carries the field, as 0.22's records do: a 0.19 record gains
+    /// no key it never had.
+    pub fn stamp_failure(&mut self, at: &str, detail: &str) {
+        if self.record.contains_key("last_failure") {
+            self.set_last_failure(Some(&LastFailure {
+                at: at.to_string(),
+                detail: detail.to_string(),
+            }));
+        }
+    }
+
     /// A one-shot that was never run: completed with `last_status: missed`.
     pub fn mark_missed(&mut self, why: &str) {
         self.complete();

@@ -55,6 +55,10 @@ impl JobRecord {
             self.error.as_deref(),
             self.delivery_error.as_deref(),
         );
+        if let Some(error) = &self.error {
+            let at = schedules::format_instant(self.last_run_at, self.zone);
+            stored.stamp_failure(&at, error);
+        }
         if let Some(alerted) = self.preflight_alerted {
             stored.set_preflight_alerted(alerted);
         }
