@@ -392,10 +392,8 @@ fn configured_pin(now: &InferenceNow) -> (Option<String>, Option<String>) {
 pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     crate::limits::check_new(new)?;
     if new.paused_reason.is_some() && !new.paused {
-        return Err(JobError::Invalid(
-            "paused_reason requires paused=True: create the job paused (--paused) to give a reason"
-                .into(),
-        ));
+        // Hermes 0.22's words, on every door (its CLI and API say the same).
+        return Err(JobError::Invalid("paused_reason requires paused=True.".into()));
     }
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
