@@ -16,6 +16,8 @@ mod hermes_runner;
 mod home;
 mod job_service;
 mod mcp_server;
+mod monitor;
+mod preflight;
 mod pricing;
 mod process;
 mod python_cli;
@@ -68,6 +70,11 @@ fn main() -> ExitCode {
         Command::Completions { shell } => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man => {
+            // A closed pipe (`hermes man | head`) is not an error worth a message.
+            let _ = cli::write_man_page(&mut std::io::stdout());
             Ok(())
         }
         Command::Pause { reason } => commands::pause(reason, cli.verbose, cli.profile.as_deref()),

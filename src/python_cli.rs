@@ -1,6 +1,6 @@
 //! Living beside Python Hermes, whose command is also `hermes`: this program owns
-//! `hermes cron …` (and `completions`), and hands every other verb — `chat`, `gateway`,
-//! `setup`, `profile` … — to Python Hermes' own `hermes`, found on PATH (or at
+//! `hermes cron …` (and `completions` and `man`), and hands every other verb — `chat`,
+//! `gateway`, `setup`, `profile` … — to Python Hermes' own `hermes`, found on PATH (or at
 //! `HERMES_PYTHON_CLI`), so a Python Hermes user keeps every command they had whichever
 //! `hermes` comes first. Called as `hermes-cron`, the program is `hermes cron`. This module
 //! decides where a command line goes; it never parses a verb's own arguments.
@@ -14,7 +14,7 @@ const FORWARDED: &str = "HERMES_CRON_FORWARDED";
 /// Verbs this program answers itself, whatever else is installed.
 /// `pause` and `resume` are Hermes 0.22's global pause, which both programs keep in the
 /// same `ESTOP` file.
-const OWNED: &[&str] = &["cron", "completions", "help", "pause", "resume"];
+const OWNED: &[&str] = &["cron", "completions", "man", "help", "pause", "resume"];
 
 /// Where a command line goes.
 #[derive(Debug, PartialEq)]
@@ -166,6 +166,7 @@ mod tests {
         for args in [
             &["hermes", "cron", "list"][..],
             &["hermes", "completions", "bash"],
+            &["hermes", "man"],
             &["hermes", "--help"],
             &["hermes", "--version"],
         ] {

@@ -183,6 +183,8 @@ pub struct RunOutcome {
     /// What the run's model requests cost in US dollars; `None` when unknown (no usage
     /// reported, or a model without a price).
     pub cost_usd: Option<f64>,
+    /// What the scheduler acts on besides the result.
+    pub signals: RunSignals,
 }
 
 impl RunOutcome {
@@ -206,12 +208,54 @@ impl RunOutcome {
             completion_tokens: None,
             model: None,
             cost_usd: None,
+            signals: RunSignals::default(),
         }
     }
 
     pub fn failed(prompt: String, error: impl Into<String>) -> RunOutcome {
         RunOutcome::of(prompt, RunResult::Failed(error.into()))
     }
+}
+
+/// What a run tells the scheduler besides its result: how the document and the failure
+/// notice read, and what the record does to the job's schedule and markers
+/// (docs/AGENT.md, "Monitor jobs", "The pre-run check", "Unreachable model", "Quota
+/// hold").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSignals {
+    /// The run stopped before its agent: the document is these status lines.
+    pub gate: Option<GateNote>,
+    /// The notice a failed run delivers, composed already (instead of one made from
+    /// its error).
+    pub notice: Option<String>,
+    /// What the pre-run configuration check found, when it ran.
+    pub preflight: Option<Preflight>,
+    /// Model calls that were answered.
+    pub model_calls: u32,
+    /// Failed on a passing network error before any model call answered.
+    pub unreachable: bool,
+    /// The provider refused with a rate limit and said when to come back: its usage
+    /// window is closed this long.
+    pub quota_window: Option<Duration>,
+}
+
+/// The status lines of a run stopped before its agent, as Hermes 0.22 writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateNote {
+    /// `**Mode:**`, e.g. `monitor`.
+    pub mode: Option<&'static str>,
+    /// `**Status:**`, e.g. `no_change (agent run suppressed)`.
+    pub status: String,
+    /// What the document says under them, when not the run's error or reply.
+    pub detail: Option<String>,
+}
+
+/// The pre-run configuration check's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Preflight {
+    Passed,
+    /// The run was refused before its agent for this reason.
+    Blocked(String),
 }
 
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;

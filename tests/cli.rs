@@ -16,6 +16,8 @@ mod agent_prompt;
 mod agent_tools;
 #[path = "cli/api.rs"]
 mod api;
+#[path = "cli/behaviours.rs"]
+mod behaviours;
 #[path = "cli/beside_python.rs"]
 mod beside_python;
 #[path = "cli/budgets.rs"]

@@ -130,6 +130,42 @@ impl LastFailure {
     }
 }
 
+/// `unreachable_retry`: the automatic re-run pending after a fire that never reached the
+/// model (docs/AGENT.md, "Unreachable model"), written as Hermes 0.22 writes it. The
+/// re-run is the job's `next_run_at`; this says that instant is a re-run of an
+/// occurrence already counted, not an occurrence of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreachableRetry {
+    /// Re-runs planned so far in this cycle, from 1.
+    pub attempt: u32,
+    /// When the pending re-run fires, as stored (ISO-8601).
+    pub at: String,
+    /// The cron expression it was planned under (none for an interval): a schedule
+    /// edited since makes the instant an ordinary one again.
+    pub expr: Option<String>,
+}
+
+impl UnreachableRetry {
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({"attempt": self.attempt, "at": self.at, "expr": self.expr})
+    }
+
+    pub(crate) fn from_json(value: &Value) -> Option<UnreachableRetry> {
+        Some(UnreachableRetry {
+            attempt: value
+                .get("attempt")
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(0),
+            at: value.get("at")?.as_str()?.to_string(),
+            expr: value
+                .get("expr")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        })
+    }
+}
+
 /// The fields Hermes 0.22's scheduler may leave in a record between runs. hermes-cron
 /// keeps each of them as it is through every list, edit and run (docs/STORE.md,
 /// "Hermes 0.22 fields").

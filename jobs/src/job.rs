@@ -10,7 +10,9 @@ use serde_json::{json, Map, Value};
 
 use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 
-use crate::fields::{LastFailure, Layout, MonitorSource, MonitorState, ReasoningEffort};
+use crate::fields::{
+    LastFailure, Layout, MonitorSource, MonitorState, ReasoningEffort, UnreachableRetry,
+};
 use crate::jsonfile::Record;
 
 /// What "now" and "where" mean for an operation: the caller's clock reading, the
@@ -123,6 +125,7 @@ pub const SCHEDULING_KEYS: &[&str] = &[
     "created_at",
     "catch_up",
     "run_claim",
+    "unreachable_retry",
 ];
 
 /// The optional text fields a user sets and clears.
@@ -517,6 +520,42 @@ impl Job {
         self.record.remove("manual_run_prompt");
     }
 
+    /// The operator was told that the pre-run check blocked this job
+    /// (`preflight_alerted`): later blocked runs stay silent until one passes the check.
+    pub fn preflight_alerted(&self) -> bool {
+        self.flag("preflight_alerted").unwrap_or(false)
+    }
+
+    /// The pending re-run of a fire that never reached the model, when one is planned.
+    pub fn unreachable_retry(&self) -> Option<UnreachableRetry> {
+        self.record
+            .get("unreachable_retry")
+            .and_then(UnreachableRetry::from_json)
+    }
+
+    /// The cron expression of the schedule as stored (none for other kinds).
+    pub fn cron_expr(&self) -> Option<&str> {
+        self.record
+            .get("schedule")
+            .and_then(|s| s.get("expr"))
+            .and_then(Value::as_str)
+    }
+
+    /// Is the occurrence due at `due_at` the pending unreachable-model re-run (planned
+    /// under the schedule the job still has), rather than an occurrence of its own?
+    pub fn is_unreachable_retry_fire(&self, due_at: DateTime<Utc>, ctx: &Context) -> bool {
+        self.unreachable_retry().is_some_and(|retry| {
+            parse_stored_instant(&retry.at, ctx.legacy_zone) == Some(due_at)
+                && retry.expr.as_deref() == self.cron_expr()
+        })
+    }
+
+    /// Until when a closed provider usage window holds the job's fires
+    /// (`quota_hold_until`), when it does.
+    pub fn quota_hold_until(&self, ctx: &Context) -> Option<DateTime<Utc>> {
+        self.instant("quota_hold_until", ctx)
+    }
+
     /// Does the record carry Hermes 0.19's `provider_snapshot`/`model_snapshot`?
     pub fn has_inference_snapshots(&self) -> bool {
         self.record.contains_key("provider_snapshot") || self.record.contains_key("model_snapshot")
@@ -632,6 +671,15 @@ impl Job {
         }
     }
 
+    /// Where failure notices go: `failure_deliver` when set and not blank, else
+    /// `deliver` (Hermes 0.22's failure lane; `local` mutes them).
+    pub fn failure_lane(&self) -> String {
+        match self.failure_deliver() {
+            Some(lane) => lane.trim().to_string(),
+            None => self.deliver(),
+        }
+    }
+
     fn default_deliver(&self) -> &'static str {
         if self.origin().is_some() {
             "origin"
@@ -741,6 +789,19 @@ impl Job {
         self.set("failure_streak", json!(streak));
     }
 
+    /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success
+    /// keeps (Hermes 0.22 writes it so a job that failed once does not look always green).
+    /// Only on a record that carries the field, as 0.22's records do: a 0.19 record gains
+    /// no key it never had.
+    pub fn stamp_failure(&mut self, at: &str, detail: &str) {
+        if self.record.contains_key("last_failure") {
+            self.set_last_failure(Some(&LastFailure {
+                at: at.to_string(),
+                detail: detail.to_string(),
+            }));
+        }
+    }
+
     /// A one-shot that was never run: completed with `last_status: missed`.
     pub fn mark_missed(&mut self, why: &str) {
         self.complete();
@@ -839,6 +900,55 @@ impl Job {
             "monitor_state",
             state.map_or(Value::Null, MonitorState::to_json),
         );
+    }
+
+    /// Sets the pre-run check's alert marker, or removes it (as Hermes 0.22 does) once
+    /// a run passes the check.
+    pub fn set_preflight_alerted(&mut self, alerted: bool) {
+        if alerted {
+            self.set("preflight_alerted", json!(true));
+        } else {
+            self.record.remove("preflight_alerted");
+        }
+    }
+
+    /// Plans unreachable-model re-run number `attempt` at `at`, which becomes the job's
+    /// `next_run_at`; the record says it was planned under the current schedule.
+    pub fn plan_unreachable_retry(&mut self, attempt: u32, at: DateTime<Utc>, zone: Tz) {
+        let retry = UnreachableRetry {
+            attempt,
+            at: format_instant(at, zone),
+            expr: self.cron_expr().map(str::to_string),
+        };
+        self.set_next_run_at(Some(at), zone);
+        self.set("unreachable_retry", retry.to_json());
+    }
+
+    /// Ends a cycle of unreachable-model re-runs (the key is removed, as Hermes 0.22 does).
+    pub fn end_unreachable_retry(&mut self) {
+        self.record.remove("unreachable_retry");
+    }
+
+    /// Holds the job's fires until `until` (also its `next_run_at`), with the cron
+    /// expression of a recovery fire planned off the schedule's own instants; `None`
+    /// lifts the hold (both keys removed, as Hermes 0.22 does).
+    pub fn set_quota_hold(&mut self, hold: Option<(DateTime<Utc>, Option<&str>)>, zone: Tz) {
+        match hold {
+            Some((until, recovery_expr)) => {
+                self.set_next_run_at(Some(until), zone);
+                self.set_instant("quota_hold_until", Some(until), zone);
+                match recovery_expr {
+                    Some(expr) => self.set("quota_hold_cron_expr", json!(expr)),
+                    None => {
+                        self.record.remove("quota_hold_cron_expr");
+                    }
+                }
+            }
+            None => {
+                self.record.remove("quota_hold_until");
+                self.record.remove("quota_hold_cron_expr");
+            }
+        }
     }
 
     /// `last_failure` (null: never failed).

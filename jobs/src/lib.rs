@@ -24,7 +24,7 @@ pub mod target;
 pub mod threats;
 
 pub use caps::{CapTexts, Caps};
-pub use fields::{BareDuration, Layout, ReasoningEffort};
+pub use fields::{BareDuration, Layout, ReasoningEffort, UnreachableRetry};
 pub use job::{Context, Job, JobState, Repeat};
 pub use lifecycle::{
     create_job, edit_job, find_job, pause_job, rearm_one_shot, remove_job, resume_job,

@@ -398,9 +398,9 @@ fn configured_pin(now: &InferenceNow) -> (Option<String>, Option<String>) {
 pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     crate::limits::check_new(new)?;
     if new.paused_reason.is_some() && !new.paused {
+        // Hermes 0.22's words, on every door (its CLI and API say the same).
         return Err(JobError::Invalid(
-            "paused_reason requires paused=True: create the job paused (--paused) to give a reason"
-                .into(),
+            "paused_reason requires paused=True.".into(),
         ));
     }
     let zone = match non_empty(&new.timezone) {
@@ -627,6 +627,10 @@ impl CheckedEdit {
             let text = schedule_text(text, edit.bare_duration);
             let schedule = parse_schedule(&text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
             job.set_schedule(&schedule);
+            // Its next run follows the new schedule: a hold planned under the old one would
+            // only shield a stale instant (Hermes 0.22 removes it too). A pending re-run is
+            // kept, as 0.22 keeps it: its instant no longer matches, so it never fires.
+            job.set_quota_hold(None, ctx.zone);
             if !schedule.is_recurring() {
                 job.set_last_run_at(None, ctx.zone);
                 job.replace_repeat(Repeat {

@@ -244,6 +244,11 @@ impl CronExpr {
         self.rule
     }
 
+    /// croner's parse, which the scheduler fires by (and descriptions are written from).
+    pub(crate) fn pattern(&self) -> &croner::CronPattern {
+        &self.cron.pattern
+    }
+
     /// The instants a matching wall-clock reading fires at, per [`DstRule`].
     fn fire_instants(&self, wall: NaiveDateTime, zone: Tz) -> [Option<DateTime<Utc>>; 2] {
         let utc = |t: DateTime<Tz>| t.with_timezone(&Utc);

@@ -191,7 +191,9 @@ def part_f(rust, venv, work):
     for label, args, allowed in (
         ("--name", ["--name", "renamed"], ["name"]),
         ("--deliver", ["--deliver", "telegram:999"], ["deliver"]),
-        ("--schedule", ["--schedule", "every 3h"], ["schedule", "schedule_display", "next_run_at"]),
+        # 0.22's own schedule edit removes a quota hold (quota_hold.clear_state).
+        ("--schedule", ["--schedule", "every 3h"], ["schedule", "schedule_display", "next_run_at",
+                                                    "quota_hold_until", "quota_hold_cron_expr"]),
     ):
         b = w.store()
         if must(f"F ours: edit {label}", w.rs("cron", "edit", monitor, *args, now=T0)):

@@ -141,7 +141,14 @@ impl Spend {
 
     /// The run's outcome with what it spent.
     pub fn outcome(&self, prompt: String, result: RunResult) -> RunOutcome {
-        RunOutcome::of(prompt, result).with_spent(self.spent())
+        let mut outcome = RunOutcome::of(prompt, result).with_spent(self.spent());
+        outcome.signals.model_calls = u32::try_from(self.requests).unwrap_or(u32::MAX);
+        outcome
+    }
+
+    /// Model requests answered so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
     }
 
     /// The outcome of a run stopped at one of the job's caps: `error` says which, and

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jobs::Job;
+use jobs::{Job, ReasoningEffort};
 
 use super::provider_registry::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
@@ -110,6 +110,9 @@ pub struct AgentConfig {
     pub request_timeout: Duration,
     pub disabled_toolsets: Vec<String>,
     pub allow_private_fetch: bool,
+    /// The reasoning effort every call asks for: the job's `reasoning_effort`, else
+    /// `agent.reasoning_effort`; `None` leaves it to the server.
+    pub reasoning: Option<ReasoningEffort>,
 }
 
 /// Environment lookups: the real environment wins over `<home>/.env`.
@@ -202,6 +205,7 @@ pub fn resolve(
         Duration::from_secs(agent.request_timeout_seconds.map_or(300, clamp_u32).max(1) as u64);
     let disabled_toolsets = agent.disabled_toolsets.clone();
     let allow_private_fetch = config.tools.web_fetch.allow_private == Some(true);
+    let reasoning = job.reasoning_effort().or_else(|| configured_effort(config));
     let common = |endpoints| AgentConfig {
         backend: backend.clone(),
         endpoints,
@@ -210,6 +214,7 @@ pub fn resolve(
         request_timeout,
         disabled_toolsets: disabled_toolsets.clone(),
         allow_private_fetch,
+        reasoning,
     };
     if backend != Backend::BuiltIn {
         return Ok(common(Vec::new()));
@@ -222,6 +227,21 @@ pub fn resolve(
         }
     }
     Ok(common(endpoints))
+}
+
+/// `agent.reasoning_effort` as Hermes reads it: a level, or `false`/`none` for no
+/// reasoning. A value Hermes does not know is ignored with a warning, as Hermes 0.22
+/// does, and never makes the configuration unreadable.
+fn configured_effort(config: &Config) -> Option<ReasoningEffort> {
+    let text = match config.agent.extra.get("reasoning_effort")? {
+        serde_yaml_ng::Value::Bool(false) => return Some(ReasoningEffort::None),
+        serde_yaml_ng::Value::String(text) => text.clone(),
+        _ => return None,
+    };
+    ReasoningEffort::parse(&text)
+        .map_err(|e| tracing::warn!("agent.reasoning_effort ignored: {e}"))
+        .ok()
+        .flatten()
 }
 
 /// A provider a run may use: an id of the registry, or a `custom_providers` entry.

@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod model_api;
 pub mod prompt;
 pub mod provider_registry;
+pub mod reasoning;
 pub mod retry;
 pub mod skills;
 pub mod system_prompt;
@@ -34,7 +35,7 @@ use serde_json::Value;
 use self::inference::{AgentConfig, Backend, Vars};
 use self::model_api::{ChatRequest, Message, ToolSpec};
 use self::prompt::{assemble, is_silent, ScriptSection};
-use self::retry::{Caller, Sleeper, TokioSleeper};
+use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
@@ -45,6 +46,15 @@ const CONSOLIDATE_NOTICE: &str = "[SYSTEM: You have used 70% of your turn budget
 const FINAL_NOTICE: &str =
     "[SYSTEM: You have used 90% of your turn budget. Give your final answer now.]";
 const SUMMARY_REQUEST: &str = "[SYSTEM: The turn budget for this run is used up and no more tools can be called. Give your final answer now: summarise what you did and what you found.]";
+
+/// A run ended by a model call that failed everywhere: what the scheduler makes of it
+/// (docs/AGENT.md, "Unreachable model", "Quota hold").
+fn call_failed(prompt: String, error: ModelCallFailed, spend: &budget::Spend) -> RunOutcome {
+    let mut failed = spend.outcome(prompt, RunResult::Failed(error.to_string()));
+    failed.signals.unreachable = spend.requests() == 0 && error.is_unreachable();
+    failed.signals.quota_window = error.quota_window();
+    failed
+}
 
 /// A final reply: empty is a failure, a silence marker is silent, else deliver it.
 pub fn reply_result(text: String) -> RunResult {
@@ -65,15 +75,22 @@ fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
         .unwrap_or_else(|| env.home.clone())
 }
 
-/// Runs the agent part of a job, after its script (if any) left `script`.
-pub async fn run_agent(job: &Job, env: &RunEnv, script: ScriptSection) -> RunOutcome {
-    run_agent_with(job, env, script, &TokioSleeper).await
+/// Runs the agent part of a job, after its script (if any) left `script` and its
+/// monitor (if any) the block of a first or changed output.
+pub async fn run_agent(
+    job: &Job,
+    env: &RunEnv,
+    script: ScriptSection,
+    monitor: Option<&str>,
+) -> RunOutcome {
+    run_agent_with(job, env, script, monitor, &TokioSleeper).await
 }
 
 pub async fn run_agent_with(
     job: &Job,
     env: &RunEnv,
     script: ScriptSection,
+    monitor: Option<&str>,
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
     let raw_prompt = job.prompt().to_string();
@@ -88,7 +105,13 @@ pub async fn run_agent_with(
         store: &*env.store,
         ctx: &env.ctx,
     };
-    let prompt = match assemble(job, &sources, &script).await {
+    let assembled = assemble(job, &sources, &script)
+        .await
+        .and_then(|p| match monitor {
+            Some(block) => prompt::with_monitor_block(p, block),
+            None => Ok(p),
+        });
+    let prompt = match assembled {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
@@ -202,11 +225,12 @@ async fn converse(
             .call(&ChatRequest {
                 messages: &messages,
                 tools: offered,
+                reasoning: settings.reasoning,
             })
             .await
         {
             Ok(r) => r,
-            Err(e) => return spend.outcome(prompt, RunResult::Failed(e.to_string())),
+            Err(e) => return call_failed(prompt, e, &spend),
         };
         env.activity.touch();
         spend.add(&caller.endpoints[caller.current].model, reply.usage);
@@ -246,6 +270,7 @@ async fn converse(
         .call(&ChatRequest {
             messages: &messages,
             tools: &[],
+            reasoning: settings.reasoning,
         })
         .await
     {
@@ -254,7 +279,7 @@ async fn converse(
             spend.add(&caller.endpoints[caller.current].model, reply.usage);
             spend.outcome(prompt, reply_result(reply.message.content))
         }
-        Err(e) => spend.outcome(prompt, RunResult::Failed(e.to_string())),
+        Err(e) => call_failed(prompt, e, &spend),
     }
 }
 

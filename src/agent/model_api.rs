@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::inference::{ApiMode, Endpoint};
+use super::reasoning;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -106,6 +107,8 @@ pub struct ToolSpec {
 pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// The reasoning effort to ask for (`None`: the server's own default).
+    pub reasoning: Option<jobs::ReasoningEffort>,
 }
 
 /// The failure classes (docs/AGENT.md, "Retries and fallback"); their names appear in the job's error.
@@ -200,7 +203,7 @@ pub async fn call(
     endpoint: &Endpoint,
     request: &ChatRequest<'_>,
 ) -> Result<ModelReply, CallError> {
-    let (url, body) = match endpoint.mode {
+    let (url, mut body) = match endpoint.mode {
         ApiMode::ChatCompletions => (
             join_url(&endpoint.base_url, "chat/completions"),
             openai_body(&endpoint.model, request),
@@ -210,6 +213,14 @@ pub async fn call(
             anthropic_body(&endpoint.model, request),
         ),
     };
+    if let Some(effort) = request.reasoning {
+        match endpoint.mode {
+            ApiMode::ChatCompletions => reasoning::chat_completions(&mut body, endpoint, effort),
+            ApiMode::AnthropicMessages => {
+                reasoning::anthropic_messages(&mut body, &endpoint.model, effort)
+            }
+        }
+    }
     let mut builder = client.post(&url).json(&body);
     match (endpoint.mode, &endpoint.api_key) {
         (ApiMode::ChatCompletions, Some(key)) => builder = builder.bearer_auth(key),
@@ -590,6 +601,7 @@ mod tests {
             &ChatRequest {
                 messages,
                 tools: &[],
+                reasoning: None,
             },
         )
     }

@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use jobs::store::ExtraField;
+use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
 use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
@@ -71,7 +71,7 @@ async fn list(State(state): State<Arc<ApiState>>) -> Response {
                 let text = value.to_string();
                 ExtraField {
                     key,
-                    write: Arc::new(move |_: &str, out: &mut Vec<u8>| {
+                    write: Arc::new(move |_: &ListedJob<'_>, out: &mut Vec<u8>| {
                         out.extend_from_slice(text.as_bytes())
                     }),
                 }

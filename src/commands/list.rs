@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use jobs::store::{list_normalized, list_summaries, Keep, SummarySink};
+use jobs::store::{list_normalized, list_summaries, ExtraField, Keep, SummarySink};
 use jobs::{JobState, JobSummary};
 
 use super::error::CliError;
@@ -87,7 +87,8 @@ async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(b"{\"jobs\":[");
     let keep: Keep = Arc::new(move |job| all || is_listed(job.state));
-    let mut out = list_normalized(&*session.store, &session.ctx, keep, Vec::new(), out).await?;
+    let described = vec![ExtraField::schedule_description()];
+    let mut out = list_normalized(&*session.store, &session.ctx, keep, described, out).await?;
     out.extend_from_slice(b"]}\n");
     crate::stdout::emit_bytes(&out);
     Ok(())
@@ -125,6 +126,11 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         Ok(display) => out.push_str(display),
         Err(e) => {
             let _ = write!(out, "invalid: {e}");
+        }
+    }
+    if let Some(description) = &job.schedule_description {
+        for piece in [" — ", description] {
+            out.push_str(piece);
         }
     }
     out.push_str("   Repeat: ");

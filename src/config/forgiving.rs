@@ -17,8 +17,8 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::{
     AgentCommand, AgentSection, ApprovalsSection, BudgetSection, CodeExecutionSection, Config,
-    CronApproval, CronSection, FallbackProvider, McpServer, McpToolFilter, ModelPrice,
-    ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
+    CronApproval, CronDeliverySection, CronSection, FallbackProvider, McpServer, McpToolFilter,
+    ModelPrice, ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
 };
 
 /// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
@@ -578,6 +578,7 @@ sections! {
     FallbackProvider => "a mapping with provider, model, base_url and api_key_env",
     AgentSection => "a mapping of agent settings",
     CronSection => "a mapping of cron settings",
+    CronDeliverySection => "a mapping of cron delivery settings",
     ToolsSection => "a mapping of tool settings",
     WebFetchSection => "a mapping of web_fetch settings",
     ApprovalsSection => "a mapping of approval settings",

@@ -171,6 +171,27 @@ pub struct CronSection {
     /// `cron.budget`: the spending caps of all cron runs together.
     #[serde(deserialize_with = "forgiving::read")]
     pub budget: BudgetSection,
+    /// `cron.preflight`: the pre-run configuration check (default on).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub preflight: Option<bool>,
+    /// `cron.retry_unreachable`: re-run a fire that never reached the model (default on).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub retry_unreachable: Option<bool>,
+    /// `cron.delivery`: how results are sent.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub delivery: CronDeliverySection,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// `cron.delivery:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CronDeliverySection {
+    /// `cron.delivery.notify`: `false` sends without a notification where the platform
+    /// allows it (default true).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub notify: Option<bool>,
     #[serde(skip)]
     pub extra: Mapping,
 }
@@ -425,9 +446,9 @@ impl Config {
     }
 
     /// Every mapping of keys this program does not use, with the place it sits: `""` for
-    /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`, `tools`,
-    /// `tools.web_fetch`, and for each MCP server `mcp_servers.<name>.tools` and
-    /// `mcp_servers.<name>`.
+    /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`,
+    /// `cron.delivery`, `tools`, `tools.web_fetch`, and for each MCP server
+    /// `mcp_servers.<name>.tools` and `mcp_servers.<name>`.
     pub fn unknown_keys(&self) -> Vec<(String, &Mapping)> {
         let mut places = vec![
             (String::new(), &self.extra),
@@ -439,6 +460,7 @@ impl Config {
         places.extend([
             ("agent".to_string(), &self.agent.extra),
             ("cron".to_string(), &self.cron.extra),
+            ("cron.delivery".to_string(), &self.cron.delivery.extra),
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
             ("approvals".to_string(), &self.approvals.extra),

@@ -13,6 +13,21 @@ mod split;
 pub use render::{render, Rendering};
 pub use split::{split_parts, split_rendered, Part};
 
+/// The text's Markdown as an HTML fragment, by CommonMark rules (tables and
+/// strikethrough too), with any raw HTML in it shown as text rather than obeyed: a reply
+/// is model output and must not smuggle markup or scripts into a mail client or a page.
+pub fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{html, Event, Options, Parser};
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let events = Parser::new_ext(text, options).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        other => other,
+    });
+    let mut body = String::new();
+    html::push_html(&mut body, events);
+    body
+}
+
 /// The response wrapper (docs/DELIVERY.md, "The response wrapper") around a reply.
 pub fn wrap(name: &str, job_id: &str, content: &str) -> String {
     format!(

@@ -217,6 +217,7 @@ impl Scheduler {
             zone,
             prompt: "",
             result: Err(&note),
+            gate: None,
         };
         if let Err(e) = self
             .store()

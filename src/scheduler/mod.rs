@@ -8,6 +8,8 @@
 //! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
+//! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
+//!   a quota hold, a blocked configuration's one alert;
 //! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
@@ -19,6 +21,7 @@
 //! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
 //! store (only its [`Store`]).
 
+mod aftermath;
 mod alert;
 mod budget;
 mod claim;

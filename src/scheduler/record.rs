@@ -13,10 +13,11 @@ use chrono_tz::Tz;
 
 use jobs::ledger::{RunEnd, RunSource, RunStatus};
 use jobs::outbox::{retry_delay, NewOutboxItem, OutboxState};
-use jobs::output::OutputDocument;
+use jobs::output::{Gate, OutputDocument};
 use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
+use super::aftermath::{self, Aftermath, Notice, Plan};
 use super::alert::Joined;
 use super::budget;
 use super::execute::ClaimedRun;
@@ -38,6 +39,9 @@ pub(super) struct JobRecord {
     error: Option<String>,
     delivery_error: Option<String>,
     source: RunSource,
+    /// Re-run, hold or neither ([`aftermath`]).
+    plan: Plan,
+    preflight_alerted: Option<bool>,
 }
 
 impl JobRecord {
@@ -52,6 +56,14 @@ impl JobRecord {
             self.error.as_deref(),
             self.delivery_error.as_deref(),
         );
+        if let Some(error) = &self.error {
+            let at = schedules::format_instant(self.last_run_at, self.zone);
+            stored.stamp_failure(&at, error);
+        }
+        if let Some(alerted) = self.preflight_alerted {
+            stored.set_preflight_alerted(alerted);
+        }
+        self.plan.apply(stored, ctx, self.zone);
         if self.source == RunSource::Scheduler {
             let repeat = stored.repeat();
             let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
@@ -104,15 +116,24 @@ impl Texts {
         }
     }
 
-    fn delivered<'a>(&'a self, outcome: &RunOutcome) -> Delivered<'a> {
-        match (&self.result, &self.error, &outcome.result) {
-            (Ok(_), Some(evidence), _) if self.declared => Delivered::Declared(evidence),
-            (Ok(_), _, RunResult::Silent(_)) => Delivered::Silent,
-            (Ok(text), _, _) => Delivered::Reply(text),
+    fn delivered<'a>(&'a self, outcome: &RunOutcome, notice: &'a Notice) -> Delivered<'a> {
+        match (&self.result, &self.error, &outcome.result, notice) {
+            (_, Some(_), _, Notice::Withheld) => Delivered::Silent,
+            (Ok(_), Some(evidence), _, _) if self.declared => Delivered::Declared(evidence),
+            (Ok(_), _, RunResult::Silent(_), _) => Delivered::Silent,
+            (Ok(text), _, _, _) => Delivered::Reply(text),
+            (Err(_), _, _, Notice::Composed(text)) => Delivered::Notice(text),
             // A stopped run's notice names the cap; its document keeps the rest.
-            (Err(_), Some(error), RunResult::OverBudget(_)) => Delivered::Failed(error),
-            (Err(e), _, _) => Delivered::Failed(e),
+            (Err(_), Some(error), RunResult::OverBudget(_), _) => Delivered::Failed(error),
+            (Err(e), _, _, Notice::FromError | Notice::Withheld) => Delivered::Failed(e),
         }
+    }
+
+    /// The error recorded instead of the runner's (`[blocked_config] …`).
+    fn recorded_as(&mut self, error: &str, redactor: &Redactor) {
+        let error = redactor.redact(error);
+        self.result = Err(error.clone());
+        self.error = Some(error);
     }
 }
 
@@ -127,6 +148,7 @@ struct Finished<'a> {
     settings: CronSettings,
     texts: Texts,
     outcome: RunOutcome,
+    after: Aftermath,
 }
 
 /// One run's delivery bookkeeping: the outbox key and what a kept row says of the run.
@@ -172,15 +194,21 @@ impl Scheduler {
         };
         let settings = claimed.settings.clone();
         let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &env.config);
+        let mut texts = Texts::of(&outcome, &redactor, !claimed.job.no_agent());
+        let after = aftermath::decide(claimed, &outcome, texts.error.is_some(), &ctx, &settings);
+        if let Some(error) = &after.error {
+            texts.recorded_as(error, &redactor);
+        }
         let run = Finished {
             claimed,
             started,
             zone: claimed.job.zone(&ctx),
-            texts: Texts::of(&outcome, &redactor, !claimed.job.no_agent()),
+            texts,
             redactor,
             ctx,
             settings,
             outcome,
+            after,
         };
         let output = self.save_document(&run).await;
         let job = &claimed.job;
@@ -222,7 +250,7 @@ impl Scheduler {
         };
         let last_status = match (stopped, &texts.error, &delivery.error) {
             (Some(status), _, _) => status.as_str(),
-            (None, Some(_), _) => "error",
+            (None, Some(_), _) => run.after.status.unwrap_or("error"),
             (None, None, Some(_)) => "delivery_failed",
             (None, None, None) => "ok",
         };
@@ -234,6 +262,8 @@ impl Scheduler {
             error: texts.error.clone(),
             delivery_error: delivery.error.clone(),
             source: claimed.source,
+            plan: run.after.plan.clone(),
+            preflight_alerted: run.after.preflight_alerted,
         })
         .await;
         let end = RunEnd {
@@ -273,6 +303,13 @@ impl Scheduler {
             .schedule(&run.ctx)
             .map(|s| s.display().to_string())
             .unwrap_or_default();
+        // A run stopped before its agent writes its status lines, and what it says
+        // under them, as Hermes 0.22 does.
+        let gate = run.outcome.signals.gate.as_ref();
+        let detail = gate
+            .and_then(|g| g.detail.as_deref())
+            .map(|d| run.redactor.redact(d));
+        let result = run.texts.result.as_deref().map_err(String::as_str);
         let doc = OutputDocument {
             job_id: job.id(),
             job_name: job.name(),
@@ -280,7 +317,15 @@ impl Scheduler {
             run_time: run.started,
             zone: run.zone,
             prompt: &run.texts.prompt,
-            result: run.texts.result.as_deref().map_err(String::as_str),
+            result: match (&detail, result) {
+                (Some(detail), Ok(_)) => Ok(detail.as_str()),
+                (Some(detail), Err(_)) => Err(detail.as_str()),
+                (None, result) => result,
+            },
+            gate: gate.map(|g| Gate {
+                mode: g.mode,
+                status: &g.status,
+            }),
         };
         self.store()
             .save_output(&doc, run.settings.output_retention)
@@ -335,13 +380,14 @@ impl Scheduler {
                 redactor: &run.redactor,
                 job,
                 scheduled_at: claimed.scheduled_at.unwrap_or(run.started),
-                result: run.texts.delivered(&run.outcome),
+                result: run.texts.delivered(&run.outcome, &run.after.notice),
                 failure_streak: if run.texts.error.is_some() {
                     streak + 1
                 } else {
                     0
                 },
                 wrap_response: run.settings.wrap_response,
+                notify: run.settings.notify,
                 track: Some(&track),
             })
             .await;

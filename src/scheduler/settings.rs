@@ -24,6 +24,15 @@ pub struct CronSettings {
     /// `cron.delivery_retry_hours` (default 6): how long failed deliveries are retried
     /// from the outbox.
     pub delivery_retry: Duration,
+    /// `cron.preflight` (default true): check an agent job's provider, skills and
+    /// delivery before its agent starts (docs/AGENT.md, "The pre-run check").
+    pub preflight: bool,
+    /// `cron.retry_unreachable` (default true): re-run a fire that never reached the
+    /// model at +5, +15 and +30 minutes (docs/AGENT.md, "Unreachable model").
+    pub retry_unreachable: bool,
+    /// `cron.delivery.notify` (default true): `false` sends silently where the platform
+    /// allows it (docs/DELIVERY.md, "Silent sends").
+    pub notify: bool,
     /// `cron.failure_repeat_alert_hours` (default 6): an incident alerted less than this
     /// long ago withholds the notice of another failure; `None` (0 or less) alerts on
     /// every one.
@@ -109,6 +118,9 @@ impl CronSettings {
             delivery_retry: Duration::from_secs(
                 cron.delivery_retry_hours.unwrap_or(6).saturating_mul(3600),
             ),
+            preflight: cron.preflight.unwrap_or(true),
+            retry_unreachable: cron.retry_unreachable.unwrap_or(true),
+            notify: cron.delivery.notify.unwrap_or(true),
             failure_repeat_alert: repeat_alert_window(cron.failure_repeat_alert_hours),
         }
     }

@@ -82,7 +82,11 @@ impl Delivery for FakeDelivery {
         Box::pin(async move {
             let text = match run.result {
                 Delivered::Reply(text) => text.to_string(),
-                Delivered::Failed(error) | Delivered::Declared(error) => format!("failed: {error}"),
+                Delivered::Failed(error)
+                | Delivered::Notice(error)
+                | Delivered::Declared(error) => {
+                    format!("failed: {error}")
+                }
                 Delivered::Silent => return DeliveryReport::default(),
             };
             let tracked = match run.track {
@@ -134,6 +138,9 @@ fn settings() -> CronSettings {
         inactivity_timeout: Some(Duration::from_secs(600)),
         wrap_response: true,
         delivery_retry: Duration::from_secs(6 * 3600),
+        preflight: true,
+        retry_unreachable: true,
+        notify: true,
         failure_repeat_alert: Some(chrono::Duration::hours(6)),
     }
 }

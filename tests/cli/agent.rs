@@ -366,7 +366,11 @@ fn the_same_round_trip_works_against_the_anthropic_messages_api() {
 #[test]
 fn a_silent_reply_is_saved_but_not_delivered() {
     let fake = Fake::start(vec![text("[SILENT]")]);
-    let hermes = home_with(&openai_config(&fake.base));
+    // The pre-run check would refuse Telegram without a token before the model call.
+    let hermes = home_with(&format!(
+        "{}cron:\n  preflight: false\n",
+        openai_config(&fake.base)
+    ));
     // Telegram without a token would be a delivery failure if anything were sent.
     let id = hermes.add("every 1h", "Anything new?", &["--deliver", "telegram"]);
     hermes.cron(&["run", &id]).ok();

@@ -217,3 +217,53 @@ fn following_the_readme_from_the_top_reaches_a_delivered_report() {
         sent[0]["text"]
     );
 }
+
+#[test]
+fn help_keeps_global_options_apart_shows_examples_and_names_aliases_once() {
+    let hermes = crate::support::Hermes::new();
+    let runs = hermes.cron(&["runs", "--help"]);
+    let text = runs.ok();
+    let options = text.find("\nOptions:").unwrap();
+    let global = text.find("\nGlobal options:").unwrap();
+    let examples = text.find("\nExamples:").unwrap();
+    assert!(options < global && global < examples, "{text}");
+    assert!(!text[options..global].contains("--profile"), "{text}");
+    let cron = hermes.cron(&["--help"]);
+    let line = cron
+        .ok()
+        .lines()
+        .find(|l| l.trim_start().starts_with("runs "))
+        .unwrap();
+    assert_eq!(line.matches("alias").count(), 1, "{line}");
+    assert!(line.ends_with("[alias: history]"), "{line}");
+    // The completions path the help shows is the one docs/COMMANDS.md gives.
+    let completions = hermes.run(&["completions", "--help"]);
+    let path = "~/.local/share/bash-completion/completions/hermes";
+    assert!(completions.ok().contains(path), "{}", completions.stdout);
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/COMMANDS.md")).unwrap();
+    assert!(docs.contains(path));
+}
+
+#[test]
+fn a_negative_repeat_is_forever_as_documented() {
+    let hermes = home_with("model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n");
+    let id = created_id(
+        hermes
+            .cron(&["add", "every 1h", "report", "--repeat", "-1"])
+            .ok(),
+    );
+    assert_eq!(hermes.job(&id)["repeat"]["times"], serde_json::Value::Null);
+}
+
+#[test]
+fn a_job_created_paused_says_it_has_no_next_run() {
+    let hermes = home_with("model:\n  default: m\n  base_url: http://127.0.0.1:9/v1\n");
+    let out = hermes.cron(&["add", "every 1h", "report", "--paused"]);
+    assert!(
+        out.ok()
+            .contains("  Next run: none (paused; resume it to schedule it)\n"),
+        "{}",
+        out.stdout
+    );
+}

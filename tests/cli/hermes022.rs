@@ -448,3 +448,33 @@ fn a_per_run_prompt_hermes_0_22_left_in_the_store_reaches_that_fire_and_is_remov
         "{job:#}"
     );
 }
+
+#[test]
+fn a_failure_leaves_last_failure_on_a_0_22_record_and_a_later_success_keeps_it() {
+    let fake = crate::agent::Fake::start(vec![
+        (
+            500,
+            vec![],
+            r#"{"error":{"message":"upstream exploded"}}"#.to_string(),
+        ),
+        crate::agent::text("All good now."),
+    ]);
+    let hermes = crate::agent::home_with(&format!(
+        "model:\n  default: m\n  base_url: {}\nagent:\n  api_max_retries: 0\n",
+        fake.base
+    ));
+    // An empty store takes Hermes 0.22's layout, which carries last_failure (null).
+    let id = hermes.add("every 1h", "report", &[]);
+    assert_eq!(hermes.job(&id)["last_failure"], Value::Null);
+    assert_eq!(hermes.cron(&["run", &id]).code, Some(1));
+    let failed = hermes.job(&id);
+    let stamp = failed["last_failure"].clone();
+    assert_eq!(stamp["detail"], failed["last_error"], "{failed}");
+    assert_eq!(stamp["at"], failed["last_run_at"], "{failed}");
+    assert_eq!(failed["failure_streak"], 1);
+    hermes.cron(&["run", &id]).ok();
+    let healed = hermes.job(&id);
+    assert_eq!(healed["last_status"], "ok");
+    assert_eq!(healed["failure_streak"], 0);
+    assert_eq!(healed["last_failure"], stamp, "sticky across a success");
+}

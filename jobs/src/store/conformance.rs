@@ -358,6 +358,7 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
         zone: chrono_tz::UTC,
         prompt: "p",
         result: Ok("the answer"),
+        gate: None,
     };
     let saved = one.save_output(&doc, 5).await.unwrap();
     let end = RunEnd {
@@ -721,11 +722,43 @@ async fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend)
             zone: chrono_tz::UTC,
             prompt: "p",
             result: Ok(&response),
+            gate: None,
         };
         store.save_output(&doc, 2).await.unwrap();
     }
+    store
+        .save_monitor_snapshot("aaaaaaaaaaaa", "v1\nv2")
+        .await
+        .unwrap();
     let latest = store.latest_output("aaaaaaaaaaaa").await.unwrap().unwrap();
     assert!(latest.contains("answer 2"), "{latest}");
+    let recent = store.recent_outputs("aaaaaaaaaaaa", 5).await.unwrap();
+    assert_eq!(recent.len(), 2, "the snapshot is not a document");
+    assert!(recent[0].contains("answer 2") && recent[1].contains("answer 1"));
+    let more = format!("answer {}", 3);
+    let doc = OutputDocument {
+        job_id: "aaaaaaaaaaaa",
+        job_name: "report",
+        schedule: "every 60m",
+        run_time: t0 + Duration::minutes(3),
+        zone: chrono_tz::UTC,
+        prompt: "p",
+        result: Ok(&more),
+        gate: None,
+    };
+    store.save_output(&doc, 1).await.unwrap();
+    let snapshot = async |id| store.monitor_snapshot(id).await.unwrap();
+    assert_eq!(
+        snapshot("aaaaaaaaaaaa").await.as_deref(),
+        Some("v1\nv2"),
+        "pruning documents keeps the snapshot"
+    );
+    store
+        .save_monitor_snapshot("aaaaaaaaaaaa", "v3")
+        .await
+        .unwrap();
+    assert_eq!(snapshot("aaaaaaaaaaaa").await.as_deref(), Some("v3"));
+    assert_eq!(snapshot("bbbbbbbbbbbb").await, None);
     assert_eq!(store.latest_output("bbbbbbbbbbbb").await.unwrap(), None);
     assert!(!store.heartbeat().await.unwrap().seen);
     store.beat(&Beat::Started { pid: 1 }).await.unwrap();
@@ -789,8 +822,8 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
     // `list --json`'s items: the kept jobs, normalized, each with the extra field.
     let extra = super::ExtraField {
         key: "latest_execution",
-        write: Arc::new(|id: &str, out: &mut Vec<u8>| {
-            out.extend_from_slice(format!("\"run of {id}\"").as_bytes())
+        write: Arc::new(|job: &super::ListedJob<'_>, out: &mut Vec<u8>| {
+            out.extend_from_slice(format!("\"run of {}\"", job.id).as_bytes())
         }),
     };
     let keep: super::Keep = Arc::new(|job: super::Listed| job.enabled);

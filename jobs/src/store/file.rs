@@ -34,7 +34,9 @@ use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
 use crate::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
-use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
+use crate::output::{
+    list_outputs, save_rendered, OutputDocument, RenderedOutput, MONITOR_SNAPSHOT_FILE,
+};
 use crate::spend::Spend;
 
 /// The files of one home's `cron/` directory. Every call runs on the runtime's blocking
@@ -524,20 +526,21 @@ impl Files {
         let mut first = true;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
             let at = out.len();
-            let appended = match write_plain_job(entries, keep, extras, first, &mut scratch, out) {
-                Ok(appended) => appended,
-                Err(NotPlain) => {
-                    out.truncate(at);
-                    let Ok(record) = record_keeping(text, None) else {
-                        return Walk::Stop;
-                    };
-                    let job = Job::from_record(record);
-                    match append_normalized_job(job, ctx, keep, extras, first, out) {
-                        Ok(appended) => appended,
-                        Err(_) => return Walk::Stop,
+            let appended =
+                match write_plain_job(entries, ctx, keep, extras, first, &mut scratch, out) {
+                    Ok(appended) => appended,
+                    Err(NotPlain) => {
+                        out.truncate(at);
+                        let Ok(record) = record_keeping(text, None) else {
+                            return Walk::Stop;
+                        };
+                        let job = Job::from_record(record);
+                        match append_normalized_job(job, ctx, keep, extras, first, out) {
+                            Ok(appended) => appended,
+                            Err(_) => return Walk::Stop,
+                        }
                     }
-                }
-            };
+                };
             first &= !appended;
             Walk::Continue
         });
@@ -858,6 +861,53 @@ impl Files {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_unavailable(&newest, e)),
         }
+    }
+
+    fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        if !is_safe_id(job_id) {
+            return Ok(Vec::new());
+        }
+        let mut texts = Vec::new();
+        for path in list_outputs(&self.output_root().join(job_id))
+            .iter()
+            .rev()
+            .take(limit)
+        {
+            match std::fs::read_to_string(path) {
+                Ok(text) => texts.push(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_unavailable(path, e)),
+            }
+        }
+        Ok(texts)
+    }
+
+    /// Where a monitor job's snapshot lives: beside its documents, as Hermes 0.22 keeps it.
+    fn monitor_snapshot_path(&self, job_id: &str) -> Result<PathBuf, StoreError> {
+        if !is_safe_id(job_id) {
+            return Err(StoreError::Refused(format!(
+                "job id '{job_id}' is not a safe file name"
+            )));
+        }
+        Ok(self.output_root().join(job_id).join(MONITOR_SNAPSHOT_FILE))
+    }
+
+    fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let path = self.monitor_snapshot_path(job_id)?;
+        match std::fs::read(&path) {
+            // Hermes 0.22 reads it as `utf-8-sig`: a byte-order mark is not output.
+            Ok(bytes) => Ok(Some(
+                String::from_utf8_lossy(bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes))
+                    .into_owned(),
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_unavailable(&path, e)),
+        }
+    }
+
+    fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let path = self.monitor_snapshot_path(job_id)?;
+        write_atomic(&path, output.as_bytes()).map_err(StoreError::from)
     }
 
     fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
@@ -1187,6 +1237,24 @@ impl Store for FileStore {
     async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError> {
         let job_id = job_id.to_string();
         self.blocking(move |files| files.latest_output(&job_id))
+            .await
+    }
+
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.recent_outputs(&job_id, limit))
+            .await
+    }
+
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.monitor_snapshot(&job_id))
+            .await
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let (job_id, output) = (job_id.to_string(), output.to_string());
+        self.blocking(move |files| files.save_monitor_snapshot(&job_id, &output))
             .await
     }
 

@@ -43,6 +43,8 @@ struct Inner {
     deliveries: Vec<Delivery>,
     /// Documents per job, keyed by their file name (which sorts by run time).
     outputs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Monitor snapshots per job.
+    monitor_snapshots: HashMap<String, String>,
     heartbeat: Heartbeat,
     /// Pids of this host that count as dead (a test "kills" a process by adding it).
     dead: HashSet<u32>,
@@ -267,6 +269,7 @@ impl Store for MemoryStore {
             .position(|j| j.id() == id)
             .ok_or_else(|| JobError::NotFound(id.to_string()))?;
         inner.outputs.remove(id);
+        inner.monitor_snapshots.remove(id);
         inner.notes.remove(id);
         inner.changes += 1;
         Ok(inner.jobs.remove(index))
@@ -626,6 +629,26 @@ impl Store for MemoryStore {
             .outputs
             .get(job_id)
             .and_then(|docs| docs.values().next_back().cloned()))
+    }
+
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .lock()
+            .outputs
+            .get(job_id)
+            .map(|docs| docs.values().rev().take(limit).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.lock().monitor_snapshots.get(job_id).cloned())
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        self.lock()
+            .monitor_snapshots
+            .insert(job_id.to_string(), output.to_string());
+        Ok(())
     }
 
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {

@@ -30,6 +30,7 @@ use crate::job::{Context, Job, JobState, NormalizedJob};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
+pub use crate::listing::ListedJob;
 use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
@@ -378,6 +379,15 @@ pub trait Store: Send + Sync {
     ) -> Result<String, StoreError>;
     /// The text of a job's newest document.
     async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// The texts of a job's newest `limit` documents, newest first (continuity reads
+    /// back past runs that delivered nothing).
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// The output a monitor job saw when its source last changed (jobs.json keeps only
+    /// its hash), for the diff of the next change; `None` before the first.
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// Keeps `output` as the job's monitor snapshot, replacing the one before. Never
+    /// counted or pruned as a document; removed with the job.
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError>;
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
@@ -675,7 +685,7 @@ pub(crate) fn append_normalized_job(
     if extras.is_empty() {
         serde_json::to_writer(&mut *out, &job.normalized(ctx))?;
     } else {
-        ExtraField::set_all(extras, job.normalized(ctx), out)?;
+        ExtraField::set_all(extras, job.normalized(ctx), ctx, out)?;
     }
     Ok(true)
 }
@@ -700,30 +710,49 @@ impl Listed {
 }
 
 /// A field a listing sets on every job (added last, or replacing the record's own):
-/// `write` appends its JSON value for the job with that id.
+/// `write` appends its JSON value for the listed job.
 #[derive(Clone)]
 pub struct ExtraField {
     pub key: &'static str,
     pub write: WriteValue,
 }
 
-/// Appends the JSON value of an [`ExtraField`] for the job with the given id.
-pub type WriteValue = Arc<dyn Fn(&str, &mut Vec<u8>) + Send + Sync>;
+/// Appends the JSON value of an [`ExtraField`] for one listed job.
+pub type WriteValue = Arc<dyn Fn(&ListedJob<'_>, &mut Vec<u8>) + Send + Sync>;
 
 impl ExtraField {
+    /// `schedule_description`: the schedule in English ([`ListedJob::schedule_description`]),
+    /// `null` when the stored schedule cannot be read.
+    pub fn schedule_description() -> ExtraField {
+        let memo = crate::listing::DescriptionMemo::default();
+        ExtraField {
+            key: "schedule_description",
+            write: Arc::new(move |job: &ListedJob<'_>, out: &mut Vec<u8>| {
+                // Writing a string into a Vec cannot fail.
+                let _ = serde_json::to_writer(out, &job.schedule_description_in(&memo));
+            }),
+        }
+    }
+
     /// A normalized job appended to `out` with these fields set in order, as a map
     /// setting them would: each in its place when the record has the key, else last.
     pub(crate) fn set_all(
         extras: &[ExtraField],
         job: NormalizedJob,
+        ctx: &Context,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
         let id = job.id().to_string();
         let mut record = job.into_record();
+        let schedule = record.get("schedule").cloned();
+        let timezone = record
+            .get("timezone")
+            .and_then(|t| t.as_str().map(str::to_string));
+        let listed = ListedJob::stored(&id, schedule.as_ref(), timezone.as_deref(), ctx);
         let mut value = Vec::new();
         for extra in extras {
             value.clear();
-            (extra.write)(&id, &mut value);
+            (extra.write)(&listed, &mut value);
             record.insert(extra.key.to_string(), serde_json::from_slice(&value)?);
         }
         serde_json::to_writer(out, &record)

@@ -32,7 +32,7 @@ use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
 use crate::lifecycle::JobError;
 use crate::notepad::Note;
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
-use crate::output::OutputDocument;
+use crate::output::{OutputDocument, MONITOR_SNAPSHOT_FILE};
 use crate::spend::Spend;
 
 /// A process whose heartbeat is older than this is dead: its claims go to others.
@@ -1598,8 +1598,9 @@ impl Store for PgStore {
         };
         client
             .execute(
-                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name NOT IN (
-                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1
+                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                     AND name NOT IN (
+                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
                          ORDER BY name DESC LIMIT $2)",
                 &[&doc.job_id, &keep],
             )
@@ -1612,13 +1613,55 @@ impl Store for PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
                      ORDER BY name DESC LIMIT 1",
                 &[&job_id],
             )
             .await
             .map_err(|e| self.fail(e))?;
         Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                     ORDER BY name DESC LIMIT $2",
+                &[&job_id, &limit],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    // The snapshot is a row of the documents' table under its file's name, which no
+    // document has (documents end in `.md`): removed with the job's documents, never
+    // counted among them.
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name = $2",
+                &[&job_id, &MONITOR_SNAPSHOT_FILE],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
+                     ON CONFLICT (job_id, name) DO UPDATE SET body = EXCLUDED.body",
+                &[&job_id, &MONITOR_SNAPSHOT_FILE, &output],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
     }
 
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
