@@ -393,7 +393,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     crate::limits::check_new(new)?;
     if new.paused_reason.is_some() && !new.paused {
         // Hermes 0.22's words, on every door (its CLI and API say the same).
-        return Err(JobError::Invalid("paused_reason requires paused=True.".into()));
+        return Err(JobError::Invalid(
+            "paused_reason requires paused=True.".into(),
+        ));
     }
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
