@@ -1,5 +1,5 @@
-//! The one door for every change to a job: create, edit, pause, resume, remove and run
-//! now. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
+//! The one door for every change to a job: create, edit, pause, resume, remove, run
+//! now, and acknowledging a job's failure incident. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
 //! translate their requests into [`NewJob`] / [`JobEdit`] and their answers out of
 //! [`Changed`] and [`ServiceError`]; the rules — field limits, schedule, targets, script
 //! confinement, the prompt scan and the gateway guard, on create and on edit alike —
@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use jobs::incident::{Incident, Transition};
 use jobs::store::Store;
 use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, RearmAt};
 
@@ -32,6 +33,9 @@ pub enum ServiceError {
     /// host).
     #[error(transparent)]
     NotStarted(SchedulerError),
+    /// An acknowledgement named an incident the store does not hold.
+    #[error("No incident '{0}': see the ids with hermes cron incidents")]
+    NoIncident(String),
 }
 
 impl From<jobs::StoreError> for ServiceError {
@@ -43,7 +47,7 @@ impl From<jobs::StoreError> for ServiceError {
 /// What kind of failure an error is: each door maps kinds to its own statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
-    /// No job by that reference.
+    /// No job (or incident) by that reference.
     NotFound,
     /// The request was refused: the user can fix it.
     Invalid,
@@ -59,7 +63,9 @@ pub enum ErrorKind {
 impl ServiceError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ServiceError::Job(JobError::NotFound(_)) => ErrorKind::NotFound,
+            ServiceError::Job(JobError::NotFound(_)) | ServiceError::NoIncident(_) => {
+                ErrorKind::NotFound
+            }
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
@@ -87,6 +93,27 @@ pub enum WhenPaused {
     Refuse,
     /// Resume it, then run (Python Hermes' REST trigger).
     Resume,
+}
+
+/// What acknowledging an incident did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked {
+    /// It was open (or resolved) and is closed now.
+    Closed,
+    /// It was closed before: nothing changed.
+    AlreadyClosed,
+}
+
+impl Acked {
+    /// What every door tells the user about incident `id`.
+    pub fn message(self, id: &str) -> String {
+        match self {
+            Acked::Closed => format!(
+                "Incident {id} acknowledged (closed): this error stays quiet until its text changes."
+            ),
+            Acked::AlreadyClosed => format!("Incident {id} is already closed."),
+        }
+    }
 }
 
 /// The job operations of one home on one store, "now" read from one clock.
@@ -248,6 +275,27 @@ impl JobService {
         let (ctx, _) = self.context()?;
         let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
+    }
+
+    /// Acknowledges incident `id` (see [`jobs::incident::moved`]): closed now, its error
+    /// quiet until its text changes; acknowledging a closed one changes nothing.
+    pub async fn ack_incident(&self, id: &str) -> Result<(Acked, Incident), ServiceError> {
+        let (ctx, _) = self.context()?;
+        let moved = self
+            .store
+            .move_incident(id, Transition::Acked, &ctx.now_text())
+            .await?;
+        let known = self.store.incidents(None).await?;
+        let incident = known
+            .into_iter()
+            .find(|i| i.id == id)
+            .ok_or_else(|| ServiceError::NoIncident(id.to_string()))?;
+        let acked = if moved {
+            Acked::Closed
+        } else {
+            Acked::AlreadyClosed
+        };
+        Ok((acked, incident))
     }
 
     /// The job a run now would run, paused jobs handled as `when_paused` says.

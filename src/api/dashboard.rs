@@ -32,9 +32,10 @@ pub fn routes() -> Router<Arc<ApiState>> {
         .route("/api/cron/jobs/{id}/resume", post(resume))
         .route("/api/cron/jobs/{id}/trigger", post(trigger))
         .route("/api/cron/delivery-targets", get(delivery_targets))
+        .merge(super::incidents::routes())
 }
 
-fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
+pub(super) fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
     match result {
         Ok(body) => Json(body).into_response(),
         Err(failure) => {

@@ -17,6 +17,7 @@ mod auth;
 mod dashboard;
 mod extras;
 mod hermes_jobs;
+mod incidents;
 pub mod metrics;
 mod ops;
 mod page;

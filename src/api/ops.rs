@@ -48,6 +48,9 @@ impl From<ServiceError> for Failure {
             return Failure::bad_request(blocked_message(blocked));
         }
         match e.kind() {
+            ErrorKind::NotFound if matches!(e, ServiceError::NoIncident(_)) => {
+                Failure::new(StatusCode::NOT_FOUND, e.to_string())
+            }
             ErrorKind::NotFound => Failure::not_found(),
             ErrorKind::Invalid => Failure::bad_request(e.to_string()),
             ErrorKind::Conflict => Failure::new(StatusCode::CONFLICT, e.to_string()),

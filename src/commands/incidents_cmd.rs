@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use jobs::incident::{Incident, IncidentState, Transition};
+use jobs::incident::{Incident, IncidentState};
 use jobs::notepad::Note;
 use jobs::{find_job, JobError};
 
@@ -104,25 +104,9 @@ fn print_incident(incident: &Incident) {
 }
 
 async fn ack(session: &Session, id: &str) -> Result<(), CliError> {
-    let at = session.ctx.now_text();
-    if session
-        .store
-        .move_incident(id, Transition::Acked, &at)
-        .await?
-    {
-        say!("Incident {id} acknowledged (closed): this error stays quiet until its text changes.");
-        return Ok(());
-    }
-    let known = session.store.incidents(None).await?;
-    match known.iter().find(|i| i.id == id) {
-        Some(_) => {
-            say!("Incident {id} is already closed.");
-            Ok(())
-        }
-        None => Err(CliError::user(format!(
-            "No incident '{id}': see the ids with hermes cron incidents"
-        ))),
-    }
+    let (acked, _) = session.service().ack_incident(id).await?;
+    say!("{}", acked.message(id));
+    Ok(())
 }
 
 /// The id a notepad is kept under: a job's id or name resolves to its id; anything else

@@ -4,7 +4,8 @@
 //! one mark each (and one more as a run arrives), creates a job with the form (live
 //! preview, the threat-scan error inline), runs it, reads the run's output rendered from
 //! its Markdown with the model's `<script>` and `onerror=` shown as text and never run,
-//! pauses and removes it, with no console error on the way. A screenshot of each view is
+//! pauses and removes it, acknowledges a failing job's incident from the Incidents panel
+//! (the store agrees it is closed), with no console error on the way. A screenshot of each view is
 //! saved (`HERMES_DASHBOARD_SCREENSHOTS`, default `target/dashboard-screenshots`; the ones
 //! in docs/ come from this test).
 
@@ -101,6 +102,38 @@ fn flaky_job(hermes: &Hermes) -> String {
     )
 }
 
+/// A script job that fails the same way every run: three runs make one incident.
+fn failing_job(hermes: &Hermes) -> String {
+    std::fs::write(
+        hermes.home().join("scripts").join("backup.sh"),
+        "echo 'backup volume is full' >&2\nexit 1\n",
+    )
+    .expect("write the script");
+    hermes.add(
+        "every 12h",
+        "",
+        &[
+            "--name",
+            "Nightly backup",
+            "--script",
+            "backup.sh",
+            "--no-agent",
+        ],
+    )
+}
+
+/// The state cell of the incidents panel's row for `incident`.
+fn incident_state(browser: &Browser, incident: &str) -> String {
+    browser
+        .eval(&format!(
+            "const r = document.querySelector('#incidents tr[data-incident=\"{incident}\"] .inc-state'); \
+             return r ? r.textContent : ''"
+        ))
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
 /// How many marks the job's run chart shows.
 fn marks(browser: &Browser) -> u64 {
     browser
@@ -121,6 +154,18 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
     for _ in 0..4 {
         hermes.cron(&["run", &flaky]);
     }
+    let failing = failing_job(&hermes);
+    for _ in 0..3 {
+        hermes.cron(&["run", &failing]);
+    }
+    let listed: serde_json::Value =
+        serde_json::from_str(hermes.cron(&["incidents", "--json"]).ok()).expect("incidents JSON");
+    let incident = listed["incidents"]
+        .as_array()
+        .and_then(|all| all.iter().find(|i| i["job_id"] == failing.as_str()))
+        .and_then(|i| i["id"].as_str())
+        .expect("the failing job's incident")
+        .to_string();
     let port = free_port();
     let _daemon = serve(&hermes, &model, port);
     let profile = tempfile::tempdir().expect("a browser profile");
@@ -258,6 +303,39 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
         !browser.text("#jobs").contains("Weekly report")
     });
     assert!(!hermes.cron(&["list", "--all"]).ok().contains(&id));
+
+    // The failing job's incident: listed open with its job, type and error; Ack closes it
+    // on the page and in the store.
+    browser.wait("the failing job's incident", || {
+        incident_state(&browser, &incident) == "detected"
+    });
+    let row = browser.text(&format!("#incidents tr[data-incident=\"{incident}\"]"));
+    for shown in ["Nightly backup", "script", "backup volume is full", "Ack"] {
+        assert!(row.contains(shown), "{shown} in the incident row: {row}");
+    }
+    browser.click(&format!(
+        "#incidents tr[data-incident=\"{incident}\"] button[data-ack]"
+    ));
+    browser.wait("the row to say closed", || {
+        incident_state(&browser, &incident) == "closed"
+    });
+    assert_eq!(
+        browser.eval(&format!(
+            "return document.querySelectorAll('#incidents tr[data-incident=\"{incident}\"] button').length"
+        )),
+        serde_json::json!(0),
+        "no Ack on a closed incident"
+    );
+    let closed = hermes
+        .cron(&["incidents", "--state", "closed"])
+        .ok()
+        .to_string();
+    assert!(
+        closed.contains(&format!("  {incident}  closed\n")),
+        "{closed}"
+    );
+    browser.eval("document.querySelector('#incidents-panel').scrollIntoView(); return 0");
+    browser.screenshot(&shots.join("dashboard-incidents.png"));
 
     // Nothing in the console but the network log of the one refusal the test provoked
     // (the injected prompt's 400): no script error, no CSP violation.

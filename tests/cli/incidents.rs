@@ -389,3 +389,87 @@ fn a_bare_cron_failure_line_fails_with_the_stock_evidence_and_a_quoted_one_does_
     assert_eq!(hermes.job(&id)["last_status"], "ok");
     assert_eq!(incidents(&hermes, &[])[0]["state"], "resolved");
 }
+
+#[test]
+fn the_dashboard_lists_an_incident_and_acks_it_over_http() {
+    let hermes = home("", &[]);
+    fs::write(
+        hermes.home().join("scripts").join("report.sh"),
+        "echo 'disk check failed' >&2\nexit 3\n",
+    )
+    .unwrap();
+    let id = add_job(&hermes, "local", &[]);
+    for minute in 1..=3 {
+        fail_at(&hermes, &id, &format!("2026-03-01T10:0{minute}:00Z"));
+    }
+    let api = crate::api::serve(&hermes, &[]);
+    let get = |path: &str| api.send("GET", path, &[], "");
+    let ack = |incident: &str| {
+        api.send(
+            "POST",
+            &format!("/api/cron/incidents/{incident}/ack"),
+            &[],
+            "",
+        )
+    };
+
+    let listed = get("/api/cron/incidents");
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert_eq!(
+        listed.json(),
+        json!({ "incidents": incidents(&hermes, &[]) }),
+        "the same list as the CLI's"
+    );
+    let incident = listed.json()["incidents"][0].clone();
+    assert_eq!(incident["job_id"], id.as_str());
+    assert_eq!(incident["state"], "detected");
+    assert_eq!(incident["first_seen_at"], "2026-03-01T10:01:00+00:00");
+    assert_eq!(incident["last_seen_at"], "2026-03-01T10:03:00+00:00");
+    let incident_id = incident["id"].as_str().unwrap().to_string();
+    let open = get("/api/cron/incidents?state=detected").json();
+    assert_eq!(open["incidents"].as_array().unwrap().len(), 1);
+    let bad = get("/api/cron/incidents?state=open");
+    assert_eq!(
+        (bad.status, bad.json()),
+        (
+            400,
+            json!({"detail": "Unknown incident state 'open': use one of detected, alerted, resolved, closed"})
+        )
+    );
+
+    let acked = ack(&incident_id);
+    assert_eq!(acked.status, 200, "{}", acked.body);
+    let body = acked.json();
+    assert_eq!(
+        body["message"],
+        format!("Incident {incident_id} acknowledged (closed): this error stays quiet until its text changes.")
+    );
+    assert_eq!(body["incident"]["state"], "closed");
+    let again = ack(&incident_id).json();
+    assert_eq!(
+        again["message"],
+        format!("Incident {incident_id} is already closed.")
+    );
+    let missing = ack("nosuch_000000000000");
+    assert_eq!(
+        (missing.status, missing.json()),
+        (
+            404,
+            json!({"detail": "No incident 'nosuch_000000000000': see the ids with hermes cron incidents"})
+        )
+    );
+    let refused = api.send(
+        "POST",
+        &format!("/api/cron/incidents/{incident_id}/ack"),
+        &[("Authorization", "")],
+        "",
+    );
+    assert_eq!(refused.status, 401);
+
+    let shown = hermes.cron(&["incidents"]).ok().to_string();
+    assert!(
+        shown.contains(&format!("  {incident_id}  closed\n")),
+        "{shown}"
+    );
+    assert!(get("/api/cron/incidents?state=closed").json()["incidents"][0]["acked_at"].is_string());
+}
