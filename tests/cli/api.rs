@@ -667,6 +667,9 @@ fn board_metric_names(expr: &str) -> Vec<String> {
         "outcome",
         "state",
         "job",
+        "exported_job",
+        "kind",
+        "model",
     ];
     // Quoted label values ("$job") and Grafana's variables are not names.
     let unquoted: String = expr.split('"').step_by(2).collect::<Vec<_>>().join(" ");
@@ -707,11 +710,16 @@ fn the_grafana_board_queries_only_metrics_the_daemon_exposes() {
     let api = serve(&hermes, &[]);
     let metrics = api.get("/metrics");
     assert_eq!(metrics.status, 200);
+    // A sample's name, or a family the daemon declares (`# TYPE`) before its first sample
+    // (the spend counters have none until a run used a model).
     let exposed: Vec<&str> = metrics
         .body
         .lines()
-        .filter(|line| !line.starts_with('#'))
-        .filter_map(|line| line.split(['{', ' ']).next())
+        .filter_map(|line| match line.strip_prefix("# TYPE ") {
+            Some(declared) => declared.split(' ').next(),
+            None if line.starts_with('#') => None,
+            None => line.split(['{', ' ']).next(),
+        })
         .collect();
     let mut used: Vec<String> = queries.iter().flat_map(|q| board_metric_names(q)).collect();
     used.sort();
@@ -730,6 +738,8 @@ fn the_grafana_board_queries_only_metrics_the_daemon_exposes() {
         "hermes_cron_pass_duration_seconds_bucket",
         "hermes_cron_outbox_depth",
         "hermes_cron_deliveries_failed_total",
+        "hermes_cron_tokens_total",
+        "hermes_cron_cost_usd_total",
     ] {
         assert!(
             used.iter().any(|n| n == family),
