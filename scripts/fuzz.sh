@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds="${1:-600}"
-targets="${TARGETS:-schedule_parser jobs_json_loader jobs_json_fast_readers deliver_target}"
+targets="${TARGETS:-schedule_parser jobs_json_loader jobs_json_fast_readers deliver_target job_service_checks mcp_line_parser}"
 
 # cargo-fuzz passes nightly-only rustc flags (-Zsanitizer=address, sancov passes); this
 # machine has only the stable toolchain, and RUSTC_BOOTSTRAP=1 lets stable accept them.

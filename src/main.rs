@@ -19,6 +19,7 @@ mod mcp_server;
 mod monitor;
 mod preflight;
 mod pricing;
+mod outbound;
 mod process;
 mod python_cli;
 mod redact;

@@ -50,6 +50,8 @@ mod incidents;
 mod legacy;
 #[path = "cli/list.rs"]
 mod list;
+#[path = "cli/listener.rs"]
+mod listener;
 #[path = "cli/mcp.rs"]
 mod mcp;
 #[path = "cli/mcp_server.rs"]
@@ -58,12 +60,16 @@ mod mcp_server;
 mod next;
 #[path = "cli/notepad.rs"]
 mod notepad;
+#[path = "cli/outbound.rs"]
+mod outbound;
 #[path = "cli/platforms.rs"]
 mod platforms;
 #[path = "cli/platforms_more.rs"]
 mod platforms_more;
 #[path = "cli/postgres.rs"]
 mod postgres;
+#[path = "cli/postgres_tls.rs"]
+mod postgres_tls;
 #[path = "cli/references.rs"]
 mod references;
 #[path = "cli/safety.rs"]

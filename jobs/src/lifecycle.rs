@@ -306,19 +306,27 @@ fn first_run(schedule: &Schedule, zone: Tz, ctx: &Context) -> Result<DateTime<Ut
 }
 
 fn default_name(prompt: &str, skills: &[String], script: Option<&str>) -> String {
-    let prompt = prompt.trim();
-    if !prompt.is_empty() {
-        return prompt
+    // One line of at most 50 characters, as a given name must be one line of at most 200:
+    // control characters (a newline, a DEL) read as spaces.
+    let one_line = |text: &str| {
+        let words: Vec<&str> = text
+            .split(|c: char| c.is_whitespace() || c.is_control())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words
+            .join(" ")
             .chars()
             .take(50)
             .collect::<String>()
             .trim()
-            .to_string();
-    }
-    if let Some(skill) = skills.first() {
-        return skill.clone();
-    }
-    script.map_or_else(|| "cron job".to_string(), str::to_string)
+            .to_string()
+    };
+    [Some(prompt), skills.first().map(String::as_str), script]
+        .into_iter()
+        .flatten()
+        .map(one_line)
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| "cron job".to_string())
 }
 
 fn dedup(items: impl IntoIterator<Item = String>) -> Vec<String> {

@@ -2,7 +2,9 @@
 //! program on stdin and its stdout is the reply. It runs in the job's workdir (else the
 //! Hermes home), in its own process group (killed with its children when the run ends
 //! or times out), with the user's environment plus `<home>/.env`, since that agent
-//! needs its own keys. A non-zero exit fails the run with the tail of its stderr.
+//! needs its own keys, but never the daemon's own secrets (the API key, the webhook
+//! signing secret) or a platform's bot tokens and credentials: sending is the daemon's.
+//! A non-zero exit fails the run with the tail of its stderr.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -15,6 +17,14 @@ use super::reply_result;
 use crate::process::GroupKill;
 use crate::runner::{read_output, RunEnv, RunResult};
 
+/// The daemon's own secrets, which no agent program needs.
+const DAEMON_SECRETS: [&str; 2] = ["API_SERVER_KEY", "WEBHOOK_SECRET"];
+
+/// Variables the agent program is not given.
+fn withheld(name: &str) -> bool {
+    DAEMON_SECRETS.contains(&name) || crate::delivery::platforms::is_platform_secret(name)
+}
+
 pub async fn run(
     argv: &[String],
     prompt: &str,
@@ -24,10 +34,16 @@ pub async fn run(
     vars: &Vars,
 ) -> RunResult {
     let mut command = tokio::process::Command::new(&argv[0]);
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(withheld) {
+            command.env_remove(&name);
+        }
+    }
+    let dotenv = vars.dotenv_missing_from_env();
     command
         .args(&argv[1..])
         .current_dir(workdir)
-        .envs(vars.dotenv_missing_from_env())
+        .envs(dotenv.into_iter().filter(|(name, _)| !withheld(name)))
         .env("HERMES_HOME", &env.home)
         .env("HERMES_JOB_ID", job.id())
         .stdin(Stdio::piped())

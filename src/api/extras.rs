@@ -1,6 +1,7 @@
 //! Routes beyond Python Hermes' API: the run ledger (`/api/runs`), a schedule preview,
-//! the daemon's status, health checks (`/healthz`, and Python Hermes' `/health`, both
-//! without a key) and `/metrics`. Read-only: nothing here changes a job.
+//! the daemon's status, health checks (`/healthz`, Python Hermes' `/health` and the
+//! readiness `/readyz`, all without a key) and `/metrics`. Read-only: nothing here
+//! changes a job.
 
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use schedules::{format_instant, parse_schedule};
 
 use super::ops::Failure;
 use super::ApiState;
+use crate::redact::Redactor;
 
 /// The most fires a preview lists.
 const MAX_PREVIEW: usize = 100;
@@ -32,10 +34,11 @@ pub fn routes() -> Router<Arc<ApiState>> {
         .route("/metrics", get(metrics))
 }
 
-/// Routes open without a key (they say only that the server is up).
+/// Routes open without a key (they say only whether the server is up and working).
 pub fn open_routes() -> Router<Arc<ApiState>> {
     Router::new()
         .route("/healthz", get(|| async { Json(json!({"status": "ok"})) }))
+        .route("/readyz", get(ready))
         .route(
             "/health",
             get(|| async {
@@ -46,6 +49,20 @@ pub fn open_routes() -> Router<Arc<ApiState>> {
                 }))
             }),
         )
+}
+
+/// Ready while the scheduler's passes succeed: 503 with the reason (redacted) after
+/// several failed in a row, or when none has ended for minutes. `/healthz` only says
+/// the process answers.
+async fn ready(State(state): State<Arc<ApiState>>) -> Response {
+    match state.metrics.readiness() {
+        Ok(()) => Json(json!({"status": "ready"})).into_response(),
+        Err(reason) => {
+            let reason = Redactor::for_home(&state.home).redact(&reason);
+            let body = json!({"status": "unready", "reason": reason});
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response()
+        }
+    }
 }
 
 fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {

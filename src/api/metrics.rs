@@ -1,11 +1,13 @@
 //! `/metrics` in the Prometheus text format, written by hand (the format is a few lines
 //! per family): counters and histograms the scheduler feeds through its
-//! [`Observer`] seam, and gauges read from the store at scrape time. Counting is
-//! lock-free atomics; it must never block or fail a run.
+//! [`Observer`] seam, and gauges read from the store at scrape time; and the readiness
+//! the scheduler's passes add up to. Counting is lock-free atomics (one short lock per
+//! pass for readiness); it must never block or fail a run.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use jobs::ledger::RunStatus;
 use jobs::store::Store;
@@ -78,6 +80,21 @@ impl Histogram {
     }
 }
 
+/// Failed passes in a row after which the daemon is not ready.
+pub const FAILED_PASSES_UNREADY: u32 = 3;
+/// The longest a ready daemon goes without ending a pass: the loop passes at least
+/// once a minute, so three minutes means a pass that hangs.
+pub const PASS_OVERDUE: Duration = Duration::from_secs(180);
+
+/// The scheduler's recent passes, for readiness.
+struct Passes {
+    /// When the daemon started counting (no pass yet is fine for [`PASS_OVERDUE`]).
+    since: Instant,
+    last_ended: Option<Instant>,
+    failed_in_a_row: u32,
+    last_failure: Option<String>,
+}
+
 /// What this daemon counted since it started.
 pub struct Metrics {
     /// Runs by outcome, in [`OUTCOMES`] order.
@@ -87,6 +104,8 @@ pub struct Metrics {
     lateness: Histogram,
     deliveries_failed: AtomicU64,
     pass: Histogram,
+    /// Taken once per pass and per readiness check; never held across an await.
+    passes: Mutex<Passes>,
 }
 
 impl Default for Metrics {
@@ -97,6 +116,12 @@ impl Default for Metrics {
             lateness: Histogram::new(LATENESS_BUCKETS),
             deliveries_failed: AtomicU64::new(0),
             pass: Histogram::new(PASS_BUCKETS),
+            passes: Mutex::new(Passes {
+                since: Instant::now(),
+                last_ended: None,
+                failed_in_a_row: 0,
+                last_failure: None,
+            }),
         }
     }
 }
@@ -123,9 +148,51 @@ impl Observer for Metrics {
     fn pass_took(&self, elapsed: Duration) {
         self.pass.observe(elapsed);
     }
+
+    fn pass_ended(&self, failure: Option<&str>) {
+        let mut passes = self.lock_passes();
+        passes.last_ended = Some(Instant::now());
+        match failure {
+            None => {
+                passes.failed_in_a_row = 0;
+                passes.last_failure = None;
+            }
+            Some(failure) => {
+                passes.failed_in_a_row = passes.failed_in_a_row.saturating_add(1);
+                passes.last_failure = Some(failure.to_string());
+            }
+        }
+    }
 }
 
 impl Metrics {
+    fn lock_passes(&self) -> std::sync::MutexGuard<'_, Passes> {
+        self.passes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the scheduler is doing its work: `Err` with the reason when its last
+    /// [`FAILED_PASSES_UNREADY`] passes failed, or none ended for [`PASS_OVERDUE`].
+    pub fn readiness(&self) -> Result<(), String> {
+        let passes = self.lock_passes();
+        if passes.failed_in_a_row >= FAILED_PASSES_UNREADY {
+            return Err(format!(
+                "the last {} scheduler passes failed: {}",
+                passes.failed_in_a_row,
+                passes.last_failure.as_deref().unwrap_or("")
+            ));
+        }
+        let since = passes.last_ended.unwrap_or(passes.since);
+        if since.elapsed() > PASS_OVERDUE {
+            return Err(format!(
+                "no scheduler pass has ended for {} s",
+                since.elapsed().as_secs()
+            ));
+        }
+        Ok(())
+    }
+
     /// The exposition text: the counters, then the gauges read from `store` now. A
     /// gauge the store cannot give is left out (and logged), never reported as zero.
     pub async fn render(&self, store: &dyn Store, ctx: &Context) -> String {
@@ -181,6 +248,22 @@ impl Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn three_failed_passes_in_a_row_make_the_daemon_unready_and_one_success_ready() {
+        let metrics = Metrics::default();
+        assert_eq!(metrics.readiness(), Ok(()));
+        metrics.pass_ended(Some("cannot read jobs.json"));
+        metrics.pass_ended(Some("cannot read jobs.json"));
+        assert_eq!(metrics.readiness(), Ok(()));
+        metrics.pass_ended(Some("cannot read jobs.json: line 1"));
+        assert_eq!(
+            metrics.readiness(),
+            Err("the last 3 scheduler passes failed: cannot read jobs.json: line 1".into())
+        );
+        metrics.pass_ended(None);
+        assert_eq!(metrics.readiness(), Ok(()));
+    }
 
     #[test]
     fn a_histogram_counts_cumulatively_with_an_infinite_bucket() {

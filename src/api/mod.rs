@@ -6,7 +6,10 @@
 //!
 //! * [`settings`] — what the environment asks for, and whether to serve at all;
 //! * [`security`] — Host, Origin/CORS, body size and security headers, for every route;
-//! * [`auth`] — the key check, per route family;
+//! * [`listener`] — the accept loop: header-read and idle deadlines, and a connection
+//!   cap below the file budget;
+//! * [`auth`] — the key check, per route family, with [`throttle`]'s slow-down of
+//!   wrong keys per address;
 //! * [`ops`] — the job operations both jobs APIs share;
 //! * [`hermes_jobs`], [`dashboard`], [`extras`] — the routes;
 //! * [`metrics`] — the counters and the Prometheus text;
@@ -18,15 +21,16 @@ mod dashboard;
 mod extras;
 mod hermes_jobs;
 mod incidents;
+mod listener;
 pub mod metrics;
 mod ops;
 mod page;
 mod security;
 pub mod settings;
 mod spend_metrics;
+mod throttle;
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -69,9 +73,15 @@ impl ApiState {
 
 /// A JSON object body, read up to the size limit.
 async fn read_object(body: Body) -> Result<Map<String, Value>, Failure> {
-    let bytes = security::read_body(body)
-        .await
-        .map_err(|_| Failure::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large."))?;
+    let bytes = security::read_body(body).await.map_err(|e| match e {
+        security::BodyError::TooLarge => {
+            Failure::new(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large.")
+        }
+        security::BodyError::TooSlow => Failure::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request body not received within 30 s.",
+        ),
+    })?;
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(Failure::bad_request(
@@ -83,7 +93,7 @@ async fn read_object(body: Body) -> Result<Map<String, Value>, Failure> {
 
 /// Every route, each family behind its key check, all behind the security guard.
 pub fn router(state: Arc<ApiState>, settings: &ApiSettings) -> Router {
-    let key = Arc::new(settings.key.clone());
+    let key = Arc::new(auth::KeyCheck::new(settings.key.clone()));
     let hermes = hermes_jobs::routes().merge(extras::routes()).route_layer(
         axum::middleware::from_fn_with_state(Arc::clone(&key), auth::require_key),
     );
@@ -99,20 +109,6 @@ pub fn router(state: Arc<ApiState>, settings: &ApiSettings) -> Router {
         .merge(page::routes())
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(guard, security::guard))
-}
-
-/// Serves `router` on `listener` until `shutdown` completes.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
 }
 
 /// Starts the API beside the scheduler when the environment asks for it, or logs why it
@@ -145,9 +141,10 @@ pub async fn start(
         tracing::warn!("the API is reachable from other machines on {bound}: keep API_SERVER_KEY secret and firewall the port to trusted networks");
     }
     let router = router(Arc::new(state), &settings);
-    tracing::info!(address = %bound, "API listening on http://{bound}");
+    let limits = listener::Limits::for_process(settings.max_connections);
+    tracing::info!(address = %bound, max_connections = limits.max_connections, "API listening on http://{bound}");
     Some(tokio::spawn(async move {
-        if let Err(e) = serve(listener, router, shutdown).await {
+        if let Err(e) = listener::serve(listener, router, limits, shutdown).await {
             tracing::error!("the API server stopped: {e}");
         }
     }))

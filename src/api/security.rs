@@ -194,12 +194,24 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
     with_security_headers(response)
 }
 
-/// Reads a request body of at most [`MAX_BODY`] bytes (a chunked body has no declared
-/// length: it is cut off as soon as it grows past the limit).
-pub async fn read_body(body: Body) -> Result<axum::body::Bytes, Response> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|_| too_large())
+/// How long a request's body may take to arrive once its head has.
+pub const BODY_READ: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why a body was not read.
+pub enum BodyError {
+    TooLarge,
+    /// Not all there within [`BODY_READ`]: a slow sender holds a request in flight,
+    /// which the listener never closes to make room.
+    TooSlow,
+}
+
+/// Reads a request body of at most [`MAX_BODY`] bytes within [`BODY_READ`] (a chunked
+/// body has no declared length: it is cut off as soon as it grows past the limit).
+pub async fn read_body(body: Body) -> Result<axum::body::Bytes, BodyError> {
+    match tokio::time::timeout(BODY_READ, axum::body::to_bytes(body, MAX_BODY)).await {
+        Err(_) => Err(BodyError::TooSlow),
+        Ok(read) => read.map_err(|_| BodyError::TooLarge),
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The listener's settings, read from the environment over `<home>/.env` like every other
 //! setting (real variables win): `API_SERVER_KEY`, `API_SERVER_HOST`, `API_SERVER_PORT`,
-//! `API_SERVER_CORS_ORIGINS` and `API_SERVER_ALLOWED_HOSTS`. It decides whether the API is
+//! `API_SERVER_CORS_ORIGINS`, `API_SERVER_ALLOWED_HOSTS` and `API_SERVER_MAX_CONNECTIONS`. It decides whether the API is
 //! served at all; it must never log, print or return the key's value.
 
 use std::fmt;
@@ -71,6 +71,8 @@ pub struct ApiSettings {
     pub cors_origins: Vec<String>,
     /// Extra names a client may use in `Host` (`API_SERVER_ALLOWED_HOSTS`), lower-cased.
     pub allowed_hosts: Vec<String>,
+    /// `API_SERVER_MAX_CONNECTIONS`: lowers the cap the file budget gives, never raises it.
+    pub max_connections: Option<usize>,
 }
 
 /// Why the API is not served. The messages name the variable, never its value.
@@ -82,6 +84,8 @@ pub enum NotServed {
     WeakKey,
     #[error("refusing to serve the API: API_SERVER_PORT '{0}' is not a port number (1-65535, or 0 for any free port)")]
     BadPort(String),
+    #[error("refusing to serve the API: API_SERVER_MAX_CONNECTIONS '{0}' is not a positive whole number")]
+    BadMaxConnections(String),
 }
 
 /// True when `value` is usable as a secret: at least 16 characters once trimmed and not
@@ -115,6 +119,16 @@ impl ApiSettings {
                 .parse::<u16>()
                 .map_err(|_| NotServed::BadPort(text.to_string()))?,
         };
+        let max_connections = match env.get("API_SERVER_MAX_CONNECTIONS") {
+            None => None,
+            Some(text) => Some(
+                text.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| NotServed::BadMaxConnections(text.to_string()))?,
+            ),
+        };
         let mut cors_origins = list(env, "API_SERVER_CORS_ORIGINS");
         // `null` is the origin of every sandboxed frame and local file: allowing it would
         // allow any page that puts itself in one.
@@ -138,6 +152,7 @@ impl ApiSettings {
                 .into_iter()
                 .map(|h| h.to_lowercase())
                 .collect(),
+            max_connections,
         })
     }
 

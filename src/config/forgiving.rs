@@ -17,8 +17,8 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::{
     AgentCommand, AgentSection, ApprovalsSection, BudgetSection, CodeExecutionSection, Config,
-    CronApproval, CronDeliverySection, CronSection, FallbackProvider, McpServer, McpToolFilter,
-    ModelPrice, ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
+    CronApproval, CronDeliverySection, CronSection, DeliverySection, FallbackProvider, McpServer,
+    McpToolFilter, ModelPrice, ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
 };
 
 /// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
@@ -581,6 +581,7 @@ sections! {
     CronDeliverySection => "a mapping of cron delivery settings",
     ToolsSection => "a mapping of tool settings",
     WebFetchSection => "a mapping of web_fetch settings",
+    DeliverySection => "a mapping of delivery settings",
     ApprovalsSection => "a mapping of approval settings",
     CodeExecutionSection => "a mapping of code_execution settings",
     BudgetSection => "a mapping with daily_usd, monthly_usd and notify",

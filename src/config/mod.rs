@@ -45,6 +45,9 @@ pub struct Config {
     /// `tools`: settings of individual tools.
     #[serde(deserialize_with = "forgiving::read")]
     pub tools: ToolsSection,
+    /// `delivery`: where deliveries to user-supplied URLs may go.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub delivery: DeliverySection,
     /// `mcp_servers`: the MCP servers whose tools a run may use, in the file's order.
     #[serde(deserialize_with = "forgiving::read")]
     pub mcp_servers: Vec<McpServer>,
@@ -260,6 +263,22 @@ pub struct WebFetchSection {
     pub extra: Mapping,
 }
 
+/// `delivery:` (docs/SAFETY.md, "Outbound addresses").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct DeliverySection {
+    /// `delivery.allow_private_targets`: may webhooks reach loopback, private and other
+    /// non-public addresses (never link-local or cloud metadata ones).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub allow_private_targets: Option<bool>,
+    /// `delivery.allowed_private_targets`: addresses and networks (`10.0.0.5`,
+    /// `192.168.1.0/24`) webhooks may reach even so.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub allowed_private_targets: Vec<String>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
 /// `approvals:` (Python Hermes' `tools/approval.py`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
@@ -463,6 +482,7 @@ impl Config {
             ("cron.delivery".to_string(), &self.cron.delivery.extra),
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
+            ("delivery".to_string(), &self.delivery.extra),
             ("approvals".to_string(), &self.approvals.extra),
             ("code_execution".to_string(), &self.code_execution.extra),
             ("cron.budget".to_string(), &self.cron.budget.extra),

@@ -102,19 +102,22 @@ impl Answer {
     }
 }
 
-/// The HTTP client of a delivery: connection reuse across parts and jobs.
-pub fn build_client() -> reqwest::Client {
+/// The settings of every delivery client: timeouts, no redirects, our user agent.
+pub fn client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .timeout(Duration::from_secs(60))
         // A redirect could carry a bot token in the URL elsewhere.
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("hermes-cron/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .unwrap_or_else(|e| {
-            tracing::warn!("cannot set up the HTTP client as configured ({e}); using the defaults");
-            reqwest::Client::new()
-        })
+}
+
+/// The HTTP client of a delivery: connection reuse across parts and jobs.
+pub fn build_client() -> reqwest::Client {
+    client_builder().build().unwrap_or_else(|e| {
+        tracing::warn!("cannot set up the HTTP client as configured ({e}); using the defaults");
+        reqwest::Client::new()
+    })
 }
 
 /// What a sender tells whoever keeps track of its requests (the outbox, for a retry).

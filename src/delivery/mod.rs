@@ -60,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use jobs::Job;
 
 use crate::environment::Environment;
+use crate::outbound::AddressPolicy;
 use crate::redact::Redactor;
 use http::Failure;
 use target::Destination;
@@ -253,11 +254,12 @@ pub async fn send_to(
     shared: &Shared,
     destination: &Destination,
     env: &Environment,
+    policy: &AddressPolicy,
     message: &Message,
     skip: usize,
 ) -> Result<usize, (Failure, usize)> {
     match destination {
-        Destination::Webhook { url } => webhook::send(shared, env, url, message)
+        Destination::Webhook { url } => webhook::send(shared, env, policy, url, message)
             .await
             .map(|()| 1)
             .map_err(|f| (f, 0)),
@@ -291,9 +293,12 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
         };
     };
     let env = Environment::load(run.home);
+    let policy = AddressPolicy::for_home_deliveries(run.home);
     // Failure notices take the job's failure lane; replies always `deliver`.
     let lane = match run.result {
-        Delivered::Failed(_) | Delivered::Notice(_) => run.job.failure_lane(),
+        Delivered::Failed(_) | Delivered::Notice(_) | Delivered::Declared(_) => {
+            run.job.failure_lane()
+        }
         _ => run.job.deliver(),
     };
     let resolution = target::resolve(run.job, &lane, &env);
@@ -301,7 +306,7 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
     let outcomes = send_all(
         shared,
         &resolution.destinations,
-        env,
+        (env, policy),
         message,
         &payload,
         run.track,
@@ -326,12 +331,13 @@ type Outcome = (Destination, Option<i64>, Result<usize, (Failure, usize)>);
 async fn send_all(
     shared: &Arc<Shared>,
     destinations: &[Destination],
-    env: Environment,
+    (env, policy): (Environment, AddressPolicy),
     message: Message,
     payload: &str,
     track: Option<Track<'_>>,
 ) -> Vec<Outcome> {
     let env = Arc::new(env);
+    let policy = Arc::new(policy);
     let message = Arc::new(message);
     let mut sends = tokio::task::JoinSet::new();
     let mut rows = vec![None; destinations.len()];
@@ -342,14 +348,15 @@ async fn send_all(
         };
         let recorder = tracked.as_ref().map(|(_, recorder)| recorder.clone());
         rows[index] = tracked.map(|(row, _)| row);
-        let (destination, env, message, shared) = (
+        let (destination, env, policy, message, shared) = (
             destination.clone(),
             Arc::clone(&env),
+            Arc::clone(&policy),
             Arc::clone(&message),
             Arc::clone(shared),
         );
         sends.spawn(async move {
-            let sending = send_to(&shared, &destination, &env, &message, 0);
+            let sending = send_to(&shared, &destination, &env, &policy, &message, 0);
             let result = match recorder {
                 Some(recorder) => http::recording_flights(recorder, sending).await,
                 None => sending.await,
@@ -473,7 +480,8 @@ pub async fn retry(
     })?;
     let env = Environment::load(home);
     let redactor = Redactor::for_home(home);
-    send_to(shared, &destination, &env, &message, sent_parts)
+    let policy = AddressPolicy::for_home_deliveries(home);
+    send_to(shared, &destination, &env, &policy, &message, sent_parts)
         .await
         .map(|_| ())
         .map_err(|(failure, n)| {
@@ -513,7 +521,8 @@ mod tests {
                 thread: None,
             };
             let env = Environment::default();
-            let refused = match send_to(&shared, &destination, &env, &message, 0).await {
+            let policy = AddressPolicy::for_delivery(&Default::default());
+            let refused = match send_to(&shared, &destination, &env, &policy, &message, 0).await {
                 Err((failure, _)) => failure.message().to_string(),
                 Ok(_) => String::new(),
             };

@@ -41,9 +41,51 @@ pub fn required_vars(platform: Platform) -> &'static [&'static str] {
     describe(platform).map_or(&[], |d| d.required)
 }
 
+/// True for a variable that holds a platform's credentials or coordinates: one a sender
+/// needs (or its other name), or a credential-named one under a platform's own prefix
+/// (`TELEGRAM_WEBHOOK_SECRET`, `SLACK_APP_TOKEN`). Programs a run starts for other
+/// purposes (an external agent) never get them.
+pub fn is_platform_secret(name: &str) -> bool {
+    let prefix = |var: &str| var.split('_').next().map(|p| format!("{p}_"));
+    ALL.iter().any(|d| {
+        let named = d
+            .required
+            .iter()
+            .chain(d.aliases.iter().map(|(_, alias)| alias));
+        named.clone().any(|var| *var == name)
+            || (crate::redact::is_secret_name(name)
+                && named
+                    .filter_map(|var| prefix(var))
+                    .any(|p| name.starts_with(&p)))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platform_secrets_are_their_variables_and_credentials_under_their_prefix() {
+        for name in [
+            "TELEGRAM_BOT_TOKEN",
+            "TELEGRAM_WEBHOOK_SECRET",
+            "SLACK_APP_TOKEN",
+            "DINGTALK_WEBHOOK_URL",
+            "YUANBAO_APP_KEY",
+            "EMAIL_PASSWORD",
+            "TWILIO_AUTH_TOKEN",
+        ] {
+            assert!(is_platform_secret(name), "{name}");
+        }
+        for name in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "TELEGRAM_HOME_CHANNEL",
+            "PATH",
+        ] {
+            assert!(!is_platform_secret(name), "{name}");
+        }
+    }
 
     #[test]
     fn every_platform_has_exactly_one_row() {

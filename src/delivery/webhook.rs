@@ -1,7 +1,10 @@
 //! `webhook:<url>` delivery: POST `{job_id, name, scheduled_at, status, text}` as JSON,
 //! signed with `X-Hermes-Signature: sha256=<hex HMAC-SHA256 of the body>` when
-//! `WEBHOOK_SECRET` is set. 429 and 5xx are retried; other statuses are final. A
-//! webhook is not a chat platform: it has no parts, no files and no description.
+//! `WEBHOOK_SECRET` is set. 429 and 5xx are retried; other statuses are final. The URL is
+//! the user's: only addresses the [`AddressPolicy`] allows are connected to (a refusal is
+//! a final failure, nothing sent), and what comes back is masked of the URL's own
+//! secrets before it is recorded. A webhook is not a chat platform: it has no parts, no
+//! files and no description.
 
 use std::time::Duration;
 
@@ -9,9 +12,10 @@ use hmac::{Hmac, Mac};
 use serde_json::json;
 use sha2::Sha256;
 
-use super::http::{snippet, Answer, Failure, Link, Pace};
+use super::http::{client_builder, snippet, Answer, Failure, Link, Pace};
 use super::{Message, Shared};
 use crate::environment::Environment;
+use crate::outbound::{pinned, redact_url_secrets, AddressPolicy, OutboundError};
 
 /// The signature header value for a body.
 pub fn signature(secret: &str, body: &[u8]) -> String {
@@ -27,9 +31,21 @@ pub fn signature(secret: &str, body: &[u8]) -> String {
 pub async fn send(
     shared: &Shared,
     env: &Environment,
+    policy: &AddressPolicy,
     url: &str,
     message: &Message,
 ) -> Result<(), Failure> {
+    let masked = |text: String| redact_url_secrets(url, &text);
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Failure::Final(masked(format!("'{url}' is not a URL: {e}"))))?;
+    let addresses = policy.addresses(&parsed).await.map_err(|e| match e {
+        OutboundError::Unresolved { .. } => Failure::Transient(masked(e.to_string())),
+        refused => Failure::Final(masked(refused.to_string())),
+    })?;
+    // Connects to exactly the addresses just checked, never to a second DNS answer.
+    let client = pinned(client_builder(), &parsed, &addresses)
+        .build()
+        .map_err(|e| Failure::Transient(format!("cannot set up the HTTP client: {e}")))?;
     let payload = json!({
         "job_id": message.job_id,
         "name": message.name,
@@ -39,9 +55,9 @@ pub async fn send(
     });
     let body = payload.to_string().into_bytes();
     let secret = env.get("WEBHOOK_SECRET");
-    let build = |client: &reqwest::Client| {
+    let build = |_: &reqwest::Client| {
         let request = client
-            .post(url)
+            .post(parsed.clone())
             .header("Content-Type", "application/json")
             .body(body.clone());
         match secret {
@@ -50,7 +66,11 @@ pub async fn send(
         }
     };
     let judge = |answer: &Answer| {
-        let text = format!("{} {}", answer.status, snippet(&answer.body));
+        let text = format!(
+            "{} {}",
+            answer.status,
+            snippet(&masked(answer.body.clone()))
+        );
         (answer.by_status(Duration::from_secs(1)), text)
     };
     Link::new(shared, "webhook", url, Pace::Free)

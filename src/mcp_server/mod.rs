@@ -3,10 +3,12 @@
 //! and run jobs — and have a job reply into its own chat. stdout carries the protocol
 //! and nothing else: logs go to stderr, and every child a run starts has its stdout
 //! piped. Split by concern: [`schema`] (the tool as listed), [`arguments`] (reading a
-//! call), [`actions`] (doing it through the `jobs` lifecycle and the scheduler).
+//! call), [`actions`] (doing it through the `jobs` lifecycle and the scheduler), [`lines`]
+//! (the stdio framing: a line that is not JSON gets a parse error).
 
 mod actions;
 mod arguments;
+pub mod lines;
 mod schema;
 
 use std::sync::Arc;
@@ -111,10 +113,15 @@ pub async fn serve(
         },
     };
     {
-        let running = server
-            .serve(rmcp::transport::stdio_pipes())
-            .await
-            .map_err(|e| McpError::NotInitialized(e.to_string()))?;
+        let (input, output) = rmcp::transport::stdio_pipes();
+        let (sdk_side, framing) = lines::frame(input, output);
+        let running = match server.serve(sdk_side).await {
+            Ok(running) => running,
+            Err(e) => {
+                framing.finish().await;
+                return Err(McpError::NotInitialized(e.to_string()));
+            }
+        };
         let cancel = running.cancellation_token();
         tokio::select! {
             ended = running.waiting() => {
@@ -124,6 +131,7 @@ pub async fn serve(
             }
             () = stop => cancel.cancel(),
         }
+        framing.finish().await;
         let interrupted = scheduler.interrupt_own_runs().await?;
         if interrupted > 0 {
             tracing::warn!("stopped with {interrupted} run(s) unfinished: recorded as interrupted");

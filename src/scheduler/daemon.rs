@@ -102,6 +102,7 @@ impl Scheduler {
         self.observe(|o| o.pass_took(timer.elapsed()));
         let woke = match pass {
             Ok(report) => {
+                self.observe(|o| o.pass_ended(None));
                 for pending in report.pending {
                     running.spawn(pending.run(Arc::clone(self)));
                 }
@@ -112,6 +113,7 @@ impl Scheduler {
             }
             Err(e) => {
                 tracing::error!("scheduler pass failed: {e}");
+                self.observe(|o| o.pass_ended(Some(&e.to_string())));
                 self.beat(Beat::PassFailed(self.now(), e.to_string())).await;
                 (None, false)
             }

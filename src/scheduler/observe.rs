@@ -1,7 +1,8 @@
 //! The scheduler's one outward seam for counting what it does: an [`Observer`] is told
-//! when a run ends, how late a fire started, when a delivery is given up and how long a
-//! pass took. It only receives facts; it must never block, fail a run or reach back into
-//! the scheduler. A scheduler without one (tests, `hermes cron tick`) counts nothing.
+//! when a run ends, how late a fire started, when a delivery is given up, how long a
+//! pass took and whether it failed. It only receives facts; it must never block, fail a
+//! run or reach back into the scheduler. A scheduler without one (tests, `hermes cron
+//! tick`) counts nothing.
 
 use std::time::Duration;
 
@@ -24,4 +25,6 @@ pub trait Observer: Send + Sync {
     fn delivery_failed(&self);
     /// One scheduler pass (decide, claim, spawn) took this long.
     fn pass_took(&self, elapsed: Duration);
+    /// A pass ended: `None` when it succeeded, else why it failed (readiness).
+    fn pass_ended(&self, _failure: Option<&str>) {}
 }

@@ -503,6 +503,52 @@ fn the_command_backend_gets_the_prompt_on_stdin() {
     assert!(run.ok().contains("external saw: 1"), "{}", run.stdout);
 }
 
+/// The agent program gets its own keys, never the daemon's API key, the webhook secret
+/// or a platform's bot tokens, whether they come from `.env` or the environment.
+#[test]
+fn the_command_backend_never_gets_the_api_key_or_platform_tokens() {
+    let hermes = home_with(
+        "agent:\n  backend: command\n  command: [\"sh\", \"-c\", \"echo seen: $(env | cut -d= -f1 | sort | tr '\\\\n' ' ')\"]\n",
+    );
+    std::fs::write(
+        hermes.home().join(".env"),
+        "OPENAI_API_KEY=sk-agent-needs-this-one\nAPI_SERVER_KEY=api-key-0123456789abcdef\n\
+         TELEGRAM_BOT_TOKEN=123456789:AAtesttokentesttokentesttokentest12\n\
+         SLACK_APP_TOKEN=xapp-1-testtokentest\nWEBHOOK_SECRET=hook-secret-value\n",
+    )
+    .unwrap();
+    let id = hermes.add("every 1h", "Summarise the logs", &[]);
+    let out = hermes
+        .command(&["cron", "run", &id])
+        .env("DISCORD_BOT_TOKEN", "discord-test-token-1234")
+        .env("ANTHROPIC_API_KEY", "sk-ant-agent-needs-this")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let seen = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("seen: "))
+        .unwrap_or_else(|| panic!("no reply: {stdout}"));
+    let names: Vec<&str> = seen.split_whitespace().collect();
+    for needed in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "HERMES_HOME",
+        "HERMES_JOB_ID",
+    ] {
+        assert!(names.contains(&needed), "{needed} missing: {seen}");
+    }
+    for withheld in [
+        "API_SERVER_KEY",
+        "WEBHOOK_SECRET",
+        "TELEGRAM_BOT_TOKEN",
+        "SLACK_APP_TOKEN",
+        "DISCORD_BOT_TOKEN",
+    ] {
+        assert!(!names.contains(&withheld), "{withheld} given: {seen}");
+    }
+}
+
 #[test]
 fn the_turn_budget_warns_at_70_and_90_percent_then_asks_for_a_summary_without_tools() {
     // max_turns 10: notices after the 7th and 9th tool turns, then one call without tools.

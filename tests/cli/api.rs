@@ -6,7 +6,7 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -18,7 +18,7 @@ pub(crate) const KEY: &str = "test-key-0123456789abcdef";
 /// A daemon serving the API on a free port of its own choosing.
 pub(crate) struct Api {
     child: Child,
-    address: String,
+    pub(crate) address: String,
     log: PathBuf,
 }
 
@@ -51,7 +51,12 @@ impl Reply {
 
 /// Starts `hermes cron daemon` with `env` and waits until its log says where the API
 /// listens (or that it is not served, when `expect_api` is false).
-fn daemon(hermes: &Hermes, env: &[(&str, &str)], expect: &str) -> (Child, PathBuf) {
+fn daemon(
+    hermes: &Hermes,
+    env: &[(&str, &str)],
+    expect: &str,
+    prepare: impl FnOnce(&mut Command),
+) -> (Child, PathBuf) {
     let log = hermes
         .home()
         .join(format!("daemon-{}.log", rand::random::<u32>()));
@@ -63,6 +68,7 @@ fn daemon(hermes: &Hermes, env: &[(&str, &str)], expect: &str) -> (Child, PathBu
     for (name, value) in env {
         command.env(name, value);
     }
+    prepare(&mut command);
     let child = command.spawn().expect("start the daemon");
     let started = Instant::now();
     while !std::fs::read_to_string(&log).unwrap().contains(expect) {
@@ -77,9 +83,18 @@ fn daemon(hermes: &Hermes, env: &[(&str, &str)], expect: &str) -> (Child, PathBu
 }
 
 pub(crate) fn serve(hermes: &Hermes, env: &[(&str, &str)]) -> Api {
+    serve_with(hermes, env, |_| {})
+}
+
+/// [`serve`], with `prepare` applied to the daemon's command before it starts.
+pub(crate) fn serve_with(
+    hermes: &Hermes,
+    env: &[(&str, &str)],
+    prepare: impl FnOnce(&mut Command),
+) -> Api {
     let mut all = vec![("API_SERVER_KEY", KEY), ("API_SERVER_PORT", "0")];
     all.extend_from_slice(env);
-    let (child, log) = daemon(hermes, &all, "API listening on http://");
+    let (child, log) = daemon(hermes, &all, "API listening on http://", prepare);
     let text = std::fs::read_to_string(&log).unwrap();
     let address = text
         .split("API listening on http://")
@@ -179,7 +194,7 @@ impl Api {
         parse(&raw)
     }
 
-    fn get(&self, path: &str) -> Reply {
+    pub(crate) fn get(&self, path: &str) -> Reply {
         self.send("GET", path, &[], "")
     }
 
@@ -187,7 +202,7 @@ impl Api {
         self.send("POST", path, &[], &body.to_string())
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap()
     }
 }
@@ -356,20 +371,51 @@ fn run_starts_the_job_now_and_the_run_reaches_the_ledger_and_metrics() {
     }
 }
 
+/// Each wrong key is refused with Python Hermes' body; after ten from one address each
+/// further one is answered later than the last, while the right key, from the same
+/// address at the same time, is answered at once.
 #[test]
-fn two_hundred_wrong_keys_are_all_refused_and_the_daemon_still_serves() {
+fn wrong_keys_from_one_address_are_slowed_and_the_right_key_never_is() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);
-    for n in 0..200 {
+    let wrong_key = |n: u32| {
         let wrong = format!("Bearer {KEY}{n}");
+        let start = Instant::now();
         let reply = api.send("GET", "/api/jobs", &[("Authorization", &wrong)], "");
         assert_eq!(reply.status, 401);
         assert_eq!(
             reply.json(),
             json!({"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}})
         );
+        start.elapsed()
+    };
+    for n in 0..10 {
+        let took = wrong_key(n);
+        assert!(
+            took < Duration::from_millis(200),
+            "wrong key {n} took {took:?}"
+        );
     }
-    assert_eq!(api.get("/api/jobs").status, 200);
+    let eleventh = wrong_key(10);
+    let twelfth = wrong_key(11);
+    assert!(eleventh >= Duration::from_millis(250), "{eleventh:?}");
+    assert!(twelfth >= Duration::from_millis(500), "{twelfth:?}");
+    std::thread::scope(|scope| {
+        let thirteenth = scope.spawn(|| wrong_key(12));
+        std::thread::sleep(Duration::from_millis(200));
+        let start = Instant::now();
+        assert_eq!(api.get("/api/jobs").status, 200);
+        let right = start.elapsed();
+        assert!(
+            right < Duration::from_millis(200),
+            "the right key took {right:?}"
+        );
+        let thirteenth = thirteenth.join().unwrap();
+        assert!(thirteenth >= Duration::from_secs(1), "{thirteenth:?}");
+    });
+    // The right key cleared the address's count.
+    assert!(wrong_key(13) < Duration::from_millis(200));
+    assert_eq!(api.get("/healthz").status, 200);
     assert!(!api.log().contains(KEY), "the key is never logged");
 }
 
@@ -520,6 +566,7 @@ fn a_weak_key_serves_no_api_and_the_log_names_the_variable_not_the_value() {
         &hermes,
         &[("API_SERVER_KEY", weak), ("API_SERVER_PORT", &port)],
         "scheduler started",
+        |_| {},
     );
     let text = std::fs::read_to_string(&log).unwrap();
     let _ = child.kill();

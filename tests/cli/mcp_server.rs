@@ -285,3 +285,51 @@ fn an_update_echoes_the_next_three_runs_and_a_pause_stops_a_run() {
     );
     assert_eq!(hermes.job(&id)["last_run_at"], Value::Null);
 }
+
+/// JSON-RPC 2.0: a line that is not JSON is answered with a parse error (-32700, id
+/// null), before and after the handshake, and the server goes on serving.
+#[test]
+fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_goes_on() {
+    use std::io::{BufRead, BufReader};
+    let hermes = Hermes::new();
+    let mut child = hermes
+        .command(&["cron", "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut answer = || {
+        let mut line = String::new();
+        output.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    };
+    let parse_error = |reply: &Value| {
+        assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
+        assert_eq!(reply["id"], Value::Null, "{reply}");
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    };
+    input.write_all(b"this is not json\n").unwrap();
+    parse_error(&answer());
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-03-26", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}});
+    input
+        .write_all(format!("{initialize}\n").as_bytes())
+        .unwrap();
+    assert_eq!(answer()["id"], 1);
+    input
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"method\": \"notifications/initialized\"}\n{\"jsonrpc\": \"2.0\", \"id\": 2,\n")
+        .unwrap();
+    parse_error(&answer());
+    input
+        .write_all(b"{\"jsonrpc\": \"2.0\", \"id\": 3, \"method\": \"tools/list\"}\n")
+        .unwrap();
+    let listed = answer();
+    assert_eq!(listed["id"], 3);
+    assert_eq!(listed["result"]["tools"][0]["name"], "cronjob");
+    drop(input);
+    assert!(child.wait().unwrap().success());
+}

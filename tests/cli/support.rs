@@ -86,13 +86,17 @@ pub fn start_postgres_cluster() -> String {
         env!("CARGO_MANIFEST_DIR"),
         "/scripts/postgres/test-cluster.sh"
     );
-    let out = Command::new("bash")
-        .args([script, &std::process::id().to_string()])
-        .output()
-        .expect("run test-cluster.sh");
+    succeeded(Command::new("bash").args([script, &std::process::id().to_string()]))
+}
+
+/// Runs `command`, which must succeed, and returns its stdout, trimmed.
+#[track_caller]
+pub fn succeeded(command: &mut Command) -> String {
+    let out = command.output().expect("start the command");
     assert!(
         out.status.success(),
-        "{}",
+        "{:?}: {}",
+        command,
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap().trim().to_string()

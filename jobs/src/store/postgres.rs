@@ -9,7 +9,6 @@
 //! change is one transaction.
 
 use std::collections::{HashMap, HashSet};
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +17,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use serde_json::Value;
-use tokio_postgres::{NoTls, Row};
+use tokio_postgres::Row;
 
 use super::{
     prepare_claims, BatchChange, Beat, ChangeMark, Claimed, DuePass, DueScan, Flight, Heartbeat,
@@ -34,6 +33,9 @@ use crate::notepad::Note;
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::{OutputDocument, MONITOR_SNAPSHOT_FILE};
 use crate::spend::Spend;
+
+mod tls;
+use tls::{PoolConnect, Tls};
 
 /// A process whose heartbeat is older than this is dead: its claims go to others.
 pub const LEASE: Duration = Duration::from_secs(10);
@@ -199,6 +201,9 @@ pub struct PgStore {
     instance: String,
     /// The URL without its password, for messages.
     location: String,
+    /// How connections are made (sslmode and its certificates): names the mode when a
+    /// connection fails for TLS.
+    tls: Tls,
     /// Bumped by NOTIFY, by this process's own writes and when a dead host's claims
     /// wait to be taken over: what the daemon watches to wake up.
     changes: Arc<AtomicU64>,
@@ -311,15 +316,20 @@ impl PgStore {
     /// within a tokio runtime: the store's connections and background tasks run on it.
     pub async fn connect(url: &str, owner: Owner) -> Result<PgStore, StoreError> {
         let location = without_password(url);
-        let config = tokio_postgres::Config::from_str(url).map_err(|e| {
-            StoreError::Refused(format!(
-                "Cannot read the PostgreSQL URL {location}: {e}; use postgresql://USER@HOST/DB \
-                 (or ?host=/socket/dir for a Unix socket)"
-            ))
-        })?;
-        let manager = Manager::from_config(
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+        let tls::Target { config, tls } =
+            tls::read_url(url, home.as_deref()).map_err(|e| match e {
+                tls::UrlError::Syntax(e) => StoreError::Refused(format!(
+                    "Cannot read the PostgreSQL URL {location}: {e}; use \
+                     postgresql://USER@HOST/DB (or ?host=/socket/dir for a Unix socket)"
+                )),
+                tls::UrlError::Tls(e) => {
+                    StoreError::Refused(format!("PostgreSQL store {location}: {e}"))
+                }
+            })?;
+        let manager = Manager::from_connect(
             config.clone(),
-            NoTls,
+            PoolConnect(tls.clone()),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -339,6 +349,7 @@ impl PgStore {
             instance: format!("{}:{}:{random:08x}", owner.host, owner.pid),
             owner,
             location,
+            tls: tls.clone(),
             changes: Arc::new(AtomicU64::new(1)),
             backlog: Arc::new(AtomicU64::new(0)),
             caller_clock: false,
@@ -351,7 +362,7 @@ impl PgStore {
             backlog: Arc::clone(&store.backlog),
         };
         store.background = vec![
-            tokio::spawn(listen(config, marks.clone())).abort_handle(),
+            tokio::spawn(listen(config, tls, marks.clone())).abort_handle(),
             tokio::spawn(heartbeat(store.pool.clone(), store.instance.clone(), marks))
                 .abort_handle(),
         ];
@@ -373,7 +384,15 @@ impl PgStore {
     }
 
     pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool.get().await.map_err(|e| self.fail(e))
+        self.pool
+            .get()
+            .await
+            .map_err(|e| match self.tls.explain(&e) {
+                Some(tls) => {
+                    StoreError::Unavailable(format!("PostgreSQL store {}: {tls}", self.location))
+                }
+                None => self.fail(e),
+            })
     }
 
     fn changed(&self) {
@@ -846,11 +865,11 @@ struct Marks {
 /// Holds one connection that LISTENs for job changes and bumps `changes` on each (or
 /// `backlog` for a backlog); on a lost connection it reconnects with backoff (the
 /// daemon's polling covers the gap).
-async fn listen(config: tokio_postgres::Config, marks: Marks) {
+async fn listen(config: tokio_postgres::Config, tls: Tls, marks: Marks) {
     let Marks { changes, backlog } = marks;
     let mut backoff = Duration::from_millis(500);
     loop {
-        if let Ok((client, mut connection)) = config.connect(NoTls).await {
+        if let Ok((client, mut connection)) = tls.connect(&config).await {
             let (sender, mut received) = tokio::sync::mpsc::unbounded_channel();
             let pump = tokio::spawn(async move {
                 let mut messages = futures_stream(move |cx| connection.poll_message(cx));
