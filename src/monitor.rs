@@ -46,7 +46,7 @@ pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdic
             ScriptResult::Output(out) => python_strip(&out).to_string(),
             ScriptResult::Failed(error) => return Verdict::Failed(error),
         },
-        MonitorSource::Url(url) => match fetch(url).await {
+        MonitorSource::Url(url) => match fetch(url, &env.home).await {
             Ok(body) => body,
             Err(error) => return Verdict::Failed(error),
         },
@@ -82,21 +82,27 @@ fn python_strip(text: &str) -> &str {
     text.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
 }
 
-/// A bounded GET of the monitor URL: http(s) only, 30 s, the first 256 KiB of the body
-/// decoded as UTF-8 (undecodable bytes replaced), an error status a failure.
-async fn fetch(url: &str) -> Result<String, String> {
+/// A bounded GET of the monitor URL: http(s) only, to public addresses only (the
+/// outbound-address policy of deliveries, `delivery.allow_private_targets` and its
+/// allow-list included, checked after resolving and pinned; no redirects followed), 30 s,
+/// the first 256 KiB of the body decoded as UTF-8 (undecodable bytes replaced), an error
+/// status a failure.
+async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(format!("monitor_url must be http(s): '{url}'"));
     }
-    let failed = |e: &dyn std::fmt::Display| format!("monitor_url fetch failed: {e}");
+    let failed = |e: &dyn std::fmt::Display| {
+        crate::outbound::redact_url_secrets(url, &format!("monitor_url fetch failed: {e}"))
+    };
     let parsed = reqwest::Url::parse(url).map_err(|e| failed(&e))?;
-    // OUTBOUND URL CHECK: the one place a user-supplied monitor URL leaves this host.
-    // The delivery module's check of outbound user-supplied URLs (private, loopback
-    // and link-local addresses) plugs in here, before the request is built.
-    let client = reqwest::Client::builder()
+    let policy = crate::outbound::AddressPolicy::for_home_deliveries(home);
+    let addresses = policy.addresses(&parsed).await.map_err(|e| failed(&e))?;
+    let builder = reqwest::Client::builder()
         .timeout(URL_TIMEOUT)
-        .user_agent("hermes-cron-monitor")
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent("hermes-cron-monitor");
+    let client = crate::outbound::pinned(builder, &parsed, &addresses)
         .build()
         .map_err(|e| failed(&e))?;
     let mut response = client.get(parsed).send().await.map_err(|e| failed(&e))?;

@@ -185,10 +185,32 @@ impl Page {
 }
 
 #[test]
+fn a_monitor_url_on_a_private_address_is_refused_before_any_request() {
+    let model = Model::start(vec![text("Seen.")]);
+    let hermes = home(&model_config(&model.base), &[]);
+    let page = Page::start("status: green\n");
+    let id = hermes.add("every 1h", "Report changes", &["--monitor-url", &page.base]);
+    tick(&hermes, &at(11, 0));
+    assert_eq!(model.count(), 0, "no model request for a refused source");
+    let job = hermes.job(&id);
+    let error = job["last_error"].as_str().unwrap_or_default();
+    assert!(error.starts_with("monitor_url fetch failed: "), "{job}");
+    assert!(error.contains("127.0.0.1"), "{error}");
+    assert!(error.contains("allow_private_targets"), "{error}");
+    assert_eq!(job["monitor_state"], serde_json::Value::Null);
+}
+
+#[test]
 fn a_monitor_url_wakes_the_agent_on_a_change_and_a_failing_source_alerts_the_failure_lane() {
     let model = Model::start(vec![text("Seen.")]);
     let chat = telegram();
-    let hermes = home(&model_config(&model.base), &telegram_env(&chat));
+    // The page is on this host: a monitor URL reaches it only with the opt-in deliveries
+    // use (a refusal by default is the next test).
+    let config = format!(
+        "{}delivery:\n  allow_private_targets: true\n",
+        model_config(&model.base)
+    );
+    let hermes = home(&config, &telegram_env(&chat));
     let page = Page::start("status: green\n");
     let id = hermes.add(
         "every 1h",
