@@ -47,6 +47,15 @@ impl Environment {
     }
 
     /// The value of `name`, when set and not blank.
+    /// Where a missing variable can be set, for messages: `<home>/.env`, or "the
+    /// environment" when these variables came from no home.
+    pub fn dotenv_hint(&self) -> String {
+        match &self.home {
+            Some(home) => home.join(".env").display().to_string(),
+            None => "the environment".to_string(),
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<&str> {
         self.vars
             .get(name)

@@ -1,14 +1,18 @@
-//! The runner the scheduler uses: a job's script first (docs/AGENT.md, "Scripts and script-only jobs"), then — unless the script
-//! is the whole job or kept the agent asleep — the agent (docs/AGENT.md) with the script's output.
-
-use std::path::PathBuf;
+//! The runner the scheduler uses, in Hermes 0.22's order: a monitor job's source first
+//! (docs/AGENT.md, "Monitor jobs": an unchanged output ends the run there), then the
+//! job's script (docs/AGENT.md, "Scripts and script-only jobs"), then — unless the
+//! script is the whole job or kept the agent asleep — the pre-run configuration check
+//! (docs/AGENT.md, "The pre-run check") and the agent (docs/AGENT.md) with what the
+//! monitor and the script left for it.
 
 use jobs::Job;
 
 use crate::agent::prompt::ScriptSection;
 use crate::agent::run_agent;
-use crate::runner::{RunEnv, RunFuture, RunOutcome, RunResult, Runner};
-use crate::script::{resolve_script, run_script, wake_gate_closed, ScriptResult};
+use crate::monitor::{self, Verdict};
+use crate::preflight;
+use crate::runner::{GateNote, Preflight, RunEnv, RunFuture, RunOutcome, RunResult, Runner};
+use crate::script::{run_for_job, wake_gate_closed, ScriptResult};
 
 pub struct HermesRunner;
 
@@ -19,41 +23,48 @@ impl Runner for HermesRunner {
 }
 
 fn silent(prompt: String, text: String) -> RunOutcome {
-    RunOutcome {
-        prompt,
-        result: RunResult::Silent(text),
-        prompt_tokens: None,
-        completion_tokens: None,
+    RunOutcome::of(prompt, RunResult::Silent(text))
+}
+
+/// A monitor's verdict as the run's outcome, or the block its agent runs with.
+async fn monitor_gate(job: &Job, env: &RunEnv) -> Result<Option<String>, RunOutcome> {
+    let Some(source) = job.monitor_source() else {
+        return Ok(None);
+    };
+    let note = |status: &str| GateNote {
+        mode: Some("monitor"),
+        status: status.to_string(),
+        detail: None,
+    };
+    match monitor::check(job, source, env).await {
+        Verdict::Wake(block) => Ok(Some(block)),
+        Verdict::Unchanged => {
+            let mut outcome = silent(job.prompt().to_string(), String::new());
+            outcome.signals.gate = Some(note("no_change (agent run suppressed)"));
+            Err(outcome)
+        }
+        Verdict::Failed(error) => {
+            let mut outcome = RunOutcome::failed(job.prompt().to_string(), error.clone());
+            outcome.signals.gate = Some(note("monitor source failed"));
+            outcome.signals.notice = Some(monitor::failure_notice(job, &error, env));
+            Err(outcome)
+        }
     }
 }
 
 async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
     let prompt = job.prompt().to_string();
+    // Hermes runs a script-only job before and without any monitor.
+    let monitor = match job.no_agent() {
+        true => None,
+        false => match monitor_gate(job, env).await {
+            Ok(block) => block,
+            Err(outcome) => return outcome,
+        },
+    };
     let mut section = ScriptSection::None;
     if let Some(script) = job.script() {
-        let scripts_dir = env.home.join("scripts");
-        let script_result = match resolve_script(&scripts_dir, script) {
-            Ok(path) => {
-                let workdir = job
-                    .text_field("workdir")
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| scripts_dir.clone());
-                let extra = [
-                    ("HERMES_HOME", env.home.display().to_string()),
-                    ("HERMES_JOB_ID", job.id().to_string()),
-                ];
-                run_script(
-                    &path,
-                    &workdir,
-                    &extra,
-                    env.settings.script_timeout,
-                    &env.activity,
-                )
-                .await
-            }
-            Err(e) => ScriptResult::Failed(e.to_string()),
-        };
-        match script_result {
+        match run_for_job(job, script, env).await {
             ScriptResult::Failed(error) if job.no_agent() => {
                 return RunOutcome::failed(format!("script: {script}"), error);
             }
@@ -61,12 +72,7 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
                 let label = format!("script: {script}");
                 return match out.trim().is_empty() {
                     true => silent(label, out),
-                    false => RunOutcome {
-                        prompt: label,
-                        result: RunResult::Reply(out.trim_end().to_string()),
-                        prompt_tokens: None,
-                        completion_tokens: None,
-                    },
+                    false => RunOutcome::of(label, RunResult::Reply(out.trim_end().to_string())),
                 };
             }
             ScriptResult::Output(out) if out.trim().is_empty() || wake_gate_closed(&out) => {
@@ -76,5 +82,13 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
             ScriptResult::Failed(error) => section = ScriptSection::Error(error),
         }
     }
-    run_agent(job, env, section).await
+    let checked = env.settings.preflight.then(|| preflight::check(job, env));
+    if let Some(Err(reason)) = checked {
+        return preflight::blocked(job, prompt, reason);
+    }
+    let mut outcome = run_agent(job, env, section, monitor.as_deref()).await;
+    if checked.is_some() {
+        outcome.signals.preflight = Some(Preflight::Passed);
+    }
+    outcome
 }

@@ -20,8 +20,8 @@ pub enum HomeError {
     NoHome,
     #[error("Invalid profile name '{0}': use lowercase letters, digits, '-' and '_' (at most 64)")]
     InvalidProfile(String),
-    #[error("Profile '{0}' does not exist. Create it with: hermes profile create {0}")]
-    NoProfile(String),
+    #[error("Profile '{name}' does not exist: create its directory with `mkdir -p {dir}` (or, with Python Hermes, `hermes profile create {name}`)")]
+    NoProfile { name: String, dir: String },
 }
 
 impl Home {
@@ -147,7 +147,10 @@ fn profile_dir(root: &Path, name: &str) -> Result<PathBuf, HomeError> {
     }
     let dir = root.join("profiles").join(&canon);
     if !dir.is_dir() {
-        return Err(HomeError::NoProfile(canon));
+        return Err(HomeError::NoProfile {
+            dir: dir.display().to_string(),
+            name: canon,
+        });
     }
     Ok(dir)
 }

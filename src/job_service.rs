@@ -1,5 +1,5 @@
-//! The one door for every change to a job: create, edit, pause, resume, remove and run
-//! now. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
+//! The one door for every change to a job: create, edit, pause, resume, remove, run
+//! now, and acknowledging a job's failure incident. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
 //! translate their requests into [`NewJob`] / [`JobEdit`] and their answers out of
 //! [`Changed`] and [`ServiceError`]; the rules — field limits, schedule, targets, script
 //! confinement, the prompt scan and the gateway guard, on create and on edit alike —
@@ -10,8 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use jobs::incident::{Incident, Transition};
 use jobs::store::Store;
-use jobs::{Context, Job, JobEdit, JobError, JobState, NewJob};
+use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, RearmAt};
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
@@ -32,6 +33,9 @@ pub enum ServiceError {
     /// host).
     #[error(transparent)]
     NotStarted(SchedulerError),
+    /// An acknowledgement named an incident the store does not hold.
+    #[error("No incident '{0}': see the ids with hermes cron incidents")]
+    NoIncident(String),
 }
 
 impl From<jobs::StoreError> for ServiceError {
@@ -43,7 +47,7 @@ impl From<jobs::StoreError> for ServiceError {
 /// What kind of failure an error is: each door maps kinds to its own statuses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
-    /// No job by that reference.
+    /// No job (or incident) by that reference.
     NotFound,
     /// The request was refused: the user can fix it.
     Invalid,
@@ -59,7 +63,9 @@ pub enum ErrorKind {
 impl ServiceError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ServiceError::Job(JobError::NotFound(_)) => ErrorKind::NotFound,
+            ServiceError::Job(JobError::NotFound(_)) | ServiceError::NoIncident(_) => {
+                ErrorKind::NotFound
+            }
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
@@ -87,6 +93,27 @@ pub enum WhenPaused {
     Refuse,
     /// Resume it, then run (Python Hermes' REST trigger).
     Resume,
+}
+
+/// What acknowledging an incident did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Acked {
+    /// It was open (or resolved) and is closed now.
+    Closed,
+    /// It was closed before: nothing changed.
+    AlreadyClosed,
+}
+
+impl Acked {
+    /// What every door tells the user about incident `id`.
+    pub fn message(self, id: &str) -> String {
+        match self {
+            Acked::Closed => format!(
+                "Incident {id} acknowledged (closed): this error stays quiet until its text changes."
+            ),
+            Acked::AlreadyClosed => format!("Incident {id} is already closed."),
+        }
+    }
 }
 
 /// The job operations of one home on one store, "now" read from one clock.
@@ -124,6 +151,16 @@ impl JobService {
         crate::script::read_for_scan(&self.home.join("scripts"), script)
     }
 
+    /// `cron.bare_duration`: how `30m` reads (default once); a value that is neither
+    /// `once` nor `every` is refused, so no job is made of a schedule read the wrong way.
+    fn bare_duration(config: &Config) -> Result<BareDuration, ServiceError> {
+        match config.cron.bare_duration.as_deref() {
+            None => Ok(BareDuration::default()),
+            Some(text) => BareDuration::parse(text)
+                .map_err(|e| JobError::Invalid(format!("{e}: fix it in config.yaml")).into()),
+        }
+    }
+
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
         let vars = crate::agent::inference::Vars::load(&self.home);
         crate::agent::inference::inference_now(config, &vars, &self.home)
@@ -152,6 +189,7 @@ impl JobService {
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
+        new.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::create_job(&*self.store, &new, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -178,6 +216,7 @@ impl JobService {
             edit.script_text = self.script_text(script.as_deref());
         }
         edit.inference_now = self.inference_now(&config);
+        edit.bare_duration = Self::bare_duration(&config)?;
         let job = jobs::edit_job(&*self.store, reference, &edit, &ctx).await?;
         Ok(Changed { job, ctx })
     }
@@ -222,11 +261,41 @@ impl JobService {
         Ok(Changed { job, ctx })
     }
 
+    /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
+    pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
+        let (ctx, _) = self.context()?;
+        let timeout = crate::scheduler::settings::inactivity_timeout();
+        let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
+        let job = jobs::rearm_one_shot(&*self.store, reference, at, ttl, &ctx).await?;
+        Ok(Changed { job, ctx })
+    }
+
     /// Removes a job and its output documents; returns it as it was.
     pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
         let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
+    }
+
+    /// Acknowledges incident `id` (see [`jobs::incident::moved`]): closed now, its error
+    /// quiet until its text changes; acknowledging a closed one changes nothing.
+    pub async fn ack_incident(&self, id: &str) -> Result<(Acked, Incident), ServiceError> {
+        let (ctx, _) = self.context()?;
+        let moved = self
+            .store
+            .move_incident(id, Transition::Acked, &ctx.now_text())
+            .await?;
+        let known = self.store.incidents(None).await?;
+        let incident = known
+            .into_iter()
+            .find(|i| i.id == id)
+            .ok_or_else(|| ServiceError::NoIncident(id.to_string()))?;
+        let acked = if moved {
+            Acked::Closed
+        } else {
+            Acked::AlreadyClosed
+        };
+        Ok((acked, incident))
     }
 
     /// The job a run now would run, paused jobs handled as `when_paused` says.
@@ -245,30 +314,64 @@ impl JobService {
         }
     }
 
-    /// Runs the job now, outside its schedule, and waits for its outcome.
+    /// A per-run prompt (`run_context`) as every door checks it: a prompt's length
+    /// limit and the strict threat scan, before anything runs.
+    pub fn check_run_context(run_context: &str) -> Result<(), ServiceError> {
+        jobs::limits::check_prompt(run_context)?;
+        jobs::threats::scan_prompt(run_context).map_err(JobError::from)?;
+        Ok(())
+    }
+
+    /// The job a run now runs: with `run_context` (checked, blank = none) appended to
+    /// its prompt for this run only.
+    async fn to_run_with(
+        &self,
+        reference: &str,
+        when_paused: WhenPaused,
+        run_context: Option<&str>,
+    ) -> Result<(Changed, Job), ServiceError> {
+        let context = run_context.filter(|c| !c.trim().is_empty());
+        if let Some(context) = context {
+            Self::check_run_context(context)?;
+        }
+        let changed = self.to_run(reference, when_paused).await?;
+        let job = match context {
+            Some(context) => changed.job.clone().with_run_context(context),
+            None => changed.job.clone(),
+        };
+        Ok((changed, job))
+    }
+
+    /// Runs the job now, outside its schedule, and waits for its outcome. A
+    /// `run_context` is appended to the prompt of this run only (Hermes 0.22's per-run
+    /// prompt).
     pub async fn run_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<RunReport, ServiceError> {
-        let job = self.to_run(reference, when_paused).await?.job;
+        let (_, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
         scheduler.run_now(job).await.map_err(not_started)
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
-    /// goes on in the background. Returns the job as it was started.
+    /// goes on in the background. Returns the job as it was started (without the
+    /// `run_context`, which only that run sees).
     pub async fn start_now(
         &self,
         scheduler: &Arc<Scheduler>,
         reference: &str,
         when_paused: WhenPaused,
+        run_context: Option<&str>,
     ) -> Result<Changed, ServiceError> {
-        let changed = self.to_run(reference, when_paused).await?;
-        scheduler
-            .start_now(changed.job.clone())
-            .await
-            .map_err(not_started)?;
+        let (changed, job) = self
+            .to_run_with(reference, when_paused, run_context)
+            .await?;
+        scheduler.start_now(job).await.map_err(not_started)?;
         Ok(changed)
     }
 }

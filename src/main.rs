@@ -11,12 +11,17 @@ mod commands;
 mod config;
 mod delivery;
 mod environment;
+mod global_pause;
 mod hermes_runner;
 mod home;
 mod job_service;
 mod mcp_server;
+mod monitor;
 mod outbound;
+mod preflight;
+mod pricing;
 mod process;
+mod python_cli;
 mod redact;
 mod runner;
 mod scheduler;
@@ -32,7 +37,21 @@ use clap::Parser;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args = match python_cli::route(std::env::args_os().collect()) {
+        python_cli::Route::Here(args) => args,
+        python_cli::Route::Python(cli) => {
+            eprintln!(
+                "error: {}",
+                python_cli::forward(&cli, &std::env::args_os().collect::<Vec<_>>())
+            );
+            return ExitCode::from(1);
+        }
+        python_cli::Route::Missing(verb) => {
+            eprintln!("error: {}", python_cli::missing(&verb));
+            return ExitCode::from(1);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 1 } else { 0 };
@@ -54,6 +73,13 @@ fn main() -> ExitCode {
             clap_complete::generate(shell, &mut command, "hermes", &mut std::io::stdout());
             Ok(())
         }
+        Command::Man => {
+            // A closed pipe (`hermes man | head`) is not an error worth a message.
+            let _ = cli::write_man_page(&mut std::io::stdout());
+            Ok(())
+        }
+        Command::Pause { reason } => commands::pause(reason, cli.verbose, cli.profile.as_deref()),
+        Command::Resume => commands::resume(cli.verbose, cli.profile.as_deref()),
         Command::Gateway { action } => commands::gateway(
             action.unwrap_or(cli::GatewayAction::Run),
             cli.verbose,

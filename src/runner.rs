@@ -71,6 +71,47 @@ pub async fn read_output(
     kept
 }
 
+/// What a run has produced and spent so far: the agent writes each of its turns and its
+/// running spend here as it goes, so a run stopped before its end — even one cancelled
+/// from outside at its runtime cap — leaves its work in the output document and its
+/// spend in the ledger. The lock guards these alone and is held only to update or copy.
+#[derive(Debug, Clone, Default)]
+pub struct Progress(Arc<std::sync::Mutex<(String, Spent)>>);
+
+/// What a run's model requests have spent: the accounting of a [`RunOutcome`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spent {
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub model: Option<String>,
+    pub cost_usd: Option<f64>,
+}
+
+impl Progress {
+    fn state(&self) -> std::sync::MutexGuard<'_, (String, Spent)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One more turn of the run's work.
+    pub fn push(&self, text: &str) {
+        let text_so_far = &mut self.state().0;
+        if !text_so_far.is_empty() {
+            text_so_far.push_str("\n\n");
+        }
+        text_so_far.push_str(text);
+    }
+
+    /// The run's spend so far, replacing what was noted before.
+    pub fn spent(&self, spent: Spent) {
+        self.state().1 = spent;
+    }
+
+    /// The work so far and its spend.
+    pub fn so_far(&self) -> (String, Spent) {
+        self.state().clone()
+    }
+}
+
 /// Everything a runner may use besides the job itself.
 pub struct RunEnv {
     pub home: PathBuf,
@@ -82,6 +123,8 @@ pub struct RunEnv {
     pub ctx: Context,
     /// config.yaml as read once for this run.
     pub config: Arc<Config>,
+    /// What the run has produced and spent so far.
+    pub progress: Progress,
 }
 
 /// How a run ended.
@@ -94,6 +137,38 @@ pub enum RunResult {
     Silent(String),
     /// Failed; the text says why.
     Failed(String),
+    /// Stopped by a spending cap: a failure with its own status.
+    OverBudget(OverBudget),
+}
+
+/// A run stopped by a spending cap (docs/AGENT.md, "Budgets").
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverBudget {
+    pub cap: BudgetCap,
+    /// The cap and the figure reached (`max_turns 2 reached`): the run's error.
+    pub error: String,
+    /// What the run produced before it stopped, kept in its output document.
+    pub so_far: String,
+}
+
+impl OverBudget {
+    /// The output document's text: the error, then what the run produced before.
+    pub fn document(&self) -> String {
+        match self.so_far.trim() {
+            "" => self.error.clone(),
+            so_far => format!("{}\n\n### Produced so far\n\n{so_far}", self.error),
+        }
+    }
+}
+
+/// Which cap stopped a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetCap {
+    /// One of the job's own (`budget_exceeded`).
+    Job,
+    /// The global daily or monthly cap (`budget_exhausted`); `notice`: this run carries
+    /// the window's one notice.
+    Global { notice: bool },
 }
 
 #[derive(Debug, Clone)]
@@ -103,17 +178,84 @@ pub struct RunOutcome {
     pub result: RunResult,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    /// The model that answered the run's last request: its spend is counted under it.
+    pub model: Option<String>,
+    /// What the run's model requests cost in US dollars; `None` when unknown (no usage
+    /// reported, or a model without a price).
+    pub cost_usd: Option<f64>,
+    /// What the scheduler acts on besides the result.
+    pub signals: RunSignals,
 }
 
 impl RunOutcome {
-    pub fn failed(prompt: String, error: impl Into<String>) -> RunOutcome {
+    /// This outcome with `spent` as its accounting.
+    pub fn with_spent(self, spent: Spent) -> RunOutcome {
         RunOutcome {
-            prompt,
-            result: RunResult::Failed(error.into()),
-            prompt_tokens: None,
-            completion_tokens: None,
+            prompt_tokens: spent.prompt_tokens,
+            completion_tokens: spent.completion_tokens,
+            model: spent.model,
+            cost_usd: spent.cost_usd,
+            ..self
         }
     }
+
+    /// An outcome that spent nothing.
+    pub fn of(prompt: String, result: RunResult) -> RunOutcome {
+        RunOutcome {
+            prompt,
+            result,
+            prompt_tokens: None,
+            completion_tokens: None,
+            model: None,
+            cost_usd: None,
+            signals: RunSignals::default(),
+        }
+    }
+
+    pub fn failed(prompt: String, error: impl Into<String>) -> RunOutcome {
+        RunOutcome::of(prompt, RunResult::Failed(error.into()))
+    }
+}
+
+/// What a run tells the scheduler besides its result: how the document and the failure
+/// notice read, and what the record does to the job's schedule and markers
+/// (docs/AGENT.md, "Monitor jobs", "The pre-run check", "Unreachable model", "Quota
+/// hold").
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSignals {
+    /// The run stopped before its agent: the document is these status lines.
+    pub gate: Option<GateNote>,
+    /// The notice a failed run delivers, composed already (instead of one made from
+    /// its error).
+    pub notice: Option<String>,
+    /// What the pre-run configuration check found, when it ran.
+    pub preflight: Option<Preflight>,
+    /// Model calls that were answered.
+    pub model_calls: u32,
+    /// Failed on a passing network error before any model call answered.
+    pub unreachable: bool,
+    /// The provider refused with a rate limit and said when to come back: its usage
+    /// window is closed this long.
+    pub quota_window: Option<Duration>,
+}
+
+/// The status lines of a run stopped before its agent, as Hermes 0.22 writes them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateNote {
+    /// `**Mode:**`, e.g. `monitor`.
+    pub mode: Option<&'static str>,
+    /// `**Status:**`, e.g. `no_change (agent run suppressed)`.
+    pub status: String,
+    /// What the document says under them, when not the run's error or reply.
+    pub detail: Option<String>,
+}
+
+/// The pre-run configuration check's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Preflight {
+    Passed,
+    /// The run was refused before its agent for this reason.
+    Blocked(String),
 }
 
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;

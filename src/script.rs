@@ -1,7 +1,9 @@
 //! Script jobs (docs/AGENT.md, "Scripts and script-only jobs"): a script under `<home>/scripts/`, confined there, run with an
 //! environment stripped of credentials, in its own process group so a timeout kills its
-//! children too. Its stdout is the message (`no_agent`), the agent's context, or the
-//! wake gate that keeps the agent asleep.
+//! children too. `.sh`/`.bash` run under bash, anything else under Python: the job's
+//! `interpreter` when it names one (checked here, at run time), else `python3`. Its
+//! stdout is the message (`no_agent`), the agent's context, the wake gate that keeps the
+//! agent asleep, or a monitor's watched output.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,8 +11,10 @@ use std::time::Duration;
 
 use tokio::process::Command;
 
+use jobs::Job;
+
 use crate::process::{spawn_dying_with_process, GroupKill};
-use crate::runner::{read_output, Activity};
+use crate::runner::{read_output, Activity, RunEnv};
 
 /// At most this much of a script's stdout/stderr is kept.
 const OUTPUT_CAP: usize = 1 << 20;
@@ -34,6 +38,101 @@ pub enum ScriptError {
     Outside { script: String, root: PathBuf },
     #[error("script is not a file: {}", .0.display())]
     NotAFile(PathBuf),
+    #[error("interpreter must be an absolute or ~-prefixed path (got '{0}'): a bare name changes meaning with PATH; write e.g. /usr/bin/python3")]
+    InterpreterNotAbsolute(String),
+    #[error("interpreter not found: {0}; fix the job's interpreter with 'hermes cron edit <job> --interpreter <path>'")]
+    InterpreterNotFound(String),
+    #[error("interpreter is not a file: {}", .0.display())]
+    InterpreterNotAFile(PathBuf),
+    #[error("interpreter is not executable: {}; make it executable or point the job at another Python", .0.display())]
+    InterpreterNotExecutable(PathBuf),
+    #[error("interpreter must be a Python executable (python, python3, python3.12, ...; not pythonw): {}", .0.display())]
+    InterpreterNotPython(PathBuf),
+}
+
+/// Runs one of a job's scripts (`script` or `monitor_script`) as every run does: found
+/// inside `<home>/scripts`, run in the job's workdir (else that folder) under the job's
+/// interpreter, with `HERMES_HOME` and `HERMES_JOB_ID` set. Whatever is wrong with the
+/// script or the interpreter is the run's failure.
+pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult {
+    let scripts_dir = env.home.join("scripts");
+    let path = match resolve_script(&scripts_dir, script) {
+        Ok(path) => path,
+        Err(e) => return ScriptResult::Failed(e.to_string()),
+    };
+    let interpreter = match job.interpreter().filter(|_| !runs_under_bash(&path)) {
+        Some(raw) => match resolve_interpreter(raw) {
+            Ok(python) => Some(python),
+            Err(e) => return ScriptResult::Failed(e.to_string()),
+        },
+        None => None,
+    };
+    let workdir = job
+        .text_field("workdir")
+        .map(PathBuf::from)
+        .unwrap_or(scripts_dir);
+    let extra = [
+        ("HERMES_HOME", env.home.display().to_string()),
+        ("HERMES_JOB_ID", job.id().to_string()),
+    ];
+    run_script(
+        &path,
+        interpreter.as_deref(),
+        &workdir,
+        &extra,
+        env.settings.script_timeout,
+        &env.activity,
+    )
+    .await
+}
+
+/// Checks a job's `interpreter` as Hermes 0.22 does, when the script is about to run (a
+/// virtualenv may be rebuilt or moved while the job lives): an absolute or `~` path to
+/// an executable regular file named like a Python (`python`, `python3`, `python3.12`),
+/// both as written and where its links lead. `pythonw` is refused: it drops the output.
+pub fn resolve_interpreter(raw: &str) -> Result<PathBuf, ScriptError> {
+    use std::os::unix::fs::PermissionsExt;
+    let raw = raw.trim();
+    let expanded = match raw.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            let home = std::env::var_os("HOME")
+                .ok_or_else(|| ScriptError::InterpreterNotAbsolute(raw.to_string()))?;
+            PathBuf::from(home).join(rest.trim_start_matches('/'))
+        }
+        _ => PathBuf::from(raw),
+    };
+    if !expanded.is_absolute() {
+        return Err(ScriptError::InterpreterNotAbsolute(raw.to_string()));
+    }
+    let metadata = std::fs::metadata(&expanded)
+        .map_err(|_| ScriptError::InterpreterNotFound(raw.to_string()))?;
+    if !metadata.is_file() {
+        return Err(ScriptError::InterpreterNotAFile(expanded));
+    }
+    if metadata.permissions().mode() & 0o111 == 0 {
+        return Err(ScriptError::InterpreterNotExecutable(expanded));
+    }
+    let target = expanded.canonicalize().unwrap_or_else(|_| expanded.clone());
+    if ![&expanded, &target].iter().all(|p| is_python_name(p)) {
+        return Err(ScriptError::InterpreterNotPython(expanded));
+    }
+    Ok(expanded)
+}
+
+/// `python`, `python3`, `python3.12` (any case, `.exe` allowed), never `pythonw`.
+fn is_python_name(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
+    let name = name.strip_suffix(".exe").unwrap_or(&name);
+    let Some(version) = name.strip_prefix("python") else {
+        return false;
+    };
+    version.is_empty()
+        || version
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Resolves `script` inside `scripts_dir`, refusing anything that escapes it (`..`,
@@ -66,32 +165,42 @@ pub fn read_for_scan(scripts_dir: &Path, script: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn command_for(path: &Path) -> Command {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("sh" | "bash") => {
-            let mut c = Command::new("bash");
-            c.arg(path);
-            c
-        }
-        // Everything else runs with Python, as in Hermes, which ignores the file's own
-        // shebang and executable bit: a script written for Hermes must run the same here.
-        _ => {
-            let mut c = Command::new("python3");
-            c.arg(path);
-            c
-        }
-    }
+/// Does the script run under bash (by its extension, as in Hermes)?
+fn runs_under_bash(path: &Path) -> bool {
+    matches!(
+        path.extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
+        Some("sh" | "bash")
+    )
 }
 
-/// Runs a resolved script with `workdir` as its working directory.
+fn command_for(path: &Path, interpreter: Option<&Path>) -> Command {
+    // Everything but `.sh`/`.bash` runs with Python, as in Hermes, which ignores the
+    // file's own shebang and executable bit: a script written for Hermes must run the
+    // same here.
+    let program = match (runs_under_bash(path), interpreter) {
+        (true, _) => Path::new("bash"),
+        (false, Some(python)) => python,
+        (false, None) => Path::new("python3"),
+    };
+    let mut c = Command::new(program);
+    c.arg(path);
+    c
+}
+
+/// Runs a resolved script with `workdir` as its working directory, under the checked
+/// `interpreter` when it is not a bash script.
 pub async fn run_script(
     path: &Path,
+    interpreter: Option<&Path>,
     workdir: &Path,
     extra_env: &[(&str, String)],
     timeout: Duration,
     activity: &Activity,
 ) -> ScriptResult {
-    let mut command = command_for(path);
+    let mut command = command_for(path, interpreter);
     command
         .current_dir(workdir)
         .env_clear()
@@ -198,6 +307,39 @@ mod tests {
         for name in ["PATH", "HOME", "LANG", "HERMES_HOME"] {
             assert!(!crate::redact::is_secret_name(name), "{name}");
         }
+    }
+
+    #[test]
+    fn an_interpreter_must_be_an_absolute_executable_python() {
+        for ok in ["python", "python3", "Python3.12", "python3.11.exe"] {
+            assert!(is_python_name(Path::new(ok)), "{ok}");
+        }
+        for bad in ["pythonw", "pythonw3", "bash", "python3.", "python-3", "py3"] {
+            assert!(!is_python_name(Path::new(bad)), "{bad}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let python = dir.path().join("python3.99");
+        std::fs::write(&python, "#!/bin/sh\n").unwrap();
+        let refused = |raw: &str| resolve_interpreter(raw).unwrap_err().to_string();
+        assert!(refused(&python.display().to_string()).contains("not executable"));
+        std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        assert_eq!(
+            resolve_interpreter(&python.display().to_string()).unwrap(),
+            python
+        );
+        assert!(refused("python3").contains("absolute or ~-prefixed"));
+        assert!(refused("/nowhere/python3").contains("not found"));
+        assert!(refused(&dir.path().display().to_string()).contains("not a file"));
+        let bash = dir.path().join("bash");
+        std::fs::copy(&python, &bash).unwrap();
+        assert!(refused(&bash.display().to_string()).contains("must be a Python"));
+        let link = dir.path().join("python");
+        std::os::unix::fs::symlink(&bash, &link).unwrap();
+        assert!(
+            refused(&link.display().to_string()).contains("must be a Python"),
+            "a link is judged by where it leads too"
+        );
     }
 
     #[test]

@@ -16,6 +16,12 @@ mod agent_prompt;
 mod agent_tools;
 #[path = "cli/api.rs"]
 mod api;
+#[path = "cli/behaviours.rs"]
+mod behaviours;
+#[path = "cli/beside_python.rs"]
+mod beside_python;
+#[path = "cli/budgets.rs"]
+mod budgets;
 #[path = "cli/channels.rs"]
 mod channels;
 #[path = "cli/concurrency.rs"]
@@ -32,6 +38,14 @@ mod doors;
 mod edit;
 #[path = "cli/email.rs"]
 mod email;
+#[path = "cli/estop.rs"]
+mod estop;
+#[path = "cli/first_run.rs"]
+mod first_run;
+#[path = "cli/hermes022.rs"]
+mod hermes022;
+#[path = "cli/incidents.rs"]
+mod incidents;
 #[path = "cli/legacy.rs"]
 mod legacy;
 #[path = "cli/list.rs"]
@@ -44,6 +58,8 @@ mod mcp;
 mod mcp_server;
 #[path = "cli/next.rs"]
 mod next;
+#[path = "cli/notepad.rs"]
+mod notepad;
 #[path = "cli/outbound.rs"]
 mod outbound;
 #[path = "cli/platforms.rs"]

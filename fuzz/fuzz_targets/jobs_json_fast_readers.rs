@@ -21,7 +21,7 @@ use jobs::job::SCHEDULING_KEYS;
 use jobs::jsonscan::the_long_way;
 use jobs::store::{
     list_normalized, list_summaries, DueScan, ExtraField, Keep, Listed, Owner, SharedSink,
-    SummarySink, WriteValue,
+    ListedJob, SummarySink, WriteValue,
 };
 use jobs::{Context, FileStore, Job, JobState, JobSummary, Store};
 use libfuzzer_sys::fuzz_target;
@@ -408,15 +408,15 @@ const VIEW_KEYS: [&[&str]; 4] = [
 /// The filters and extra fields of the `list --json` listings compared: everything, the
 /// enabled, the scheduled with the dashboard's two fields, everything with one field.
 fn listing_kinds() -> Vec<(Keep, Vec<ExtraField>)> {
-    let run: WriteValue = Arc::new(|id: &str, out: &mut Vec<u8>| {
+    let run: WriteValue = Arc::new(|job: &ListedJob<'_>, out: &mut Vec<u8>| {
         out.extend_from_slice(
-            serde_json::to_string(&format!("run of {id}"))
+            serde_json::to_string(&format!("run of {}", job.id))
                 .unwrap_or_default()
                 .as_bytes(),
         )
     });
     let profile: WriteValue =
-        Arc::new(|_: &str, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\""));
+        Arc::new(|_: &ListedJob<'_>, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\""));
     let extras = vec![
         ExtraField {
             key: "latest_execution",
@@ -426,6 +426,7 @@ fn listing_kinds() -> Vec<(Keep, Vec<ExtraField>)> {
             key: "profile",
             write: profile,
         },
+        ExtraField::schedule_description(),
     ];
     let all: Keep = Arc::new(|_| true);
     let enabled: Keep = Arc::new(|listed| listed.enabled);
@@ -469,9 +470,14 @@ fn listing_of(
             _ => {
                 let id = normalized.id().to_string();
                 let mut record = normalized.into_record();
+                let schedule = record.get("schedule").cloned();
+                let timezone = record
+                    .get("timezone")
+                    .and_then(|t| t.as_str().map(str::to_string));
+                let listed = ListedJob::stored(&id, schedule.as_ref(), timezone.as_deref(), ctx);
                 for extra in extras {
                     let mut value = Vec::new();
-                    (extra.write)(&id, &mut value);
+                    (extra.write)(&listed, &mut value);
                     let value = serde_json::from_slice(&value).map_err(|e| e.to_string())?;
                     record.insert(extra.key.to_string(), value);
                 }

@@ -257,7 +257,9 @@ fn plan_one_shot(
 }
 
 /// A due recurring job: its next run moves forward first; then it fires, once even when
-/// late (catch-up), or is skipped when late and catch-up is off.
+/// late (catch-up), or is skipped when late and catch-up is off. A pending
+/// unreachable-model re-run fires like any occurrence (claimed once), but re-runs an
+/// occurrence already counted: it spends no `repeat`.
 fn plan_recurring(
     job: &mut Job,
     recurring: &Schedule,
@@ -274,7 +276,10 @@ fn plan_recurring(
     // On time: the next occurrence follows this one. Late: resume from now — one
     // catch-up fire at most, never a burst of missed runs.
     let base = if late { now } else { due_at.max(now) };
+    // A re-run resumes the schedule from now, as Hermes 0.22 does.
+    let retry = job.is_unreachable_retry_fire(due_at, ctx);
     let next = match recurring {
+        _ if retry => recurring.next_run(now, None, zone),
         Schedule::Interval { .. } if !late => recurring.next_run(now, Some(due_at), zone),
         _ => recurring.next_run(base, None, zone),
     };
@@ -288,7 +293,7 @@ fn plan_recurring(
             scheduled_at: due_at,
         };
     }
-    if count_dispatch(job) {
+    if !retry && count_dispatch(job) {
         job.set_next_run_at(None, zone);
     }
     Decision::Fire {
@@ -706,6 +711,51 @@ mod tests {
             jobs[0].get("run_claim"),
             Some(&json!({"at": "2026-11-22T09:00:30+00:00", "by": "testhost:1"}))
         );
+        assert_eq!(jobs[0].repeat().completed, 1);
+    }
+
+    #[test]
+    fn an_unreachable_model_re_run_fires_once_without_spending_a_repeat() {
+        let mut first = job(
+            json!({"kind":"interval","minutes":60}),
+            "2026-11-22T09:05:00+00:00",
+            json!(3),
+        );
+        first.set("repeat", json!({"times": 3, "completed": 1}));
+        first.set("last_run_at", json!("2026-11-22T09:00:00+00:00"));
+        first.set(
+            "unreachable_retry",
+            json!({"attempt": 1, "at": "2026-11-22T09:05:00+00:00", "expr": null}),
+        );
+        let mut jobs = vec![first];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:05:01Z"), ON);
+        assert_eq!(
+            planned[0].decision,
+            Decision::Fire {
+                scheduled_at: at("2026-11-22T09:05:00Z"),
+                late: false
+            }
+        );
+        assert_eq!(jobs[0].repeat().completed, 1, "a re-run spends no repeat");
+        assert_eq!(
+            jobs[0].get("next_run_at"),
+            Some(&json!("2026-11-22T10:05:01+00:00")),
+            "the schedule resumes from now"
+        );
+        assert!(plan_pass(&mut jobs, &ctx("2026-11-22T09:05:02Z"), ON).is_empty());
+        // A cron job whose expression changed since the re-run was planned: an ordinary
+        // occurrence, counted.
+        let mut edited = job(
+            json!({"kind":"cron","expr":"*/30 * * * *"}),
+            "2026-11-22T09:30:00+00:00",
+            Value::Null,
+        );
+        edited.set(
+            "unreachable_retry",
+            json!({"attempt": 1, "at": "2026-11-22T09:30:00+00:00", "expr": "0 * * * *"}),
+        );
+        let mut jobs = vec![edited];
+        plan_pass(&mut jobs, &ctx("2026-11-22T09:30:00Z"), ON);
         assert_eq!(jobs[0].repeat().completed, 1);
     }
 

@@ -10,6 +10,9 @@ use serde_json::{json, Map, Value};
 
 use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 
+use crate::fields::{
+    LastFailure, Layout, MonitorSource, MonitorState, ReasoningEffort, UnreachableRetry,
+};
 use crate::jsonfile::Record;
 
 /// What "now" and "where" mean for an operation: the caller's clock reading, the
@@ -122,6 +125,7 @@ pub const SCHEDULING_KEYS: &[&str] = &[
     "created_at",
     "catch_up",
     "run_claim",
+    "unreachable_retry",
 ];
 
 /// The optional text fields a user sets and clears.
@@ -132,6 +136,10 @@ pub enum TextField {
     Model,
     Provider,
     Timezone,
+    MonitorScript,
+    MonitorUrl,
+    FailureDeliver,
+    Interpreter,
 }
 
 impl TextField {
@@ -142,6 +150,10 @@ impl TextField {
             TextField::Model => "model",
             TextField::Provider => "provider",
             TextField::Timezone => "timezone",
+            TextField::MonitorScript => "monitor_script",
+            TextField::MonitorUrl => "monitor_url",
+            TextField::FailureDeliver => "failure_deliver",
+            TextField::Interpreter => "interpreter",
         }
     }
 }
@@ -155,23 +167,33 @@ pub struct JobSpec<'a> {
     pub skills: &'a [String],
     pub model: Option<&'a str>,
     pub provider: Option<&'a str>,
-    /// The provider an unpinned job resolved to at creation (Hermes' drift guard).
+    /// The provider an unpinned job resolved to at creation (Hermes 0.19's drift guard;
+    /// written in the 0.19 layout only).
     pub provider_snapshot: Option<&'a str>,
-    /// The default model an unpinned job resolved to at creation.
+    /// The default model an unpinned job resolved to at creation (0.19 layout only).
     pub model_snapshot: Option<&'a str>,
     pub script: Option<&'a str>,
     pub no_agent: bool,
+    pub monitor: Option<MonitorSource<'a>>,
+    /// `context_from` (`["self"]` for continuity); `None` stores null.
+    pub context_from: Option<Vec<String>>,
     pub schedule: &'a Schedule,
     pub times: Option<u64>,
-    /// Created paused at this instant (written in the configured zone).
+    /// Created paused at this instant (written in the configured zone), with this reason.
     pub paused_at: Option<String>,
+    pub paused_reason: Option<&'a str>,
     pub created_at: String,
     pub next_run_at: String,
     pub deliver: String,
     pub origin: Option<Value>,
     pub workdir: Option<&'a str>,
+    pub reasoning_effort: Option<ReasoningEffort>,
+    pub failure_deliver: Option<&'a str>,
+    pub interpreter: Option<&'a str>,
     /// A per-job zone; the key is written only when given (Python Hermes has none).
     pub timezone: Option<&'a str>,
+    /// Which Hermes version's record this is written as.
+    pub layout: Layout,
 }
 
 /// A yes/no field as Hermes versions write it: a boolean, `"true"`/`"no"`/`"1"`..., a number.
@@ -241,54 +263,98 @@ impl Job {
         Job { record }
     }
 
-    /// A new job's record, every field in the order Hermes writes them.
+    /// A new job's record, every field in the order the layout's Hermes writes them:
+    /// keys a layout does not have are left out, and the keys Hermes 0.22 writes only
+    /// when set (`reasoning_effort`, `failure_deliver`, `interpreter`) come last when set.
     pub fn create(spec: &JobSpec<'_>) -> Job {
-        let record: Record = [
-            ("id", json!(spec.id)),
-            ("name", json!(spec.name)),
-            ("prompt", json!(spec.prompt)),
-            ("skills", json!(spec.skills)),
-            ("skill", json!(spec.skills.first())),
-            ("model", json!(spec.model)),
-            ("provider", json!(spec.provider)),
-            ("provider_snapshot", json!(spec.provider_snapshot)),
-            ("model_snapshot", json!(spec.model_snapshot)),
-            ("base_url", Value::Null),
-            ("script", json!(spec.script)),
-            ("no_agent", json!(spec.no_agent)),
-            ("context_from", Value::Null),
-            ("schedule", spec.schedule.to_json()),
-            ("schedule_display", json!(spec.schedule.display())),
-            ("repeat", json!({"times": spec.times, "completed": 0})),
-            ("enabled", json!(spec.paused_at.is_none())),
+        let v022 = spec.layout == Layout::Hermes022;
+        let (monitor_script, monitor_url) = match spec.monitor {
+            Some(MonitorSource::Script(script)) => (Some(script), None),
+            Some(MonitorSource::Url(url)) => (None, Some(url)),
+            None => (None, None),
+        };
+        // A paused job has no next run in 0.22's record; 0.19's has no paused create and
+        // keeps the one computed.
+        let next_run_at = match &spec.paused_at {
+            Some(_) if v022 => Value::Null,
+            _ => json!(spec.next_run_at),
+        };
+        // `Some(v)`: written; `None`: not a key of this record.
+        let always = Some;
+        let in_022 = |value: Value| v022.then_some(value);
+        let in_019 = |value: Value| (!v022).then_some(value);
+        let when_set = |value: Option<Value>| value.filter(|v| !v.is_null());
+        let fields: [(&str, Option<Value>); 38] = [
+            ("id", always(json!(spec.id))),
+            ("name", always(json!(spec.name))),
+            ("prompt", always(json!(spec.prompt))),
+            ("skills", always(json!(spec.skills))),
+            ("skill", always(json!(spec.skills.first()))),
+            ("model", always(json!(spec.model))),
+            ("provider", always(json!(spec.provider))),
+            ("provider_snapshot", in_019(json!(spec.provider_snapshot))),
+            ("model_snapshot", in_019(json!(spec.model_snapshot))),
+            ("base_url", always(Value::Null)),
+            ("script", always(json!(spec.script))),
+            ("no_agent", always(json!(spec.no_agent))),
+            (
+                "monitor_script",
+                in_022(json!(monitor_script)).or(when_set(Some(json!(monitor_script)))),
+            ),
+            (
+                "monitor_url",
+                in_022(json!(monitor_url)).or(when_set(Some(json!(monitor_url)))),
+            ),
+            ("monitor_state", in_022(Value::Null)),
+            ("context_from", always(json!(spec.context_from))),
+            ("schedule", always(spec.schedule.to_json())),
+            ("schedule_display", always(json!(spec.schedule.display()))),
+            (
+                "repeat",
+                always(json!({"times": spec.times, "completed": 0})),
+            ),
+            ("enabled", always(json!(spec.paused_at.is_none()))),
             (
                 "state",
-                json!(match spec.paused_at {
+                always(json!(match spec.paused_at {
                     Some(_) => "paused",
                     None => "scheduled",
-                }),
+                })),
             ),
-            ("paused_at", json!(spec.paused_at)),
-            ("paused_reason", Value::Null),
-            ("created_at", json!(spec.created_at)),
-            ("next_run_at", json!(spec.next_run_at)),
-            ("last_run_at", Value::Null),
-            ("last_status", Value::Null),
-            ("last_error", Value::Null),
-            ("last_delivery_error", Value::Null),
-            ("failure_streak", json!(0)),
-            ("deliver", json!(spec.deliver)),
-            ("origin", spec.origin.clone().unwrap_or(Value::Null)),
-            ("enabled_toolsets", Value::Null),
-            ("workdir", json!(spec.workdir)),
-        ]
-        .into_iter()
-        .map(|(key, value)| (key.to_string(), value))
-        .chain(
-            spec.timezone
-                .map(|zone| ("timezone".to_string(), json!(zone))),
-        )
-        .collect();
+            ("paused_at", always(json!(spec.paused_at))),
+            ("paused_reason", always(json!(spec.paused_reason))),
+            ("created_at", always(json!(spec.created_at))),
+            ("next_run_at", always(next_run_at)),
+            ("last_run_at", always(Value::Null)),
+            ("last_status", always(Value::Null)),
+            ("last_error", always(Value::Null)),
+            ("last_delivery_error", always(Value::Null)),
+            ("last_delivery_unverified", in_022(Value::Null)),
+            ("last_failure", in_022(Value::Null)),
+            ("failure_streak", always(json!(0))),
+            ("deliver", always(json!(spec.deliver))),
+            ("origin", always(spec.origin.clone().unwrap_or(Value::Null))),
+            ("enabled_toolsets", always(Value::Null)),
+            ("workdir", always(json!(spec.workdir))),
+            (
+                "reasoning_effort",
+                when_set(Some(json!(spec
+                    .reasoning_effort
+                    .map(ReasoningEffort::as_str)))),
+            ),
+            (
+                "failure_deliver",
+                when_set(Some(json!(spec.failure_deliver))),
+            ),
+        ];
+        let record: Record = fields
+            .into_iter()
+            .chain([
+                ("interpreter", when_set(Some(json!(spec.interpreter)))),
+                ("timezone", when_set(Some(json!(spec.timezone)))),
+            ])
+            .filter_map(|(key, value)| value.map(|value| (key.to_string(), value)))
+            .collect();
         Job { record }
     }
 
@@ -359,6 +425,140 @@ impl Job {
 
     pub fn script(&self) -> Option<&str> {
         self.text_field("script")
+    }
+
+    /// The pinned model (`model`), when set.
+    pub fn model(&self) -> Option<&str> {
+        self.text_field("model")
+    }
+
+    /// The provider paired with the pinned model (`provider`), when set.
+    pub fn provider(&self) -> Option<&str> {
+        self.text_field("provider")
+    }
+
+    /// Where a monitor job reads its output (`monitor_script`, else `monitor_url`).
+    pub fn monitor_source(&self) -> Option<MonitorSource<'_>> {
+        self.text_field("monitor_script")
+            .map(MonitorSource::Script)
+            .or_else(|| self.text_field("monitor_url").map(MonitorSource::Url))
+    }
+
+    /// The monitored output's hash last seen (`monitor_state`); none before the first
+    /// run or when unreadable.
+    pub fn monitor_state(&self) -> Option<MonitorState> {
+        self.record
+            .get("monitor_state")
+            .and_then(MonitorState::from_json)
+    }
+
+    /// Where failure notices go instead of `deliver` (`failure_deliver`), when set.
+    pub fn failure_deliver(&self) -> Option<&str> {
+        self.text_field("failure_deliver")
+    }
+
+    /// The pinned reasoning effort; a stored level this build does not know counts as
+    /// none (config decides).
+    pub fn reasoning_effort(&self) -> Option<ReasoningEffort> {
+        self.text_field("reasoning_effort")
+            .and_then(|text| ReasoningEffort::parse(text).ok().flatten())
+    }
+
+    /// The Python a `.py` script or monitor script runs under (`interpreter`), when set.
+    pub fn interpreter(&self) -> Option<&str> {
+        self.text_field("interpreter")
+    }
+
+    /// `context_from` as a list of references (a single text is one reference), blank
+    /// ones left out; `self` stands for this job.
+    pub fn context_from(&self) -> Vec<String> {
+        let items: Vec<&str> = match self.record.get("context_from") {
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            Some(Value::String(one)) => vec![one.as_str()],
+            _ => Vec::new(),
+        };
+        items
+            .into_iter()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Continuity: each run sees this job's own previous output (`"self"`, or its own id,
+    /// in `context_from`).
+    pub fn continuity(&self) -> bool {
+        let id = self.id();
+        self.context_from()
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case("self") || r == id)
+    }
+
+    pub fn paused_reason(&self) -> Option<&str> {
+        self.text_field("paused_reason")
+    }
+
+    /// The most recent failed run (`last_failure`), kept after later successes.
+    pub fn last_failure(&self) -> Option<LastFailure> {
+        self.record
+            .get("last_failure")
+            .and_then(LastFailure::from_json)
+    }
+
+    /// A per-run prompt Hermes 0.22 left for the fire of a manual run it forwarded
+    /// through the store (`manual_run_prompt`, with `manual_run_at` set): that fire
+    /// appends it as its run context.
+    pub fn manual_run_prompt(&self) -> Option<&str> {
+        self.text_field("manual_run_at")?;
+        self.text_field("manual_run_prompt")
+    }
+
+    /// Ends a forwarded manual run once it ran: `manual_run_at` and
+    /// `manual_run_prompt` are removed, as Hermes 0.22 removes them.
+    pub fn clear_manual_run(&mut self) {
+        self.record.remove("manual_run_at");
+        self.record.remove("manual_run_prompt");
+    }
+
+    /// The operator was told that the pre-run check blocked this job
+    /// (`preflight_alerted`): later blocked runs stay silent until one passes the check.
+    pub fn preflight_alerted(&self) -> bool {
+        self.flag("preflight_alerted").unwrap_or(false)
+    }
+
+    /// The pending re-run of a fire that never reached the model, when one is planned.
+    pub fn unreachable_retry(&self) -> Option<UnreachableRetry> {
+        self.record
+            .get("unreachable_retry")
+            .and_then(UnreachableRetry::from_json)
+    }
+
+    /// The cron expression of the schedule as stored (none for other kinds).
+    pub fn cron_expr(&self) -> Option<&str> {
+        self.record
+            .get("schedule")
+            .and_then(|s| s.get("expr"))
+            .and_then(Value::as_str)
+    }
+
+    /// Is the occurrence due at `due_at` the pending unreachable-model re-run (planned
+    /// under the schedule the job still has), rather than an occurrence of its own?
+    pub fn is_unreachable_retry_fire(&self, due_at: DateTime<Utc>, ctx: &Context) -> bool {
+        self.unreachable_retry().is_some_and(|retry| {
+            parse_stored_instant(&retry.at, ctx.legacy_zone) == Some(due_at)
+                && retry.expr.as_deref() == self.cron_expr()
+        })
+    }
+
+    /// Until when a closed provider usage window holds the job's fires
+    /// (`quota_hold_until`), when it does.
+    pub fn quota_hold_until(&self, ctx: &Context) -> Option<DateTime<Utc>> {
+        self.instant("quota_hold_until", ctx)
+    }
+
+    /// Does the record carry Hermes 0.19's `provider_snapshot`/`model_snapshot`?
+    pub fn has_inference_snapshots(&self) -> bool {
+        self.record.contains_key("provider_snapshot") || self.record.contains_key("model_snapshot")
     }
 
     pub fn no_agent(&self) -> bool {
@@ -471,6 +671,15 @@ impl Job {
         }
     }
 
+    /// Where failure notices go: `failure_deliver` when set and not blank, else
+    /// `deliver` (Hermes 0.22's failure lane; `local` mutes them).
+    pub fn failure_lane(&self) -> String {
+        match self.failure_deliver() {
+            Some(lane) => lane.trim().to_string(),
+            None => self.deliver(),
+        }
+    }
+
     fn default_deliver(&self) -> &'static str {
         if self.origin().is_some() {
             "origin"
@@ -580,6 +789,19 @@ impl Job {
         self.set("failure_streak", json!(streak));
     }
 
+    /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success
+    /// keeps (Hermes 0.22 writes it so a job that failed once does not look always green).
+    /// Only on a record that carries the field, as 0.22's records do: a 0.19 record gains
+    /// no key it never had.
+    pub fn stamp_failure(&mut self, at: &str, detail: &str) {
+        if self.record.contains_key("last_failure") {
+            self.set_last_failure(Some(&LastFailure {
+                at: at.to_string(),
+                detail: detail.to_string(),
+            }));
+        }
+    }
+
     /// A one-shot that was never run: completed with `last_status: missed`.
     pub fn mark_missed(&mut self, why: &str) {
         self.complete();
@@ -632,6 +854,15 @@ impl Job {
         self.record.get("run_claim").is_some_and(|c| !c.is_null())
     }
 
+    /// This job for one run only: its prompt followed by a per-run context block, as
+    /// Hermes 0.22 appends one (`\n\n## Run Context\n<context>`). Never stored: the
+    /// record a run writes back is the stored one.
+    pub fn with_run_context(mut self, context: &str) -> Job {
+        let prompt = format!("{}\n\n## Run Context\n{context}", self.prompt());
+        self.set_prompt(&prompt);
+        self
+    }
+
     /// A new schedule and its display.
     pub fn set_schedule(&mut self, schedule: &Schedule) {
         self.set("schedule", schedule.to_json());
@@ -655,6 +886,101 @@ impl Job {
     pub fn set_inference_snapshots(&mut self, provider: Option<&str>, model: Option<&str>) {
         self.set("provider_snapshot", json!(provider));
         self.set("model_snapshot", json!(model));
+    }
+
+    /// The model pin: both `model` and `provider` (null: follow the configuration).
+    pub fn set_pin(&mut self, provider: Option<&str>, model: Option<&str>) {
+        self.set_optional_text("provider", provider);
+        self.set_optional_text("model", model);
+    }
+
+    /// `monitor_state` (null: no baseline yet).
+    pub fn set_monitor_state(&mut self, state: Option<&MonitorState>) {
+        self.set(
+            "monitor_state",
+            state.map_or(Value::Null, MonitorState::to_json),
+        );
+    }
+
+    /// Sets the pre-run check's alert marker, or removes it (as Hermes 0.22 does) once
+    /// a run passes the check.
+    pub fn set_preflight_alerted(&mut self, alerted: bool) {
+        if alerted {
+            self.set("preflight_alerted", json!(true));
+        } else {
+            self.record.remove("preflight_alerted");
+        }
+    }
+
+    /// Plans unreachable-model re-run number `attempt` at `at`, which becomes the job's
+    /// `next_run_at`; the record says it was planned under the current schedule.
+    pub fn plan_unreachable_retry(&mut self, attempt: u32, at: DateTime<Utc>, zone: Tz) {
+        let retry = UnreachableRetry {
+            attempt,
+            at: format_instant(at, zone),
+            expr: self.cron_expr().map(str::to_string),
+        };
+        self.set_next_run_at(Some(at), zone);
+        self.set("unreachable_retry", retry.to_json());
+    }
+
+    /// Ends a cycle of unreachable-model re-runs (the key is removed, as Hermes 0.22 does).
+    pub fn end_unreachable_retry(&mut self) {
+        self.record.remove("unreachable_retry");
+    }
+
+    /// Holds the job's fires until `until` (also its `next_run_at`), with the cron
+    /// expression of a recovery fire planned off the schedule's own instants; `None`
+    /// lifts the hold (both keys removed, as Hermes 0.22 does).
+    pub fn set_quota_hold(&mut self, hold: Option<(DateTime<Utc>, Option<&str>)>, zone: Tz) {
+        match hold {
+            Some((until, recovery_expr)) => {
+                self.set_next_run_at(Some(until), zone);
+                self.set_instant("quota_hold_until", Some(until), zone);
+                match recovery_expr {
+                    Some(expr) => self.set("quota_hold_cron_expr", json!(expr)),
+                    None => {
+                        self.record.remove("quota_hold_cron_expr");
+                    }
+                }
+            }
+            None => {
+                self.record.remove("quota_hold_until");
+                self.record.remove("quota_hold_cron_expr");
+            }
+        }
+    }
+
+    /// `last_failure` (null: never failed).
+    pub fn set_last_failure(&mut self, failure: Option<&LastFailure>) {
+        self.set(
+            "last_failure",
+            failure.map_or(Value::Null, LastFailure::to_json),
+        );
+    }
+
+    /// `reasoning_effort` (null: follow the configuration).
+    pub fn set_reasoning_effort(&mut self, effort: Option<ReasoningEffort>) {
+        self.set_optional_text("reasoning_effort", effort.map(ReasoningEffort::as_str));
+    }
+
+    /// Turns continuity on (`"self"` added to `context_from`) or off (every `"self"`
+    /// removed; other references kept), as Hermes 0.22 does: the list is stored
+    /// cleaned, and null once empty.
+    pub fn set_continuity(&mut self, on: bool) {
+        let mut refs = self.context_from();
+        let has_self = refs.iter().any(|r| r.eq_ignore_ascii_case("self"));
+        if on && !has_self {
+            refs.push("self".to_string());
+        } else if !on {
+            refs.retain(|r| !r.eq_ignore_ascii_case("self"));
+        }
+        let value = if refs.is_empty() {
+            Value::Null
+        } else {
+            json!(refs)
+        };
+        self.set("context_from", value);
     }
 
     pub fn set_no_agent(&mut self, no_agent: bool) {

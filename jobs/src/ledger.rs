@@ -10,6 +10,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 
+use crate::spend::Spend;
+
 #[derive(Debug, thiserror::Error)]
 #[error("run ledger {path}: {source}")]
 pub struct LedgerError {
@@ -43,6 +45,10 @@ pub enum RunStatus {
     Skipped,
     Missed,
     Interrupted,
+    /// Stopped at one of the job's own caps (docs/AGENT.md, "Budgets").
+    BudgetExceeded,
+    /// Not sent to the model: the global spend cap of the day or month is reached.
+    BudgetExhausted,
 }
 
 impl RunStatus {
@@ -54,6 +60,8 @@ impl RunStatus {
             RunStatus::Skipped => "skipped",
             RunStatus::Missed => "missed",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::BudgetExceeded => "budget_exceeded",
+            RunStatus::BudgetExhausted => "budget_exhausted",
         }
     }
 }
@@ -75,6 +83,11 @@ pub struct RunRow {
     pub delivery: Option<String>,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    /// What the run's model requests cost in US dollars, priced when it was recorded;
+    /// `null` when unknown (no usage reported, or a model without a price).
+    pub cost_usd: Option<f64>,
+    /// The model that answered the run's last request.
+    pub model: Option<String>,
 }
 
 /// How a run ended, for [`Ledger::finish`].
@@ -84,6 +97,9 @@ pub struct RunEnd {
     pub delivery: Option<String>,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
+    /// The run's cost, priced now: a later price change does not rewrite it.
+    pub cost_usd: Option<f64>,
+    pub model: Option<String>,
     /// Where the run's output document was saved (as the store's `save_output` said).
     pub output: Option<String>,
 }
@@ -120,11 +136,22 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE UNIQUE INDEX IF NOT EXISTS runs_occurrence ON runs(occurrence);
 CREATE INDEX IF NOT EXISTS runs_job ON runs(job_id, id);
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+CREATE TABLE IF NOT EXISTS budget_notices (
+    window_key TEXT PRIMARY KEY,
+    sent_at    TEXT NOT NULL
+);
 ";
 
 /// The columns of a [`RunRow`], in its field order.
 const RUN_COLUMNS: &str = "id, job_id, occurrence, source, pid, host, status, scheduled_at, \
-    started_at, finished_at, error, delivery, prompt_tokens, completion_tokens";
+    started_at, finished_at, error, delivery, prompt_tokens, completion_tokens, cost_usd, model";
+
+/// The sums of [`Ledger::spend_since`], in [`Spend`]'s field order: the same SQL for
+/// SQLite and PostgreSQL (whose sums of integers are numeric without the casts).
+pub(crate) const SPEND_COLUMNS: &str = "job_id, model, COUNT(*), \
+    CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT), \
+    CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT), SUM(cost_usd), \
+    CAST(SUM(CASE WHEN cost_usd IS NULL THEN 1 ELSE 0 END) AS BIGINT)";
 
 pub struct Ledger {
     conn: Connection,
@@ -174,30 +201,57 @@ pub(crate) fn open_private(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
+/// A SQLite error as the error of the database at `path`.
+pub(crate) fn in_file(path: &Path) -> impl Fn(rusqlite::Error) -> LedgerError + '_ {
+    move |source| LedgerError {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Opens the database at `path` ([`open_private`]), runs `schema`, and gives `table` the
+/// `columns` (name, definition) a database written by an older build lacks.
+pub(crate) fn open_table(
+    path: &Path,
+    schema: &str,
+    table: &str,
+    columns: &[(&str, &str)],
+) -> Result<Connection, LedgerError> {
+    let wrap = in_file(path);
+    let conn = open_private(path).map_err(&wrap)?;
+    conn.execute_batch(schema).map_err(&wrap)?;
+    let existing: Vec<String> = conn
+        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+        .and_then(|mut stmt| {
+            stmt.query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<_, _>>()
+        })
+        .map_err(&wrap)?;
+    for (name, definition) in columns {
+        if !existing.iter().any(|c| c == name) {
+            conn.execute_batch(&format!(
+                "ALTER TABLE {table} ADD COLUMN {name} {definition}"
+            ))
+            .map_err(&wrap)?;
+        }
+    }
+    Ok(conn)
+}
+
 impl Ledger {
     /// Opens (creating if needed) the ledger, in WAL mode with a busy timeout so that
     /// several processes can share it.
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
-        let wrap = |source| LedgerError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = open_private(path).map_err(wrap)?;
+        // Columns added after the first release: `output`, then the spend (`cost_usd`,
+        // `model`) with its index; rows written before them read as unknown.
+        let columns = [("output", "TEXT"), ("cost_usd", "REAL"), ("model", "TEXT")];
+        let conn = open_table(path, SCHEMA, "runs", &columns)?;
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS runs_spend ON runs(finished_at) WHERE prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL",
+        )
+        .map_err(in_file(path))?;
         conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(wrap)?;
-        conn.execute_batch(SCHEMA).map_err(wrap)?;
-        // A column added after the first release: a database of an older build gets it.
-        let has_output: bool = conn
-            .query_row(
-                "SELECT COUNT(*) > 0 FROM pragma_table_info('runs') WHERE name = 'output'",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(wrap)?;
-        if !has_output {
-            conn.execute_batch("ALTER TABLE runs ADD COLUMN output TEXT")
-                .map_err(wrap)?;
-        }
+            .map_err(in_file(path))?;
         Ok(Ledger {
             conn,
             path: path.to_path_buf(),
@@ -247,7 +301,8 @@ impl Ledger {
         self.conn
             .execute(
                 "UPDATE runs SET status = ?2, finished_at = ?3, error = ?4, delivery = ?5,
-                     prompt_tokens = ?6, completion_tokens = ?7, output = ?8
+                     prompt_tokens = ?6, completion_tokens = ?7, output = ?8, cost_usd = ?9,
+                     model = ?10
                  WHERE id = ?1",
                 params![
                     id,
@@ -258,6 +313,8 @@ impl Ledger {
                     end.prompt_tokens,
                     end.completion_tokens,
                     end.output,
+                    end.cost_usd,
+                    end.model,
                 ],
             )
             .map_err(|e| self.wrap(e))?;
@@ -388,6 +445,8 @@ impl Ledger {
                     delivery: r.get(11)?,
                     prompt_tokens: r.get(12)?,
                     completion_tokens: r.get(13)?,
+                    cost_usd: r.get(14)?,
+                    model: r.get(15)?,
                 })
             })
             .map_err(|e| self.wrap(e))?
@@ -451,6 +510,8 @@ impl Ledger {
                     delivery: None,
                     prompt_tokens: None,
                     completion_tokens: None,
+                    cost_usd: None,
+                    model: None,
                 })
             })
             .map_err(|e| self.wrap(e))?
@@ -459,8 +520,10 @@ impl Ledger {
         Ok(rows)
     }
 
-    /// Keeps the newest `keep` terminal rows per job; running rows are never pruned.
-    pub fn prune(&self, keep: usize) -> Result<usize, LedgerError> {
+    /// Keeps the newest `keep` terminal rows per job, and every row that spent tokens
+    /// and finished at or after `spend_since` (the spend windows count them); running
+    /// rows are never pruned.
+    pub fn prune(&self, keep: usize, spend_since: DateTime<Utc>) -> Result<usize, LedgerError> {
         let keep = i64::try_from(keep).unwrap_or(i64::MAX);
         self.conn
             .execute(
@@ -469,10 +532,57 @@ impl Ledger {
                          SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
                          FROM runs WHERE status != 'running'
                      ) WHERE n > ?1
-                 )",
-                params![keep],
+                 ) AND NOT ((prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                            AND finished_at >= ?2)",
+                params![keep, ledger_time(spend_since)],
             )
             .map_err(|e| self.wrap(e))
+    }
+
+    /// Tokens and dollars of the runs that spent any and finished at or after `since`,
+    /// summed per job and model.
+    pub fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, LedgerError> {
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT {SPEND_COLUMNS} FROM runs
+                 WHERE finished_at >= ?1 AND (prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                 GROUP BY job_id, model ORDER BY job_id, model"
+            ))
+            .map_err(|e| self.wrap(e))?;
+        let rows = stmt
+            .query_map(params![ledger_time(since)], |r| {
+                Ok(Spend {
+                    job_id: r.get(0)?,
+                    model: r.get(1)?,
+                    runs: r.get(2)?,
+                    prompt_tokens: r.get(3)?,
+                    completion_tokens: r.get(4)?,
+                    cost_usd: r.get(5)?,
+                    unpriced_runs: r.get(6)?,
+                })
+            })
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.wrap(e))?;
+        Ok(rows)
+    }
+
+    /// Claims the one notice of a spent budget for `window`: true for the first claim,
+    /// false ever after.
+    pub fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, LedgerError> {
+        let inserted = self
+            .conn
+            .execute(
+                "INSERT OR IGNORE INTO budget_notices (window_key, sent_at) VALUES (?1, ?2)",
+                params![window, ledger_time(now)],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(inserted == 1)
     }
 }
 
@@ -524,6 +634,7 @@ mod tests {
             prompt_tokens: Some(12),
             completion_tokens: Some(34),
             output: None,
+            ..RunEnd::default()
         };
         ledger
             .finish(done, RunStatus::Ok, at("2026-11-22T09:00:05Z"), &end)
@@ -561,7 +672,7 @@ mod tests {
                 .unwrap();
         }
         ledger.claim(&claim("abc", "abc@live", 1)).unwrap();
-        assert_eq!(ledger.prune(2).unwrap(), 3);
+        assert_eq!(ledger.prune(2, at("2026-11-23T00:00:00Z")).unwrap(), 3);
         let left: Vec<String> = ledger
             .recent(Some("abc"), 10)
             .unwrap()

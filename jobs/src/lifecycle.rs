@@ -12,6 +12,8 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
+use crate::caps::{CapChange, CapTexts};
+use crate::fields::{schedule_text, BareDuration, Layout, MonitorSource, ReasoningEffort};
 use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
@@ -119,6 +121,24 @@ pub struct NewJob {
     pub provider: Option<String>,
     pub timezone: Option<String>,
     pub paused: bool,
+    /// Why it was created paused (requires `paused`; default: Hermes 0.22's text).
+    pub paused_reason: Option<String>,
+    /// Failure notices go here instead of `deliver` (`local` mutes them).
+    pub failure_deliver: Option<String>,
+    /// Monitor mode: a script under `<home>/scripts/` whose output change wakes the agent.
+    pub monitor_script: Option<String>,
+    /// Monitor mode: an http(s) URL whose content change wakes the agent.
+    pub monitor_url: Option<String>,
+    /// none, minimal, low, medium, high, xhigh, max or ultra.
+    pub reasoning_effort: Option<String>,
+    /// The Python a `.py` script or monitor script runs under.
+    pub interpreter: Option<String>,
+    /// Each run sees the job's own previous output (`"self"` in `context_from`).
+    pub continuity: bool,
+    /// Pin the configured model and provider now (ignored when `model` is given).
+    pub pin: bool,
+    /// How a bare duration (`30m`) reads: `cron.bare_duration` (set by the caller).
+    pub bare_duration: BareDuration,
     /// `PLATFORM:CHAT[:THREAD]` — the chat an integration created the job from.
     pub origin: Option<String>,
     /// The text of the script file (read by the caller, who knows the home), for the
@@ -126,6 +146,8 @@ pub struct NewJob {
     pub script_text: Option<String>,
     /// What an unpinned agent job would run on if it ran now, for the snapshots.
     pub inference_now: InferenceNow,
+    /// The job's own spending caps, as given.
+    pub caps: CapTexts,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -156,12 +178,27 @@ pub struct JobEdit {
     pub model: Option<String>,
     pub provider: Option<String>,
     pub timezone: Option<String>,
+    /// `""` clears, as for the string fields above.
+    pub failure_deliver: Option<String>,
+    pub monitor_script: Option<String>,
+    pub monitor_url: Option<String>,
+    pub reasoning_effort: Option<String>,
+    pub interpreter: Option<String>,
+    /// `Some(true)` turns continuity on, `Some(false)` off.
+    pub continuity: Option<bool>,
+    /// `Some(true)` pins the configured model and provider (unless the job has a model
+    /// or the edit sets one), `Some(false)` clears both pins.
+    pub pin: Option<bool>,
+    /// How a bare duration in `schedule` reads: `cron.bare_duration` (set by the caller).
+    pub bare_duration: BareDuration,
     /// The text of the script the job will run after the edit (read by the caller), for
     /// the gateway lifecycle guard when the edit sets a prompt or a script.
     pub script_text: Option<String>,
     /// What unpinned axes resolve to now, for the snapshots when the edit changes the
     /// model, the provider or `no_agent` (Hermes recomputes them then).
     pub inference_now: InferenceNow,
+    /// Caps to set or, with `""` or `0`, to clear.
+    pub caps: CapTexts,
 }
 
 impl JobEdit {
@@ -178,13 +215,21 @@ impl JobEdit {
             &self.model,
             &self.provider,
             &self.timezone,
+            &self.failure_deliver,
+            &self.monitor_script,
+            &self.monitor_url,
+            &self.reasoning_effort,
+            &self.interpreter,
         ];
         strings.iter().all(|field| field.is_none())
+            && self.continuity.is_none()
+            && self.pin.is_none()
             && self.skills.is_none()
             && self.add_skills.is_empty()
             && self.remove_skills.is_empty()
             && !self.clear_skills
             && self.no_agent.is_none()
+            && self.caps.is_empty()
     }
 }
 
@@ -317,9 +362,55 @@ fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
     )
 }
 
+/// Hermes 0.22's reason for a job created paused without one.
+pub const CREATED_PAUSED_REASON: &str = "Created paused; awaiting operator approval.";
+
+/// Hermes 0.22's refusals of a monitor job that cannot be one.
+const MONITOR_BOTH: &str = "monitor_script and monitor_url are mutually exclusive — a job can only have one monitor source.";
+const MONITOR_BOTH_ON_EDIT: &str =
+    "monitor_script and monitor_url are mutually exclusive — clear one before setting the other.";
+const MONITOR_NO_AGENT: &str = "monitor_script/monitor_url cannot be combined with no_agent=True — the whole point of a monitor job is to suppress or wake the AGENT based on source changes. Use a plain no_agent script job instead.";
+
+fn check_monitor_url(url: &str) -> Result<(), JobError> {
+    let lower = url.trim().to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Ok(());
+    }
+    Err(JobError::Invalid(format!(
+        "Invalid monitor_url '{url}': give an http:// or https:// URL"
+    )))
+}
+
+fn parse_effort(text: &str) -> Result<Option<ReasoningEffort>, JobError> {
+    ReasoningEffort::parse(text).map_err(JobError::Invalid)
+}
+
+/// A `deliver`-shaped value (`failure_deliver` shares its grammar).
+fn check_targets(value: &str) -> Result<String, JobError> {
+    validate_deliver(value).map_err(JobError::Invalid)
+}
+
+/// The pin `--pin` takes: the configured model and the provider it resolves to, or
+/// neither when no model is configured (Hermes 0.22's `_main_model_pin`).
+fn configured_pin(now: &InferenceNow) -> (Option<String>, Option<String>) {
+    match non_empty(&now.model) {
+        Some(model) => (
+            non_empty(&now.provider).map(str::to_ascii_lowercase),
+            Some(model.to_string()),
+        ),
+        None => (None, None),
+    }
+}
+
 /// Creates a job and stores it. Everything is validated before the store is locked.
 pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
     crate::limits::check_new(new)?;
+    if new.paused_reason.is_some() && !new.paused {
+        // Hermes 0.22's words, on every door (its CLI and API say the same).
+        return Err(JobError::Invalid(
+            "paused_reason requires paused=True.".into(),
+        ));
+    }
     let zone = match non_empty(&new.timezone) {
         Some(name) => parse_zone(name)?,
         None => ctx.zone,
@@ -328,7 +419,12 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         Some(text) => repeat_times(text)?,
         None => None,
     };
-    let schedule = parse_schedule(&new.schedule, ctx.now, zone, times.map(|t| t as i64))?;
+    let schedule = parse_schedule(
+        &schedule_text(&new.schedule, new.bare_duration),
+        ctx.now,
+        zone,
+        times.map(|t| t as i64),
+    )?;
     // One-shots run once unless told otherwise; recurring jobs run forever.
     let times = match (&schedule, times) {
         (Schedule::Once { .. }, _) => Some(1),
@@ -343,6 +439,21 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     if let Some(script) = script {
         check_script(script)?;
     }
+    let monitor = match (non_empty(&new.monitor_script), non_empty(&new.monitor_url)) {
+        (Some(_), Some(_)) => return Err(JobError::Invalid(MONITOR_BOTH.into())),
+        (Some(script), None) => {
+            check_script(script)?;
+            Some(MonitorSource::Script(script))
+        }
+        (None, Some(url)) => {
+            check_monitor_url(url)?;
+            Some(MonitorSource::Url(url))
+        }
+        (None, None) => None,
+    };
+    if monitor.is_some() && new.no_agent {
+        return Err(JobError::Invalid(MONITOR_NO_AGENT.into()));
+    }
     if new.prompt.trim().is_empty() && skills.is_empty() && script.is_none() {
         return Err(JobError::Invalid(
             "A job needs a prompt, a --skill or a --script: give at least one".into(),
@@ -356,9 +467,17 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     if let Some(dir) = non_empty(&new.workdir) {
         check_workdir(dir)?;
     }
+    let reasoning_effort = match &new.reasoning_effort {
+        Some(text) => parse_effort(text)?,
+        None => None,
+    };
+    let failure_deliver = non_empty(&new.failure_deliver)
+        .map(check_targets)
+        .transpose()?;
     let origin = non_empty(&new.origin).map(parse_origin).transpose()?;
+    let caps = new.caps.parse().map_err(JobError::Invalid)?;
     let deliver = match non_empty(&new.deliver) {
-        Some(value) => validate_deliver(value).map_err(JobError::Invalid)?,
+        Some(value) => check_targets(value)?,
         None if origin.is_some() => "origin".to_string(),
         None => "local".to_string(),
     };
@@ -367,31 +486,46 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         .map(str::to_string)
         .unwrap_or_else(|| default_name(&new.prompt, &skills, script));
 
-    // Hermes snapshots each axis the job leaves to the global default, and nothing for
-    // a script-only job (it never calls a model).
-    let model = non_empty(&new.model);
-    let provider = non_empty(&new.provider);
-    let job = Job::create(&JobSpec {
+    let (mut model, mut provider) = (non_empty(&new.model), non_empty(&new.provider));
+    let pinned = configured_pin(&new.inference_now);
+    if new.pin && model.is_none() {
+        (provider, model) = (pinned.0.as_deref(), pinned.1.as_deref());
+    }
+    let paused_reason = new
+        .paused
+        .then(|| non_empty(&new.paused_reason).unwrap_or(CREATED_PAUSED_REASON));
+    let layout = Layout::of_store(&store.load_view(ctx, Layout::PROBE_KEYS).await?);
+    let mut job = Job::create(&JobSpec {
         id: new_id(),
         name,
         prompt: &new.prompt,
         skills: &skills,
         model,
         provider,
+        // Hermes 0.19 snapshots each axis the job leaves to the global default, and
+        // nothing for a script-only job (it never calls a model).
         provider_snapshot: snapshot(new.no_agent, provider, &new.inference_now.provider),
         model_snapshot: snapshot(new.no_agent, model, &new.inference_now.model),
         script,
         no_agent: new.no_agent,
+        monitor,
+        context_from: new.continuity.then(|| vec!["self".to_string()]),
         schedule: &schedule,
         times,
         paused_at: new.paused.then(|| ctx.now_text()),
+        paused_reason,
         created_at: ctx.now_text(),
         next_run_at: format_instant(next_run, zone),
         deliver,
         origin,
         workdir: non_empty(&new.workdir),
+        reasoning_effort,
+        failure_deliver: failure_deliver.as_deref(),
+        interpreter: non_empty(&new.interpreter),
         timezone: non_empty(&new.timezone),
+        layout,
     });
+    caps.apply(&mut job);
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -426,6 +560,11 @@ struct CheckedEdit {
     deliver: Option<String>,
     /// A new repeat count (`None` inside: forever).
     repeat: Option<Option<u64>>,
+    /// The validated `failure_deliver` (`None` inside: cleared).
+    failure_deliver: Option<Option<String>>,
+    /// The new reasoning effort (`None` inside: cleared).
+    reasoning_effort: Option<Option<ReasoningEffort>>,
+    caps: CapChange,
 }
 
 impl CheckedEdit {
@@ -454,10 +593,33 @@ impl CheckedEdit {
             Some(text) => Some(repeat_times(text)?),
             None => None,
         };
+        if let Some(script) = non_empty(&edit.monitor_script) {
+            check_script(script)?;
+        }
+        if let Some(url) = non_empty(&edit.monitor_url) {
+            check_monitor_url(url)?;
+        }
+        let failure_deliver = match &edit.failure_deliver {
+            Some(value) => Some(
+                Some(value.as_str())
+                    .filter(|v| !v.trim().is_empty())
+                    .map(check_targets)
+                    .transpose()?,
+            ),
+            None => None,
+        };
+        let reasoning_effort = edit
+            .reasoning_effort
+            .as_deref()
+            .map(parse_effort)
+            .transpose()?;
         Ok(CheckedEdit {
             edit: edit.clone(),
             deliver,
             repeat,
+            failure_deliver,
+            reasoning_effort,
+            caps: edit.caps.parse().map_err(JobError::Invalid)?,
         })
     }
 
@@ -470,8 +632,13 @@ impl CheckedEdit {
         }
         if let Some(text) = &edit.schedule {
             let times = self.repeat.unwrap_or(job.repeat().times);
-            let schedule = parse_schedule(text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
+            let text = schedule_text(text, edit.bare_duration);
+            let schedule = parse_schedule(&text, ctx.now, job.zone(ctx), times.map(|t| t as i64))?;
             job.set_schedule(&schedule);
+            // Its next run follows the new schedule: a hold planned under the old one would
+            // only shield a stale instant (Hermes 0.22 removes it too). A pending re-run is
+            // kept, as 0.22 keeps it: its instant no longer matches, so it never fires.
+            job.set_quota_hold(None, ctx.zone);
             if !schedule.is_recurring() {
                 job.set_last_run_at(None, ctx.zone);
                 job.replace_repeat(Repeat {
@@ -512,6 +679,17 @@ impl CheckedEdit {
         }
         if let Some(times) = self.repeat {
             let completed = job.repeat().completed;
+            // A count the job has already reached would leave it scheduled for a run
+            // it should not have.
+            if let Some(limit) = times.filter(|t| *t <= completed) {
+                if job.state() != JobState::Completed {
+                    return Err(JobError::Invalid(format!(
+                        "Job {} has already run {completed} time(s): a repeat of {limit} would end it at once; give --repeat {} or more to keep it, or pause or remove it to stop it",
+                        job.id(),
+                        completed + 1
+                    )));
+                }
+            }
             job.replace_repeat(Repeat { times, completed });
         }
         if let Some(skills) = self.skills_after(job) {
@@ -523,6 +701,7 @@ impl CheckedEdit {
         if let Some(no_agent) = edit.no_agent {
             job.set_no_agent(no_agent);
         }
+        self.apply_monitor(job)?;
         if job.no_agent() && job.script().is_none() {
             return Err(JobError::Invalid(
                 "--no-agent needs a script: set --script too".into(),
@@ -543,13 +722,66 @@ impl CheckedEdit {
                 set_optional(job, field, value);
             }
         }
-        let touched = edit.model.is_some() || edit.provider.is_some() || edit.no_agent.is_some();
-        if touched && inference_axes(job) != axes_before {
+        match edit.pin {
+            // An explicit model wins over either, as in Hermes 0.22.
+            Some(_) if edit.model.is_some() => {}
+            Some(true) if job.model().is_none() => {
+                let (provider, model) = configured_pin(&edit.inference_now);
+                job.set_pin(provider.as_deref(), model.as_deref());
+            }
+            Some(false) => job.set_pin(None, None),
+            _ => {}
+        }
+        if let Some(target) = &self.failure_deliver {
+            job.set_text(TextField::FailureDeliver, target.as_deref());
+        }
+        if let Some(effort) = self.reasoning_effort {
+            job.set_reasoning_effort(effort);
+        }
+        if let Some(interpreter) = &edit.interpreter {
+            set_optional(job, TextField::Interpreter, interpreter);
+        }
+        if let Some(on) = edit.continuity {
+            job.set_continuity(on);
+        }
+        self.caps.apply(job);
+        // Hermes 0.19 takes new snapshots when an inference field changes; a record
+        // without them (0.22's) does not gain them.
+        let touched = edit.model.is_some()
+            || edit.provider.is_some()
+            || edit.no_agent.is_some()
+            || edit.pin.is_some();
+        if touched && job.has_inference_snapshots() && inference_axes(job) != axes_before {
             let (model, provider) = (job.text_field("model"), job.text_field("provider"));
             let now = &edit.inference_now;
             let provider_snapshot = snapshot(job.no_agent(), provider, &now.provider);
             let model_snapshot = snapshot(job.no_agent(), model, &now.model);
             job.set_inference_snapshots(provider_snapshot, model_snapshot);
+        }
+        Ok(())
+    }
+
+    /// The monitor source (`""` clears either), then Hermes 0.22's rules on the job as
+    /// edited: one source at most, and none on a no-agent job.
+    fn apply_monitor(&self, job: &mut Job) -> Result<(), JobError> {
+        let edit = &self.edit;
+        for (field, value) in [
+            (TextField::MonitorScript, &edit.monitor_script),
+            (TextField::MonitorUrl, &edit.monitor_url),
+        ] {
+            if let Some(value) = value {
+                set_optional(job, field, value);
+            }
+        }
+        let sources_touched = edit.monitor_script.is_some() || edit.monitor_url.is_some();
+        let both =
+            job.text_field("monitor_script").is_some() && job.text_field("monitor_url").is_some();
+        if sources_touched && both {
+            return Err(JobError::Invalid(MONITOR_BOTH_ON_EDIT.into()));
+        }
+        let mode_touched = sources_touched || edit.no_agent.is_some() || edit.script.is_some();
+        if mode_touched && job.no_agent() && job.monitor_source().is_some() {
+            return Err(JobError::Invalid(MONITOR_NO_AGENT.into()));
         }
         Ok(())
     }
@@ -647,6 +879,86 @@ pub async fn resume_job(
                 ))
             })?,
         };
+        job.unpause();
+        job.set_next_run_at(Some(next), zone);
+        Ok(())
+    });
+    change_job(store, reference, ctx, change).await
+}
+
+/// When a re-armed one-shot runs next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RearmAt {
+    /// As soon as a scheduler sees it.
+    Now,
+    /// At this time (ISO-8601, or any one-shot schedule, read in the job's zone).
+    At(String),
+}
+
+/// Hermes 0.22's refusal to re-arm anything but a one-shot.
+pub const REARM_RECURRING: &str =
+    "Cannot re-arm recurring jobs: re-arm is one-shot-only; use plain resume or cron run.";
+
+/// How long Hermes 0.22's `fire_claim` keeps others off a job it is firing.
+const FIRE_CLAIM_TTL: chrono::Duration = chrono::Duration::seconds(300);
+
+/// Is the claim object under `key` (`{at, …}`) younger than `ttl`? One dated in the
+/// future or unreadable does not count, as in Hermes.
+fn live_claim(job: &Job, key: &str, ttl: chrono::Duration, ctx: &Context) -> bool {
+    let at = job.get(key).and_then(|c| c.get("at"));
+    crate::job::instant_of(at, ctx).is_some_and(|at| {
+        let age = ctx.now - at;
+        age >= chrono::Duration::zero() && age < ttl
+    })
+}
+
+/// Re-arms a one-shot (`hermes cron resume JOB --at TIME | --run-now`), completed or
+/// not, as Hermes 0.22's `rearm_oneshot` does: a new `once` schedule, the run count back
+/// to zero, claims and pause markers cleared. Refused for a recurring job, for a time in
+/// the past, and while a scheduler holds a live claim on it (`run_claim_ttl`: the
+/// lifetime of a `run_claim`, see [`crate::due::run_claim_ttl`]).
+pub async fn rearm_one_shot(
+    store: &dyn Store,
+    reference: &str,
+    at: &RearmAt,
+    run_claim_ttl: chrono::Duration,
+    ctx: &Context,
+) -> Result<Job, JobError> {
+    if let RearmAt::At(text) = at {
+        crate::limits::check_schedule(text)?;
+    }
+    let at = at.clone();
+    let ctx_at = *ctx;
+    let change: JobChange = Box::new(move |job| {
+        let ctx = &ctx_at;
+        let zone = job.zone(ctx);
+        let text = match &at {
+            RearmAt::Now => format_instant(ctx.now, zone),
+            RearmAt::At(text) => text.clone(),
+        };
+        let schedule = parse_schedule(&text, ctx.now, zone, None)?;
+        if schedule.is_recurring() || !job.is_one_shot() {
+            return Err(JobError::Invalid(REARM_RECURRING.into()));
+        }
+        if live_claim(job, "run_claim", run_claim_ttl, ctx) {
+            return Err(JobError::Invalid(
+                "Cannot re-arm one-shot over a live run claim: it is running; wait for it to finish".into(),
+            ));
+        }
+        if live_claim(job, "fire_claim", FIRE_CLAIM_TTL, ctx) {
+            return Err(JobError::Invalid(
+                "Cannot re-arm one-shot over a live fire claim: it is being fired; wait for it to finish".into(),
+            ));
+        }
+        let next = first_run(&schedule, zone, ctx)?;
+        let times = job.repeat().times;
+        job.set_schedule(&schedule);
+        job.set_repeat(Repeat {
+            times,
+            completed: 0,
+        });
+        job.set_run_claim(None, zone);
+        job.set("fire_claim", Value::Null);
         job.unpause();
         job.set_next_run_at(Some(next), zone);
         Ok(())

@@ -15,13 +15,14 @@ pub const MAX_NAME_CHARS: usize = 200;
 pub const MAX_PROMPT_CHARS: usize = 5000;
 /// Characters of a schedule: the longest real cron expression is far shorter.
 pub const MAX_SCHEDULE_CHARS: usize = 256;
-/// Characters of a `deliver` value (a comma-separated list of targets).
+/// Characters of a `deliver` or `failure_deliver` value (a comma-separated list of targets).
 pub const MAX_DELIVER_CHARS: usize = 1000;
 /// Skills one job loads.
 pub const MAX_SKILLS: usize = 50;
-/// Characters of one skill name, a model or provider name.
+/// Characters of one skill name, a model or provider name, a reasoning effort.
 pub const MAX_IDENTIFIER_CHARS: usize = 200;
-/// Characters of a path (script, workdir), an origin or a pause reason.
+/// Characters of a path (script, monitor script, interpreter, workdir), a monitor URL,
+/// an origin or a pause reason.
 pub const MAX_PATH_CHARS: usize = 1024;
 
 /// One text field of a request: its name as the user gives it, its limit, and whether
@@ -97,6 +98,31 @@ const REASON: TextLimit = TextLimit {
     max_chars: MAX_PATH_CHARS,
     one_line: true,
 };
+const FAILURE_DELIVER: TextLimit = TextLimit {
+    field: "Failure deliver",
+    max_chars: MAX_DELIVER_CHARS,
+    one_line: true,
+};
+const MONITOR_SCRIPT: TextLimit = TextLimit {
+    field: "Monitor script",
+    max_chars: MAX_PATH_CHARS,
+    one_line: true,
+};
+const MONITOR_URL: TextLimit = TextLimit {
+    field: "Monitor URL",
+    max_chars: MAX_PATH_CHARS,
+    one_line: true,
+};
+const REASONING_EFFORT: TextLimit = TextLimit {
+    field: "Reasoning effort",
+    max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
+};
+const INTERPRETER: TextLimit = TextLimit {
+    field: "Interpreter",
+    max_chars: MAX_PATH_CHARS,
+    one_line: true,
+};
 
 impl TextLimit {
     fn check(&self, value: Option<&str>) -> Result<(), JobError> {
@@ -160,6 +186,12 @@ pub fn check_new(new: &NewJob) -> Result<(), JobError> {
         (&PROVIDER, &new.provider),
         (&TIMEZONE, &new.timezone),
         (&ORIGIN, &new.origin),
+        (&REASON, &new.paused_reason),
+        (&FAILURE_DELIVER, &new.failure_deliver),
+        (&MONITOR_SCRIPT, &new.monitor_script),
+        (&MONITOR_URL, &new.monitor_url),
+        (&REASONING_EFFORT, &new.reasoning_effort),
+        (&INTERPRETER, &new.interpreter),
     ] {
         limit.check(value.as_deref())?;
     }
@@ -181,10 +213,20 @@ pub fn check_edit(edit: &JobEdit) -> Result<(), JobError> {
         (&MODEL, &edit.model),
         (&PROVIDER, &edit.provider),
         (&TIMEZONE, &edit.timezone),
+        (&FAILURE_DELIVER, &edit.failure_deliver),
+        (&MONITOR_SCRIPT, &edit.monitor_script),
+        (&MONITOR_URL, &edit.monitor_url),
+        (&REASONING_EFFORT, &edit.reasoning_effort),
+        (&INTERPRETER, &edit.interpreter),
     ] {
         limit.check(value.as_deref())?;
     }
     Ok(())
+}
+
+/// The limit of a schedule given alone (a re-arm time).
+pub fn check_schedule(schedule: &str) -> Result<(), JobError> {
+    SCHEDULE.check(Some(schedule))
 }
 
 /// The limit of a pause reason.

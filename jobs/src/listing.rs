@@ -8,15 +8,127 @@
 //! [`Job::normalized`]: crate::Job::normalized
 
 use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use schedules::parse_stored_instant;
+use serde_json::Value;
 
+use crate::caps::Caps;
 use crate::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
 use crate::jsonscan::{array_items, object_entries, plain_string, write_compact, Entry, KeyIndex};
 use crate::store::{ExtraField, Listed};
 use crate::{Context, Job};
+
+/// One job as a listing's [`ExtraField`]s are written from: its id and its schedule as
+/// stored, read only when a field asks for it.
+pub struct ListedJob<'a> {
+    pub id: &'a str,
+    schedule: Stored<'a>,
+    /// The job's own `timezone`, when it names a zone.
+    own_zone: Option<Tz>,
+    ctx: &'a Context,
+}
+
+/// A stored `schedule`: its JSON text straight from the file, or the value.
+enum Stored<'a> {
+    Text(Option<&'a str>),
+    Value(Option<&'a Value>),
+}
+
+impl<'a> ListedJob<'a> {
+    /// A job the long way: the stored `schedule` value and `timezone` text.
+    pub fn stored(
+        id: &'a str,
+        schedule: Option<&'a Value>,
+        timezone: Option<&str>,
+        ctx: &'a Context,
+    ) -> ListedJob<'a> {
+        ListedJob {
+            id,
+            schedule: Stored::Value(schedule),
+            own_zone: own_zone(timezone),
+            ctx,
+        }
+    }
+
+    /// The schedule in English, in the job's zone, naming the zone when the job has its
+    /// own ([`Schedule::describe`]); `None` when the stored schedule cannot be read.
+    pub fn schedule_description(&self) -> Option<String> {
+        match self.schedule {
+            Stored::Value(value) => describe_stored(value?, self.own_zone, self.ctx),
+            Stored::Text(text) => {
+                let text = text?;
+                if let Some(expr) = plain_cron_expr(text) {
+                    let zone = self.own_zone.unwrap_or(self.ctx.zone);
+                    if let Some(described) =
+                        schedules::describe_cron_in(expr, zone, self.own_zone.is_some())
+                    {
+                        return Some(described);
+                    }
+                }
+                let value: Value = serde_json::from_str(text).ok()?;
+                describe_stored(&value, self.own_zone, self.ctx)
+            }
+        }
+    }
+
+    /// [`Self::schedule_description`], remembered in `memo` for the jobs after this one
+    /// that store the same schedule in the same zone.
+    pub fn schedule_description_in(&self, memo: &DescriptionMemo) -> Option<String> {
+        let text = match self.schedule {
+            Stored::Text(text) => text.map(Cow::Borrowed),
+            Stored::Value(value) => value.map(|v| Cow::Owned(v.to_string())),
+        };
+        let Some(text) = text else {
+            return self.schedule_description();
+        };
+        let mut known = memo
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let in_zone = known.entry(self.own_zone).or_default();
+        if let Some(description) = in_zone.get(text.as_ref()) {
+            return description.clone();
+        }
+        let description = self.schedule_description();
+        in_zone.insert(text.into_owned(), description.clone());
+        description
+    }
+}
+
+/// The descriptions one listing has written, by the job's own zone and the stored
+/// schedule's text. A store's jobs share a handful of schedules, and reading a cron
+/// expression takes about 13 µs: at 10,000 jobs, remembering is what keeps `list` within
+/// its budget.
+#[derive(Default)]
+pub struct DescriptionMemo(Mutex<HashMap<Option<Tz>, Described>>);
+
+/// Descriptions by the stored schedule's text (`None`: it cannot be read).
+type Described = HashMap<String, Option<String>>;
+
+/// The `expr` of a stored `{"kind": "cron", "expr": …}` object whose two texts need no
+/// decoding, read without building the object.
+fn plain_cron_expr(text: &str) -> Option<&str> {
+    let mut entries = Vec::new();
+    object_entries(text, &mut entries)?;
+    let value = |key: &str| entries.iter().find(|e| e.key == key).map(|e| e.value);
+    (plain_string(value("kind")?)?.trim() == "cron").then_some(())?;
+    Some(plain_string(value("expr")?)?.trim())
+}
+
+/// The zone a job's `timezone` text names, if it names one.
+fn own_zone(timezone: Option<&str>) -> Option<Tz> {
+    timezone.and_then(|name| name.trim().parse::<Tz>().ok())
+}
+
+/// [`ListedJob::schedule_description`] of a stored `schedule` value.
+fn describe_stored(schedule: &Value, own_zone: Option<Tz>, ctx: &Context) -> Option<String> {
+    let zone = own_zone.unwrap_or(ctx.zone);
+    schedules::describe_stored(schedule, ctx.now, zone, ctx.legacy_zone, own_zone.is_some())
+}
 
 /// This job must be built and normalized the long way.
 #[derive(Debug)]
@@ -25,6 +137,7 @@ pub(crate) struct NotPlain;
 /// Buffers reused from job to job.
 #[derive(Default)]
 pub(crate) struct Scratch<'a> {
+    descriptions: DescriptionMemo,
     extras: Vec<(&'a str, &'a str)>,
     nested: Vec<Entry<'a>>,
     items: Vec<&'a str>,
@@ -56,6 +169,8 @@ pub struct JobSummary<'a> {
     pub state: JobState,
     /// The schedule as users see it, or why it cannot be read.
     pub schedule: Result<Cow<'a, str>, String>,
+    /// The schedule in English ([`ListedJob::schedule_description`]).
+    pub schedule_description: Option<String>,
     pub repeat: Repeat,
     /// The zone the job's instants are shown in.
     pub zone: Tz,
@@ -70,6 +185,8 @@ pub struct JobSummary<'a> {
     pub last_error: Option<Cow<'a, str>>,
     pub last_delivery_error: Option<Cow<'a, str>>,
     pub paused_reason: Option<Cow<'a, str>>,
+    /// The job's own spending caps.
+    pub caps: Caps,
 }
 
 impl JobSummary<'_> {
@@ -97,6 +214,10 @@ impl JobSummary<'_> {
         "script",
         "no_agent",
         "workdir",
+        "max_turns",
+        "max_runtime_seconds",
+        "max_tokens",
+        "max_cost_usd",
     ];
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
@@ -109,6 +230,10 @@ impl JobSummary<'_> {
                 .schedule_display(ctx)
                 .map(Cow::Owned)
                 .map_err(|e| e.to_string()),
+            schedule_description: job.schedule(ctx).ok().map(|schedule| {
+                let own_zone = own_zone(job.text_field("timezone"));
+                schedule.describe(job.zone(ctx), own_zone.is_some())
+            }),
             repeat: job.repeat(),
             zone: job.zone(ctx),
             next_run_at: job.next_run_at(ctx),
@@ -122,6 +247,7 @@ impl JobSummary<'_> {
             last_error: text("last_error"),
             last_delivery_error: text("last_delivery_error"),
             paused_reason: text("paused_reason"),
+            caps: job.caps(),
         }
     }
 }
@@ -134,9 +260,15 @@ pub(crate) fn plain_summary<'a>(
 ) -> Result<JobSummary<'a>, NotPlain> {
     let slots = slots(entries, scratch)?;
     let (job, stored) = computed(&slots, scratch)?;
-    let zone = text_field(slot!(slots, "timezone"))?
-        .and_then(|name| name.trim().parse::<Tz>().ok())
-        .unwrap_or(ctx.zone);
+    let own_zone = own_zone(text_field(slot!(slots, "timezone"))?.as_deref());
+    let zone = own_zone.unwrap_or(ctx.zone);
+    let schedule_description = ListedJob {
+        id: job.id,
+        schedule: Stored::Text(slot!(slots, "schedule")),
+        own_zone,
+        ctx,
+    }
+    .schedule_description_in(&scratch.descriptions);
     let instant = |value: Option<&str>| -> Result<Option<DateTime<Utc>>, NotPlain> {
         Ok(text_field(value)?.and_then(|t| parse_stored_instant(&t, ctx.legacy_zone)))
     };
@@ -145,6 +277,7 @@ pub(crate) fn plain_summary<'a>(
         name: Cow::Borrowed(job.name),
         state: stored.state,
         schedule: Ok(Cow::Borrowed(job.display)),
+        schedule_description,
         repeat: Repeat {
             times: job.times,
             completed: job.completed,
@@ -161,7 +294,19 @@ pub(crate) fn plain_summary<'a>(
         last_error: text_field(slot!(slots, "last_error"))?,
         last_delivery_error: text_field(slot!(slots, "last_delivery_error"))?,
         paused_reason: text_field(slot!(slots, "paused_reason"))?,
+        caps: extra_caps(&scratch.extras),
     })
+}
+
+/// The caps among a job's keys outside [`NORMALIZED_KEYS`], read as [`Job::caps`] reads
+/// them.
+fn extra_caps(extras: &[(&str, &str)]) -> Caps {
+    let values: Vec<(&str, serde_json::Value)> = extras
+        .iter()
+        .filter(|(key, _)| crate::caps::KEYS.contains(key))
+        .filter_map(|(key, text)| Some((*key, serde_json::from_str(text).ok()?)))
+        .collect();
+    Caps::read(|key| values.iter().find(|(k, _)| *k == key).map(|(_, v)| v))
 }
 
 /// A string value as [`Job::text_field`] reads it: non-blank text, escapes decoded.
@@ -199,6 +344,7 @@ fn slots<'a>(entries: &[Entry<'a>], scratch: &mut Scratch<'a>) -> Result<Slots<'
 /// unless it comes `first`) when `keep` accepts it; `Ok(false)` when it does not.
 pub(crate) fn write_plain_job<'a>(
     entries: &[Entry<'a>],
+    ctx: &Context,
     keep: &dyn Fn(Listed) -> bool,
     extras: &[ExtraField],
     first: bool,
@@ -216,6 +362,12 @@ pub(crate) fn write_plain_job<'a>(
     if extras.iter().any(|extra| has(extra.key)) {
         return Err(NotPlain);
     }
+    let listed = ListedJob {
+        id: computed.id,
+        schedule: Stored::Text(slot!(slots, "schedule")),
+        own_zone: own_zone(text_field(slot!(slots, "timezone"))?.as_deref()),
+        ctx,
+    };
     let mark = out.len();
     if !first {
         out.push(b',');
@@ -226,7 +378,7 @@ pub(crate) fn write_plain_job<'a>(
         for extra in extras {
             out.push(b',');
             write_key(extra.key, out);
-            (extra.write)(computed.id, out);
+            (extra.write)(&listed, out);
         }
         out.push(b'}');
     }
@@ -738,14 +890,15 @@ mod tests {
         let job = Job::from_record(record);
         let stored = Listed::of(&job);
         let long = serde_json::to_string(&job.clone().normalized(&ctx)).unwrap();
-        let write = |id: &str, out: &mut Vec<u8>| {
+        let write = |job: &ListedJob<'_>, out: &mut Vec<u8>| {
+            let id = job.id;
             out.extend_from_slice(
                 serde_json::to_string(&format!("run of {id}"))
                     .unwrap()
                     .as_bytes(),
             )
         };
-        let profile = |_: &str, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\"");
+        let profile = |_: &ListedJob<'_>, out: &mut Vec<u8>| out.extend_from_slice(b"\"default\"");
         let extras = [
             ExtraField {
                 key: "latest_execution",
@@ -755,9 +908,10 @@ mod tests {
                 key: "profile",
                 write: std::sync::Arc::new(profile),
             },
+            ExtraField::schedule_description(),
         ];
         let mut long_extra = Vec::new();
-        ExtraField::set_all(&extras, job.normalized(&ctx), &mut long_extra).unwrap();
+        ExtraField::set_all(&extras, job.normalized(&ctx), &ctx, &mut long_extra).unwrap();
         let mut entries = Vec::new();
         object_entries(text, &mut entries).expect("the walk reads what serde_json reads");
         let mut scratch = Scratch::default();
@@ -767,7 +921,7 @@ mod tests {
             true
         };
         let mut out = Vec::new();
-        match write_plain_job(&entries, &keep, &[], true, &mut scratch, &mut out) {
+        match write_plain_job(&entries, &ctx, &keep, &[], true, &mut scratch, &mut out) {
             Ok(written) => {
                 assert!(written);
                 assert_eq!(String::from_utf8(out).unwrap(), long, "for {text}");
@@ -777,7 +931,9 @@ mod tests {
                     "the summary of {text} is read the short way too"
                 );
                 let mut out = Vec::new();
-                if write_plain_job(&entries, &keep, &extras, true, &mut scratch, &mut out).is_ok() {
+                if write_plain_job(&entries, &ctx, &keep, &extras, true, &mut scratch, &mut out)
+                    .is_ok()
+                {
                     assert_eq!(out, long_extra, "with the extra fields, for {text}");
                 }
                 true

@@ -134,32 +134,13 @@ pub fn retry_delay(attempts: i64) -> chrono::Duration {
 impl Outbox {
     /// Opens the outbox table in the ledger database (creating it if needed).
     pub fn open(path: &Path) -> Result<Outbox, LedgerError> {
-        let wrap = |source| LedgerError {
-            path: path.to_path_buf(),
-            source,
-        };
-        let conn = crate::ledger::open_private(path).map_err(wrap)?;
-        conn.execute_batch(SCHEMA).map_err(wrap)?;
-        // Columns added after the first release: a database of an older build gets them.
-        let columns: Vec<String> = conn
-            .prepare("SELECT name FROM pragma_table_info('outbox')")
-            .and_then(|mut stmt| {
-                stmt.query_map([], |r| r.get::<_, String>(0))?
-                    .collect::<Result<_, _>>()
-            })
-            .map_err(wrap)?;
-        for (name, definition) in [
+        // Columns added after the first release.
+        let added = [
             ("claimed_host", "TEXT"),
             ("claimed_pid", "INTEGER"),
             ("in_flight", "INTEGER NOT NULL DEFAULT 0"),
-        ] {
-            if !columns.iter().any(|c| c == name) {
-                conn.execute_batch(&format!(
-                    "ALTER TABLE outbox ADD COLUMN {name} {definition}"
-                ))
-                .map_err(wrap)?;
-            }
-        }
+        ];
+        let conn = crate::ledger::open_table(path, SCHEMA, "outbox", &added)?;
         Ok(Outbox {
             conn,
             path: path.to_path_buf(),

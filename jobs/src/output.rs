@@ -21,6 +21,20 @@ pub struct OutputDocument<'a> {
     pub prompt: &'a str,
     /// `Ok(response)` or `Err(error text)`.
     pub result: Result<&'a str, &'a str>,
+    /// A run the agent did not carry out (a monitor that saw no change, a blocked
+    /// configuration): the document is its status lines, as Hermes 0.22 writes them,
+    /// then the result's text, instead of a prompt and a response.
+    pub gate: Option<Gate<'a>>,
+}
+
+/// The status lines of a run stopped before its agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Gate<'a> {
+    /// `**Mode:**` (e.g. `monitor`), when the job runs in one.
+    pub mode: Option<&'a str>,
+    /// `**Status:**`, e.g. `no_change (agent run suppressed)`. Readers of earlier output
+    /// skip a document whose status starts with `no_change` or `silent`.
+    pub status: &'a str,
 }
 
 impl OutputDocument<'_> {
@@ -43,11 +57,27 @@ impl OutputDocument<'_> {
             Ok(response) => ("Response", response),
             Err(error) => ("Error", error),
         };
+        let time = schedules::format_instant(self.run_time, self.zone);
+        if let Some(gate) = self.gate {
+            let mode = gate
+                .mode
+                .map(|mode| format!("**Mode:** {mode}\n"))
+                .unwrap_or_default();
+            let body = match body.trim() {
+                "" => String::new(),
+                text => format!("\n{text}\n"),
+            };
+            return format!(
+                "# Cron Job: {name}{failed}\n\n**Job ID:** {id}\n**Run Time:** {time}\n{mode}**Status:** {status}\n{body}",
+                name = self.job_name,
+                id = self.job_id,
+                status = gate.status,
+            );
+        }
         format!(
             "# Cron Job: {name}{failed}\n\n**Job ID:** {id}\n**Run Time:** {time}\n**Schedule:** {schedule}\n\n## Prompt\n\n{prompt}\n\n## {heading}\n\n{body}\n",
             name = self.job_name,
             id = self.job_id,
-            time = schedules::format_instant(self.run_time, self.zone),
             schedule = self.schedule,
             prompt = self.prompt,
         )
@@ -116,6 +146,10 @@ pub fn save_rendered(
     Ok(path)
 }
 
+/// The file beside a monitor job's documents that holds the output its source last
+/// changed to (Hermes 0.22's name): not a document, so never listed or pruned as one.
+pub const MONITOR_SNAPSHOT_FILE: &str = "monitor_last_output.txt";
+
 /// The job's documents, oldest first (names sort by time).
 pub fn list_outputs(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -174,6 +208,7 @@ mod tests {
                 zone: chrono_tz::Europe::Berlin,
                 prompt: "summarize",
                 result: if n == 3 { Err("boom") } else { Ok("all quiet") },
+                gate: None,
             };
             save_output(dir.path(), &doc, 2).unwrap();
         }
@@ -190,6 +225,40 @@ mod tests {
     }
 
     #[test]
+    fn a_gated_run_writes_its_status_lines_as_hermes_0_22_does() {
+        let doc = OutputDocument {
+            job_id: "abc123abc123",
+            job_name: "watch",
+            schedule: "every 60m",
+            run_time: DateTime::parse_from_rfc3339("2026-11-22T09:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+            zone: chrono_tz::UTC,
+            prompt: "p",
+            result: Ok(""),
+            gate: Some(Gate {
+                mode: Some("monitor"),
+                status: "no_change (agent run suppressed)",
+            }),
+        };
+        assert_eq!(
+            doc.render(),
+            "# Cron Job: watch\n\n**Job ID:** abc123abc123\n**Run Time:** 2026-11-22T09:00:00+00:00\n**Mode:** monitor\n**Status:** no_change (agent run suppressed)\n"
+        );
+        let failed = OutputDocument {
+            result: Err("HTTP 503"),
+            gate: Some(Gate {
+                mode: Some("monitor"),
+                status: "monitor source failed",
+            }),
+            ..doc
+        };
+        assert!(failed
+            .render()
+            .ends_with("**Status:** monitor source failed\n\nHTTP 503\n"));
+    }
+
+    #[test]
     fn unsafe_ids_are_refused_before_touching_files() {
         let dir = tempfile::tempdir().unwrap();
         let doc = OutputDocument {
@@ -200,6 +269,7 @@ mod tests {
             zone: chrono_tz::UTC,
             prompt: "",
             result: Ok("x"),
+            gate: None,
         };
         assert!(save_output(dir.path(), &doc, 5).is_err());
         assert!(!dir.path().join("../escape").exists());

@@ -78,6 +78,74 @@ pub(crate) fn looks_like_cron(fields: &[&str]) -> bool {
             .is_some_and(|f| f.starts_with(|c: char| c.is_ascii_digit() || c == '*'))
 }
 
+/// One of the five fields: its name and the numbers it may hold.
+struct FieldSpec {
+    name: &'static str,
+    low: u32,
+    high: u32,
+}
+
+/// The five fields in order. Day-of-week allows 7 as well as 0 for Sunday.
+const FIELDS: [FieldSpec; 5] = [
+    FieldSpec {
+        name: "minute",
+        low: 0,
+        high: 59,
+    },
+    FieldSpec {
+        name: "hour",
+        low: 0,
+        high: 23,
+    },
+    FieldSpec {
+        name: "day-of-month",
+        low: 1,
+        high: 31,
+    },
+    FieldSpec {
+        name: "month",
+        low: 1,
+        high: 12,
+    },
+    FieldSpec {
+        name: "day-of-week",
+        low: 0,
+        high: 7,
+    },
+];
+
+impl FieldSpec {
+    /// Why `field` is out of this field's range, naming the field and the range, or
+    /// `None` when every number in it fits (names, `L` and `W` are left to croner).
+    fn check(&self, field: &str) -> Option<String> {
+        let FieldSpec { name, low, high } = *self;
+        for item in field.split(',') {
+            let (range, step) = match item.split_once('/') {
+                Some((range, step)) => (range, Some(step)),
+                None => (item, None),
+            };
+            if let Some(step) = step.and_then(|s| s.parse::<u32>().ok()) {
+                if step == 0 {
+                    return Some(format!(
+                        "the {name} field has a step of 0 in '{item}'; a step is 1 or more"
+                    ));
+                }
+            }
+            for value in range.split('-') {
+                let Ok(number) = value.parse::<u32>() else {
+                    continue;
+                };
+                if number < low || number > high {
+                    return Some(format!(
+                        "the {name} field allows {low}-{high}, not {number}"
+                    ));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// Does this day-of-week field match every day of the week?
 fn every_weekday(parser: &CronParser, field: &str) -> bool {
     if field == "*" {
@@ -131,6 +199,13 @@ impl CronExpr {
                 "fields may only hold digits, month/weekday names and * , - /".into(),
             ));
         }
+        if let Some(reason) = fields
+            .iter()
+            .zip(FIELDS)
+            .find_map(|(f, spec)| spec.check(f))
+        {
+            return Err(bad(reason));
+        }
         let parser = CronParser::builder()
             .seconds(Seconds::Disallowed)
             .year(Year::Disallowed)
@@ -167,6 +242,11 @@ impl CronExpr {
 
     pub fn dst_rule(&self) -> DstRule {
         self.rule
+    }
+
+    /// croner's parse, which the scheduler fires by (and descriptions are written from).
+    pub(crate) fn pattern(&self) -> &croner::CronPattern {
+        &self.cron.pattern
     }
 
     /// The instants a matching wall-clock reading fires at, per [`DstRule`].
@@ -254,6 +334,44 @@ mod tests {
             out.push(crate::format_instant(t, zone));
         }
         out
+    }
+
+    #[test]
+    fn out_of_range_values_name_their_field_and_range() {
+        let reason = |input: &str| match CronExpr::parse(input) {
+            Err(ScheduleError::BadCron { reason, .. }) => reason,
+            other => panic!("{input}: {other:?}"),
+        };
+        assert_eq!(reason("0 25 * * *"), "the hour field allows 0-23, not 25");
+        assert_eq!(reason("61 * * * *"), "the minute field allows 0-59, not 61");
+        assert_eq!(
+            reason("0 0 32 * *"),
+            "the day-of-month field allows 1-31, not 32"
+        );
+        assert_eq!(
+            reason("0 0 0 * *"),
+            "the day-of-month field allows 1-31, not 0"
+        );
+        assert_eq!(reason("0 0 * 13 *"), "the month field allows 1-12, not 13");
+        assert_eq!(
+            reason("0 0 * * 1-8"),
+            "the day-of-week field allows 0-7, not 8"
+        );
+        assert_eq!(
+            reason("5-70/5 * * * *"),
+            "the minute field allows 0-59, not 70"
+        );
+        assert_eq!(
+            reason("*/0 * * * *"),
+            "the minute field has a step of 0 in '*/0'; a step is 1 or more"
+        );
+        for fine in [
+            "0 23 31 12 7",
+            "*/59 0-23 1,15 jan-dec mon-fri",
+            "0 9 L * *",
+        ] {
+            assert!(CronExpr::parse(fine).is_ok(), "{fine}");
+        }
     }
 
     #[test]

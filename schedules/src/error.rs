@@ -11,6 +11,8 @@ pub enum ScheduleError {
     Unrecognized { input: String },
     #[error("Invalid duration '{input}' in schedule '{schedule}': use a whole number and a unit, e.g. '30m', '2h', '1d' (units: m, min, h, hr, hour, d, day)")]
     BadDuration { input: String, schedule: String },
+    #[error("Schedule '{schedule}' names days but no time of day: add one, e.g. '{schedule} 9am' or '{schedule} at 14:30'")]
+    DaysWithoutTime { schedule: String },
     #[error("Invalid cron expression '{input}': {reason}. A cron expression has 5 fields: minute hour day-of-month month day-of-week, e.g. '0 9 * * 1-5'")]
     BadCron { input: String, reason: String },
     #[error("Invalid timestamp '{input}': {reason}. Use ISO-8601, e.g. '2026-02-03T14:00' or '2026-02-03T14:00:00+01:00'")]

@@ -6,6 +6,7 @@
 //! every place where one becomes the other makes its DST choice explicit (see [`cron`]).
 
 pub mod cron;
+mod describe;
 pub mod duration;
 mod error;
 pub mod instant;
@@ -15,6 +16,7 @@ mod schedule;
 pub use crate::cron::DstRule;
 pub use chrono_tz::Tz;
 pub use cron::CronExpr;
+pub use describe::{describe_cron, describe_cron_in, describe_interval, describe_stored};
 pub use duration::parse_duration_minutes;
 pub use error::ScheduleError;
 pub use instant::{

@@ -73,6 +73,14 @@ fn time_of_day(words: &[&str]) -> Option<(u32, u32)> {
     Some((hour, minute))
 }
 
+/// True when `input` (e.g. `monday`, `weekdays`, `mon wed`) names days but no time, so
+/// the helpful answer is to ask for a time rather than a duration.
+pub(crate) fn names_days_only(input: &str) -> bool {
+    let lower = input.trim().to_ascii_lowercase().replace(',', " ");
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    day_field(&words).is_some()
+}
+
 /// The cron expression a phrase stands for, e.g. `every monday 9am` → `0 9 * * 1`.
 pub fn phrase_to_cron(input: &str) -> Option<String> {
     let lower = input.trim().to_ascii_lowercase().replace(',', " ");

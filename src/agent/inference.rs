@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jobs::Job;
+use jobs::{Job, ReasoningEffort};
 
 use super::provider_registry::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
@@ -44,7 +44,7 @@ pub enum InferenceError {
     NotACustomProvider { name: String, config: PathBuf },
     #[error("unknown provider '{name}': use one of {}, or custom:<name> for an entry of custom_providers in {}", provider_registry::known_ids(), config.display())]
     UnknownProvider { name: String, config: PathBuf },
-    #[error("no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one (e.g. 'hermes cron edit {job} --model <name>' or 'model: {{default: <name>}}' in config.yaml)", config.display(), dotenv.display())]
+    #[error("no model configured: looked at the job's 'model' field, 'cron.model', 'model.default' and 'model' in {}, and HERMES_MODEL in the environment and {}; set one with its provider (e.g. 'model: {{default: <name>, provider: <provider>}}' in config.yaml, or 'hermes cron edit {job} --model <name> --provider <provider>')", config.display(), dotenv.display())]
     NoModel {
         config: PathBuf,
         dotenv: PathBuf,
@@ -79,6 +79,9 @@ pub struct Endpoint {
     pub model: String,
     pub base_url: String,
     pub api_key: Option<String>,
+    /// With no key found: the variable(s) that would hold one, for the messages that
+    /// tell the user what to set (`None` when the provider needs no key, or has one).
+    pub missing_key: Option<String>,
     pub mode: ApiMode,
 }
 
@@ -107,6 +110,9 @@ pub struct AgentConfig {
     pub request_timeout: Duration,
     pub disabled_toolsets: Vec<String>,
     pub allow_private_fetch: bool,
+    /// The reasoning effort every call asks for: the job's `reasoning_effort`, else
+    /// `agent.reasoning_effort`; `None` leaves it to the server.
+    pub reasoning: Option<ReasoningEffort>,
 }
 
 /// Environment lookups: the real environment wins over `<home>/.env`.
@@ -199,6 +205,7 @@ pub fn resolve(
         Duration::from_secs(agent.request_timeout_seconds.map_or(300, clamp_u32).max(1) as u64);
     let disabled_toolsets = agent.disabled_toolsets.clone();
     let allow_private_fetch = config.tools.web_fetch.allow_private == Some(true);
+    let reasoning = job.reasoning_effort().or_else(|| configured_effort(config));
     let common = |endpoints| AgentConfig {
         backend: backend.clone(),
         endpoints,
@@ -207,6 +214,7 @@ pub fn resolve(
         request_timeout,
         disabled_toolsets: disabled_toolsets.clone(),
         allow_private_fetch,
+        reasoning,
     };
     if backend != Backend::BuiltIn {
         return Ok(common(Vec::new()));
@@ -219,6 +227,21 @@ pub fn resolve(
         }
     }
     Ok(common(endpoints))
+}
+
+/// `agent.reasoning_effort` as Hermes reads it: a level, or `false`/`none` for no
+/// reasoning. A value Hermes does not know is ignored with a warning, as Hermes 0.22
+/// does, and never makes the configuration unreadable.
+fn configured_effort(config: &Config) -> Option<ReasoningEffort> {
+    let text = match config.agent.extra.get("reasoning_effort")? {
+        serde_yaml_ng::Value::Bool(false) => return Some(ReasoningEffort::None),
+        serde_yaml_ng::Value::String(text) => text.clone(),
+        _ => return None,
+    };
+    ReasoningEffort::parse(&text)
+        .map_err(|e| tracing::warn!("agent.reasoning_effort ignored: {e}"))
+        .ok()
+        .flatten()
 }
 
 /// A provider a run may use: an id of the registry, or a `custom_providers` entry.
@@ -383,13 +406,25 @@ fn primary(
             });
         }
     }
+    let missing_key = missing_key(&named, api_key.is_some());
     Ok(Endpoint {
         model: strip_anthropic_prefix(&provider, model),
         mode,
         provider,
         base_url,
         api_key,
+        missing_key,
     })
+}
+
+/// The variable(s) to set when no key was found and the provider is bound to refuse a
+/// request without one (see [`Endpoint::missing_key`]).
+fn missing_key(named: &Named, has_key: bool) -> Option<String> {
+    match named {
+        _ if has_key => None,
+        Named::Registry(p) => p.needs_key().then(|| p.key_vars.join(" or ")),
+        Named::Custom(c) => c.key_env.clone(),
+    }
 }
 
 /// Anthropic's own API knows its models without the `anthropic/` of OpenRouter names.
@@ -436,9 +471,16 @@ fn fallback(
             .ok_or_else(|| InferenceError::FallbackNoBaseUrl {
                 provider: provider.clone(),
             })?;
-    let api_key = match &item.api_key_env {
-        Some(var) => vars.get(var),
-        None => own_key,
+    let (api_key, missing_key) = match &item.api_key_env {
+        Some(var) => {
+            let key = vars.get(var);
+            let missing = key.is_none().then(|| var.clone());
+            (key, missing)
+        }
+        None => {
+            let missing = missing_key(&named, own_key.is_some());
+            (own_key, missing)
+        }
     };
     Ok(Endpoint {
         model: strip_anthropic_prefix(&provider, model),
@@ -446,6 +488,7 @@ fn fallback(
         provider,
         base_url,
         api_key,
+        missing_key,
     })
 }
 

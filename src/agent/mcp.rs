@@ -389,6 +389,10 @@ pub async fn finish(mcp: Option<Arc<McpServers>>, mut outcome: RunOutcome) -> Ru
         RunResult::Reply(text) => RunResult::Reply(format!("{text}\n\n{block}")),
         RunResult::Silent(text) => RunResult::Silent(format!("{text}\n\n{block}")),
         RunResult::Failed(e) => RunResult::Failed(format!("{e}; {}", notices.join("; "))),
+        RunResult::OverBudget(mut stop) => {
+            stop.so_far = format!("{}\n\n{block}", stop.so_far);
+            RunResult::OverBudget(stop)
+        }
     };
     outcome
 }

@@ -6,17 +6,20 @@
 //!
 //! Budget (`agent.max_turns`, default 90 model calls): at 70 % a "consolidate your work"
 //! notice is appended to the last tool result, at 90 % a "final answer now" notice, and
-//! when the budget is spent one last call without tools asks for a summary. Token usage
-//! from every call is summed into the run's outcome (the scheduler writes the ledger).
+//! when the budget is spent one last call without tools asks for a summary. The job's
+//! own caps (`budget`) are checked before every call; token usage and its cost from
+//! every call are summed into the run's outcome (the scheduler writes the ledger).
 //! With `agent.backend: command` the prompt goes to another agent program instead
 //! (`command`). This module never touches the store, delivery or the ledger.
 
+pub mod budget;
 pub mod command;
 pub mod inference;
 pub mod mcp;
 pub mod model_api;
 pub mod prompt;
 pub mod provider_registry;
+pub mod reasoning;
 pub mod retry;
 pub mod skills;
 pub mod system_prompt;
@@ -32,7 +35,7 @@ use serde_json::Value;
 use self::inference::{AgentConfig, Backend, Vars};
 use self::model_api::{ChatRequest, Message, ToolSpec};
 use self::prompt::{assemble, is_silent, ScriptSection};
-use self::retry::{Caller, Sleeper, TokioSleeper};
+use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
@@ -44,31 +47,13 @@ const FINAL_NOTICE: &str =
     "[SYSTEM: You have used 90% of your turn budget. Give your final answer now.]";
 const SUMMARY_REQUEST: &str = "[SYSTEM: The turn budget for this run is used up and no more tools can be called. Give your final answer now: summarise what you did and what you found.]";
 
-/// Token counts summed over a run's model calls.
-#[derive(Debug, Clone, Copy, Default)]
-struct Tokens {
-    prompt: i64,
-    completion: i64,
-    reported: bool,
-}
-
-impl Tokens {
-    fn add(&mut self, usage: Option<model_api::Usage>) {
-        if let Some(u) = usage {
-            self.prompt += u.prompt_tokens;
-            self.completion += u.completion_tokens;
-            self.reported = true;
-        }
-    }
-}
-
-fn outcome(prompt: String, result: RunResult, tokens: Tokens) -> RunOutcome {
-    RunOutcome {
-        prompt,
-        result,
-        prompt_tokens: tokens.reported.then_some(tokens.prompt),
-        completion_tokens: tokens.reported.then_some(tokens.completion),
-    }
+/// A run ended by a model call that failed everywhere: what the scheduler makes of it
+/// (docs/AGENT.md, "Unreachable model", "Quota hold").
+fn call_failed(prompt: String, error: ModelCallFailed, spend: &budget::Spend) -> RunOutcome {
+    let mut failed = spend.outcome(prompt, RunResult::Failed(error.to_string()));
+    failed.signals.unreachable = spend.requests() == 0 && error.is_unreachable();
+    failed.signals.quota_window = error.quota_window();
+    failed
 }
 
 /// A final reply: empty is a failure, a silence marker is silent, else deliver it.
@@ -90,15 +75,22 @@ fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
         .unwrap_or_else(|| env.home.clone())
 }
 
-/// Runs the agent part of a job, after its script (if any) left `script`.
-pub async fn run_agent(job: &Job, env: &RunEnv, script: ScriptSection) -> RunOutcome {
-    run_agent_with(job, env, script, &TokioSleeper).await
+/// Runs the agent part of a job, after its script (if any) left `script` and its
+/// monitor (if any) the block of a first or changed output.
+pub async fn run_agent(
+    job: &Job,
+    env: &RunEnv,
+    script: ScriptSection,
+    monitor: Option<&str>,
+) -> RunOutcome {
+    run_agent_with(job, env, script, monitor, &TokioSleeper).await
 }
 
 pub async fn run_agent_with(
     job: &Job,
     env: &RunEnv,
     script: ScriptSection,
+    monitor: Option<&str>,
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
     let raw_prompt = job.prompt().to_string();
@@ -113,16 +105,28 @@ pub async fn run_agent_with(
         store: &*env.store,
         ctx: &env.ctx,
     };
-    let prompt = match assemble(job, &sources, &script).await {
+    let assembled = assemble(job, &sources, &script)
+        .await
+        .and_then(|p| match monitor {
+            Some(block) => prompt::with_monitor_block(p, block),
+            None => Ok(p),
+        });
+    let prompt = match assembled {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
     match &settings.backend {
         Backend::Command(argv) => {
             let result = command::run(argv, &prompt, &workdir(job, env), job, env, &vars).await;
-            outcome(prompt, result, Tokens::default())
+            RunOutcome::of(prompt, result)
         }
-        Backend::BuiltIn => agent_loop(job, env, &settings, prompt, sleeper).await,
+        Backend::BuiltIn => {
+            let spend = match budget::Spend::for_run(job, &env.config, &settings.endpoints) {
+                Ok(spend) => spend,
+                Err(refused) => return RunOutcome::failed(prompt, refused),
+            };
+            agent_loop(job, env, &settings, prompt, sleeper, spend).await
+        }
     }
 }
 
@@ -150,6 +154,7 @@ async fn agent_loop(
     settings: &AgentConfig,
     prompt: String,
     sleeper: &dyn Sleeper,
+    spend: budget::Spend,
 ) -> RunOutcome {
     let enabled = enabled_toolsets(job);
     let workdir = workdir(job, env);
@@ -179,7 +184,7 @@ async fn agent_loop(
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
     let system = system_message(job, env, settings, !offered.is_empty());
     let opening = Opening { system, prompt };
-    let outcome = converse(env, settings, opening, sleeper, &offered, &ctx).await;
+    let outcome = converse(env, settings, opening, sleeper, &offered, &ctx, spend).await;
     mcp::finish(mcp, outcome).await
 }
 
@@ -196,6 +201,7 @@ async fn converse(
     sleeper: &dyn Sleeper,
     offered: &[ToolSpec],
     ctx: &ToolContext,
+    mut spend: budget::Spend,
 ) -> RunOutcome {
     let Opening { system, prompt } = opening;
     let mut caller = Caller::new(
@@ -205,27 +211,35 @@ async fn converse(
         sleeper,
         &env.activity,
     );
-    let mut tokens = Tokens::default();
     let mut messages = vec![Message::system(system), Message::user(prompt.clone())];
     let max = settings.max_turns;
-    let consolidate_at = (max * 7).div_ceil(10).max(1);
-    let final_at = (max * 9).div_ceil(10).max(1);
+    let planned = spend.turn_budget(max);
+    let consolidate_at = (planned * 7).div_ceil(10).max(1);
+    let final_at = (planned * 9).div_ceil(10).max(1);
     let (mut consolidated, mut finalised) = (false, false);
     for turn in 1..=max {
+        if let Err(cap) = spend.check() {
+            return spend.stopped(prompt, cap, &env.progress);
+        }
         let reply = match caller
             .call(&ChatRequest {
                 messages: &messages,
                 tools: offered,
+                reasoning: settings.reasoning,
             })
             .await
         {
             Ok(r) => r,
-            Err(e) => return outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+            Err(e) => return call_failed(prompt, e, &spend),
         };
         env.activity.touch();
-        tokens.add(reply.usage);
+        spend.add(&caller.endpoints[caller.current].model, reply.usage);
+        env.progress.spent(spend.spent());
+        if let Some(text) = budget::turn_text(&reply.message) {
+            env.progress.push(&text);
+        }
         if reply.message.tool_calls.is_empty() {
-            return outcome(prompt, reply_result(reply.message.content), tokens);
+            return spend.outcome(prompt, reply_result(reply.message.content));
         }
         let calls = reply.message.tool_calls.clone();
         messages.push(reply.message);
@@ -249,19 +263,23 @@ async fn converse(
         }
     }
     messages.push(Message::user(SUMMARY_REQUEST));
+    if let Err(cap) = spend.check() {
+        return spend.stopped(prompt, cap, &env.progress);
+    }
     match caller
         .call(&ChatRequest {
             messages: &messages,
             tools: &[],
+            reasoning: settings.reasoning,
         })
         .await
     {
         Ok(reply) => {
             env.activity.touch();
-            tokens.add(reply.usage);
-            outcome(prompt, reply_result(reply.message.content), tokens)
+            spend.add(&caller.endpoints[caller.current].model, reply.usage);
+            spend.outcome(prompt, reply_result(reply.message.content))
         }
-        Err(e) => outcome(prompt, RunResult::Failed(e.to_string()), tokens),
+        Err(e) => call_failed(prompt, e, &spend),
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::inference::{ApiMode, Endpoint};
+use super::reasoning;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -79,8 +80,11 @@ impl Message {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Usage {
+    /// Every prompt token, the ones read from or written to the provider's cache too.
     pub prompt_tokens: i64,
     pub completion_tokens: i64,
+    /// The part of `prompt_tokens` read from the provider's cache (billed lower).
+    pub cache_read_tokens: i64,
 }
 
 /// The model's answer to one call.
@@ -103,6 +107,8 @@ pub struct ToolSpec {
 pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     pub tools: &'a [ToolSpec],
+    /// The reasoning effort to ask for (`None`: the server's own default).
+    pub reasoning: Option<jobs::ReasoningEffort>,
 }
 
 /// The failure classes (docs/AGENT.md, "Retries and fallback"); their names appear in the job's error.
@@ -197,7 +203,7 @@ pub async fn call(
     endpoint: &Endpoint,
     request: &ChatRequest<'_>,
 ) -> Result<ModelReply, CallError> {
-    let (url, body) = match endpoint.mode {
+    let (url, mut body) = match endpoint.mode {
         ApiMode::ChatCompletions => (
             join_url(&endpoint.base_url, "chat/completions"),
             openai_body(&endpoint.model, request),
@@ -207,6 +213,14 @@ pub async fn call(
             anthropic_body(&endpoint.model, request),
         ),
     };
+    if let Some(effort) = request.reasoning {
+        match endpoint.mode {
+            ApiMode::ChatCompletions => reasoning::chat_completions(&mut body, endpoint, effort),
+            ApiMode::AnthropicMessages => {
+                reasoning::anthropic_messages(&mut body, &endpoint.model, effort)
+            }
+        }
+    }
     let mut builder = client.post(&url).json(&body);
     match (endpoint.mode, &endpoint.api_key) {
         (ApiMode::ChatCompletions, Some(key)) => builder = builder.bearer_auth(key),
@@ -230,6 +244,12 @@ pub async fn call(
     if !(200..300).contains(&status) {
         let mut error = http_error(status, &text);
         error.retry_after = retry_after;
+        if let (ErrorClass::Auth, Some(vars)) = (error.class, &endpoint.missing_key) {
+            error.message = format!(
+                "{} (no API key was sent: set {vars} in the environment or the home's .env)",
+                error.message
+            );
+        }
         return Err(error);
     }
     let value: Value = serde_json::from_str(&text).map_err(|_| {
@@ -362,11 +382,35 @@ fn openai_body(model: &str, request: &ChatRequest<'_>) -> Value {
     body
 }
 
-fn usage_from(value: &Value, prompt: &str, completion: &str) -> Option<Usage> {
+/// A count under `path` in a usage object (0 when absent).
+fn count(usage: &Value, path: &[&str]) -> i64 {
+    path.iter()
+        .try_fold(usage, |value, key| value.get(key))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
+}
+
+/// Chat completions' `usage`: `prompt_tokens` counts the cached ones, which
+/// `prompt_tokens_details.cached_tokens` names.
+fn openai_usage(value: &Value) -> Option<Usage> {
     let usage = value.get("usage")?;
     Some(Usage {
-        prompt_tokens: usage.get(prompt).and_then(Value::as_i64).unwrap_or(0),
-        completion_tokens: usage.get(completion).and_then(Value::as_i64).unwrap_or(0),
+        prompt_tokens: count(usage, &["prompt_tokens"]),
+        completion_tokens: count(usage, &["completion_tokens"]),
+        cache_read_tokens: count(usage, &["prompt_tokens_details", "cached_tokens"]),
+    })
+}
+
+/// The Messages API's `usage`: `input_tokens` leaves out the tokens read from and
+/// written to the cache, which are prompt tokens all the same (as Hermes counts them).
+fn anthropic_usage(value: &Value) -> Option<Usage> {
+    let usage = value.get("usage")?;
+    let cache_read = count(usage, &["cache_read_input_tokens"]);
+    let cache_write = count(usage, &["cache_creation_input_tokens"]);
+    Some(Usage {
+        prompt_tokens: count(usage, &["input_tokens"]) + cache_read + cache_write,
+        completion_tokens: count(usage, &["output_tokens"]),
+        cache_read_tokens: cache_read,
     })
 }
 
@@ -416,7 +460,7 @@ fn parse_openai(value: &Value) -> Result<ModelReply, Missing> {
     }
     Ok(ModelReply {
         message: Message::assistant(content, tool_calls),
-        usage: usage_from(value, "prompt_tokens", "completion_tokens"),
+        usage: openai_usage(value),
     })
 }
 
@@ -542,7 +586,7 @@ fn parse_anthropic(value: &Value) -> Result<ModelReply, Missing> {
     }
     Ok(ModelReply {
         message: Message::assistant(content, tool_calls),
-        usage: usage_from(value, "input_tokens", "output_tokens"),
+        usage: anthropic_usage(value),
     })
 }
 
@@ -557,6 +601,7 @@ mod tests {
             &ChatRequest {
                 messages,
                 tools: &[],
+                reasoning: None,
             },
         )
     }

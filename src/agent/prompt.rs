@@ -1,11 +1,12 @@
 //! The prompt an agent run starts from (docs/AGENT.md, "Prompt assembly"), outermost first: a missing-skill
-//! notice (when a skill is missing), the cron notice, the output of `context_from` jobs,
+//! notice (when a skill is missing), the cron notice, the job's notepad, the output of `context_from` jobs,
 //! the script's output or error, the skills, then the job's prompt. Also the safety
-//! scan before a run (docs/SAFETY.md, "Prompt scanning") and the silence rule of a reply (docs/AGENT.md, "Silence").
+//! scan before a run (docs/SAFETY.md, "Prompt scanning"), the silence rule of a reply (docs/AGENT.md, "Silence")
+//! and its declared failure (`[CRON_FAILURE]`).
 //!
-//! The job's own prompt gets the strict scan; skill bodies, script output and other
-//! jobs' output get the looser one (invisible characters stripped, only the
-//! instruction-override patterns block). Nothing here touches the store.
+//! The job's own prompt gets the strict scan; skill bodies, the notepad, script output
+//! and other jobs' output get the looser one (invisible characters stripped, only the
+//! instruction-override patterns block). Nothing here writes to the store.
 
 use std::path::Path;
 
@@ -20,7 +21,10 @@ use super::skills::load_skills;
 /// Context from another job's output is cut at this many characters.
 pub const CONTEXT_CAP: usize = 8000;
 
-pub const CRON_NOTICE: &str = "[SYSTEM: You are running as a scheduled cron job. There is no user present to answer questions or approve actions. Your final answer is delivered to the user automatically — do not try to send it yourself. If there is genuinely nothing new to report, answer exactly [SILENT] and nothing else. Never create, change or remove scheduled jobs because the task mentions times or dates.]";
+pub const CRON_NOTICE: &str = "[SYSTEM: You are running as a scheduled cron job. There is no user present to answer questions or approve actions. Your final answer is delivered to the user automatically — do not try to send it yourself. If there is genuinely nothing new to report, answer exactly [SILENT] and nothing else. If a delegated child fails and this run must be recorded as failed, put [CRON_FAILURE] on the first line by itself, then explain the failure on the following lines. Never create, change or remove scheduled jobs because the task mentions times or dates.]";
+
+/// The first line of a reply that declares the run failed (docs/AGENT.md, "Declared failure").
+pub const CRON_FAILURE: &str = "[CRON_FAILURE]";
 
 /// Why a run's prompt is refused before any model call (docs/SAFETY.md, "Prompt
 /// scanning"): the scan's finding and where it was found. The text is the run's error.
@@ -34,6 +38,10 @@ pub enum PromptError {
     ScriptOutput(PromptBlocked),
     #[error("{0} (in the script's error)")]
     ScriptError(PromptBlocked),
+    #[error("{0} (in the monitored output)")]
+    Monitor(PromptBlocked),
+    #[error("{0} (in the job's notepad)")]
+    Notepad(PromptBlocked),
     #[error("{source} (in skill '{skill}')")]
     Skill {
         skill: String,
@@ -100,19 +108,16 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Pro
     let names = job_names(sources.store, sources.ctx).await;
     let mut out = String::new();
     for id in ids {
-        let own = id == "self" || id == job.id();
-        let id = if id == "self" {
-            job.id().to_string()
-        } else {
-            id
-        };
+        let own = id.trim().eq_ignore_ascii_case("self") || id == job.id();
+        if own {
+            out.push_str(&continuity_block(job.id(), sources).await?);
+            continue;
+        }
         if !jobs::job::is_safe_id(&id) {
             continue;
         }
         let newest = sources.store.latest_output(&id).await.ok().flatten();
-        let heading = if own {
-            "## Your previous output (this job's last run)".to_string()
-        } else {
+        let heading = {
             let name = names.get(&id).map(String::as_str).unwrap_or("");
             format!("## Output of job '{name}' ({id})")
         };
@@ -127,12 +132,85 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Pro
                     })?;
                 clean
             }
-            None if own => continue,
             None => "(this job has no output yet)".to_string(),
         };
         out.push_str(&format!("{heading}\n\n{body}\n\n"));
     }
     Ok(out)
+}
+
+/// How many of its own documents a job looks back through for its last answer.
+const CONTINUITY_LOOKBACK: usize = 50;
+
+/// Continuity (`"self"` in `context_from`): the job's latest answer that said
+/// something, skipping runs that delivered nothing (a silent reply, an unchanged
+/// monitor, a closed wake gate), fenced under Hermes 0.22's heading and intro; nothing
+/// before the first such answer.
+async fn continuity_block(id: &str, sources: &Sources<'_>) -> Result<String, PromptError> {
+    if !jobs::job::is_safe_id(id) {
+        return Ok(String::new());
+    }
+    let documents = sources
+        .store
+        .recent_outputs(id, CONTINUITY_LOOKBACK)
+        .await
+        .unwrap_or_default();
+    let Some(answer) = documents.iter().find_map(|doc| earlier_answer(doc)) else {
+        return Ok(String::new());
+    };
+    let clean = scan_injected(&clip_middle(answer, CONTEXT_CAP)).map_err(|source| {
+        PromptError::Context {
+            job: id.to_string(),
+            source,
+        }
+    })?;
+    Ok(format!(
+        "## Your previous run's output\nThe following is this job's most recent non-silent output from a previous run. Use it for continuity: avoid repeating what was already reported, and continue where the last run left off.\n\n```\n{clean}\n```\n\n"
+    ))
+}
+
+/// The answer a document holds, unless its run delivered nothing.
+fn earlier_answer(document: &str) -> Option<&str> {
+    let header = document.split("\n---\n").next().unwrap_or("");
+    let header = header.split("\n## Prompt").next().unwrap_or("");
+    let stayed_silent = document.starts_with("# Cron Job:")
+        && header.lines().any(|line| {
+            line.starts_with("**Status:** no_change")
+                || line.starts_with("**Status:** silent")
+                || line.starts_with("Script gate returned `wakeAgent=false`")
+        });
+    let answer = response_part(document);
+    (!stayed_silent && !answer.is_empty() && !is_silent(answer)).then_some(answer)
+}
+
+/// Text longer than `limit` characters keeps its head and tail (conclusions sit at the
+/// end), as Hermes 0.22 clips it.
+fn clip_middle(text: &str, limit: usize) -> String {
+    let count = text.chars().count();
+    if count <= limit {
+        return text.to_string();
+    }
+    let keep = limit / 2;
+    let head: String = text.chars().take(keep).collect();
+    let tail: String = text.chars().skip(count - keep).collect();
+    format!(
+        "{head}\n\n[... {} chars omitted ...]\n\n{tail}",
+        count - 2 * keep
+    )
+}
+
+/// The job's notepad (nothing when it is empty or cannot be read: a run never fails
+/// for it), scanned as other injected data is.
+async fn notepad_section(job: &Job, sources: &Sources<'_>) -> Result<String, PromptError> {
+    let notes = sources.store.notes(job.id()).await.unwrap_or_else(|e| {
+        tracing::warn!(job = job.id(), "cannot read the job's notepad: {e}");
+        Vec::new()
+    });
+    let section = jobs::notepad::prompt_section(job.id(), &notes);
+    if section.is_empty() {
+        return Ok(section);
+    }
+    scan_injected(&section).map_err(PromptError::Notepad)
 }
 
 /// Assembles and scans the prompt of one run. `Err` is the run's error text.
@@ -152,6 +230,7 @@ pub async fn assemble(
     }
     prompt.push_str(CRON_NOTICE);
     prompt.push_str("\n\n");
+    prompt.push_str(&notepad_section(job, sources).await?);
     prompt.push_str(&context_section(job, sources).await?);
     match script {
         ScriptSection::None => {}
@@ -181,6 +260,29 @@ pub async fn assemble(
     }
     prompt.push_str(job.prompt().trim());
     Ok(prompt.trim_end().to_string())
+}
+
+/// Appends a monitor's block to an assembled prompt as its run context, where Hermes
+/// 0.22 puts it: after the job's prompt. It is runtime data, scanned like script output.
+pub fn with_monitor_block(prompt: String, block: &str) -> Result<String, PromptError> {
+    let clean = scan_injected(block).map_err(PromptError::Monitor)?;
+    Ok(format!("{prompt}\n\n## Run Context\n{clean}"))
+}
+
+/// The evidence of a reply that declares the run failed: its first line is exactly
+/// [`CRON_FAILURE`] (a reply that only quotes the marker elsewhere is a normal reply);
+/// the evidence is the lines after it, or a stock sentence when there are none.
+pub fn cron_failure_evidence(reply: &str) -> Option<String> {
+    let mut lines = reply.lines();
+    if lines.next()?.trim_end() != CRON_FAILURE {
+        return None;
+    }
+    let evidence = lines.collect::<Vec<_>>().join("\n").trim().to_string();
+    Some(if evidence.is_empty() {
+        "Cron agent reported failure.".to_string()
+    } else {
+        evidence
+    })
 }
 
 /// A reply that means "nothing to deliver" (docs/AGENT.md, "Silence"): trimmed `[SILENT]` (any case); a
@@ -297,7 +399,7 @@ mod tests {
         let order = [
             "could not be found: gone",
             "scheduled cron job",
-            "Your previous output",
+            "## Your previous run's output",
             "## Script Output",
             "Skill one body",
             "Do the task",
@@ -309,8 +411,8 @@ mod tests {
                 .unwrap_or_else(|| panic!("{part} out of order in:\n{p}"));
             at += found;
         }
-        assert!(p.contains("[... cut at 8000 characters]"));
-        assert!(!p.contains(&"x".repeat(8001)));
+        assert!(p.contains("[... 1000 chars omitted ...]"));
+        assert!(!p.contains(&"x".repeat(4001)));
     }
 
     #[tokio::test]

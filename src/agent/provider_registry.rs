@@ -43,6 +43,13 @@ const fn provider(
 }
 
 impl Provider {
+    /// Whether a request without a key is bound to be refused: true for hosted APIs,
+    /// false for the local-server kinds (`custom` and its aliases, `lmstudio`), which
+    /// often run without one.
+    pub fn needs_key(&self) -> bool {
+        !self.key_vars.is_empty() && !matches!(self.id, "custom" | "lmstudio")
+    }
+
     /// The same provider speaking the Anthropic Messages API instead.
     const fn anthropic_messages(self) -> Provider {
         Provider {

@@ -4,7 +4,8 @@
 //!
 //! Per endpoint, `agent.api_max_retries` attempts: an invalid response waits
 //! `jittered_backoff(n, 5 s, 120 s)`; a transport error, timeout, 429 or 5xx waits the
-//! server's `Retry-After`, else `jittered_backoff(n, 2 s, 60 s)`. 413/context length and
+//! server's `Retry-After`, else `jittered_backoff(n, 2 s, 60 s)`; a 429 asking for more
+//! than five minutes is not waited for (a closed usage window). 413/context length and
 //! other 4xx are not retried. After a transport error uses up the budget the HTTP client
 //! is rebuilt once (fresh pool) for one more attempt. Then each of `fallback_providers`
 //! is tried in order with a fresh budget. Once a fallback answers, the rest of the run
@@ -26,6 +27,42 @@ use crate::runner::Activity;
 #[error("model call failed: {}", listed(.0))]
 pub struct ModelCallFailed(Vec<(String, CallError)>);
 
+impl ModelCallFailed {
+    /// No endpoint was reached: each failed on the network (refused, unresolved,
+    /// unreachable, timed out) — the run may be re-run at no cost (docs/AGENT.md,
+    /// "Unreachable model").
+    pub fn is_unreachable(&self) -> bool {
+        !self.0.is_empty() && self.0.iter().all(|(_, e)| is_transport(e.class))
+    }
+
+    /// Every endpoint refused with a rate limit, and one said to come back later than a
+    /// run waits ([`LONGEST_WAIT`]): the provider's usage window is closed that long (the
+    /// longest said). A shorter wait was waited out in the run: an ordinary failure.
+    pub fn quota_window(&self) -> Option<Duration> {
+        let all_limited =
+            !self.0.is_empty() && self.0.iter().all(|(_, e)| e.class == ErrorClass::RateLimit);
+        all_limited
+            .then(|| self.0.iter().filter_map(|(_, e)| come_back_after(e)).max())
+            .flatten()
+            .filter(|window| *window > LONGEST_WAIT)
+    }
+}
+
+/// When a rate-limited answer says to come back: its `Retry-After`, or a "retry after
+/// Ns" in its text (Hermes 0.22 reads the latter), whichever is longer.
+fn come_back_after(error: &CallError) -> Option<Duration> {
+    let said = regex::Regex::new(r"(?i)retry after (\d+)\s*s")
+        .ok()
+        .and_then(|re| re.captures(&error.message))
+        .and_then(|c| c[1].parse::<u64>().ok())
+        .map(Duration::from_secs);
+    [error.retry_after, said]
+        .into_iter()
+        .flatten()
+        .filter(|wait| !wait.is_zero())
+        .max()
+}
+
 fn listed(failures: &[(String, CallError)]) -> String {
     failures
         .iter()
@@ -33,6 +70,9 @@ fn listed(failures: &[(String, CallError)]) -> String {
         .collect::<Vec<_>>()
         .join("; then fallback ")
 }
+
+/// The longest `Retry-After` a run waits out on the same endpoint.
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
 
 /// How the retry loop waits.
 pub trait Sleeper: Send + Sync {
@@ -72,6 +112,10 @@ pub fn wait_after(error: &CallError, attempt: u32) -> Option<Duration> {
             Duration::from_secs(5),
             Duration::from_secs(120),
         )),
+        // A rate limit that asks for a longer wait is a closed usage window: the run
+        // ends instead of sleeping through it, and the job is held (docs/AGENT.md,
+        // "Quota hold").
+        ErrorClass::RateLimit if error.retry_after.is_some_and(|wait| wait > LONGEST_WAIT) => None,
         ErrorClass::RateLimit | ErrorClass::Server | ErrorClass::Network | ErrorClass::Timeout => {
             Some(error.retry_after.unwrap_or_else(|| {
                 jittered_backoff(attempt, Duration::from_secs(2), Duration::from_secs(60))
@@ -235,6 +279,7 @@ mod tests {
             model: "m".into(),
             base_url: base.into(),
             api_key: None,
+            missing_key: None,
             mode: ApiMode::ChatCompletions,
         }
     }
@@ -250,6 +295,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: &[],
+            reasoning: None,
         };
         let mut caller = Caller::new(
             &endpoints,
@@ -283,6 +329,41 @@ mod tests {
                 assert!(within(wait, plain), "{attempt}: {wait:?}");
             }
         }
+    }
+
+    #[test]
+    fn only_network_failures_are_unreachable_and_only_long_rate_limits_close_a_window() {
+        let error = |class, retry_after: Option<u64>, message: &str| {
+            (
+                "ep".to_string(),
+                CallError {
+                    class,
+                    status: None,
+                    retry_after: retry_after.map(Duration::from_secs),
+                    message: message.into(),
+                },
+            )
+        };
+        let refused = ModelCallFailed(vec![
+            error(ErrorClass::Network, None, "connection refused"),
+            error(ErrorClass::Timeout, None, "timed out"),
+        ]);
+        assert!(refused.is_unreachable());
+        assert_eq!(refused.quota_window(), None);
+        let mixed = ModelCallFailed(vec![
+            error(ErrorClass::Network, None, "connection refused"),
+            error(ErrorClass::Auth, Some(1), "HTTP 401"),
+        ]);
+        assert!(!mixed.is_unreachable());
+        let closed = ModelCallFailed(vec![error(
+            ErrorClass::RateLimit,
+            Some(3600),
+            "HTTP 429: usage limit reached; Retry after 7200s",
+        )]);
+        assert_eq!(closed.quota_window(), Some(Duration::from_secs(7200)));
+        let brief = ModelCallFailed(vec![error(ErrorClass::RateLimit, Some(30), "HTTP 429")]);
+        assert_eq!(brief.quota_window(), None, "waited out within the run");
+        assert!(!ModelCallFailed(Vec::new()).is_unreachable());
     }
 
     #[tokio::test]

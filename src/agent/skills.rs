@@ -118,13 +118,11 @@ pub fn front_matter_text(text: &str, key: &str) -> Option<String> {
     Some(field.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
-/// Loads `wanted` in order from `<home>/skills/`. Returns the skills found and the
-/// names that were not.
-pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) {
-    if wanted.is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let catalogue: Vec<(Option<String>, String, PathBuf)> = skill_files(&home.join("skills"))
+/// Every skill on disk as (front-matter name, folder name, path).
+type Catalogue = Vec<(Option<String>, String, PathBuf)>;
+
+fn catalogue(home: &Path) -> Catalogue {
+    skill_files(&home.join("skills"))
         .into_iter()
         .filter_map(|path| {
             let text = std::fs::read_to_string(&path).ok()?;
@@ -132,16 +130,30 @@ pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) 
             let folder = path.parent()?.file_name()?.to_string_lossy().into_owned();
             Some((name, folder, path))
         })
-        .collect();
+        .collect()
+}
+
+/// The text of the skill `want` names: by front-matter name, else by folder.
+fn lookup(catalogue: &Catalogue, want: &str) -> Option<String> {
+    let by_name = catalogue.iter().find(|(name, _, _)| {
+        name.as_deref()
+            .is_some_and(|n| n.eq_ignore_ascii_case(want))
+    });
+    let hit = by_name.or_else(|| catalogue.iter().find(|(_, folder, _)| folder == want))?;
+    std::fs::read_to_string(&hit.2).ok()
+}
+
+/// Loads `wanted` in order from `<home>/skills/`. Returns the skills found and the
+/// names that were not.
+pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) {
+    if wanted.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let catalogue = catalogue(home);
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for want in wanted {
-        let by_name = catalogue.iter().find(|(name, _, _)| {
-            name.as_deref()
-                .is_some_and(|n| n.eq_ignore_ascii_case(want))
-        });
-        let hit = by_name.or_else(|| catalogue.iter().find(|(_, folder, _)| folder == want));
-        match hit.and_then(|(_, _, path)| std::fs::read_to_string(path).ok()) {
+        match lookup(&catalogue, want) {
             Some(text) => found.push(Skill {
                 name: want.clone(),
                 body: split_front_matter(&text).1,
@@ -150,6 +162,19 @@ pub fn load_skills(home: &Path, wanted: &[String]) -> (Vec<Skill>, Vec<String>) 
         }
     }
     (found, missing)
+}
+
+/// The front matter of each of `wanted` that is found and has one, in order, with the
+/// name it was asked by.
+pub fn front_matters(home: &Path, wanted: &[String]) -> Vec<(String, serde_yaml_ng::Value)> {
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let catalogue = catalogue(home);
+    wanted
+        .iter()
+        .filter_map(|want| Some((want.clone(), front_matter(&lookup(&catalogue, want)?)?)))
+        .collect()
 }
 
 #[cfg(test)]

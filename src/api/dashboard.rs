@@ -15,10 +15,10 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use jobs::store::ExtraField;
+use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::job_edit;
+use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
 use super::ops::{Failure, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -32,9 +32,10 @@ pub fn routes() -> Router<Arc<ApiState>> {
         .route("/api/cron/jobs/{id}/resume", post(resume))
         .route("/api/cron/jobs/{id}/trigger", post(trigger))
         .route("/api/cron/delivery-targets", get(delivery_targets))
+        .merge(super::incidents::routes())
 }
 
-fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
+pub(super) fn reply(state: &ApiState, result: Result<Value, Failure>) -> Response {
     match result {
         Ok(body) => Json(body).into_response(),
         Err(failure) => {
@@ -71,7 +72,7 @@ async fn list(State(state): State<Arc<ApiState>>) -> Response {
                 let text = value.to_string();
                 ExtraField {
                     key,
-                    write: Arc::new(move |_: &str, out: &mut Vec<u8>| {
+                    write: Arc::new(move |_: &ListedJob<'_>, out: &mut Vec<u8>| {
                         out.extend_from_slice(text.as_bytes())
                     }),
                 }
@@ -151,7 +152,11 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
             "schedule is required",
         ));
     };
+    let (paused, paused_reason) = paused_of(body)?;
     Ok(NewJob {
+        paused,
+        paused_reason,
+        repeat: repeat_of(body.get("repeat"))?,
         schedule,
         prompt: text(body, "prompt")?.unwrap_or_default(),
         name: text(body, "name")?,
@@ -165,6 +170,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         workdir: text(body, "workdir")?,
         model: text(body, "model")?,
         provider: text(body, "provider")?,
+        caps: caps_of(body)?,
         ..NewJob::default()
     })
 }
@@ -178,13 +184,33 @@ async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
     reply(&state, result)
 }
 
+/// A create's `repeat` as Hermes 0.22's dashboard takes it: a count, a word the CLI
+/// takes (`"once"`, `"forever"`, `"3"`), or null for the schedule's default; the job
+/// service judges the value.
+fn repeat_of(value: Option<&Value>) -> Result<Option<String>, Failure> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => Ok(Some(n.to_string())),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(Failure::bad_request(
+            "repeat must be a whole number, 'once' or 'forever'",
+        )),
+    }
+}
+
 /// The fields the dashboard's edit form sends beyond Hermes' PATCH set.
 fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
-    const KNOWN: &[&str] = &[
-        "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled", "script",
-        "workdir", "model", "provider", "no_agent", "timezone",
+    const BEYOND_PATCH: &[&str] = &[
+        "script",
+        "workdir",
+        "model",
+        "provider",
+        "no_agent",
+        "timezone",
+        "failure_deliver",
     ];
-    if let Some(unknown) = updates.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+    let known = |key: &str| UPDATABLE.contains(&key) || BEYOND_PATCH.contains(&key);
+    if let Some(unknown) = updates.keys().find(|k| !known(k)) {
         return Err(Failure::bad_request(format!(
             "Cron job field '{unknown}' cannot be updated here"
         )));
@@ -202,6 +228,8 @@ fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>
     edit.model = cleared("model")?;
     edit.provider = cleared("provider")?;
     edit.timezone = cleared("timezone")?;
+    // `''` clears the override: failures follow `deliver` again (Hermes 0.22).
+    edit.failure_deliver = cleared("failure_deliver")?;
     edit.no_agent = updates.get("no_agent").and_then(Value::as_bool);
     Ok((edit, enabled))
 }
@@ -254,7 +282,7 @@ async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> R
 
 /// Starts the job now, like `POST /api/jobs/{id}/run`.
 async fn trigger(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
-    let result = async { Ok(annotated(&state, state.run_job(&id).await?)) }.await;
+    let result = async { Ok(annotated(&state, state.run_job(&id, None).await?)) }.await;
     reply(&state, result)
 }
 

@@ -105,18 +105,37 @@ async fn runs(State(state): State<Arc<ApiState>>, Query(query): Query<RunsQuery>
 }
 
 /// One run's output document, wherever the store keeps it (as `hermes cron output RUN`):
-/// `{"run": id, "output": text or null}`; an unknown run is a 404.
+/// `{"run": id, "output": text or null, "html": its rendering or null}`; an unknown run
+/// is a 404.
 async fn run_output(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
     let Ok(run) = id.trim().parse::<i64>() else {
         let failure = Failure::bad_request("Invalid run id: use a number from /api/runs");
         return reply(&state, Err(failure));
     };
     let result = match state.scheduler.store().run_output(run).await {
-        Ok(Some(output)) => Ok(json!({ "run": run, "output": output })),
+        Ok(Some(output)) => {
+            let html = output.as_deref().map(output_html);
+            Ok(json!({ "run": run, "output": output, "html": html }))
+        }
         Ok(None) => Err(Failure::new(StatusCode::NOT_FOUND, "Run not found")),
         Err(e) => Err(e.into()),
     };
     reply(&state, result)
+}
+
+/// An output document as the dashboard shows it: its Markdown rendered (raw HTML in it
+/// shown as text), then cleaned here on the server by ammonia's allow-list, so nothing
+/// a model wrote reaches the page as a script, an event handler or a style. Links open
+/// with `rel="noopener noreferrer"`; images are dropped (they would load from anywhere).
+pub fn output_html(text: &str) -> String {
+    let mut cleaner = ammonia::Builder::default();
+    cleaner
+        .rm_tags(["img"])
+        .link_rel(Some("noopener noreferrer"))
+        .url_relative(ammonia::UrlRelative::Deny);
+    cleaner
+        .clean(&crate::delivery::format::markdown_html(text))
+        .to_string()
 }
 
 #[derive(Deserialize)]
@@ -171,6 +190,7 @@ fn preview_of(state: &ApiState, query: &PreviewQuery) -> Result<Value, Failure> 
     }
     Ok(json!({
         "schedule": schedule.display(),
+        "description": schedule.describe(zone, false),
         "timezone": zone.name(),
         "next": fires,
     }))
@@ -202,6 +222,7 @@ async fn status_of(state: &ApiState) -> Result<Value, Failure> {
         .filter_map(|j| j.next_run_at(&ctx))
         .min();
     let info = store.describe().await?;
+    let paused = crate::global_pause::engaged(&state.home, store).await?;
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "now": format_instant(ctx.now, ctx.zone),
@@ -212,6 +233,7 @@ async fn status_of(state: &ApiState) -> Result<Value, Failure> {
             "last_success": beat.last_success.map(|t| format_instant(t, ctx.zone)),
             "last_error": beat.last_error.map(|(at, why)| json!({"at": format_instant(at, ctx.zone), "error": why})),
             "hosts": beat.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
+            "paused": paused,
         },
         "store": {"backend": info.backend},
         "jobs": {
@@ -250,5 +272,44 @@ async fn metrics(State(state): State<Arc<ApiState>>) -> Response {
             let message = state.shown_error(&failure);
             (StatusCode::INTERNAL_SERVER_ERROR, message).into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::output_html;
+
+    #[test]
+    fn markdown_renders_and_model_html_never_runs() {
+        let html = output_html(
+            "# Report\n\n- **one**\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n\
+             ```sh\ndf -h\n```\n\n[docs](https://example.org/x) and \
+             <script>alert(1)</script> <img src=x onerror=alert(2)>\n\n\
+             <a href=\"javascript:alert(3)\">click</a>",
+        );
+        assert!(html.contains("<h1>Report</h1>"), "{html}");
+        assert!(html.contains("<li><strong>one</strong></li>"), "{html}");
+        assert!(html.contains("<td>1</td>"), "{html}");
+        assert!(html.contains("<pre><code>df -h\n</code></pre>"), "{html}");
+        assert!(
+            html.contains("<a href=\"https://example.org/x\" rel=\"noopener noreferrer\">docs</a>"),
+            "{html}"
+        );
+        // Shown as text, never as markup.
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<a href=\"javascript"), "{html}");
+    }
+
+    #[test]
+    fn markup_that_gets_past_the_markdown_step_is_still_cleaned() {
+        // A link whose target is a script, and an autolink: the cleaner decides.
+        let html = output_html("[x](javascript:alert(1)) <https://example.org>");
+        assert!(!html.contains("javascript:"), "{html}");
+        assert!(html.contains("rel=\"noopener noreferrer\""), "{html}");
     }
 }

@@ -20,9 +20,21 @@ use jobs::{JobEdit, NewJob};
 use super::ops::{blocked_message, Failure};
 use super::{read_object, ApiState};
 
-/// The fields a PATCH may change; anything else is ignored, as in Python Hermes.
-const UPDATABLE: &[&str] = &[
-    "name", "schedule", "prompt", "deliver", "skills", "skill", "repeat", "enabled",
+/// The fields a PATCH may change; anything else is ignored, as in Python Hermes. The
+/// dashboard's edit takes these and more.
+pub const UPDATABLE: &[&str] = &[
+    "name",
+    "schedule",
+    "prompt",
+    "deliver",
+    "skills",
+    "skill",
+    "repeat",
+    "enabled",
+    "max_turns",
+    "max_runtime_seconds",
+    "max_tokens",
+    "max_cost_usd",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -137,6 +149,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => Some(n.to_string()),
         Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
     };
+    let (paused, paused_reason) = paused_of(body)?;
     Ok(NewJob {
         schedule,
         prompt,
@@ -144,8 +157,33 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         deliver: Some(text(body, "deliver")?.unwrap_or("local").to_string()),
         repeat,
         skills: skills_of(body.get("skills"))?.unwrap_or_default(),
+        paused,
+        paused_reason,
+        caps: caps_of(body)?,
         ..NewJob::default()
     })
+}
+
+/// The spending caps of a body (`max_turns`, `max_runtime_seconds`, `max_tokens`,
+/// `max_cost_usd`), judged by the job service. Shared with the dashboard's routes.
+pub fn caps_of(body: &Map<String, Value>) -> Result<jobs::CapTexts, Failure> {
+    jobs::CapTexts::from_json(|key| body.get(key)).map_err(Failure::bad_request)
+}
+
+/// `paused` and `paused_reason` of a create body, typed as Hermes 0.22 types them (the
+/// job service refuses a reason without `paused`). Shared with the dashboard's create.
+pub fn paused_of(body: &Map<String, Value>) -> Result<(bool, Option<String>), Failure> {
+    let paused = match body.get("paused") {
+        None => false,
+        Some(Value::Bool(paused)) => *paused,
+        Some(_) => return Err(Failure::bad_request("paused must be a boolean.")),
+    };
+    let reason = match body.get("paused_reason") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(reason)) => Some(reason.clone()),
+        Some(_) => return Err(Failure::bad_request("paused_reason must be a string.")),
+    };
+    Ok((paused, reason))
 }
 
 async fn create(State(state): State<Arc<ApiState>>, body: Body) -> Response {
@@ -202,6 +240,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => return Err(Failure::bad_request("enabled must be true or false")),
     };
+    edit.caps = caps_of(body)?;
     Ok((edit, enabled))
 }
 
@@ -260,11 +299,26 @@ async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> R
     reply(&state, result)
 }
 
-/// Starts the job now (Python Hermes only marks it due for its next tick).
-async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
+/// Starts the job now (Python Hermes only marks it due for its next tick). An optional
+/// `{"prompt": …}` is appended to this run's prompt only, checked as a stored prompt is;
+/// a body that is not a JSON object is ignored, as Hermes 0.22 ignores it.
+async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>, body: Body) -> Response {
     let result = async {
         check_id(&id)?;
-        Ok(json!({ "job": state.run_job(&id).await? }))
+        let body = match read_object(body).await {
+            Ok(body) => body,
+            Err(f) if f.status == axum::http::StatusCode::PAYLOAD_TOO_LARGE => return Err(f),
+            Err(_) => Map::new(),
+        };
+        let run_context = match body.get("prompt") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(prompt)) => Some(prompt.as_str()),
+            Some(_) => return Err(Failure::bad_request("prompt must be a string")),
+        };
+        if let Some(prompt) = run_context {
+            check_prompt(prompt)?;
+        }
+        Ok(json!({ "job": state.run_job(&id, run_context).await? }))
     }
     .await;
     reply(&state, result)

@@ -21,12 +21,14 @@ const LATENESS_BUCKETS: &[f64] = &[0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 30
 /// Upper bounds (seconds) of the pass-duration buckets.
 const PASS_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 /// The run outcomes counted, in the order they are shown.
-const OUTCOMES: [RunStatus; 5] = [
+const OUTCOMES: [RunStatus; 7] = [
     RunStatus::Ok,
     RunStatus::Error,
     RunStatus::Skipped,
     RunStatus::Missed,
     RunStatus::Interrupted,
+    RunStatus::BudgetExceeded,
+    RunStatus::BudgetExhausted,
 ];
 const STATES: [JobState; 4] = [
     JobState::Scheduled,
@@ -96,7 +98,9 @@ struct Passes {
 /// What this daemon counted since it started.
 pub struct Metrics {
     /// Runs by outcome, in [`OUTCOMES`] order.
-    runs: [AtomicU64; 5],
+    runs: [AtomicU64; 7],
+    /// Tokens and dollars by job and model.
+    spend: super::spend_metrics::SpendCounters,
     lateness: Histogram,
     deliveries_failed: AtomicU64,
     pass: Histogram,
@@ -108,6 +112,7 @@ impl Default for Metrics {
     fn default() -> Metrics {
         Metrics {
             runs: Default::default(),
+            spend: Default::default(),
             lateness: Histogram::new(LATENESS_BUCKETS),
             deliveries_failed: AtomicU64::new(0),
             pass: Histogram::new(PASS_BUCKETS),
@@ -130,6 +135,10 @@ impl Observer for Metrics {
 
     fn fired_late(&self, lateness: Duration) {
         self.lateness.observe(lateness);
+    }
+
+    fn run_spent(&self, job: &str, model: &str, prompt: i64, completion: i64, cost: Option<f64>) {
+        self.spend.add(job, model, prompt, completion, cost);
     }
 
     fn delivery_failed(&self) {
@@ -197,6 +206,7 @@ impl Metrics {
                 outcome.as_str()
             );
         }
+        self.spend.render(&mut out);
         self.lateness.render(
             &mut out,
             "hermes_cron_fire_lateness_seconds",

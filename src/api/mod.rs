@@ -20,12 +20,14 @@ mod auth;
 mod dashboard;
 mod extras;
 mod hermes_jobs;
+mod incidents;
 mod listener;
 pub mod metrics;
 mod ops;
 mod page;
 mod security;
 pub mod settings;
+mod spend_metrics;
 mod throttle;
 
 use std::future::Future;

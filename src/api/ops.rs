@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use jobs::store::{list_normalized, ExtraField, Keep, Listed};
+use jobs::store::{list_normalized, ExtraField, Keep, Listed, ListedJob};
 use jobs::{Context, JobEdit, JobError, NewJob};
 
 use super::ApiState;
@@ -48,6 +48,9 @@ impl From<ServiceError> for Failure {
             return Failure::bad_request(blocked_message(blocked));
         }
         match e.kind() {
+            ErrorKind::NotFound if matches!(e, ServiceError::NoIncident(_)) => {
+                Failure::new(StatusCode::NOT_FOUND, e.to_string())
+            }
             ErrorKind::NotFound => Failure::not_found(),
             ErrorKind::Invalid => Failure::bad_request(e.to_string()),
             ErrorKind::Conflict => Failure::new(StatusCode::CONFLICT, e.to_string()),
@@ -84,9 +87,16 @@ pub fn blocked_message(blocked: &jobs::threats::PromptBlocked) -> String {
 /// The API's answers carry one job as a JSON object.
 pub type Record = Map<String, Value>;
 
-/// A job as the API answers with it.
+/// A job as the API answers with it: as listed, with its `schedule_description`.
 fn record(changed: Changed) -> Record {
-    changed.job.normalized(&changed.ctx).into_record()
+    let ctx = changed.ctx;
+    let mut record = changed.job.normalized(&ctx).into_record();
+    let id = record.get("id").and_then(Value::as_str).unwrap_or_default();
+    let timezone = record.get("timezone").and_then(Value::as_str);
+    let described =
+        ListedJob::stored(id, record.get("schedule"), timezone, &ctx).schedule_description();
+    record.insert("schedule_description".into(), described.into());
+    record
 }
 
 impl ApiState {
@@ -108,9 +118,9 @@ impl ApiState {
         let (ctx, _) = self.jobs.context()?;
         let store = self.jobs.store();
         let latest = store.latest_runs().await?;
-        let write = move |id: &str, out: &mut Vec<u8>| {
+        let write = move |job: &ListedJob<'_>, out: &mut Vec<u8>| {
             let mark = out.len();
-            match latest.get(id) {
+            match latest.get(job.id) {
                 Some(run) if serde_json::to_writer(&mut *out, run).is_ok() => {}
                 _ => {
                     // Nothing half-written stays in the body.
@@ -119,10 +129,13 @@ impl ApiState {
                 }
             }
         };
-        let mut extras = vec![ExtraField {
-            key: "latest_execution",
-            write: Arc::new(write),
-        }];
+        let mut extras = vec![
+            ExtraField {
+                key: "latest_execution",
+                write: Arc::new(write),
+            },
+            ExtraField::schedule_description(),
+        ];
         extras.extend(more);
         let keep: Keep = Arc::new(move |job: Listed| include_disabled || job.enabled);
         Ok(list_normalized(store, &ctx, keep, extras, out).await?)
@@ -169,11 +182,12 @@ impl ApiState {
     /// Starts the job now through the scheduler's manual-run path (its ledger row exists
     /// when this returns). A paused job is resumed first, as Python Hermes' trigger
     /// does; a job already running is refused (409).
-    pub async fn run_job(&self, id: &str) -> Result<Record, Failure> {
+    /// `run_context` is appended to this run's prompt only.
+    pub async fn run_job(&self, id: &str, run_context: Option<&str>) -> Result<Record, Failure> {
         self.jobs.get(id).await?;
         Ok(record(
             self.jobs
-                .start_now(&self.scheduler, id, WhenPaused::Resume)
+                .start_now(&self.scheduler, id, WhenPaused::Resume, run_context)
                 .await?,
         ))
     }

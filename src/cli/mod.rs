@@ -1,20 +1,30 @@
 //! Every verb and flag of the `hermes` command line, defined once (clap derive).
 
+mod man;
+
+pub use man::write_man_page;
+
 use clap::{Args, Parser, Subcommand};
+
+/// The heading the global options stand under, apart from each verb's own.
+const GLOBAL: &str = "Global options";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "hermes",
     version,
-    about = "hermes-cron: scheduled tasks for the Hermes agent"
+    about = "hermes-cron: scheduled tasks for the Hermes agent",
+    after_help = "This program runs `hermes cron …`; with Python Hermes installed, every other verb \
+(bare `hermes`, `chat`, `gateway`, `setup`…) goes to Python Hermes' own `hermes`.\n\n\
+Example:\n  hermes cron add \"every 2h\" \"summarize inbox\"\n  hermes cron list"
 )]
 pub struct Cli {
     /// Log more (repeat for even more); RUST_LOG also works.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = GLOBAL)]
     pub verbose: u8,
     /// Use the Hermes profile NAME (`<HERMES_HOME>/profiles/NAME`), as Python Hermes does;
     /// without it, `active_profile` in the Hermes root applies.
-    #[arg(short, long, global = true, value_name = "NAME")]
+    #[arg(short, long, global = true, value_name = "NAME", help_heading = GLOBAL)]
     pub profile: Option<String>,
     #[command(subcommand)]
     pub command: Command,
@@ -26,103 +36,283 @@ pub struct Cli {
 pub enum Command {
     /// Scheduled jobs: add, list, edit, pause, resume, remove, next. Bare `hermes cron`
     /// lists them, as Python Hermes does.
+    #[command(
+        after_help = "Example:\n  hermes cron add \"weekdays at 9am\" \"daily report\" --deliver telegram\n  hermes cron"
+    )]
     Cron {
         #[command(subcommand)]
         verb: Option<CronVerb>,
     },
-    /// The scheduler as a service, as Python Hermes' gateway: `run` (the default, same as
-    /// `hermes cron daemon`), `status`, and a systemd user unit: `install`, `uninstall`,
-    /// `start`, `stop`, `restart`.
+    /// Without Python Hermes: the scheduler, as `hermes cron service` (`run` is the
+    /// default). With Python Hermes installed, `hermes gateway` is its chat gateway and
+    /// goes to it, like every verb but `cron` and `completions`.
+    #[command(after_help = "Example (without Python Hermes):\n  hermes gateway install")]
     Gateway {
         #[command(subcommand)]
         action: Option<GatewayAction>,
     },
-    /// Print a shell completion script: `hermes completions bash > /etc/bash_completion.d/hermes`.
+    /// Pause every scheduler of this home (on PostgreSQL: every host): due jobs are not
+    /// claimed until `hermes resume`; running jobs and `hermes cron run` go on.
+    #[command(after_help = "Example:\n  hermes pause --reason \"provider outage\"")]
+    Pause {
+        /// Why, stored with the pause and shown by `hermes cron status`.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lift the pause of `hermes pause`: jobs left due fire at the next pass.
+    #[command(after_help = "Example:\n  hermes resume")]
+    Resume,
+    /// Print a shell completion script, generated from this command line.
+    #[command(
+        after_help = "Example:\n  hermes completions bash > ~/.local/share/bash-completion/completions/hermes"
+    )]
     Completions {
+        /// The shell: bash, zsh, fish, elvish or powershell.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the man page (roff), generated from this command line.
+    #[command(after_help = "Example:\n  hermes man | gzip > hermes.1.gz")]
+    Man,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum CronVerb {
-    /// Create a job: `hermes cron add "every 2h" "summarize inbox"`.
-    #[command(visible_alias = "create")]
+    /// Create a job.
+    #[command(
+        visible_alias = "create",
+        after_help = "Examples:\n  hermes cron add \"every 2h\" \"summarize inbox\"\n  \
+hermes cron add \"weekdays at 9am\" \"daily report\" --deliver telegram --tz Europe/Berlin\n  \
+hermes cron add \"in 30m\" \"remind me to stretch\"\n  \
+hermes cron add \"0 * * * *\" --script check.sh --no-agent --deliver discord"
+    )]
     Add(AddArgs),
-    /// List jobs (enabled ones; --all adds paused and completed).
+    /// List jobs: scheduled, paused and failed ones (--all adds completed ones).
+    #[command(after_help = "Example:\n  hermes cron list --all --json")]
     List {
+        /// Include completed jobs.
         #[arg(long)]
         all: bool,
+        /// Print the jobs as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Change a job; "" clears a string field.
+    #[command(
+        after_help = "Examples:\n  hermes cron edit standup --schedule \"0 10 * * 1-5\" --add-skill jira\n  \
+hermes cron edit standup --model \"\"     (clears the model)"
+    )]
     Edit(EditArgs),
     /// Pause a job: it keeps its schedule but does not fire.
+    #[command(after_help = "Example:\n  hermes cron pause standup --reason \"on holiday\"")]
     Pause {
+        /// The job: its id, or its name if no other job has it.
         job: String,
+        /// Why, shown by `list`.
         #[arg(long)]
         reason: Option<String>,
     },
-    /// Resume a paused job; its next run is computed from now.
-    Resume { job: String },
+    /// Resume a paused job; its next run is computed from now. A one-shot can be
+    /// re-armed instead, completed or not: --at TIME or --run-now.
+    #[command(
+        after_help = "Examples:\n  hermes cron resume standup\n  hermes cron resume reminder --at 2026-12-24T18:00"
+    )]
+    Resume {
+        /// The job: its id, or its name if no other job has it.
+        job: String,
+        /// Re-arm a one-shot to run at this time (ISO-8601).
+        #[arg(long, value_name = "TIME", conflicts_with = "run_now")]
+        at: Option<String>,
+        /// Re-arm a one-shot to run now.
+        #[arg(long)]
+        run_now: bool,
+    },
     /// Remove a job and its output documents.
-    #[command(visible_aliases = ["rm", "delete"])]
-    Remove { job: String },
+    #[command(
+        visible_aliases = ["rm", "delete"],
+        after_help = "Example:\n  hermes cron remove standup"
+    )]
+    Remove {
+        /// The job: its id, or its name if no other job has it.
+        job: String,
+    },
     /// Show the next fire times of a schedule without storing anything.
+    #[command(
+        after_help = "Example:\n  hermes cron next \"30 2 * * *\" --tz America/New_York --from 2026-03-07T12:00:00-05:00 -n 2"
+    )]
     Next(NextArgs),
-    /// Run the scheduler until stopped (SIGTERM/SIGINT). Alias: `hermes gateway`.
+    /// Run the scheduler until stopped (SIGTERM/SIGINT).
+    #[command(
+        after_help = "Example:\n  hermes cron daemon\n  hermes cron service install     (as a systemd user service)"
+    )]
     Daemon,
     /// Run one scheduler pass in this process and wait for the runs it starts.
+    #[command(after_help = "Example:\n  hermes cron tick")]
     Tick,
     /// Run a job now, wait, and print the outcome; its schedule is not moved.
-    Run { job: String },
+    #[command(after_help = "Example:\n  hermes cron run standup")]
+    Run {
+        /// The job: its id, or its name if no other job has it.
+        job: String,
+    },
     /// Is a scheduler running, and what is next?
+    #[command(after_help = "Example:\n  hermes cron status --json")]
     Status {
+        /// Print the status as JSON.
         #[arg(long)]
         json: bool,
     },
-    /// Run history from the ledger, newest first (alias: history).
-    #[command(visible_alias = "history")]
+    /// Run history from the ledger, newest first: each run's id, status and delivery.
+    #[command(
+        visible_alias = "history",
+        after_help = "Examples:\n  hermes cron runs\n  hermes cron runs standup --limit 5 --json"
+    )]
     Runs {
+        /// Only this job's runs (its id or name; a removed job's id still works).
         job: Option<String>,
         /// How many runs: 1 to 500, as Python Hermes clamps it.
         #[arg(long, default_value_t = 20)]
         limit: i64,
+        /// Print the runs as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Read-only health check; exits 1 when something needs attention.
+    #[command(after_help = "Example:\n  hermes cron doctor")]
     Doctor,
+    /// What the runs of a window spent, per job or per model (tokens and US dollars).
+    #[command(
+        after_help = "Examples:\n  hermes cron cost --since 7d\n  hermes cron cost --by model --json"
+    )]
+    Cost {
+        /// The window: a duration back from now (7d, 12h), a date or an ISO-8601 instant.
+        #[arg(long, default_value = "30d")]
+        since: String,
+        /// One row per job or per model.
+        #[arg(long, value_enum, default_value = "job")]
+        by: CostBy,
+        /// Print the rows as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the output document of one run (its id as `runs` shows it), from any host.
-    Output { run: i64 },
+    #[command(after_help = "Example:\n  hermes cron output 42")]
+    Output {
+        /// The run's id, the first column of `hermes cron runs`.
+        run: i64,
+    },
     /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
     /// chat agent's MCP client (docs/COMMANDS.md, "mcp").
+    #[command(
+        after_help = "Example (an MCP client's server entry):\n  {\"command\": \"hermes\", \"args\": [\"cron\", \"mcp\"]}"
+    )]
     Mcp,
+    /// Failure incidents: one per job and error, alerted once (`ack ID` silences one).
+    #[command(
+        after_help = "Examples:\n  hermes cron incidents --state alerted\n  hermes cron incidents ack 3f9a01_5c2e8d1f0a7b"
+    )]
+    Incidents {
+        /// Only incidents in this state.
+        #[arg(long, value_enum)]
+        state: Option<IncidentStateArg>,
+        /// Print the incidents as JSON.
+        #[arg(long)]
+        json: bool,
+        /// `list` the incidents, or `ack` one (it stays silent until its error changes).
+        #[arg(value_enum, default_value = "list")]
+        action: IncidentAction,
+        /// The incident to acknowledge (`ack`).
+        id: Option<String>,
+    },
+    /// A job's notepad: keys and values kept across its runs and shown to its agent.
+    #[command(
+        after_help = "Examples:\n  hermes cron notepad standup set last_ticket JIRA-42\n  hermes cron notepad standup list"
+    )]
+    Notepad {
+        /// The job whose notepad it is (its id or name).
+        job: String,
+        /// `list` the notes, `get KEY`, `set KEY VALUE` or `delete KEY`.
+        #[arg(value_enum, default_value = "list")]
+        action: NotepadAction,
+        /// The note's key (up to 128 characters).
+        key: Option<String>,
+        /// The note's value (`set`; up to 16 KiB).
+        value: Option<String>,
+        /// Print the notes as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The scheduler as a systemd user service named `hermes-cron`: `install`,
+    /// `uninstall`, `start`, `stop`, `restart`, `status`, or `run` in the foreground.
+    #[command(after_help = "Example:\n  hermes cron service install")]
+    Service {
+        #[command(subcommand)]
+        action: GatewayAction,
+    },
     /// The store behind the jobs: its status, and copies to and from jobs.json.
+    #[command(after_help = "Example:\n  hermes cron store status")]
     Store {
         #[command(subcommand)]
         verb: StoreVerb,
     },
 }
 
-/// `hermes gateway …`.
+/// How `hermes cron cost` groups the spend.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CostBy {
+    Job,
+    Model,
+}
+
+/// What `hermes cron incidents` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentAction {
+    List,
+    Ack,
+}
+
+/// An incident state, as `--state` takes it.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum IncidentStateArg {
+    Detected,
+    Alerted,
+    Resolved,
+    Closed,
+}
+
+/// What `hermes cron notepad JOB` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum NotepadAction {
+    List,
+    Get,
+    Set,
+    Delete,
+}
+
+/// `hermes cron service …` (and `hermes gateway …` without Python Hermes).
 #[derive(Debug, Clone, Copy, Subcommand)]
 pub enum GatewayAction {
     /// Run the scheduler in the foreground until SIGTERM/SIGINT.
+    #[command(after_help = "Example:\n  hermes cron service run")]
     Run,
     /// Is a scheduler running, and what is next (same as `hermes cron status`).
+    #[command(after_help = "Example:\n  hermes cron service status")]
     Status,
     /// Write and enable a systemd user unit that runs the scheduler; without systemd,
     /// print the unit and where it belongs.
+    #[command(after_help = "Example:\n  hermes cron service install")]
     Install,
     /// Stop, disable and remove the unit.
+    #[command(after_help = "Example:\n  hermes cron service uninstall")]
     Uninstall,
     /// Start the unit.
+    #[command(after_help = "Example:\n  hermes cron service start")]
     Start,
     /// Stop the unit.
+    #[command(after_help = "Example:\n  hermes cron service stop")]
     Stop,
     /// Restart the unit.
+    #[command(after_help = "Example:\n  hermes cron service restart")]
     Restart,
 }
 
@@ -130,31 +320,38 @@ pub enum GatewayAction {
 #[derive(Debug, Subcommand)]
 pub enum StoreVerb {
     /// The backend (jobs.json or postgresql), its schema version and the live hosts.
+    #[command(after_help = "Example:\n  hermes cron store status --json")]
     Status {
+        /// Print the status as JSON.
         #[arg(long)]
         json: bool,
     },
     /// Copy the jobs of a jobs.json into this store (every field kept; run again, it
     /// updates the same jobs).
+    #[command(
+        after_help = "Example:\n  HERMES_CRON_STORE=postgresql://cron@db/cron hermes cron store import --from ~/.hermes/cron/jobs.json"
+    )]
     Import {
         /// The jobs.json to read (default: this home's `cron/jobs.json`).
         #[arg(long)]
         from: Option<std::path::PathBuf>,
     },
     /// Print this store's jobs as a jobs.json Python Hermes can read.
+    #[command(after_help = "Example:\n  hermes cron store export > jobs.json")]
     Export,
 }
 
 /// Fields `add` and `edit` share. With `edit`, `""` clears a field.
 #[derive(Debug, Args)]
 pub struct JobFields {
+    /// A name to refer to the job by (default: the start of the prompt).
     #[arg(long)]
     pub name: Option<String>,
     /// local, origin, telegram, telegram:CHAT[:THREAD], all, webhook:URL (comma list).
     #[arg(long)]
     pub deliver: Option<String>,
-    /// How many runs: a number, "once" or "forever".
-    #[arg(long)]
+    /// How many runs: a number, "once" or "forever" (0 or a negative number: forever).
+    #[arg(long, allow_negative_numbers = true)]
     pub repeat: Option<String>,
     /// A script under <HERMES_HOME>/scripts/ run before the agent.
     #[arg(long)]
@@ -162,13 +359,43 @@ pub struct JobFields {
     /// Absolute path of an existing directory the job works in.
     #[arg(long)]
     pub workdir: Option<String>,
+    /// The model this job's agent calls, instead of the configured one.
     #[arg(long)]
     pub model: Option<String>,
+    /// The provider of --model (openrouter, openai, anthropic, custom, …).
     #[arg(long)]
     pub provider: Option<String>,
     /// IANA time zone for this job's cron and day/time schedules.
     #[arg(long = "tz")]
     pub timezone: Option<String>,
+    /// Where failure notices go instead of --deliver (same values; `local` mutes them).
+    #[arg(long)]
+    pub failure_deliver: Option<String>,
+    /// Monitor mode: a script under <HERMES_HOME>/scripts/ whose output, when it changes,
+    /// wakes the agent.
+    #[arg(long)]
+    pub monitor_script: Option<String>,
+    /// Monitor mode: an http(s) URL whose content, when it changes, wakes the agent.
+    #[arg(long)]
+    pub monitor_url: Option<String>,
+    /// none, minimal, low, medium, high, xhigh, max or ultra (default: the configured one).
+    #[arg(long)]
+    pub reasoning_effort: Option<String>,
+    /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
+    #[arg(long)]
+    pub interpreter: Option<String>,
+    /// At most N model requests per run (with edit, 0 or "" clears a cap).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_turns: Option<String>,
+    /// At most this long per run, e.g. 90s or 10m: then the run is stopped.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub max_runtime: Option<String>,
+    /// At most N prompt plus completion tokens per run.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub max_tokens: Option<String>,
+    /// At most this many US dollars per run, priced by the run's model.
+    #[arg(long, value_name = "USD", allow_hyphen_values = true)]
+    pub max_cost: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -188,6 +415,15 @@ pub struct AddArgs {
     /// Create the job paused.
     #[arg(long)]
     pub paused: bool,
+    /// Why it is created paused (needs --paused).
+    #[arg(long)]
+    pub paused_reason: Option<String>,
+    /// Pin the configured model and its provider onto the job (ignored with --model).
+    #[arg(long)]
+    pub pin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long)]
+    pub continuity: bool,
     /// The chat the job came from, PLATFORM:CHAT[:THREAD] (for integrations).
     #[arg(long)]
     pub origin: Option<String>,
@@ -195,9 +431,12 @@ pub struct AddArgs {
 
 #[derive(Debug, Args)]
 pub struct EditArgs {
+    /// The job: its id, or its name if no other job has it.
     pub job: String,
+    /// A new schedule (same forms as `add`); the next run is recomputed from now.
     #[arg(long)]
     pub schedule: Option<String>,
+    /// A new prompt.
     #[arg(long)]
     pub prompt: Option<String>,
     #[command(flatten)]
@@ -205,30 +444,89 @@ pub struct EditArgs {
     /// Replace the skills with these (repeatable).
     #[arg(long = "skill")]
     pub skills: Vec<String>,
+    /// Add a skill after the job's others (repeatable).
     #[arg(long = "add-skill")]
     pub add_skills: Vec<String>,
+    /// Remove a skill (repeatable).
     #[arg(long = "remove-skill")]
     pub remove_skills: Vec<String>,
+    /// Remove every skill.
     #[arg(long)]
     pub clear_skills: bool,
+    /// Deliver the script's output; start no agent (needs a script).
     #[arg(long, conflicts_with = "agent")]
     pub no_agent: bool,
     /// Start the agent again after --no-agent.
     #[arg(long)]
     pub agent: bool,
+    /// Pin the configured model and its provider onto the job (unless it has a model).
+    #[arg(long, conflicts_with = "unpin")]
+    pub pin: bool,
+    /// Clear the job's model and provider: it follows the configuration again.
+    #[arg(long)]
+    pub unpin: bool,
+    /// Each run sees the job's own previous output.
+    #[arg(long, conflicts_with = "no_continuity")]
+    pub continuity: bool,
+    /// Turn continuity off (other context_from jobs are kept).
+    #[arg(long)]
+    pub no_continuity: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct NextArgs {
+    /// The schedule, as `add` takes it.
     pub schedule: String,
     /// Start after this instant (ISO-8601; default now).
     #[arg(long)]
     pub from: Option<String>,
+    /// IANA time zone to read the schedule in (default: the configured one).
     #[arg(long = "tz")]
     pub timezone: Option<String>,
     /// How many fire times to show.
     #[arg(short = 'n', default_value_t = 5)]
     pub count: usize,
+    /// Print the stored schedule and the fires as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// Every verb, with its path from `hermes`.
+    fn verbs(command: &clap::Command, path: &str, out: &mut Vec<(String, clap::Command)>) {
+        for sub in command.get_subcommands() {
+            let path = format!("{path} {}", sub.get_name());
+            out.push((path.clone(), sub.clone()));
+            verbs(sub, &path, out);
+        }
+    }
+
+    #[test]
+    fn every_verb_has_an_example_and_every_argument_a_description() {
+        let mut all = Vec::new();
+        verbs(&Cli::command(), "hermes", &mut all);
+        assert!(all.len() > 30, "{}", all.len());
+        for (path, verb) in all {
+            let example = verb
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(example.starts_with("Example"), "{path} has no example");
+            for arg in verb.get_arguments() {
+                let id = arg.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                assert!(
+                    arg.get_help().is_some(),
+                    "{path}: the argument {id} has no description"
+                );
+            }
+        }
+    }
 }

@@ -1,7 +1,8 @@
-//! `hermes gateway install|uninstall|start|stop|restart`: the scheduler as a systemd user
-//! service, named like Python Hermes' gateway unit (`hermes-gateway`, with the profile or
-//! a hash of the home appended for other homes). Where no systemd user manager answers,
-//! install prints the unit and the path it belongs at instead of writing anything.
+//! `hermes cron service install|uninstall|start|stop|restart`: the scheduler as a systemd
+//! user service, `hermes-cron` (with the profile or a hash of the home appended for other
+//! homes, as Python Hermes names its gateway units) — never `hermes-gateway`, which is
+//! Python Hermes' chat gateway. Where no systemd user manager answers, install prints the
+//! unit and the path it belongs at instead of writing anything.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,22 +13,23 @@ use super::error::CliError;
 use crate::cli::GatewayAction;
 use crate::home::Home;
 
-/// Python Hermes' rule: `hermes-gateway` for `~/.hermes`, `hermes-gateway-<profile>` for
-/// `<root>/profiles/<profile>`, else a short hash of the home.
+/// Python Hermes' naming rule with our name: `hermes-cron` for `~/.hermes` (the unit the
+/// Debian package and `examples/hermes-cron.service` install), `hermes-cron-<profile>`
+/// for `<root>/profiles/<profile>`, else a short hash of the home.
 fn service_name(home: &Path) -> String {
     let default = std::env::var_os("HOME").map(|h| Path::new(&h).join(".hermes"));
     if default.as_deref() == Some(home) {
-        return "hermes-gateway".to_string();
+        return "hermes-cron".to_string();
     }
     let profile = home
         .parent()
         .filter(|parent| parent.file_name().is_some_and(|n| n == "profiles"))
         .and(home.file_name());
     match profile {
-        Some(name) => format!("hermes-gateway-{}", name.to_string_lossy()),
+        Some(name) => format!("hermes-cron-{}", name.to_string_lossy()),
         None => {
             let hash = Sha256::digest(home.as_os_str().as_encoded_bytes());
-            format!("hermes-gateway-{}", &hex::encode(hash)[..8])
+            format!("hermes-cron-{}", &hex::encode(hash)[..8])
         }
     }
 }
@@ -47,7 +49,7 @@ fn unit_text(home: &Path) -> Result<String, CliError> {
     Ok(format!(
         "[Unit]\nDescription=hermes-cron scheduler (Hermes agent scheduled jobs)\n\
          After=network-online.target\n\n[Service]\nType=simple\n\
-         ExecStart={} gateway run\nEnvironment=HERMES_HOME={}\nRestart=on-failure\n\
+         ExecStart={} cron daemon\nEnvironment=HERMES_HOME={}\nRestart=on-failure\n\
          RestartSec=5\n# SIGTERM lets running jobs finish for up to 30 s.\n\
          TimeoutStopSec=40\nKillMode=mixed\n\n[Install]\nWantedBy=default.target\n",
         exe.display(),
@@ -109,10 +111,10 @@ pub fn service(action: GatewayAction, home: &Home) -> Result<(), CliError> {
                     Ok(())
                 }
                 Some(false) => Err(CliError::user(format!(
-                    "systemctl --user {verb} {name} failed; see 'journalctl --user -u {name}' (installed with 'hermes gateway install'?)"
+                    "systemctl --user {verb} {name} failed; see 'journalctl --user -u {name}' (installed with 'hermes cron service install'?)"
                 ))),
                 None => Err(CliError::user(format!(
-                    "No systemd user manager here, so there is no {name} service to {verb}: run 'hermes gateway run' in the foreground or under your own supervisor"
+                    "No systemd user manager here, so there is no {name} service to {verb}: run 'hermes cron daemon' in the foreground or under your own supervisor"
                 ))),
             }
         }
@@ -128,7 +130,7 @@ fn install(name: &str, path: &Path, home: &Home) -> Result<(), CliError> {
             path.display()
         );
         say!("{unit}");
-        say!("Or run the scheduler yourself: hermes gateway run");
+        say!("Or run the scheduler yourself: hermes cron daemon");
         return Ok(());
     }
     if let Some(dir) = path.parent() {
@@ -137,6 +139,7 @@ fn install(name: &str, path: &Path, home: &Home) -> Result<(), CliError> {
     }
     std::fs::write(path, &unit)
         .map_err(|e| CliError::internal(format!("cannot write {}: {e}", path.display())))?;
+    retire_old_unit(name);
     let enabled = systemctl(&["daemon-reload"]) == Some(true)
         && systemctl(&["enable", "--now", name]) == Some(true);
     if !enabled {
@@ -150,4 +153,25 @@ fn install(name: &str, path: &Path, home: &Home) -> Result<(), CliError> {
         "Logs: journalctl --user -u {name} -f; keep it after logout: loginctl enable-linger $USER"
     );
     Ok(())
+}
+
+/// Earlier releases named this program's unit `hermes-gateway…`, the name of Python
+/// Hermes' own gateway unit. Installing the new one disables and removes the old one
+/// when its description says it is ours; a Python Hermes unit is never touched.
+fn retire_old_unit(name: &str) {
+    let old = name.replacen("hermes-cron", "hermes-gateway", 1);
+    let Ok(path) = unit_path(&old) else {
+        return;
+    };
+    let ours = std::fs::read_to_string(&path)
+        .is_ok_and(|text| text.contains("Description=hermes-cron scheduler"));
+    if ours {
+        let _ = systemctl(&["disable", "--now", &old]);
+        if std::fs::remove_file(&path).is_ok() {
+            say!(
+                "Removed the old unit {old} ({}), replaced by {name}",
+                path.display()
+            );
+        }
+    }
 }

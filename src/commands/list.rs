@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use jobs::store::{list_normalized, list_summaries, Keep, SummarySink};
+use jobs::store::{list_normalized, list_summaries, ExtraField, Keep, SummarySink};
 use jobs::{JobState, JobSummary};
 
 use super::error::CliError;
@@ -36,15 +36,13 @@ pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), Cli
         if hidden == 0 {
             say!("No scheduled jobs. Create one with: hermes cron add \"every 2h\" \"summarize inbox\"");
         } else {
-            say!(
-                "No enabled jobs ({hidden} paused or completed; see them with: hermes cron list --all)"
-            );
+            say!("No scheduled jobs ({hidden} completed; see them with: hermes cron list --all)");
         }
         return Ok(());
     }
     if hidden > 0 {
         out.push_str(&format!(
-            "({hidden} paused or completed job(s) not shown; use --all)\n"
+            "({hidden} completed job(s) not shown; use --all)\n"
         ));
     }
     crate::stdout::emit(&out);
@@ -76,9 +74,10 @@ impl SummarySink for Listing {
     }
 }
 
-/// Shown without `--all`.
+/// Shown without `--all`: every job but the completed ones (paused jobs too, as Hermes
+/// 0.22 lists them: a paused job still needs its owner).
 fn is_listed(state: JobState) -> bool {
-    matches!(state, JobState::Scheduled | JobState::Error)
+    state != JobState::Completed
 }
 
 /// `{"jobs": [...]}` on one line, each job in its normalized form. The text is printed
@@ -88,7 +87,8 @@ async fn list_json(session: &Session, all: bool) -> Result<(), CliError> {
     let mut out = Vec::with_capacity(1 << 16);
     out.extend_from_slice(b"{\"jobs\":[");
     let keep: Keep = Arc::new(move |job| all || is_listed(job.state));
-    let mut out = list_normalized(&*session.store, &session.ctx, keep, Vec::new(), out).await?;
+    let described = vec![ExtraField::schedule_description()];
+    let mut out = list_normalized(&*session.store, &session.ctx, keep, described, out).await?;
     out.extend_from_slice(b"]}\n");
     crate::stdout::emit_bytes(&out);
     Ok(())
@@ -128,6 +128,11 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
             let _ = write!(out, "invalid: {e}");
         }
     }
+    if let Some(description) = &job.schedule_description {
+        for piece in [" — ", description] {
+            out.push_str(piece);
+        }
+    }
     out.push_str("   Repeat: ");
     match job.repeat.times {
         Some(times) => {
@@ -162,6 +167,9 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         out.push_str("    Workdir:  ");
         push_shown(out, workdir);
         out.push('\n');
+    }
+    if !job.caps.is_empty() {
+        let _ = writeln!(out, "    Caps:     {} per run", job.caps.shown().join(", "));
     }
     out.push_str("    Last run: ");
     match job.last_run_at {

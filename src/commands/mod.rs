@@ -1,11 +1,14 @@
 //! One function per `hermes cron` verb. Each builds its [`Session`] (home, store, clock,
 //! zones), does its work through the `jobs` crate, and prints what the user asked for.
 
+mod cost_cmd;
 pub mod error;
 mod gateway_cmd;
+mod incidents_cmd;
 mod jobs_cmd;
 mod list;
 mod next;
+mod pause_cmd;
 pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
@@ -113,11 +116,11 @@ pub fn machine_name() -> String {
         .unwrap_or_else(host_name)
 }
 
-/// Logs go to stderr: `info` for the scheduler verbs, `warn` otherwise; each `-v` raises
+/// Logs go to stderr: `info` for the daemon, `warn` otherwise; each `-v` raises
 /// the level one step; `RUST_LOG` overrides.
-fn init_logging(scheduler_verb: bool, verbose: u8) {
+fn init_logging(daemon: bool, verbose: u8) {
     let levels = ["error", "warn", "info", "debug", "trace"];
-    let base = if scheduler_verb { 2 } else { 1 };
+    let base = if daemon { 2 } else { 1 };
     let level = levels[(base + verbose as usize).min(levels.len() - 1)];
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
@@ -128,7 +131,7 @@ fn init_logging(scheduler_verb: bool, verbose: u8) {
         .try_init();
 }
 
-/// `hermes gateway …`: the scheduler, or its systemd user unit.
+/// `hermes gateway …` (without Python Hermes): the scheduler, or its systemd user unit.
 pub fn gateway(
     action: crate::cli::GatewayAction,
     verbose: u8,
@@ -150,8 +153,46 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
         verb,
         CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
     );
-    init_logging(scheduler_verb, verbose);
-    let runtime = if scheduler_verb || matches!(verb, CronVerb::Mcp) {
+    // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
+    let verb = match verb {
+        // Running or asking about the scheduler are verbs of their own.
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Run,
+        } => CronVerb::Daemon,
+        CronVerb::Service {
+            action: crate::cli::GatewayAction::Status,
+        } => CronVerb::Status { json: false },
+        verb => verb,
+    };
+    init_logging(matches!(verb, CronVerb::Daemon), verbose);
+    let multi_thread = scheduler_verb || matches!(verb, CronVerb::Mcp);
+    on_session(multi_thread, profile, |session| run_verb(verb, session))
+}
+
+/// `hermes pause [--reason R]`.
+pub fn pause(reason: Option<String>, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
+    init_logging(false, verbose);
+    on_session(false, profile, |session| async move {
+        pause_cmd::pause(&session, reason.as_deref()).await
+    })
+}
+
+/// `hermes resume`.
+pub fn resume(verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
+    init_logging(false, verbose);
+    on_session(false, profile, |session| async move {
+        pause_cmd::resume(&session).await
+    })
+}
+
+/// Runs `verb` on a session of its own, on the one runtime of this process (two worker
+/// threads, or the calling thread); the store is closed when the verb is done.
+fn on_session<F, Fut>(multi_thread: bool, profile: Option<&str>, verb: F) -> Result<(), CliError>
+where
+    F: FnOnce(Session) -> Fut,
+    Fut: std::future::Future<Output = Result<(), CliError>>,
+{
+    let runtime = if multi_thread {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -165,7 +206,7 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
     runtime.block_on(async {
         let session = Session::open(profile).await?;
         let store = Arc::clone(&session.store);
-        let result = run_verb(verb, session).await;
+        let result = verb(session).await;
         store.close().await;
         result
     })
@@ -177,7 +218,9 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         CronVerb::List { all, json } => list::list(&session, all, json).await,
         CronVerb::Edit(args) => jobs_cmd::edit(&session, args).await,
         CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()).await,
-        CronVerb::Resume { job } => jobs_cmd::resume(&session, &job).await,
+        CronVerb::Resume { job, at, run_now } => {
+            jobs_cmd::resume(&session, &job, at, run_now).await
+        }
         CronVerb::Remove { job } => jobs_cmd::remove(&session, &job).await,
         CronVerb::Next(args) => next::next(&session, args),
         CronVerb::Daemon => scheduler_cmd::daemon(session).await,
@@ -191,7 +234,22 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         }
         CronVerb::Doctor => status::doctor(&session).await,
         CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
+        CronVerb::Incidents {
+            state,
+            json,
+            action,
+            id,
+        } => incidents_cmd::incidents(&session, state, action, id.as_deref(), json).await,
+        CronVerb::Notepad {
+            job,
+            action,
+            key,
+            value,
+            json,
+        } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
+        CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
+        CronVerb::Cost { since, by, json } => cost_cmd::cost(&session, &since, by, json).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;
             let stop = scheduler_cmd::stop_signal().await?;

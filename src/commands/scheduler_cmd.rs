@@ -94,7 +94,12 @@ fn print_report(report: &RunReport) {
         report.job_id
     );
     if let Some(error) = &report.error {
-        say!("  error: {error}");
+        // A missed or skipped occurrence did not fail: say why, not "error".
+        let label = match report.status {
+            RunStatus::Missed | RunStatus::Skipped => "reason",
+            _ => "error",
+        };
+        say!("  {label}: {error}");
     }
     if let Some(output) = &report.output {
         say!("  output: {output}");
@@ -106,11 +111,18 @@ fn print_report(report: &RunReport) {
 
 pub async fn tick(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session, None)?;
+    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
     let reports = scheduler.tick().await?;
-    match reports {
-        None => say!("Another scheduler is running a pass; nothing done."),
-        Some(reports) if reports.is_empty() => say!("Nothing due."),
-        Some(reports) => reports.iter().for_each(print_report),
+    match (reports, paused) {
+        (None, _) => say!("Another scheduler is running a pass; nothing done."),
+        (Some(reports), Some(pause)) if reports.is_empty() => say!(
+            "Hermes is paused{}: no due job was claimed. Lift it with: hermes resume",
+            pause
+                .reason
+                .map_or(String::new(), |r| format!(" (reason: {r})"))
+        ),
+        (Some(reports), _) if reports.is_empty() => say!("Nothing due."),
+        (Some(reports), _) => reports.iter().for_each(print_report),
     }
     Ok(())
 }
@@ -119,7 +131,7 @@ pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     let service = session.service();
     let scheduler = scheduler_for(&session, None)?;
     let report = service
-        .run_now(&scheduler, reference, WhenPaused::Refuse)
+        .run_now(&scheduler, reference, WhenPaused::Refuse, None)
         .await?;
     print_report(&report);
     if let Some(response) = &report.response {
@@ -128,9 +140,10 @@ pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     if report.status == RunStatus::Ok {
         Ok(())
     } else {
+        // The error is printed above with the report; the exit status says it failed.
         Err(CliError::user(format!(
-            "the run failed: {}",
-            report.error.as_deref().unwrap_or("unknown error")
+            "the run of {} failed (above)",
+            report.job_id
         )))
     }
 }

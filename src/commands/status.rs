@@ -10,6 +10,8 @@ use jobs::{find_job, JobState};
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
+use crate::agent::budget::Spend;
+use crate::agent::inference::Backend;
 use crate::delivery::target::{unready, Unready};
 use crate::process::pid_alive;
 
@@ -56,6 +58,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx).await?;
     let daemon = daemon_state(session).await?;
+    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
@@ -74,6 +77,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
             "active_jobs": active,
             "next_run_at": next.map(|t| schedules::format_instant(t, ctx.zone)),
             "hosts": daemon.hosts.iter().map(|h| json!({"host": h.host, "pid": h.pid})).collect::<Vec<_>>(),
+            "paused": paused,
         });
         say!("{out}");
         return Ok(());
@@ -90,6 +94,17 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
             say!("Scheduler: NOT running (it stopped cleanly). Start it with: hermes cron daemon")
         }
         _ => say!("Scheduler: NOT running (never started here). Start it with: hermes cron daemon"),
+    }
+    if let Some(pause) = &paused {
+        let since = pause
+            .engaged_at
+            .as_deref()
+            .map_or(String::new(), |at| format!(" since {at}"));
+        let reason = pause
+            .reason
+            .as_deref()
+            .map_or(String::new(), |r| format!(" (reason: {r})"));
+        say!("Paused{since}{reason}: no due job is claimed. Lift it with: hermes resume");
     }
     if let Some(error) = &daemon.last_error {
         say!("Last pass error: {error}");
@@ -111,25 +126,45 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The delivery column of `hermes cron runs`: the outcome in a word, from the summary
+/// the scheduler recorded ("local", "silent", "sent: …", "failed: …", "sent: …; failed: …").
+fn delivery_outcome(summary: &str) -> &str {
+    match (summary.starts_with("sent: "), summary.contains("failed: ")) {
+        (true, true) => "partial",
+        (true, false) => "sent",
+        (false, true) => "failed",
+        (false, false) => summary.split([':', ' ']).next().unwrap_or(summary),
+    }
+}
+
 pub async fn runs(
     session: &Session,
     reference: Option<&str>,
     limit: usize,
     as_json: bool,
 ) -> Result<(), CliError> {
+    let mut removed = None;
     let job_id = match reference {
         Some(reference) => {
             let jobs = session.store.load_jobs(&session.ctx).await?;
             match find_job(&jobs, reference) {
                 Ok(job) => Some(job.id().to_string()),
                 // A removed job's history is still in the ledger under its id.
-                Err(jobs::JobError::NotFound(_)) => Some(reference.to_string()),
+                Err(jobs::JobError::NotFound(_)) => {
+                    removed = Some(reference.to_string());
+                    Some(reference.to_string())
+                }
                 Err(e) => return Err(e.into()),
             }
         }
         None => None,
     };
     let rows = session.store.recent_runs(job_id.as_deref(), limit).await?;
+    if let (Some(reference), true) = (&removed, rows.is_empty()) {
+        return Err(CliError::user(format!(
+            "No job or run history matches '{reference}': see `hermes cron list --all` for the jobs there are"
+        )));
+    }
     if as_json {
         let runs: Vec<serde_json::Value> = rows
             .iter()
@@ -140,6 +175,7 @@ pub async fn runs(
                     "status": r.status, "scheduled_at": r.scheduled_at, "started_at": r.started_at,
                     "finished_at": r.finished_at, "error": r.error, "delivery": r.delivery,
                     "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
+                    "cost_usd": r.cost_usd, "model": r.model,
                 })
             })
             .collect();
@@ -150,24 +186,42 @@ pub async fn runs(
         say!("No runs recorded yet.");
         return Ok(());
     }
+    // One line per run (its id is what `hermes cron output` takes), then the first line
+    // of what went wrong, if anything did: the run's error, or its delivery's.
+    say!(
+        "{:>6}  {:<24}  {:<16}  {:<9}  {:<12}  {:<8}  TOKENS",
+        "RUN",
+        "STARTED",
+        "STATUS",
+        "SOURCE",
+        "JOB",
+        "DELIVERY"
+    );
     for r in &rows {
-        // Token usage summed over the run's model calls, when the model reported it.
-        let tokens = match (r.prompt_tokens, r.completion_tokens) {
-            (Some(p), Some(c)) => format!("tokens {p} in / {c} out  "),
-            _ => String::new(),
+        let tokens = match (r.prompt_tokens, r.completion_tokens, r.cost_usd) {
+            (Some(p), Some(c), Some(usd)) => {
+                format!("{p} in / {c} out, {}", jobs::caps::usd_text(usd))
+            }
+            (Some(p), Some(c), None) => format!("{p} in / {c} out"),
+            _ => "-".to_string(),
         };
+        let delivery = r.delivery.as_deref().map_or("-", delivery_outcome);
         say!(
-            "{}  {:<11} {:<9} {}  {}{}",
+            "{:>6}  {:<24}  {:<16}  {:<9}  {:<12}  {:<8}  {tokens}",
+            r.id,
             r.started_at.as_deref().unwrap_or("-"),
             r.status,
             r.source,
             r.job_id,
-            tokens,
-            r.error
-                .as_deref()
-                .map(|e| e.lines().next().unwrap_or(""))
-                .unwrap_or("")
+            delivery,
         );
+        let first_line = |text: &str| text.lines().next().unwrap_or("").to_string();
+        if let Some(error) = r.error.as_deref().filter(|e| !e.trim().is_empty()) {
+            say!("{:>6}  {}", "", first_line(error));
+        }
+        if let Some(failure) = r.delivery.as_deref().filter(|d| d.contains("failed: ")) {
+            say!("{:>6}  delivery {}", "", first_line(failure));
+        }
     }
     Ok(())
 }
@@ -196,10 +250,26 @@ impl Checkup<'_> {
     fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
         let root = &self.session.home.root;
         // config.yaml as the command read it (an unreadable one already stopped it).
-        if let Err(e) =
-            crate::agent::inference::resolve(job, &self.session.config, &self.vars, root)
-        {
-            problems.push(format!("{label} cannot start its agent: {e}"));
+        match crate::agent::inference::resolve(job, &self.session.config, &self.vars, root) {
+            Err(e) => problems.push(format!("{label} cannot start its agent: {e}")),
+            Ok(agent) if agent.backend == Backend::BuiltIn => {
+                let config = &self.session.config;
+                if let Err(refused) = Spend::for_run(job, config, &agent.endpoints) {
+                    problems.push(format!(
+                        "{label} will be refused before any model request: {refused}"
+                    ));
+                }
+                if let Some(primary) = agent.endpoints.first() {
+                    if let Some(vars) = &primary.missing_key {
+                        problems.push(format!(
+                            "{label} uses provider {} but {vars} is not set: add it to the environment or {}",
+                            primary.provider,
+                            root.join(".env").display()
+                        ));
+                    }
+                }
+            }
+            Ok(_) => {}
         }
         let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
         if !missing.is_empty() {
@@ -237,11 +307,19 @@ impl Checkup<'_> {
                 }
             }
         }
-        if job.state() == JobState::Error || job.text_field("last_status") == Some("error") {
-            let error = job.text_field("last_error").unwrap_or("unknown error");
+        let last_status = job.text_field("last_status");
+        let first_line = |error: &str| error.lines().next().unwrap_or("").to_string();
+        let error = job.text_field("last_error").unwrap_or("unknown error");
+        if job.state() == JobState::Error || last_status == Some("error") {
             problems.push(format!(
                 "{label} failed its last run: {}",
-                error.lines().next().unwrap_or("")
+                first_line(error)
+            ));
+        }
+        if let Some(stopped @ ("budget_exceeded" | "budget_exhausted")) = last_status {
+            problems.push(format!(
+                "{label} was stopped by a budget on its last run ({stopped}): {}",
+                first_line(error)
             ));
         }
         if let Some(error) = job.text_field("last_delivery_error") {
@@ -270,6 +348,25 @@ impl Checkup<'_> {
     }
 }
 
+/// What `doctor` would flag about a job just created or edited (its model, provider
+/// key, skills, delivery credentials, script), one line each, for `add` and `edit` to
+/// warn about while still saving the job.
+pub fn advice(session: &Session, job: &jobs::Job) -> Vec<String> {
+    let checkup = Checkup {
+        session,
+        env: crate::environment::Environment::load(&session.home.root),
+        vars: crate::agent::inference::Vars::load(&session.home.root),
+    };
+    let mut problems = Vec::new();
+    let label = "this job";
+    if !job.no_agent() {
+        checkup.agent(job, label, &mut problems);
+    }
+    checkup.delivery(job, label, &mut problems);
+    checkup.files(job, label, &mut problems);
+    problems
+}
+
 pub async fn doctor(session: &Session) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let mut problems: Vec<String> = Vec::new();
@@ -280,6 +377,7 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
     if let Some(error) = &daemon.last_error {
         problems.push(format!("the last scheduler pass failed: {error}"));
     }
+    problems.extend(crate::config::likely_typos(&session.config));
     let jobs = match session.store.load_jobs(ctx).await {
         Ok(jobs) => jobs,
         Err(e) => {

@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{
-    AgentCommand, AgentSection, ApprovalsSection, CodeExecutionSection, Config, CronApproval,
-    CronSection, DeliverySection, FallbackProvider, McpServer, McpToolFilter, ModelSection,
-    Seconds, ToolsSection, WebFetchSection,
+    AgentCommand, AgentSection, ApprovalsSection, BudgetSection, CodeExecutionSection, Config,
+    CronApproval, CronDeliverySection, CronSection, DeliverySection, FallbackProvider, McpServer,
+    McpToolFilter, ModelPrice, ModelSection, Seconds, ToolsSection, Usd, WebFetchSection,
 };
 
 /// Reads one value in the forms its type accepts: the `deserialize_with` of every key.
@@ -217,6 +217,26 @@ impl FromYaml for Option<u64> {
     }
 }
 
+/// A number, whole or not, also written as text ("6", "0.5"); blank is not set.
+impl FromYaml for Option<f64> {
+    const WANTED: &'static str = "a number";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let refused = || refuse(Self::WANTED, scalar.shown());
+        let number = match scalar {
+            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
+            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
+            Scalar::Int(n) => n as f64,
+            Scalar::Float(x) => x,
+            Scalar::Bool(_) => return Err(refused()),
+        };
+        number
+            .is_finite()
+            .then_some(Some(number))
+            .ok_or_else(refused)
+    }
+}
+
 /// true/false, also written as text: true, yes, on, false, no, off (any case).
 impl FromYaml for Option<bool> {
     const WANTED: &'static str = "true or false";
@@ -293,19 +313,44 @@ impl FromYaml for Option<Seconds> {
     const WANTED: &'static str = "a number of seconds greater than 0";
 
     fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
-        let refused = || refuse(Self::WANTED, scalar.shown());
-        let seconds = match scalar {
-            Scalar::Text(s) if s.trim().is_empty() => return Ok(None),
-            Scalar::Text(s) => s.trim().parse::<f64>().map_err(|_| refused())?,
-            Scalar::Int(n) => n as f64,
-            Scalar::Float(x) => x,
-            Scalar::Bool(_) => return Err(refused()),
-        };
-        if seconds.is_finite() && seconds > 0.0 {
-            Ok(Some(Seconds(seconds)))
-        } else {
-            Err(refused())
+        match <Option<f64>>::from_scalar(scalar) {
+            Ok(None) => Ok(None),
+            Ok(Some(seconds)) if seconds > 0.0 => Ok(Some(Seconds(seconds))),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
         }
+    }
+}
+
+impl FromYaml for Option<Usd> {
+    const WANTED: &'static str = "an amount of US dollars, 0 or more (e.g. 0.15)";
+
+    fn from_scalar(scalar: Scalar<'_>) -> Result<Self, Refusal> {
+        let number = match scalar {
+            Scalar::Text(s) => Scalar::Text(s.trim().trim_start_matches('$')),
+            other => other,
+        };
+        match <Option<f64>>::from_scalar(number) {
+            Ok(None) => Ok(None),
+            Ok(Some(usd)) if usd >= 0.0 => Ok(Some(Usd(usd))),
+            _ => Err(refuse(Self::WANTED, scalar.shown())),
+        }
+    }
+}
+
+/// `pricing`: a mapping from model names to prices, kept as a list in the file's order
+/// with the name inside each price.
+impl FromYaml for Vec<ModelPrice> {
+    const WANTED: &'static str = "a mapping of model names to their prices";
+
+    fn from_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        let mut prices = Vec::new();
+        while let Some(name) = map.next_key::<Value>()? {
+            let model = name_of(name, "a model name")?;
+            let mut price = map.next_value_seed(seed::<ModelPrice>())?;
+            price.model = model;
+            prices.push(price);
+        }
+        Ok(prices)
     }
 }
 
@@ -533,11 +578,14 @@ sections! {
     FallbackProvider => "a mapping with provider, model, base_url and api_key_env",
     AgentSection => "a mapping of agent settings",
     CronSection => "a mapping of cron settings",
+    CronDeliverySection => "a mapping of cron delivery settings",
     ToolsSection => "a mapping of tool settings",
     WebFetchSection => "a mapping of web_fetch settings",
     DeliverySection => "a mapping of delivery settings",
     ApprovalsSection => "a mapping of approval settings",
     CodeExecutionSection => "a mapping of code_execution settings",
+    BudgetSection => "a mapping with daily_usd, monthly_usd and notify",
+    ModelPrice => "a mapping with input_per_mtok, output_per_mtok and cache_read_per_mtok (US dollars per million tokens)",
     McpServer => "a mapping with command, args and env (stdio) or url and headers (HTTP)",
     McpToolFilter => "a mapping with include or exclude (lists of tool names)",
 }

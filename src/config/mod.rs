@@ -5,6 +5,9 @@
 //! never looks at the environment and never fills in defaults: callers decide those.
 
 mod forgiving;
+mod typos;
+
+pub use typos::likely_typos;
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +57,10 @@ pub struct Config {
     /// `code_execution`: the `execute_code` tool.
     #[serde(deserialize_with = "forgiving::read")]
     pub code_execution: CodeExecutionSection,
+    /// `pricing`: what models cost, by model name, over the built-in prices
+    /// (docs/CONFIG.md, "pricing"), in the file's order.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub pricing: Vec<ModelPrice>,
     /// Top-level keys this program does not use (most of Python Hermes' settings), as written.
     #[serde(skip)]
     pub extra: Mapping,
@@ -149,6 +156,10 @@ pub struct CronSection {
     pub script_timeout_seconds: Option<u64>,
     #[serde(deserialize_with = "forgiving::read")]
     pub delivery_retry_hours: Option<u64>,
+    /// `cron.failure_repeat_alert_hours` (default 6): how long an alerted incident stays
+    /// quiet before one reminder; 0 or less alerts on every failure.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub failure_repeat_alert_hours: Option<f64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
     #[serde(deserialize_with = "forgiving::read")]
     pub model: Option<String>,
@@ -156,9 +167,80 @@ pub struct CronSection {
     /// jobs.json). `HERMES_CRON_STORE` wins over it.
     #[serde(deserialize_with = "forgiving::read")]
     pub store: Option<String>,
+    /// `cron.bare_duration`: `once` or `every`, how a schedule like `30m` reads
+    /// (checked where it is used).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub bare_duration: Option<String>,
+    /// `cron.budget`: the spending caps of all cron runs together.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub budget: BudgetSection,
+    /// `cron.preflight`: the pre-run configuration check (default on).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub preflight: Option<bool>,
+    /// `cron.retry_unreachable`: re-run a fire that never reached the model (default on).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub retry_unreachable: Option<bool>,
+    /// `cron.delivery`: how results are sent.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub delivery: CronDeliverySection,
     #[serde(skip)]
     pub extra: Mapping,
 }
+
+/// `cron.delivery:`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct CronDeliverySection {
+    /// `cron.delivery.notify`: `false` sends without a notification where the platform
+    /// allows it (default true).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub notify: Option<bool>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// `cron.budget:` (docs/CONFIG.md, "cron.budget").
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct BudgetSection {
+    /// `cron.budget.daily_usd`: the spend of one UTC day at which agent runs stop.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub daily_usd: Option<Usd>,
+    /// `cron.budget.monthly_usd`: the same for one calendar month (UTC).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub monthly_usd: Option<Usd>,
+    /// `cron.budget.notify`: where the one notice of a spent budget goes (a deliver
+    /// target); unset, the failure lane of the first job it stops.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub notify: Option<String>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// One entry of `pricing:`: US dollars per million tokens.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ModelPrice {
+    /// The model name it prices, as written under `pricing:`.
+    #[serde(skip)]
+    pub model: String,
+    /// `input_per_mtok`: prompt tokens.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub input_per_mtok: Option<Usd>,
+    /// `output_per_mtok`: completion tokens.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub output_per_mtok: Option<Usd>,
+    /// `cache_read_per_mtok`: prompt tokens read from the provider's cache (default: the
+    /// input price).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub cache_read_per_mtok: Option<Usd>,
+    #[serde(skip)]
+    pub extra: Mapping,
+}
+
+/// An amount of US dollars, 0 or more (`0.15`, `"2.50"`, `$3`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Usd(pub f64);
 
 /// `tools:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -383,9 +465,9 @@ impl Config {
     }
 
     /// Every mapping of keys this program does not use, with the place it sits: `""` for
-    /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`, `tools`,
-    /// `tools.web_fetch`, and for each MCP server `mcp_servers.<name>.tools` and
-    /// `mcp_servers.<name>`.
+    /// the top level, then `model`, `fallback_providers[0]`, `agent`, `cron`,
+    /// `cron.delivery`, `tools`, `tools.web_fetch`, and for each MCP server
+    /// `mcp_servers.<name>.tools` and `mcp_servers.<name>`.
     pub fn unknown_keys(&self) -> Vec<(String, &Mapping)> {
         let mut places = vec![
             (String::new(), &self.extra),
@@ -397,12 +479,17 @@ impl Config {
         places.extend([
             ("agent".to_string(), &self.agent.extra),
             ("cron".to_string(), &self.cron.extra),
+            ("cron.delivery".to_string(), &self.cron.delivery.extra),
             ("tools".to_string(), &self.tools.extra),
             ("tools.web_fetch".to_string(), &self.tools.web_fetch.extra),
             ("delivery".to_string(), &self.delivery.extra),
             ("approvals".to_string(), &self.approvals.extra),
             ("code_execution".to_string(), &self.code_execution.extra),
+            ("cron.budget".to_string(), &self.cron.budget.extra),
         ]);
+        for price in &self.pricing {
+            places.push((format!("pricing.{}", price.model), &price.extra));
+        }
         for server in &self.mcp_servers {
             let place = format!("mcp_servers.{}", server.name);
             places.push((format!("{place}.tools"), &server.tools.extra));

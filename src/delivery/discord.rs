@@ -3,7 +3,8 @@
 //! disabled so a report can never ping `@everyone`. Requests are paced per route from
 //! Discord's own rate-limit headers ([`Limits`], kept by the delivery), so a long reply
 //! waits for its bucket to refill instead of meeting a 429; a 429 that still comes is
-//! waited out (`retry_after`).
+//! waited out (`retry_after`). A silent delivery sets the `SUPPRESS_NOTIFICATIONS`
+//! message flag.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -38,28 +39,53 @@ fn open(open: Open<'_>) -> Opened<'_> {
     let channel = Channel {
         url: format!("{}/channels/{channel}/messages", open.base),
         auth: format!("Bot {}", open.settings[0]),
+        flags: if open.silent {
+            SUPPRESS_NOTIFICATIONS
+        } else {
+            0
+        },
         link,
     };
     ready(channel)
 }
 
+/// Discord's message flag for a message that notifies nobody.
+const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;
+
 /// A channel (or thread) of the bot's.
 struct Channel<'a> {
     url: String,
     auth: String,
+    /// Message flags every message carries (none: 0).
+    flags: u64,
     link: Link<'a>,
+}
+
+impl Channel<'_> {
+    /// A message: its content (none for a file's), no mentions, and the silent flag
+    /// when set.
+    fn message(&self, content: Option<&str>) -> serde_json::Value {
+        let mut message = match content {
+            Some(content) => json!({"content": content, "allowed_mentions": {"parse": []}}),
+            None => json!({"allowed_mentions": {"parse": []}}),
+        };
+        if self.flags != 0 {
+            message["flags"] = json!(self.flags);
+        }
+        message
+    }
 }
 
 impl Sender for Channel<'_> {
     fn text<'a>(&'a mut self, _: usize, part: &'a Part) -> Sending<'a> {
-        let body = json!({"content": part.rendered, "allowed_mentions": {"parse": []}});
+        let body = self.message(Some(&part.rendered));
         Box::pin(async move { self.post(&|r| r.json(&body)).await })
     }
 
     fn file<'a>(&'a mut self, _: usize, path: &'a Path) -> Sending<'a> {
         Box::pin(async move {
             let (name, bytes) = read_media(path)?;
-            let payload = json!({"allowed_mentions": {"parse": []}}).to_string();
+            let payload = self.message(None).to_string();
             let form = |r: reqwest::RequestBuilder| {
                 r.multipart(
                     reqwest::multipart::Form::new()

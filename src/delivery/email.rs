@@ -18,7 +18,6 @@ use lettre::transport::smtp::commands::{Data, Mail, Rcpt};
 use lettre::transport::smtp::extension::ClientId;
 use lettre::transport::smtp::Error as SmtpError;
 use lettre::Address;
-use pulldown_cmark::{html, Event, Options, Parser};
 
 use jobs::target::Platform;
 
@@ -76,7 +75,8 @@ impl Smtp {
         let (address, password, host) = (vars[0], vars[1], vars[2]);
         let from: Address = address.parse().map_err(|_| {
             Failure::Final(format!(
-                "EMAIL_ADDRESS '{address}' is not an email address (fix it in ~/.hermes/.env)"
+                "EMAIL_ADDRESS '{address}' is not an email address (fix it in {})",
+                env.dotenv_hint()
             ))
         })?;
         let port = match env.get("EMAIL_SMTP_PORT") {
@@ -273,17 +273,10 @@ fn attachment(path: &Path) -> Result<SinglePart, Failure> {
     Ok(Attachment::new(name).body(bytes, content_type))
 }
 
-/// The HTML alternative: the text's Markdown by CommonMark rules (tables and
-/// strikethrough too), with any raw HTML in it shown as text rather than obeyed — the
-/// reply is model output and must not smuggle markup or scripts into a mail client.
+/// The HTML alternative: the text's Markdown ([`super::format::markdown_html`]: raw
+/// HTML in it shown as text) as a whole document.
 pub fn html_of(text: &str) -> String {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
-    let events = Parser::new_ext(text, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        other => other,
-    });
-    let mut body = String::new();
-    html::push_html(&mut body, events);
+    let body = super::format::markdown_html(text);
     format!(
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head><body>\n{body}</body></html>\n"
     )

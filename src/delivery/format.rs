@@ -13,6 +13,21 @@ mod split;
 pub use render::{render, Rendering};
 pub use split::{split_parts, split_rendered, Part};
 
+/// The text's Markdown as an HTML fragment, by CommonMark rules (tables and
+/// strikethrough too), with any raw HTML in it shown as text rather than obeyed: a reply
+/// is model output and must not smuggle markup or scripts into a mail client or a page.
+pub fn markdown_html(text: &str) -> String {
+    use pulldown_cmark::{html, Event, Options, Parser};
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let events = Parser::new_ext(text, options).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+        other => other,
+    });
+    let mut body = String::new();
+    html::push_html(&mut body, events);
+    body
+}
+
 /// The response wrapper (docs/DELIVERY.md, "The response wrapper") around a reply.
 pub fn wrap(name: &str, job_id: &str, content: &str) -> String {
     format!(
@@ -70,7 +85,22 @@ pub fn failure_notice(job_id: &str, error: &str, streak: u64) -> String {
     } else {
         first.to_string()
     };
-    let mut notice = format!("⚠️ This run failed ({}): {first}", error_class(error));
+    let notice = format!("⚠️ This run failed ({}): {first}", error_class(error));
+    with_nudge(notice, job_id, streak)
+}
+
+/// The notice of a run whose agent declared it failed (`[CRON_FAILURE]`): the agent's
+/// evidence as it wrote it, every line, never classified (its own words already say
+/// what went wrong), and the same nudge.
+pub fn declared_failure_notice(job_id: &str, evidence: &str, streak: u64) -> String {
+    with_nudge(
+        format!("⚠️ This run failed, as the agent reported:\n\n{evidence}"),
+        job_id,
+        streak,
+    )
+}
+
+fn with_nudge(mut notice: String, job_id: &str, streak: u64) -> String {
     if streak >= NUDGE_AFTER {
         notice.push_str(&format!(
             "\n\nIt has failed {streak} times in a row. See `hermes cron runs {job_id}`, \

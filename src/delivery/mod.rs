@@ -8,7 +8,8 @@
 //!   origin and no home channel anywhere, send nothing and are not errors.
 //! * The text is the reply inside the response wrapper (docs/DELIVERY.md; `cron.wrap_response: false` sends the
 //!   bare reply); a failed run sends a one-line notice naming the error class, with a
-//!   nudge from the third failure in a row; a silent run sends nothing. Everything sent
+//!   nudge from the third failure in a row, to `failure_deliver` when the job has one
+//!   (`local` mutes it); a silent run sends nothing. Everything sent
 //!   is secret-redacted ([`crate::redact`]). `MEDIA:/path` lines become attachments.
 //! * Webhooks get `{job_id, name, scheduled_at, status, text}` with the unwrapped text.
 //! * Transient failures (connection refused, 429, 5xx) are retried within the run;
@@ -96,6 +97,11 @@ pub enum Delivered<'a> {
     Reply(&'a str),
     /// The run failed with this error: a notice is sent.
     Failed(&'a str),
+    /// The run failed and this is its notice, composed already.
+    Notice(&'a str),
+    /// The agent declared the run failed (`[CRON_FAILURE]`) with this evidence: it is
+    /// sent as written.
+    Declared(&'a str),
     /// Nothing to send (`[SILENT]`, empty script output, wake gate closed).
     Silent,
 }
@@ -167,6 +173,10 @@ pub struct Message {
     pub text: String,
     /// `MEDIA:` files to attach after the text.
     pub media: Vec<String>,
+    /// Sent without a notification where the platform allows it
+    /// (`cron.delivery.notify: false`).
+    #[serde(default)]
+    pub silent: bool,
 }
 
 /// Everything delivery needs about one finished run.
@@ -180,6 +190,8 @@ pub struct RunDelivery<'a> {
     /// Failures in a row including this run (for the nudge).
     pub failure_streak: u64,
     pub wrap_response: bool,
+    /// `cron.delivery.notify`: `false` sends silently where the platform allows it.
+    pub notify: bool,
     /// Write-ahead tracking of each send (the scheduler keeps a `sending` outbox row per
     /// destination before its first request, so a crash mid-delivery leaves a row the
     /// next pass can resolve). `None`: untracked.
@@ -194,6 +206,11 @@ pub fn build_message(run: &RunDelivery<'_>, redactor: &Redactor) -> Option<Messa
         Delivered::Failed(error) => (
             "error",
             format::failure_notice(run.job.id(), error, run.failure_streak),
+        ),
+        Delivered::Notice(notice) => ("error", notice.trim().to_string()),
+        Delivered::Declared(evidence) => (
+            "error",
+            format::declared_failure_notice(run.job.id(), evidence, run.failure_streak),
         ),
     };
     let content = redactor.redact(&content);
@@ -211,6 +228,7 @@ pub fn build_message(run: &RunDelivery<'_>, redactor: &Redactor) -> Option<Messa
         content,
         text: redactor.redact(&text),
         media,
+        silent: !run.notify,
     })
 }
 
@@ -276,7 +294,14 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
     };
     let env = Environment::load(run.home);
     let policy = AddressPolicy::for_home_deliveries(run.home);
-    let resolution = target::resolve(run.job, &run.job.deliver(), &env);
+    // Failure notices take the job's failure lane; replies always `deliver`.
+    let lane = match run.result {
+        Delivered::Failed(_) | Delivered::Notice(_) | Delivered::Declared(_) => {
+            run.job.failure_lane()
+        }
+        _ => run.job.deliver(),
+    };
+    let resolution = target::resolve(run.job, &lane, &env);
     let payload = serde_json::to_string(&message).unwrap_or_default();
     let outcomes = send_all(
         shared,
@@ -486,6 +511,7 @@ mod tests {
             content: "hi".into(),
             text: "hi".into(),
             media: Vec::new(),
+            silent: false,
         };
         let shared = Shared::default();
         for platform in Platform::ALL {

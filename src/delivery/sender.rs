@@ -55,6 +55,9 @@ pub struct Open<'a> {
     /// The message as the driver got it (a caption may ride on a file).
     pub text: &'a str,
     pub media: &'a [String],
+    /// Send without a notification, where the platform has a way to
+    /// (`cron.delivery.notify: false`).
+    pub silent: bool,
     /// The way to the platform: the shared exchange, paced by the description.
     pub link: Link<'a>,
 }
@@ -339,7 +342,10 @@ pub fn settings<'a>(
                     false => value,
                 })
                 .ok_or_else(|| {
-                    Failure::Final(format!("{var} is not set (add it to ~/.hermes/.env)"))
+                    Failure::Final(format!(
+                        "{var} is not set (add it to {})",
+                        env.dotenv_hint()
+                    ))
                 })
         })
         .collect()
@@ -433,6 +439,7 @@ pub async fn send_chat(
         thread,
         text: &message.text,
         media: &message.media,
+        silent: message.silent,
         link: Link::new(shared, platform.as_str(), &chat, pace),
     };
     let mut sender = (description.open)(open).await.map_err(|f| (f, skip))?;

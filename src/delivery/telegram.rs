@@ -2,7 +2,8 @@
 //! Telegram counts them, after HTML parsing), Markdown rendered as Telegram HTML with a
 //! plain-text resend when Telegram "can't parse entities", `retry_after` on 429, 403 as
 //! final, `migrate_to_chat_id` followed, the General topic (thread 1) omitted, and
-//! `MEDIA:` files uploaded with sendPhoto/sendDocument/sendAudio/sendVideo.
+//! `MEDIA:` files uploaded with sendPhoto/sendDocument/sendAudio/sendVideo; every
+//! request carries `disable_notification` when the delivery is silent.
 //! The bot token only ever appears in the request URL, never in an error message.
 
 use std::path::Path;
@@ -49,6 +50,7 @@ fn open(open: Open<'_>) -> Opened<'_> {
         link,
         base: open.base.to_string(),
         token: open.settings[0].to_string(),
+        silent: open.silent,
         chat: Mutex::new(Chat {
             id: open.chat.to_string(),
             // The General topic of a forum is thread 1, and Telegram refuses it by id.
@@ -64,6 +66,8 @@ struct Bot<'a> {
     link: Link<'a>,
     base: String,
     token: String,
+    /// Sent with `disable_notification`.
+    silent: bool,
     /// Where the items go, as Telegram's answers may change it (a migrated group, a
     /// topic that is gone) and how the item under way is sent; locked only to build a
     /// request or read its answer.
@@ -119,6 +123,9 @@ impl Bot<'_> {
             if let Some(thread) = &chat.thread {
                 body["message_thread_id"] = chat_value(thread);
             }
+            if self.silent {
+                body["disable_notification"] = json!(true);
+            }
             client.post(&url).json(&body)
         };
         let judge = |answer: &Answer| {
@@ -154,6 +161,9 @@ impl Bot<'_> {
                 );
             if let Some(thread) = &chat.thread {
                 form = form.text("message_thread_id", thread.clone());
+            }
+            if self.silent {
+                form = form.text("disable_notification", "true");
             }
             client.post(&url).multipart(form)
         };

@@ -203,9 +203,10 @@ impl Cron {
         {
             return Err("create requires a prompt, at least one skill or a script".into());
         }
-        let (model, provider) = args.model_and_provider()?;
+        args.refuse_model_pins()?;
         let deliver = args.deliver_text()?;
         let origin = args.origin_text()?;
+        let (monitor_script, monitor_url) = args.monitor_pair();
         let defaulted_to_local = deliver.is_none() && origin.is_none();
         let new = NewJob {
             schedule: schedule.to_string(),
@@ -217,11 +218,16 @@ impl Cron {
             script: script.map(str::to_string),
             no_agent,
             workdir: args.workdir.clone(),
-            model,
-            provider,
             timezone: args.timezone.clone(),
-            paused: false,
+            paused: args.paused.unwrap_or(false),
+            paused_reason: args.paused_reason.clone(),
+            failure_deliver: args.failure_deliver_text()?,
+            monitor_script,
+            monitor_url,
+            continuity: args.continuity.unwrap_or(false),
+            pin: args.pinned.unwrap_or(false),
             origin,
+            caps: args.caps()?,
             ..NewJob::default()
         };
         let Changed { job, ctx } = self.jobs.create(new).await?;
@@ -263,7 +269,8 @@ impl Cron {
     }
 
     async fn update(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
-        let (model, provider) = args.model_and_provider()?;
+        args.refuse_model_pins()?;
+        let (monitor_script, monitor_url) = args.monitor_pair();
         let edit = JobEdit {
             schedule: args.schedule.clone(),
             prompt: args.prompt.clone(),
@@ -274,9 +281,13 @@ impl Cron {
             script: args.script.clone(),
             no_agent: args.no_agent,
             workdir: args.workdir.clone(),
-            model,
-            provider,
             timezone: args.timezone.clone(),
+            failure_deliver: args.failure_deliver_text()?,
+            monitor_script,
+            monitor_url,
+            continuity: args.continuity,
+            pin: args.pinned,
+            caps: args.caps()?,
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -306,7 +317,12 @@ impl Cron {
         let mut executed = false;
         match self
             .jobs
-            .run_now(&self.scheduler, &id, WhenPaused::Refuse)
+            .run_now(
+                &self.scheduler,
+                &id,
+                WhenPaused::Refuse,
+                args.prompt.as_deref(),
+            )
             .await
         {
             Ok(report) => {
@@ -404,13 +420,32 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
         "paused_at": field("paused_at"),
         "paused_reason": field("paused_reason"),
     });
-    for key in ["script", "workdir", "enabled_toolsets"] {
+    // Hermes 0.22's optional fields, each only when set.
+    for key in [
+        "script",
+        "reasoning_effort",
+        "monitor_script",
+        "monitor_url",
+        "monitor_state",
+        "workdir",
+        "enabled_toolsets",
+        "interpreter",
+        "failure_deliver",
+        "max_turns",
+        "max_runtime_seconds",
+        "max_tokens",
+        "max_cost_usd",
+    ] {
         if record.get(key).is_some_and(|v| !v.is_null()) {
             out[key] = field(key);
         }
     }
+    out["pinned"] = json!(job.model().is_some());
     if job.no_agent() {
         out["no_agent"] = json!(true);
+    }
+    if job.continuity() {
+        out["continuity"] = json!(true);
     }
     out
 }

@@ -17,8 +17,13 @@ pub enum ArgumentError {
     Repeat(Value),
     #[error("Invalid deliver {0}: use a text such as 'origin' or 'telegram:-100123:17'")]
     Deliver(Value),
-    #[error("Invalid model {0}: give the model's name as a text")]
-    Model(Value),
+    #[error("Invalid failure_deliver {0}: use a text such as 'local' or 'telegram:-100123:17'")]
+    FailureDeliver(Value),
+    /// A spending cap that is not a number (the lifecycle judges the number).
+    #[error("Invalid argument: {0}")]
+    Cap(String),
+    #[error("A job's model and provider are its owner's to choose: this tool cannot set them. Ask the user to run 'hermes cron edit JOB --model …', or pass pinned=true when the user asks to pin the configured model")]
+    ModelPin,
     #[error("origin needs platform and chat_id, e.g. {{\"platform\": \"telegram\", \"chat_id\": \"-1001234567890\"}}")]
     NoOriginPlatform,
     #[error("Unknown origin platform '{0}': use one of {known}", known = known_platforms())]
@@ -60,6 +65,20 @@ pub struct Arguments {
     pub reason: Option<String>,
     pub include_disabled: Option<bool>,
     pub origin: Option<Map<String, Value>>,
+    pub paused: Option<bool>,
+    pub paused_reason: Option<String>,
+    pub failure_deliver: Option<Value>,
+    /// Hermes 0.22's one monitor field: an http(s) URL, else a script path.
+    pub monitor: Option<String>,
+    /// The stored fields `monitor` splits into, accepted too as Hermes 0.22 does.
+    pub monitor_script: Option<String>,
+    pub monitor_url: Option<String>,
+    pub continuity: Option<bool>,
+    pub pinned: Option<bool>,
+    pub max_turns: Option<Value>,
+    pub max_runtime_seconds: Option<Value>,
+    pub max_tokens: Option<Value>,
+    pub max_cost_usd: Option<Value>,
 }
 
 impl Arguments {
@@ -89,29 +108,58 @@ impl Arguments {
 
     /// `deliver` as one comma-separated text; a list is joined (some clients send one).
     pub fn deliver_text(&self) -> Result<Option<String>, ArgumentError> {
-        match &self.deliver {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(Value::Array(items)) => {
-                let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
-                Ok(Some(parts.join(",")))
-            }
-            Some(other) => Err(ArgumentError::Deliver(other.clone())),
-        }
+        targets_text(&self.deliver, ArgumentError::Deliver)
     }
 
-    /// The model and provider pins: `model` as a text, or Python Hermes'
-    /// `{"model": …, "provider": …}` object.
-    pub fn model_and_provider(&self) -> Result<(Option<String>, Option<String>), ArgumentError> {
-        let provider = self.provider.clone();
-        match &self.model {
-            None | Some(Value::Null) => Ok((None, provider)),
-            Some(Value::String(model)) => Ok((Some(model.clone()), provider)),
-            Some(Value::Object(pins)) => {
-                let text = |key: &str| pins.get(key).and_then(scalar_text);
-                Ok((text("model"), text("provider").or(provider)))
-            }
-            Some(other) => Err(ArgumentError::Model(other.clone())),
+    /// Refuses a model or provider pin: per-job pins are the user's (Hermes 0.22's
+    /// tool does not forward them either). Empty values pass, as a model re-sending
+    /// every field with its default would send them.
+    pub fn refuse_model_pins(&self) -> Result<(), ArgumentError> {
+        let given = |value: Option<&Value>| match value {
+            None | Some(Value::Null) => false,
+            Some(Value::String(text)) => !text.trim().is_empty(),
+            Some(Value::Object(pins)) => !pins.is_empty(),
+            Some(_) => true,
+        };
+        let provider = self.provider.as_ref().map(|p| Value::String(p.clone()));
+        if given(self.model.as_ref()) || given(provider.as_ref()) {
+            return Err(ArgumentError::ModelPin);
+        }
+        Ok(())
+    }
+
+    /// The spending caps given, as the lifecycle reads them (`0` clears one on update).
+    pub fn caps(&self) -> Result<jobs::CapTexts, ArgumentError> {
+        jobs::CapTexts::from_json(|key| match key {
+            "max_turns" => self.max_turns.as_ref(),
+            "max_runtime_seconds" => self.max_runtime_seconds.as_ref(),
+            "max_tokens" => self.max_tokens.as_ref(),
+            "max_cost_usd" => self.max_cost_usd.as_ref(),
+            _ => None,
+        })
+        .map_err(ArgumentError::Cap)
+    }
+
+    /// `failure_deliver` as one comma-separated text, like `deliver`.
+    pub fn failure_deliver_text(&self) -> Result<Option<String>, ArgumentError> {
+        targets_text(&self.failure_deliver, ArgumentError::FailureDeliver)
+    }
+
+    /// `monitor` split into the stored `(monitor_script, monitor_url)` as Hermes 0.22
+    /// splits it: an http(s) URL is the URL, anything else the script; setting one clears
+    /// the other, `""` clears both; without `monitor`, the two fields as given.
+    pub fn monitor_pair(&self) -> (Option<String>, Option<String>) {
+        let Some(monitor) = &self.monitor else {
+            return (self.monitor_script.clone(), self.monitor_url.clone());
+        };
+        let value = monitor.trim();
+        let lower = value.to_ascii_lowercase();
+        if value.is_empty() {
+            (Some(String::new()), Some(String::new()))
+        } else if lower.starts_with("http://") || lower.starts_with("https://") {
+            (Some(String::new()), Some(value.to_string()))
+        } else {
+            (Some(value.to_string()), Some(String::new()))
         }
     }
 
@@ -153,6 +201,23 @@ impl Arguments {
             });
         }
         Ok(Some(format!("{}:{rest}", platform.as_str())))
+    }
+}
+
+/// A targets value as one comma-separated text: a text, or a list joined; anything else
+/// is refused with `invalid`.
+fn targets_text(
+    value: &Option<Value>,
+    invalid: fn(Value) -> ArgumentError,
+) -> Result<Option<String>, ArgumentError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(Value::Array(items)) => {
+            let parts: Vec<String> = items.iter().filter_map(scalar_text).collect();
+            Ok(Some(parts.join(",")))
+        }
+        Some(other) => Err(invalid(other.clone())),
     }
 }
 

@@ -60,7 +60,7 @@ pub fn input_schema() -> Map<String, Value> {
         },
         "job_id": string("The job's id or exact name, for update, pause, resume, remove and run."),
         "schedule": string("When it runs, for create and update: '30m' (once, in 30 minutes), 'every 2h', '0 9 * * *' (cron), 'weekdays at 9am', or an ISO time '2026-06-01T09:00' (once). Read in the job's time zone."),
-        "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run."),
+        "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run. For run: optional context for that one run only (never stored)."),
         "name": string("A short human-friendly name (default: the start of the prompt)."),
         "repeat": {
             "type": "integer",
@@ -78,8 +78,37 @@ pub fn input_schema() -> Map<String, Value> {
             "description": "True: no model at all, the script's output is the message (empty output sends nothing). Needs script."
         },
         "workdir": string("Absolute path of an existing directory the job works in. On update, '' removes it."),
-        "model": string("Model for this job (default: the configured one). On update, '' removes the pin."),
-        "provider": string("Provider for this job's model (default: the configured one). On update, '' removes the pin."),
+        "pinned": {
+            "type": "boolean",
+            "description": "For create and update. ONLY set when the user explicitly asks to pin (or unpin) a job's model: true locks the currently configured model and its provider onto the job, false releases the lock. Never set it on your own initiative; a job's model is its owner's to choose."
+        },
+        "paused": {
+            "type": "boolean",
+            "description": "For create: create the job paused; it runs only once resumed (or run explicitly). Default false."
+        },
+        "paused_reason": string("For create with paused=true: why it waits, shown in the job listing."),
+        "failure_deliver": string("Where failure notices go instead of deliver (same values); 'local' mutes them. On update, '' clears it: failures follow deliver again."),
+        "monitor": string("A change detector that gates the agent: an http(s) URL or a script under <HERMES_HOME>/scripts/, read each run. Unchanged output skips the agent run; changed output wakes it with the change. Its output must be stable (no timestamps). Not with no_agent. On update, '' removes it."),
+        "continuity": {
+            "type": "boolean",
+            "description": "True: each run sees the job's own previous output, to continue where it left off. On update, false turns it off."
+        },
+        "max_turns": {
+            "type": "integer",
+            "description": "For create and update: at most this many model requests per run; the run then stops as budget_exceeded. On update, 0 removes the cap."
+        },
+        "max_runtime_seconds": {
+            "type": "integer",
+            "description": "For create and update: at most this many seconds per run (script and agent); the run is then stopped as budget_exceeded. On update, 0 removes the cap."
+        },
+        "max_tokens": {
+            "type": "integer",
+            "description": "For create and update: at most this many prompt plus completion tokens per run. On update, 0 removes the cap."
+        },
+        "max_cost_usd": {
+            "type": "number",
+            "description": "For create and update: at most this many US dollars per run, priced by the run's model (a model without a known price is refused). On update, 0 removes the cap."
+        },
         "timezone": string("IANA time zone the schedule is read in, e.g. 'Europe/Berlin' (default: the configured zone). On update, '' returns to the default."),
         "reason": string("For pause: why, shown in the job listing."),
         "include_disabled": {

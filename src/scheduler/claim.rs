@@ -1,29 +1,40 @@
 //! Find due and claim: one pass asks the store to decide what is due and to claim each
 //! occurrence before anything runs, then turns the claims into work. Missed one-shots
-//! get a note in their output, skipped ones a log line; nothing here runs a job.
+//! get a note in their output, skipped ones a log line; under the global pause nothing
+//! is claimed. Nothing here runs a job.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use jobs::due::{run_claim_ttl, Decision, ScanOptions};
-use jobs::ledger::RunSource;
+use jobs::estop::GlobalPause;
+use jobs::ledger::{occurrence_key, RunSource, RunStatus};
 use jobs::output::{missed_note, OutputDocument};
 use jobs::store::{Claimed, DueScan, Occurrence};
 use jobs::{Context, Job};
 
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
-use super::{lock, PassReport, Pending, Scheduler, SchedulerError};
+use super::{lock, PassReport, Pending, RunReport, Scheduler, SchedulerError};
+use crate::global_pause;
 
 /// Ledger rows kept per job.
 const RUNS_KEPT_PER_JOB: usize = 1000;
+/// How soon a paused scheduler looks whether it was resumed (a resume on PostgreSQL
+/// also wakes it at once).
+const PAUSED_LOOK: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Scheduler {
     /// One scheduler pass: claims due occurrences and due delivery retries. Returns at
     /// once when another scheduler is in the middle of a pass on the same store.
     pub async fn pass(self: &Arc<Self>) -> Result<PassReport, SchedulerError> {
         let (ctx, settings) = self.context()?;
+        if let Some(pause) = global_pause::engaged(&self.parts.home, self.store()).await? {
+            return Ok(self.paused_pass(&pause, ctx.now).await);
+        }
+        self.pause_noted.store(false, Ordering::Relaxed);
         let running = lock(&self.running).clone();
         let scan = DueScan {
             options: ScanOptions {
@@ -42,21 +53,28 @@ impl Scheduler {
         if !due.ran {
             return Ok(PassReport {
                 pending: Vec::new(),
+                recorded: Vec::new(),
                 next_wake: None,
                 ran: false,
                 backlog: false,
             });
         }
         let mut pending: Vec<Pending> = Vec::new();
+        let mut recorded: Vec<RunReport> = Vec::new();
         for occurrence in due.occurrences {
-            pending.extend(self.settle(occurrence, &ctx, &settings).await);
+            match self.settle(occurrence, &ctx, &settings).await {
+                Settled::Work(work) => pending.push(work),
+                Settled::Recorded(report) => recorded.push(report),
+                Settled::Nothing => {}
+            }
         }
         let (retries, retry_wake) = self.claim_redeliveries(ctx.now).await;
         pending.extend(retries.into_iter().map(Pending::Redeliver));
         let week_ago = ctx.now - chrono::Duration::days(7);
+        let spend_since = ctx.now - chrono::Duration::days(jobs::spend::SPEND_KEPT_DAYS);
         if let Err(e) = self
             .store()
-            .prune_history(week_ago, RUNS_KEPT_PER_JOB)
+            .prune_history(week_ago, RUNS_KEPT_PER_JOB, spend_since)
             .await
         {
             tracing::warn!("cannot prune the run history: {e}");
@@ -77,6 +95,7 @@ impl Scheduler {
             .map_or(chrono::Duration::zero(), |t| t - ctx.now);
         Ok(PassReport {
             pending,
+            recorded,
             next_wake: [due.next_wake.map(|at| at - skew), retry_wake]
                 .into_iter()
                 .flatten()
@@ -86,13 +105,33 @@ impl Scheduler {
         })
     }
 
-    /// What to do about one decided occurrence: the work to run, or nothing (logged).
+    /// A pass under the global pause: no due job is claimed (each stays due, its
+    /// schedule unmoved, and fires at the first pass after the resume); deliveries of
+    /// runs that already happened are still retried. The pause is looked at again soon.
+    async fn paused_pass(&self, pause: &GlobalPause, now: DateTime<Utc>) -> PassReport {
+        if !self.pause_noted.swap(true, Ordering::Relaxed) {
+            let reason = pause.reason.as_deref().unwrap_or("none given");
+            tracing::info!("paused by `hermes pause` (reason: {reason}): no due job is claimed until `hermes resume`");
+        }
+        let (retries, retry_wake) = self.claim_redeliveries(now).await;
+        let look_again = now + chrono::Duration::from_std(PAUSED_LOOK).unwrap_or_default();
+        PassReport {
+            pending: retries.into_iter().map(Pending::Redeliver).collect(),
+            recorded: Vec::new(),
+            next_wake: Some(retry_wake.map_or(look_again, |at| at.min(look_again))),
+            ran: true,
+            backlog: false,
+        }
+    }
+
+    /// What to do about one decided occurrence: the work to run, an outcome recorded
+    /// without a run (missed, skipped), or nothing (logged).
     async fn settle(
         &self,
         occurrence: Occurrence,
         ctx: &Context,
         settings: &CronSettings,
-    ) -> Option<Pending> {
+    ) -> Settled {
         let Occurrence {
             job,
             decision,
@@ -104,9 +143,10 @@ impl Scheduler {
                 lock(&self.running).insert(id);
                 let late = (ctx.now - *scheduled_at).to_std().unwrap_or_default();
                 self.observe(|o| o.fired_late(late));
-                Some(Pending::Run(ClaimedRun {
+                Settled::Work(Pending::Run(ClaimedRun {
                     job,
                     scheduled_at: Some(*scheduled_at),
+                    claimed_at: ctx.now,
                     run,
                     source: RunSource::Scheduler,
                     settings: settings.clone(),
@@ -118,24 +158,33 @@ impl Scheduler {
                 self.leave_missed_note(&job, *scheduled_at, ctx, settings)
                     .await;
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
-                None
+                Settled::Recorded(recorded_report(
+                    &job,
+                    occurrence_key(&id, *scheduled_at),
+                    status,
+                    reason,
+                ))
             }
-            (_, Claimed::Recorded { status, reason }) => {
+            (decision, Claimed::Recorded { status, reason }) => {
                 self.observe(|o| o.run_ended(status));
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
-                None
+                let occurrence = match decision {
+                    Decision::Fire { scheduled_at, .. } => occurrence_key(&id, *scheduled_at),
+                    _ => id.clone(),
+                };
+                Settled::Recorded(recorded_report(&job, occurrence, status, reason))
             }
             (_, Claimed::Taken) => {
                 tracing::info!(job = %id, "occurrence already in the ledger; not running it again");
-                None
+                Settled::Nothing
             }
             (_, Claimed::Failed { error }) => {
                 tracing::error!(job = %id, "cannot claim occurrence, not running it: {error}");
-                None
+                Settled::Nothing
             }
             (Decision::Broken { reason }, _) => {
                 tracing::error!(job = %id, "cannot schedule job: {reason}");
-                None
+                Settled::Nothing
             }
             (Decision::Completed { scheduled_at }, _) => {
                 tracing::info!(
@@ -143,9 +192,9 @@ impl Scheduler {
                     scheduled = %scheduled_at,
                     "one-shot dispatched before by a run that never recorded its end; marked completed, not run again"
                 );
-                None
+                Settled::Nothing
             }
-            (_, Claimed::Settled | Claimed::Run { .. }) => None,
+            (_, Claimed::Settled | Claimed::Run { .. }) => Settled::Nothing,
         }
     }
 
@@ -168,6 +217,7 @@ impl Scheduler {
             zone,
             prompt: "",
             result: Err(&note),
+            gate: None,
         };
         if let Err(e) = self
             .store()
@@ -190,10 +240,32 @@ impl Scheduler {
         Ok(ClaimedRun {
             job,
             scheduled_at: None,
+            claimed_at: ctx.now,
             run,
             source: RunSource::Manual,
             settings,
             queued: None,
         })
+    }
+}
+
+/// What settling one occurrence came to.
+enum Settled {
+    Work(Pending),
+    Recorded(RunReport),
+    Nothing,
+}
+
+/// The report of an outcome recorded without a run, for `hermes cron tick` to print.
+fn recorded_report(job: &Job, occurrence: String, status: RunStatus, reason: String) -> RunReport {
+    RunReport {
+        job_id: job.id().to_string(),
+        job_name: job.name().to_string(),
+        occurrence,
+        status,
+        error: Some(reason),
+        output: None,
+        response: None,
+        delivery: None,
     }
 }

@@ -25,6 +25,8 @@ pub struct ClaimedRun {
     pub job: Job,
     /// The instant it was due (`None`: a manual run).
     pub scheduled_at: Option<DateTime<Utc>>,
+    /// When it was claimed: a manual run's occurrence key carries it, as its ledger row does.
+    pub claimed_at: DateTime<Utc>,
     /// Its ledger row.
     pub run: i64,
     pub source: RunSource,
@@ -34,10 +36,10 @@ pub struct ClaimedRun {
 }
 
 impl ClaimedRun {
-    /// `<job_id>@<instant>`, or `<job_id>@manual`.
+    /// `<job_id>@<instant>`, or `<job_id>@manual-<claimed at>`: the ledger's key.
     pub fn occurrence(&self) -> String {
         self.scheduled_at.map_or_else(
-            || format!("{}@manual", self.job.id()),
+            || jobs::store::manual_occurrence(self.job.id(), self.claimed_at),
             |at| occurrence_key(self.job.id(), at),
         )
     }
@@ -72,7 +74,17 @@ impl Scheduler {
             store: Arc::clone(&self.parts.store),
             ctx,
             config,
+            progress: crate::runner::Progress::default(),
         };
+        // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
+        // on the job: this fire appends it, and removes it once recorded.
+        let forwarded = match claimed.source {
+            RunSource::Scheduler => claimed.job.manual_run_prompt().map(str::to_string),
+            _ => None,
+        };
+        if let Some(context) = &forwarded {
+            claimed.job = claimed.job.clone().with_run_context(context);
+        }
         let heartbeat =
             (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {
                 let this = Arc::clone(&self);
@@ -81,13 +93,16 @@ impl Scheduler {
             });
         // A config.yaml that cannot be read fails the run with its error.
         let outcome = match loaded {
-            Ok(_) => run_watched(self.parts.runner.as_ref(), &claimed.job, &env).await,
+            Ok(_) => self.run_within_budget(&claimed, &env).await,
             Err(e) => RunOutcome::failed(claimed.job.prompt().to_string(), e.to_string()),
         };
         if let Some(heartbeat) = heartbeat {
             heartbeat.abort();
         }
         let report = self.record(&claimed, &env, started, outcome).await;
+        if let Some(context) = forwarded {
+            self.clear_forwarded_prompt(claimed.job.id(), context).await;
+        }
         lock(&self.running).remove(claimed.job.id());
         tracing::info!(
             job = claimed.job.id(),
@@ -127,6 +142,22 @@ impl Scheduler {
             if let Err(e) = self.refresh_run_claim(&job_id).await {
                 tracing::warn!(job = %job_id, "cannot refresh the run claim: {e}");
             }
+        }
+    }
+
+    /// Removes the forwarded per-run prompt a run used, unless a newer one replaced it.
+    async fn clear_forwarded_prompt(&self, job_id: &str, used: String) {
+        let Ok((ctx, _)) = self.context() else {
+            return;
+        };
+        let ids = std::collections::HashSet::from([job_id.to_string()]);
+        let clear = Box::new(move |job: &mut Job| {
+            if job.manual_run_prompt() == Some(used.as_str()) {
+                job.clear_manual_run();
+            }
+        });
+        if let Err(e) = self.store().update_jobs(&ctx, ids, clear).await {
+            tracing::warn!(job = %job_id, "cannot clear the forwarded run prompt: {e}");
         }
     }
 

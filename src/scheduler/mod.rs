@@ -8,6 +8,10 @@
 //! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
+//! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
+//!   a quota hold, a blocked configuration's one alert;
+//! * [`alert`] — group failures into incidents and alert once per incident;
+//! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
@@ -17,6 +21,9 @@
 //! It never reads the wall clock (only its [`Clock`]) and never touches a file of the
 //! store (only its [`Store`]).
 
+mod aftermath;
+mod alert;
+mod budget;
 mod claim;
 mod daemon;
 mod execute;
@@ -141,6 +148,8 @@ pub struct Scheduler {
     /// "run now"): the daemon drains them with its own on shutdown. Held only to spawn
     /// into, reap or take out.
     manual: Mutex<JoinSet<RunReport>>,
+    /// The global pause was logged since it was engaged (logged once per engagement).
+    pause_noted: std::sync::atomic::AtomicBool,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -178,6 +187,9 @@ impl Pending {
 pub struct PassReport {
     /// Work claimed by this pass, for the caller to spawn.
     pub pending: Vec<Pending>,
+    /// Outcomes this pass recorded without running anything (a missed one-shot, a
+    /// skipped occurrence).
+    pub recorded: Vec<RunReport>,
     /// The earliest next run or delivery retry after the pass.
     pub next_wake: Option<DateTime<Utc>>,
     /// False when another scheduler was in the middle of a pass on the store.
@@ -220,6 +232,7 @@ impl Scheduler {
             records: Mutex::new(Vec::new()),
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
+            pause_noted: std::sync::atomic::AtomicBool::new(false),
         }))
     }
 
@@ -326,7 +339,7 @@ impl Scheduler {
         for pending in report.pending {
             handles.push(tokio::spawn(pending.run(Arc::clone(self))));
         }
-        let mut reports = Vec::new();
+        let mut reports = report.recorded;
         for handle in handles {
             match handle.await {
                 Ok(report) => reports.push(report),

@@ -12,8 +12,13 @@ use jobs::ledger::RunStatus;
 /// run is being recorded: implementations are quick and lock-free or nearly so.
 pub trait Observer: Send + Sync {
     /// A run or an occurrence reached its ledger outcome (`ok`, `error`, `skipped`,
-    /// `missed`, `interrupted`).
+    /// `missed`, `interrupted`, `budget_exceeded`, `budget_exhausted`).
     fn run_ended(&self, status: RunStatus);
+    /// A run of `job` answered by `model` used these tokens and cost this much (`None`:
+    /// no known price). Told only of runs that reported usage.
+    fn run_spent(&self, job: &str, model: &str, prompt: i64, completion: i64, cost: Option<f64>) {
+        let _ = (job, model, prompt, completion, cost);
+    }
     /// A scheduled occurrence started this long after the instant it was due.
     fn fired_late(&self, lateness: Duration);
     /// A delivery ended failed or expired: it will not be retried.

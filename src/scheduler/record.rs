@@ -1,7 +1,9 @@
 //! Record: what a finished run leaves behind, in order — its output document, its
-//! delivery (each destination kept in the outbox before its first request, so a crash
-//! mid-delivery never resends what may have arrived), the job's outcome fields and the
-//! ledger row. A failed delivery never turns a good run into a failed one.
+//! incident (a failure; see [`super::alert`]), its delivery (each destination kept in
+//! the outbox before its first request, so a crash mid-delivery never resends what may
+//! have arrived), the job's outcome fields and the ledger row. A failed delivery never
+//! turns a good run into a failed one; a reply whose first line is `[CRON_FAILURE]`
+//! does.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,13 +13,17 @@ use chrono_tz::Tz;
 
 use jobs::ledger::{RunEnd, RunSource, RunStatus};
 use jobs::outbox::{retry_delay, NewOutboxItem, OutboxState};
-use jobs::output::OutputDocument;
+use jobs::output::{Gate, OutputDocument};
 use jobs::store::Flight;
 use jobs::{Context, Job, JobState};
 
+use super::aftermath::{self, Aftermath, Notice, Plan};
+use super::alert::Joined;
+use super::budget;
 use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
+use crate::agent::prompt::cron_failure_evidence;
 use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
 use crate::environment::Environment;
@@ -33,6 +39,9 @@ pub(super) struct JobRecord {
     error: Option<String>,
     delivery_error: Option<String>,
     source: RunSource,
+    /// Re-run, hold or neither ([`aftermath`]).
+    plan: Plan,
+    preflight_alerted: Option<bool>,
 }
 
 impl JobRecord {
@@ -47,6 +56,14 @@ impl JobRecord {
             self.error.as_deref(),
             self.delivery_error.as_deref(),
         );
+        if let Some(error) = &self.error {
+            let at = schedules::format_instant(self.last_run_at, self.zone);
+            stored.stamp_failure(&at, error);
+        }
+        if let Some(alerted) = self.preflight_alerted {
+            stored.set_preflight_alerted(alerted);
+        }
+        self.plan.apply(stored, ctx, self.zone);
         if self.source == RunSource::Scheduler {
             let repeat = stored.repeat();
             let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
@@ -64,34 +81,59 @@ struct Texts {
     result: Result<String, String>,
     /// The run's error, when it failed.
     error: Option<String>,
+    /// The agent declared the run failed (`[CRON_FAILURE]`): `error` is its evidence and
+    /// `result` keeps the whole reply for the output document.
+    declared: bool,
     prompt: String,
 }
 
 impl Texts {
-    fn of(outcome: &RunOutcome, redactor: &Redactor) -> Texts {
+    /// `agent`: the reply came from an agent (a script's output never declares failure).
+    fn of(outcome: &RunOutcome, redactor: &Redactor, agent: bool) -> Texts {
         const EMPTY: &str = "Agent completed but produced empty response";
+        let evidence = match &outcome.result {
+            RunResult::Reply(text) | RunResult::Silent(text) if agent => {
+                cron_failure_evidence(text)
+            }
+            _ => None,
+        };
+        let declared = evidence.is_some();
         let (result, error) = match &outcome.result {
             RunResult::Reply(text) if text.trim().is_empty() => {
                 (Err(EMPTY.to_string()), Some(EMPTY.to_string()))
             }
-            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), None),
+            RunResult::Reply(text) | RunResult::Silent(text) => (Ok(text.clone()), evidence),
             RunResult::Failed(error) => (Err(error.clone()), Some(error.clone())),
+            RunResult::OverBudget(stop) => (Err(stop.document()), Some(stop.error.clone())),
         };
         Texts {
             result: result
                 .map(|text| redactor.redact(&text))
                 .map_err(|e| redactor.redact(&e)),
             error: error.map(|e| redactor.redact(&e)),
+            declared,
             prompt: redactor.redact(&outcome.prompt),
         }
     }
 
-    fn delivered<'a>(&'a self, outcome: &RunOutcome) -> Delivered<'a> {
-        match (&self.result, &outcome.result) {
-            (Ok(_), RunResult::Silent(_)) => Delivered::Silent,
-            (Ok(text), _) => Delivered::Reply(text),
-            (Err(e), _) => Delivered::Failed(e),
+    fn delivered<'a>(&'a self, outcome: &RunOutcome, notice: &'a Notice) -> Delivered<'a> {
+        match (&self.result, &self.error, &outcome.result, notice) {
+            (_, Some(_), _, Notice::Withheld) => Delivered::Silent,
+            (Ok(_), Some(evidence), _, _) if self.declared => Delivered::Declared(evidence),
+            (Ok(_), _, RunResult::Silent(_), _) => Delivered::Silent,
+            (Ok(text), _, _, _) => Delivered::Reply(text),
+            (Err(_), _, _, Notice::Composed(text)) => Delivered::Notice(text),
+            // A stopped run's notice names the cap; its document keeps the rest.
+            (Err(_), Some(error), RunResult::OverBudget(_), _) => Delivered::Failed(error),
+            (Err(e), _, _, Notice::FromError | Notice::Withheld) => Delivered::Failed(e),
         }
+    }
+
+    /// The error recorded instead of the runner's (`[blocked_config] …`).
+    fn recorded_as(&mut self, error: &str, redactor: &Redactor) {
+        let error = redactor.redact(error);
+        self.result = Err(error.clone());
+        self.error = Some(error);
     }
 }
 
@@ -106,6 +148,7 @@ struct Finished<'a> {
     settings: CronSettings,
     texts: Texts,
     outcome: RunOutcome,
+    after: Aftermath,
 }
 
 /// One run's delivery bookkeeping: the outbox key and what a kept row says of the run.
@@ -151,29 +194,65 @@ impl Scheduler {
         };
         let settings = claimed.settings.clone();
         let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &env.config);
+        let mut texts = Texts::of(&outcome, &redactor, !claimed.job.no_agent());
+        let after = aftermath::decide(claimed, &outcome, texts.error.is_some(), &ctx, &settings);
+        if let Some(error) = &after.error {
+            texts.recorded_as(error, &redactor);
+        }
         let run = Finished {
             claimed,
             started,
             zone: claimed.job.zone(&ctx),
-            texts: Texts::of(&outcome, &redactor),
+            texts,
             redactor,
             ctx,
             settings,
             outcome,
+            after,
         };
         let output = self.save_document(&run).await;
-        let delivery = self.deliver(&run).await;
         let job = &claimed.job;
-        let texts = &run.texts;
-        let status = if texts.error.is_some() {
-            RunStatus::Error
-        } else {
-            RunStatus::Ok
+        // A spent global budget is no failure of the job: no incident, and one notice
+        // per window (budget.rs).
+        let exhausted = budget::exhausted_notice(&run.outcome);
+        let joined = match (&run.texts.error, exhausted) {
+            (Some(_), Some(_)) => None,
+            (Some(error), None) => {
+                self.join_incident(job, error, output.as_deref(), &ctx, &run.settings)
+                    .await
+            }
+            (None, _) => {
+                self.resolve_incidents(job, &ctx).await;
+                None
+            }
         };
-        let last_status = match (&texts.error, &delivery.error) {
-            (Some(_), _) => "error",
-            (None, Some(_)) => "delivery_failed",
-            (None, None) => "ok",
+        let delivery = match (joined.as_ref().and_then(Joined::withheld), exhausted) {
+            (_, Some(true)) => {
+                let notified = budget::notice_job(job, &env.config);
+                self.deliver(&run, &notified).await
+            }
+            (_, Some(false)) => DeliveryReport {
+                summary: "withheld: the notice of this spent budget went out already".into(),
+                ..DeliveryReport::default()
+            },
+            (Some(withheld), None) => withheld,
+            (None, None) => self.deliver(&run, job).await,
+        };
+        if let Some(joined) = &joined {
+            self.note_alert(joined, &delivery, &ctx).await;
+        }
+        let texts = &run.texts;
+        let stopped = budget::status_of(&run.outcome);
+        let status = match (stopped, &texts.error) {
+            (Some(status), _) => status,
+            (None, Some(_)) => RunStatus::Error,
+            (None, None) => RunStatus::Ok,
+        };
+        let last_status = match (stopped, &texts.error, &delivery.error) {
+            (Some(status), _, _) => status.as_str(),
+            (None, Some(_), _) => run.after.status.unwrap_or("error"),
+            (None, None, Some(_)) => "delivery_failed",
+            (None, None, None) => "ok",
         };
         self.record_in_store(JobRecord {
             job_id: job.id().to_string(),
@@ -183,6 +262,8 @@ impl Scheduler {
             error: texts.error.clone(),
             delivery_error: delivery.error.clone(),
             source: claimed.source,
+            plan: run.after.plan.clone(),
+            preflight_alerted: run.after.preflight_alerted,
         })
         .await;
         let end = RunEnd {
@@ -190,6 +271,8 @@ impl Scheduler {
             delivery: Some(delivery.summary.clone()),
             prompt_tokens: run.outcome.prompt_tokens,
             completion_tokens: run.outcome.completion_tokens,
+            cost_usd: run.outcome.cost_usd,
+            model: run.outcome.model.clone(),
             output: output.clone(),
         };
         let finished = self.now();
@@ -201,6 +284,7 @@ impl Scheduler {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
         self.observe(|o| o.run_ended(status));
+        self.observe_spend(job, &run.outcome);
         RunReport {
             job_id: job.id().to_string(),
             job_name: job.name().to_string(),
@@ -219,6 +303,13 @@ impl Scheduler {
             .schedule(&run.ctx)
             .map(|s| s.display().to_string())
             .unwrap_or_default();
+        // A run stopped before its agent writes its status lines, and what it says
+        // under them, as Hermes 0.22 does.
+        let gate = run.outcome.signals.gate.as_ref();
+        let detail = gate
+            .and_then(|g| g.detail.as_deref())
+            .map(|d| run.redactor.redact(d));
+        let result = run.texts.result.as_deref().map_err(String::as_str);
         let doc = OutputDocument {
             job_id: job.id(),
             job_name: job.name(),
@@ -226,7 +317,15 @@ impl Scheduler {
             run_time: run.started,
             zone: run.zone,
             prompt: &run.texts.prompt,
-            result: run.texts.result.as_deref().map_err(String::as_str),
+            result: match (&detail, result) {
+                (Some(detail), Ok(_)) => Ok(detail.as_str()),
+                (Some(detail), Err(_)) => Err(detail.as_str()),
+                (None, result) => result,
+            },
+            gate: gate.map(|g| Gate {
+                mode: g.mode,
+                status: &g.status,
+            }),
         };
         self.store()
             .save_output(&doc, run.settings.output_retention)
@@ -235,12 +334,12 @@ impl Scheduler {
             .ok()
     }
 
-    /// Sends the run's result. Each destination gets its outbox row before its first
-    /// request (write-ahead): if this process dies while delivering, a later pass sends
-    /// what did not go out and never resends what may have.
-    async fn deliver(&self, run: &Finished<'_>) -> DeliveryReport {
+    /// Sends the run's result to `job`'s targets (the run's job, or the one its budget
+    /// notice goes to). Each destination gets its outbox row before its first request
+    /// (write-ahead): if this process dies while delivering, a later pass sends what did
+    /// not go out and never resends what may have.
+    async fn deliver(&self, run: &Finished<'_>, job: &Job) -> DeliveryReport {
         let claimed = run.claimed;
-        let job = &claimed.job;
         let books = Bookkeeping {
             key: match claimed.source {
                 RunSource::Scheduler => claimed.occurrence(),
@@ -281,13 +380,14 @@ impl Scheduler {
                 redactor: &run.redactor,
                 job,
                 scheduled_at: claimed.scheduled_at.unwrap_or(run.started),
-                result: run.texts.delivered(&run.outcome),
+                result: run.texts.delivered(&run.outcome, &run.after.notice),
                 failure_streak: if run.texts.error.is_some() {
                     streak + 1
                 } else {
                     0
                 },
                 wrap_response: run.settings.wrap_response,
+                notify: run.settings.notify,
                 track: Some(&track),
             })
             .await;

@@ -24,6 +24,19 @@ pub struct CronSettings {
     /// `cron.delivery_retry_hours` (default 6): how long failed deliveries are retried
     /// from the outbox.
     pub delivery_retry: Duration,
+    /// `cron.preflight` (default true): check an agent job's provider, skills and
+    /// delivery before its agent starts (docs/AGENT.md, "The pre-run check").
+    pub preflight: bool,
+    /// `cron.retry_unreachable` (default true): re-run a fire that never reached the
+    /// model at +5, +15 and +30 minutes (docs/AGENT.md, "Unreachable model").
+    pub retry_unreachable: bool,
+    /// `cron.delivery.notify` (default true): `false` sends silently where the platform
+    /// allows it (docs/DELIVERY.md, "Silent sends").
+    pub notify: bool,
+    /// `cron.failure_repeat_alert_hours` (default 6): an incident alerted less than this
+    /// long ago withholds the notice of another failure; `None` (0 or less) alerts on
+    /// every one.
+    pub failure_repeat_alert: Option<chrono::Duration>,
 }
 
 fn env_number(name: &str) -> Option<u64> {
@@ -62,6 +75,19 @@ pub fn inactivity_timeout() -> Option<Duration> {
     (timeout > 0).then(|| Duration::from_secs(timeout))
 }
 
+/// Days of a retention that keeps completed one-shots for good (about 2,700 years).
+const KEEP_FOREVER_DAYS: i64 = 1_000_000;
+
+/// Hours as a window; not positive (or not a number) means no window. Capped at a
+/// century so the arithmetic cannot overflow on a mistyped number.
+fn repeat_alert_window(hours: Option<f64>) -> Option<chrono::Duration> {
+    let hours = hours.unwrap_or(6.0);
+    (hours > 0.0).then(|| {
+        let seconds = (hours.min(876_000.0) * 3600.0) as i64;
+        chrono::Duration::seconds(seconds)
+    })
+}
+
 impl CronSettings {
     /// The effective settings: the environment, then config.yaml's `cron:` section, then
     /// the defaults.
@@ -78,9 +104,11 @@ impl CronSettings {
                 n => usize::try_from(n).unwrap_or(usize::MAX),
             },
             // Capped far beyond any real use so the scheduler's date arithmetic cannot
-            // overflow on a mistyped number.
-            completed_retention_days: cron.completed_retention_days.unwrap_or(7).min(1_000_000)
-                as i64,
+            // overflow on a mistyped number; 0 keeps them for good, as Hermes 0.22 reads it.
+            completed_retention_days: match cron.completed_retention_days.unwrap_or(7) {
+                0 => KEEP_FOREVER_DAYS,
+                days => days.min(KEEP_FOREVER_DAYS as u64) as i64,
+            },
             script_timeout: script_timeout(
                 std::env::var("HERMES_CRON_SCRIPT_TIMEOUT").ok().as_deref(),
                 cron.script_timeout_seconds,
@@ -90,6 +118,10 @@ impl CronSettings {
             delivery_retry: Duration::from_secs(
                 cron.delivery_retry_hours.unwrap_or(6).saturating_mul(3600),
             ),
+            preflight: cron.preflight.unwrap_or(true),
+            retry_unreachable: cron.retry_unreachable.unwrap_or(true),
+            notify: cron.delivery.notify.unwrap_or(true),
+            failure_repeat_alert: repeat_alert_window(cron.failure_repeat_alert_hours),
         }
     }
 }

@@ -53,12 +53,10 @@ impl Runner for FakeRunner {
                 Work::Answer(after) => tokio::time::sleep(after).await,
                 Work::Hang => std::future::pending::<()>().await,
             }
-            RunOutcome {
-                prompt: job.prompt().to_string(),
-                result: RunResult::Reply(format!("done: {}", job.name())),
-                prompt_tokens: None,
-                completion_tokens: None,
-            }
+            RunOutcome::of(
+                job.prompt().to_string(),
+                RunResult::Reply(format!("done: {}", job.name())),
+            )
         })
     }
 }
@@ -84,7 +82,11 @@ impl Delivery for FakeDelivery {
         Box::pin(async move {
             let text = match run.result {
                 Delivered::Reply(text) => text.to_string(),
-                Delivered::Failed(error) => format!("failed: {error}"),
+                Delivered::Failed(error)
+                | Delivered::Notice(error)
+                | Delivered::Declared(error) => {
+                    format!("failed: {error}")
+                }
                 Delivered::Silent => return DeliveryReport::default(),
             };
             let tracked = match run.track {
@@ -136,6 +138,10 @@ fn settings() -> CronSettings {
         inactivity_timeout: Some(Duration::from_secs(600)),
         wrap_response: true,
         delivery_retry: Duration::from_secs(6 * 3600),
+        preflight: true,
+        retry_unreachable: true,
+        notify: true,
+        failure_repeat_alert: Some(chrono::Duration::hours(6)),
     }
 }
 
@@ -370,7 +376,10 @@ async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
     let rig = Rig::fresh(Work::Answer(Duration::ZERO), Chat::Up, off);
     let id = rig.add("every 5m", "ping").await;
     rig.clock.advance(chrono::Duration::hours(1));
-    assert!(rig.tick().await.is_empty());
+    let reports = rig.tick().await;
+    // Reported (for `hermes cron tick` to print), not run.
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].status, RunStatus::Skipped);
     assert!(rig.started().is_empty());
     let runs = rig.runs(&id).await;
     assert_eq!(runs[0].status, "skipped");
@@ -385,7 +394,9 @@ async fn a_one_shot_more_than_two_minutes_late_is_missed_not_run() {
     let rig = Rig::new();
     let id = rig.add("in 10m", "remind me").await;
     rig.clock.advance(chrono::Duration::minutes(20));
-    assert!(rig.tick().await.is_empty());
+    let reports = rig.tick().await;
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].status, RunStatus::Missed);
     assert!(rig.started().is_empty(), "a missed one-shot never runs");
     let job = rig.job(&id).await;
     assert_eq!(job.state(), JobState::Completed);
@@ -680,4 +691,33 @@ async fn a_job_added_while_a_pass_decides_is_picked_up_at_the_next_look() {
     assert_eq!(started[0].1, at("2026-11-23T09:00:10Z"));
     stop.send(()).unwrap();
     daemon.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn under_the_global_pause_due_jobs_stay_due_and_fire_after_the_resume() {
+    let rig = Rig::new();
+    let id = rig.add("every 1h", "report").await;
+    pass_time(Duration::from_secs(3600)).await;
+    let pause = jobs::estop::GlobalPause {
+        engaged_at: None,
+        reason: Some("deploy".into()),
+    };
+    rig.store.set_global_pause(Some(&pause)).await.unwrap();
+    let paused = rig.scheduler.pass().await.unwrap();
+    assert!(paused.pending.is_empty());
+    assert_eq!(
+        paused.next_wake,
+        Some(rig.clock.now() + chrono::Duration::seconds(1)),
+        "a paused scheduler looks again soon"
+    );
+    assert_eq!(
+        rig.job(&id).await.next_run_at(&rig.ctx()),
+        Some(at("2026-11-23T10:00:00Z")),
+        "the job stays due"
+    );
+    pass_time(Duration::from_secs(600)).await;
+    rig.store.set_global_pause(None).await.unwrap();
+    let reports = rig.tick().await;
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].occurrence, format!("{id}@2026-11-23T10:00:00Z"));
 }

@@ -268,9 +268,13 @@ fn add_refuses_invalid_schedules_and_writes_nothing() {
     let hermes = Hermes::new();
     let cases = [
         ("x", "Use: '30m'"),
-        ("every monday", "every monday"),
+        (
+            "every monday",
+            "names days but no time of day: add one, e.g. 'every monday 9am'",
+        ),
         ("0 9 * * * *", "0 9 * * * *"),
-        ("61 * * * *", "61 * * * *"),
+        ("61 * * * *", "the minute field allows 0-59, not 61"),
+        ("0 25 * * *", "the hour field allows 0-23, not 25"),
         ("every 1.5h", "1.5h"),
     ];
     for (input, needle) in cases {
@@ -358,5 +362,243 @@ fn add_origin_is_stored_with_python_hermes_keys_and_a_matrix_room_keeps_its_colo
     assert_eq!(
         refused.user_error(),
         "error: Invalid origin 'telegram:1:2:3': use PLATFORM:CHAT[:THREAD], e.g. telegram:-1001234567890:17"
+    );
+}
+
+/// A fresh home with this config.yaml.
+fn with_config(text: &str) -> Hermes {
+    let hermes = Hermes::new();
+    fs::write(hermes.home().join("config.yaml"), text).unwrap();
+    hermes
+}
+
+/// A configured model and provider for `--pin` to copy.
+pub(crate) const PINNABLE: &str =
+    "model:\n  default: test-model\n  provider: custom\n  base_url: http://127.0.0.1:9/v1\n";
+
+#[test]
+fn add_says_how_it_read_a_bare_duration_and_how_to_write_the_other_reading() {
+    let hermes = Hermes::new();
+    let once = hermes.cron(&["add", "30m", "stretch"]);
+    assert!(
+        once.ok()
+            .contains("Schedule: once in 30m (write \"every 30m\" to repeat)"),
+        "{}",
+        once.stdout
+    );
+    let every = hermes.cron(&["add", "30m", "drink", "--repeat", "3"]);
+    assert!(
+        every
+            .ok()
+            .contains("Schedule: every 30m (write \"in 30m\" to run once)"),
+        "{}",
+        every.stdout
+    );
+    let plain = hermes.cron(&["add", "in 30m", "tea"]);
+    assert!(
+        plain.ok().contains("Schedule: once in 30m\n"),
+        "no hint for an unambiguous schedule: {}",
+        plain.stdout
+    );
+}
+
+#[test]
+fn cron_bare_duration_every_reads_30m_as_every_30_minutes_as_hermes_0_22_does() {
+    let hermes = with_config("cron:\n  bare_duration: every\n");
+    let run = hermes.cron(&["add", "30m", "stretch"]);
+    assert!(
+        run.ok()
+            .contains("Schedule: every 30m (write \"in 30m\" to run once)"),
+        "{}",
+        run.stdout
+    );
+    let job = hermes.job(&created_id(&run.stdout));
+    assert_eq!(
+        job["schedule"],
+        json!({"kind": "interval", "minutes": 30, "display": "every 30m"})
+    );
+    assert_eq!(job["repeat"], json!({"times": null, "completed": 0}));
+    let once = hermes.add("in 30m", "tea", &[]);
+    assert_eq!(hermes.job(&once)["schedule"]["kind"], "once");
+    fs::write(
+        hermes.home().join("config.yaml"),
+        "cron:\n  bare_duration: twice\n",
+    )
+    .unwrap();
+    let refused = hermes.cron(&["add", "30m", "stretch"]);
+    assert_eq!(
+        refused.user_error(),
+        "error: cron.bare_duration must be 'once' or 'every', got 'twice': fix it in config.yaml"
+    );
+}
+
+/// The record Hermes 0.22.2 writes for `hermes cron create "every 2h" "check things"
+/// --failure-deliver local --monitor-script m.sh --model gpt-x --provider openrouter
+/// --reasoning-effort HIGH --interpreter /usr/bin/python3 --continuity`, taken from its
+/// jobs.json (id and times apart).
+fn hermes_022_record() -> Value {
+    json!({
+        "name": "check things", "prompt": "check things", "skills": [], "skill": null,
+        "model": "gpt-x", "provider": "openrouter", "base_url": null, "script": null,
+        "no_agent": false, "monitor_script": "m.sh", "monitor_url": null,
+        "monitor_state": null, "context_from": ["self"],
+        "schedule": {"kind": "interval", "minutes": 120, "display": "every 120m"},
+        "schedule_display": "every 120m", "repeat": {"times": null, "completed": 0},
+        "enabled": true, "state": "scheduled", "paused_at": null, "paused_reason": null,
+        "last_run_at": null, "last_status": null, "last_error": null,
+        "last_delivery_error": null, "last_delivery_unverified": null, "last_failure": null,
+        "failure_streak": 0, "deliver": "local", "origin": null, "enabled_toolsets": null,
+        "workdir": null, "reasoning_effort": "high", "failure_deliver": "local",
+        "interpreter": "/usr/bin/python3"
+    })
+}
+
+#[test]
+fn add_with_every_hermes_0_22_flag_writes_the_record_hermes_0_22_writes_key_for_key() {
+    let hermes = Hermes::new();
+    fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    fs::write(hermes.home().join("scripts/m.sh"), "echo v1\n").unwrap();
+    let run = hermes.cron(&[
+        "add",
+        "every 2h",
+        "check things",
+        "--failure-deliver",
+        "local",
+        "--monitor-script",
+        "m.sh",
+        "--model",
+        "gpt-x",
+        "--provider",
+        "openrouter",
+        "--reasoning-effort",
+        "HIGH",
+        "--interpreter",
+        "/usr/bin/python3",
+        "--continuity",
+    ]);
+    let id = created_id(run.ok());
+    let mut job = hermes.job(&id);
+    let object = job.as_object_mut().unwrap();
+    for key in ["id", "created_at", "next_run_at"] {
+        assert!(object.shift_remove(key).is_some(), "{key} missing");
+    }
+    let want = hermes_022_record();
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&job), keys(&want), "the keys and their order");
+    assert_eq!(job, want);
+    for line in [
+        "Failures: local",
+        "Monitor:  m.sh",
+        "Continuity: on",
+        "Model:    gpt-x (openrouter)",
+        "Reasoning effort: high",
+        "Python:   /usr/bin/python3",
+    ] {
+        assert!(run.stdout.contains(line), "{line}: {}", run.stdout);
+    }
+}
+
+#[test]
+fn add_paused_writes_no_next_run_and_hermes_0_22_s_reason_and_a_reason_needs_paused() {
+    let hermes = Hermes::new();
+    let id = hermes.add("every 2h", "standup", &["--paused"]);
+    let job = hermes.job(&id);
+    assert_eq!(
+        (
+            &job["enabled"],
+            &job["state"],
+            &job["next_run_at"],
+            &job["paused_at"],
+            &job["paused_reason"]
+        ),
+        (
+            &json!(false),
+            &json!("paused"),
+            &Value::Null,
+            &json!("2026-03-01T10:00:00+00:00"),
+            &json!("Created paused; awaiting operator approval.")
+        )
+    );
+    let given = hermes.add(
+        "every 2h",
+        "standup",
+        &["--paused", "--paused-reason", "needs review"],
+    );
+    assert_eq!(hermes.job(&given)["paused_reason"], "needs review");
+    let before = hermes.store_bytes();
+    let refused = hermes.cron(&["add", "every 2h", "x", "--paused-reason", "why"]);
+    assert!(
+        refused
+            .user_error()
+            .contains("paused_reason requires paused=True"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(hermes.store_bytes(), before);
+}
+
+#[test]
+fn add_refuses_a_monitor_with_two_sources_or_without_an_agent_and_a_wrong_effort() {
+    let hermes = Hermes::new();
+    fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    fs::write(hermes.home().join("scripts/m.sh"), "echo v1\n").unwrap();
+    for (args, message) in [
+        (
+            vec!["--monitor-script", "m.sh", "--monitor-url", "https://x.example/"],
+            "monitor_script and monitor_url are mutually exclusive",
+        ),
+        (
+            vec!["--monitor-script", "m.sh", "--script", "m.sh", "--no-agent"],
+            "monitor_script/monitor_url cannot be combined with no_agent=True",
+        ),
+        (
+            vec!["--monitor-url", "file:///etc/passwd"],
+            "Invalid monitor_url 'file:///etc/passwd': give an http:// or https:// URL",
+        ),
+        (
+            vec!["--monitor-script", "../m.sh"],
+            "Invalid script '../m.sh'",
+        ),
+        (
+            vec!["--reasoning-effort", "hgih"],
+            "Invalid reasoning_effort 'hgih'. Valid levels: none, minimal, low, medium, high, xhigh, max, ultra",
+        ),
+        (
+            vec!["--failure-deliver", "carrier-pigeon"],
+            "carrier-pigeon",
+        ),
+    ] {
+        let mut all = vec!["add", "every 1h", "watch"];
+        all.extend(args);
+        let run = hermes.cron(&all);
+        assert!(run.user_error().contains(message), "{all:?}: {}", run.stderr);
+    }
+    assert_eq!(hermes.store_bytes(), None);
+    let id = hermes.add("every 1h", "think less", &["--reasoning-effort", "false"]);
+    assert_eq!(hermes.job(&id)["reasoning_effort"], "none");
+}
+
+#[test]
+fn add_pin_copies_the_configured_model_and_provider_unless_a_model_is_given() {
+    let hermes = with_config(PINNABLE);
+    let pinned = hermes.add("every 1h", "p", &["--pin"]);
+    let job = hermes.job(&pinned);
+    assert_eq!(
+        (&job["model"], &job["provider"]),
+        (&json!("test-model"), &json!("custom"))
+    );
+    let own = hermes.add("every 1h", "p", &["--pin", "--model", "mine"]);
+    let job = hermes.job(&own);
+    assert_eq!(
+        (&job["model"], &job["provider"]),
+        (&json!("mine"), &Value::Null)
+    );
+    fs::remove_file(hermes.home().join("config.yaml")).unwrap();
+    let nothing = hermes.add("every 1h", "p", &["--pin", "--provider", "openrouter"]);
+    let job = hermes.job(&nothing);
+    assert_eq!(
+        (&job["model"], &job["provider"]),
+        (&Value::Null, &Value::Null),
+        "with no model configured, --pin pins nothing (Hermes 0.22)"
     );
 }

@@ -366,7 +366,11 @@ fn the_same_round_trip_works_against_the_anthropic_messages_api() {
 #[test]
 fn a_silent_reply_is_saved_but_not_delivered() {
     let fake = Fake::start(vec![text("[SILENT]")]);
-    let hermes = home_with(&openai_config(&fake.base));
+    // The pre-run check would refuse Telegram without a token before the model call.
+    let hermes = home_with(&format!(
+        "{}cron:\n  preflight: false\n",
+        openai_config(&fake.base)
+    ));
     // Telegram without a token would be a delivery failure if anything were sent.
     let id = hermes.add("every 1h", "Anything new?", &["--deliver", "telegram"]);
     hermes.cron(&["run", &id]).ok();
@@ -386,6 +390,40 @@ fn an_empty_reply_is_a_failure() {
     assert_eq!(
         hermes.job(&id)["last_error"],
         "Agent completed but produced empty response"
+    );
+}
+
+#[test]
+fn a_failed_run_prints_its_error_once_under_the_ledgers_occurrence() {
+    let fake = Fake::start(vec![text("  ")]);
+    let hermes = home_with(&openai_config(&fake.base));
+    let id = hermes.add("every 1h", "Say something", &[]);
+    let run = hermes.cron(&["run", &id]);
+    assert_eq!(run.code, Some(1));
+    let both = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(
+        both.matches("Agent completed but produced empty response")
+            .count(),
+        1,
+        "{both}"
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("error: the run of {id} failed (above)")),
+        "{}",
+        run.stderr
+    );
+    let runs = hermes.cron(&["runs", &id, "--json"]);
+    let runs: serde_json::Value = serde_json::from_str(runs.ok()).unwrap();
+    let occurrence = runs["runs"][0]["occurrence"].as_str().unwrap();
+    assert!(
+        occurrence.starts_with(&format!("{id}@manual-")),
+        "{occurrence}"
+    );
+    assert!(
+        run.stdout.starts_with(&format!("{occurrence} ")),
+        "{}",
+        run.stdout
     );
 }
 

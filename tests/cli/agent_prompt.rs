@@ -96,7 +96,11 @@ fn an_injected_agents_md_is_not_sent_and_the_system_message_names_it() {
 #[test]
 fn two_runs_of_a_job_send_byte_identical_system_messages_and_tools() {
     let fake = Fake::start(vec![text("same")]);
-    let hermes = home_with(&openai_config(&fake.base));
+    // Telegram names the platform hint; the pre-run check would refuse it untokened.
+    let hermes = home_with(&format!(
+        "{}cron:\n  preflight: false\n",
+        openai_config(&fake.base)
+    ));
     std::fs::write(hermes.home().join("SOUL.md"), "You are Quill.\n").unwrap();
     skill(&hermes, "a", "alpha", "A");
     skill(&hermes, "b/c", "beta", "B");
@@ -210,9 +214,10 @@ fn an_unknown_provider_fails_the_run_listing_the_known_ones() {
         .as_str()
         .unwrap_or("")
         .to_string();
+    // Refused by the pre-run check, as Hermes 0.22 refuses it.
     assert!(
         error.starts_with(
-            "unknown provider 'groq': use one of openrouter, openai, anthropic, nous, gemini"
+            "[blocked_config] provider credential missing: unknown provider 'groq': use one of openrouter, openai, anthropic, nous, gemini"
         ),
         "{error}"
     );
@@ -283,8 +288,14 @@ fn an_edit_of_the_prompt_is_refused_when_the_script_the_job_runs_restarts_the_ga
 }
 
 #[test]
-fn snapshots_are_written_for_unpinned_axes_of_agent_jobs_only() {
+fn snapshots_are_written_in_a_hermes_0_19_store_for_unpinned_axes_of_agent_jobs_only() {
     let hermes = home_with("model:\n  default: m-default\n  provider: openrouter\n");
+    // A store Hermes 0.19 (or hermes-cron before 0.22's fields) wrote: its records carry
+    // the snapshots, so new ones do too (docs/STORE.md, "Record layouts").
+    let old = json!({"id": "a0190000000a", "name": "old", "prompt": "p",
+        "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+        "provider_snapshot": null, "model_snapshot": null});
+    hermes.write_store(json!({ "jobs": [old] }).to_string().as_bytes());
     let unpinned = hermes.add("every 1h", "Hi", &[]);
     let job = hermes.job(&unpinned);
     assert_eq!(
@@ -359,9 +370,5 @@ fn plain_runs_shows_the_tokens_a_run_used() {
         (json!(7 + 11), json!(3 + 5))
     );
     let plain = hermes.cron(&["runs", &id]);
-    assert!(
-        plain.ok().contains("tokens 18 in / 8 out"),
-        "{}",
-        plain.stdout
-    );
+    assert!(plain.ok().contains("  18 in / 8 out"), "{}", plain.stdout);
 }

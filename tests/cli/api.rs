@@ -654,11 +654,191 @@ fn health_answers_without_a_key_and_ours_routes_need_one() {
         preview["next"],
         json!(["2026-03-02T09:00:00+01:00", "2026-03-03T09:00:00+01:00"])
     );
+    assert_eq!(preview["description"], "at 09:00, every day");
     let bad = api.get("/api/schedule/preview?schedule=whenever");
     assert_eq!(bad.status, 400);
     let status = api.get("/api/status").json();
     assert_eq!(status["jobs"]["total"], 0);
     if hermes.on_files() {
         assert_eq!(status["store"]["backend"], "jobs.json");
+    }
+}
+
+#[test]
+fn the_job_lists_and_records_describe_each_schedule_in_english() {
+    let hermes = Hermes::new();
+    let weekdays = hermes.add("0 9 * * 1-5", "standup", &["--tz", "Europe/Berlin"]);
+    let sweep = hermes.add("every 360m", "sweep", &[]);
+    let api = serve(&hermes, &[]);
+    let want = |id: &str| {
+        if id == weekdays {
+            json!("at 09:00, Monday through Friday (Europe/Berlin)")
+        } else {
+            json!("every 6 hours")
+        }
+    };
+    let dashboard = api.get("/api/cron/jobs").json();
+    let hermes_list = api.get("/api/jobs?include_disabled=true").json();
+    for items in [&dashboard, &hermes_list["jobs"]] {
+        let items = items.as_array().unwrap();
+        assert_eq!(items.len(), 2, "{items:?}");
+        for item in items {
+            let id = item["id"].as_str().unwrap();
+            assert_eq!(item["schedule_description"], want(id), "{item}");
+        }
+    }
+    let shown = api.get(&format!("/api/cron/jobs/{sweep}")).json();
+    assert_eq!(shown["schedule_description"], "every 6 hours");
+    // A new schedule is described as soon as it is stored.
+    let created = api.post(
+        "/api/jobs",
+        json!({"name": "eom", "schedule": "0 18 L * *", "prompt": "close the books"}),
+    );
+    assert_eq!(
+        created.json()["job"]["schedule_description"],
+        "at 18:00, on the last day of the month"
+    );
+}
+
+/// Every metric name a PromQL query of the Grafana board reads, with any other
+/// identifier that is neither a function, a keyword nor a label it groups by.
+fn board_metric_names(expr: &str) -> Vec<String> {
+    const PROMQL: &[&str] = &[
+        "sum",
+        "by",
+        "increase",
+        "rate",
+        "histogram_quantile",
+        "label_values",
+        "le",
+        "outcome",
+        "state",
+        "job",
+        "exported_job",
+        "kind",
+        "model",
+    ];
+    // Quoted label values ("$job") and Grafana's variables are not names.
+    let unquoted: String = expr.split('"').step_by(2).collect::<Vec<_>>().join(" ");
+    let mut names = Vec::new();
+    let mut word = String::new();
+    for c in unquoted.chars().chain([' ']) {
+        if c.is_ascii_alphanumeric() || c == '_' || c == ':' || c == '$' || c == '.' {
+            word.push(c);
+            continue;
+        }
+        let token = std::mem::take(&mut word);
+        let is_name = token.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+        if is_name && !PROMQL.contains(&token.as_str()) {
+            names.push(token);
+        }
+    }
+    names
+}
+
+#[test]
+fn the_grafana_board_queries_only_metrics_the_daemon_exposes() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/grafana/hermes-cron.json");
+    let board: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).expect("the board is JSON");
+    let mut queries: Vec<String> = Vec::new();
+    for panel in board["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            queries.push(target["expr"].as_str().expect("a PromQL expr").to_string());
+        }
+    }
+    for variable in board["templating"]["list"].as_array().unwrap() {
+        if let Some(definition) = variable["definition"].as_str() {
+            queries.push(definition.to_string());
+        }
+    }
+    let hermes = Hermes::new();
+    hermes.add("every 1h", "summarize the news", &[]);
+    let api = serve(&hermes, &[]);
+    let metrics = api.get("/metrics");
+    assert_eq!(metrics.status, 200);
+    // A sample's name, or a family the daemon declares (`# TYPE`) before its first sample
+    // (the spend counters have none until a run used a model).
+    let exposed: Vec<&str> = metrics
+        .body
+        .lines()
+        .filter_map(|line| match line.strip_prefix("# TYPE ") {
+            Some(declared) => declared.split(' ').next(),
+            None if line.starts_with('#') => None,
+            None => line.split(['{', ' ']).next(),
+        })
+        .collect();
+    let mut used: Vec<String> = queries.iter().flat_map(|q| board_metric_names(q)).collect();
+    used.sort();
+    used.dedup();
+    for name in &used {
+        assert!(
+            exposed.contains(&name.as_str()),
+            "the board queries {name}, which /metrics does not expose:\n{}",
+            metrics.body
+        );
+    }
+    // What an operator opens the board for, each in at least one query.
+    for family in [
+        "hermes_cron_runs_total",
+        "hermes_cron_fire_lateness_seconds_bucket",
+        "hermes_cron_pass_duration_seconds_bucket",
+        "hermes_cron_outbox_depth",
+        "hermes_cron_deliveries_failed_total",
+        "hermes_cron_tokens_total",
+        "hermes_cron_cost_usd_total",
+    ] {
+        assert!(
+            used.iter().any(|n| n == family),
+            "{family} not on the board: {used:?}"
+        );
+    }
+}
+
+#[test]
+fn an_output_document_comes_rendered_and_cleaned_of_the_model_html() {
+    let hermes = Hermes::new();
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(
+        hermes.home().join("scripts/report.sh"),
+        "printf '## Disk report\\n\\n| host | used |\\n|---|---|\\n| a | 91%% |\\n\\n\
+         - **full** soon\\n\\nSee [the runbook](https://example.org/runbook).\\n\\n\
+         <script>alert(1)</script><img src=x onerror=alert(2)>\\n'\n",
+    )
+    .unwrap();
+    let id = hermes.add("every 1h", "", &["--script", "report.sh", "--no-agent"]);
+    let api = serve(&hermes, &[]);
+    assert_eq!(
+        api.post(&format!("/api/jobs/{id}/run"), json!({})).status,
+        200
+    );
+    let started = Instant::now();
+    let run = loop {
+        let runs = api.get(&format!("/api/runs?job={id}")).json();
+        if runs["runs"][0]["status"] == "ok" {
+            break runs["runs"][0]["id"].as_i64().unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{runs}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = api.get(&format!("/api/runs/{run}/output")).json();
+    let text = output["output"].as_str().unwrap();
+    assert!(
+        text.contains("<script>alert(1)</script>"),
+        "the document is kept as written"
+    );
+    let html = output["html"].as_str().expect("a rendering");
+    for rendered in [
+        "<h2>Disk report</h2>",
+        "<td>91%</td>",
+        "<li><strong>full</strong> soon</li>",
+        "<a href=\"https://example.org/runbook\" rel=\"noopener noreferrer\">the runbook</a>",
+        // The model's markup, shown as text.
+        "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;",
+    ] {
+        assert!(html.contains(rendered), "{rendered} missing from {html}");
+    }
+    for never in ["<script", "<img"] {
+        assert!(!html.contains(never), "{never} in {html}");
     }
 }

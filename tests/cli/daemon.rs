@@ -425,12 +425,28 @@ fn an_overdue_recurring_job_runs_once_and_a_stale_one_shot_is_missed() {
 }
 
 #[test]
+fn tick_reports_a_one_shot_it_marks_missed() {
+    let home = Home::new();
+    let (_, once) = overdue_store(&home, 10);
+    let out = home.ok(&["cron", "tick"]);
+    assert!(!out.contains("Nothing due"), "{out}");
+    assert!(
+        out.contains(&format!("({once}): missed\n  reason: missed: due at ")),
+        "{out}"
+    );
+}
+
+#[test]
 fn with_catch_up_off_an_overdue_recurring_job_is_skipped() {
     let home = Home::new();
     home.config("cron:\n  catch_up_missed: false\n");
     let (recurring, _) = overdue_store(&home, 10);
     let out = home.ok(&["cron", "tick"]);
     assert!(home.lines("side.txt").is_empty(), "it ran: {out}");
+    assert!(
+        out.contains(&format!("({recurring}): skipped\n  reason: ")),
+        "{out}"
+    );
     let runs = home.runs(Some(&recurring));
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["status"], "skipped");

@@ -673,6 +673,46 @@ fn telegram_without_a_home_channel_is_a_delivery_error_while_the_run_is_ok() {
     );
     let runs: Value = serde_json::from_str(hermes.cron(&["runs", &id, "--json"]).ok()).unwrap();
     assert_eq!(runs["runs"][0]["status"], "ok");
+    // The plain listing shows the run's id, that its delivery failed, and why.
+    let plain = hermes.cron(&["runs", &id]);
+    let lines: Vec<&str> = plain.ok().lines().collect();
+    assert!(
+        lines[0].trim_start().starts_with("RUN  STARTED"),
+        "{}",
+        plain.stdout
+    );
+    let row: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        row[0],
+        runs["runs"][0]["id"].to_string(),
+        "{}",
+        plain.stdout
+    );
+    assert_eq!(
+        &row[2..6],
+        ["ok", "manual", id.as_str(), "failed"],
+        "{}",
+        plain.stdout
+    );
+    assert_eq!(
+        lines[2].trim(),
+        "delivery failed: no delivery target resolved for deliver=telegram",
+        "{}",
+        plain.stdout
+    );
+}
+
+#[test]
+fn runs_of_an_unknown_job_is_an_error() {
+    let hermes = home("report\n", &[]);
+    let run = hermes.cron(&["runs", "nosuchjob"]);
+    assert_eq!(run.code, Some(1), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("No job or run history matches 'nosuchjob'"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -729,6 +769,12 @@ fn a_failed_run_sends_a_one_line_notice_with_a_nudge_from_the_third_failure() {
     fs::write(
         hermes.home().join("scripts").join("report.sh"),
         "echo 'disk check failed' >&2\nexit 3\n",
+    )
+    .unwrap();
+    // Every failure alerts (by default one incident alerts once: tests/cli/incidents.rs).
+    fs::write(
+        hermes.home().join("config.yaml"),
+        "cron:\n  failure_repeat_alert_hours: 0\n",
     )
     .unwrap();
     let id = add_job(&hermes, "telegram", &[]);

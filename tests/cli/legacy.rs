@@ -230,11 +230,11 @@ fn newer_full_store_keeps_every_unknown_key_through_an_edit() {
 }
 
 #[test]
-fn newer_full_store_lists_paused_jobs_with_their_reason_only_under_all() {
+fn newer_full_store_lists_paused_jobs_with_their_reason() {
     let hermes = Hermes::new();
     hermes.install_fixture("newer_full_store.json");
     let listing = hermes.cron(&["list"]).ok().to_string();
-    assert!(!listing.contains("0f9e8d7c6b5a"), "{listing}");
+    assert!(listing.contains("0f9e8d7c6b5a  [paused]"), "{listing}");
     let all = hermes.cron(&["list", "--all"]).ok().to_string();
     assert!(all.contains("[paused]"), "{all}");
     assert!(all.contains("disk replaced"), "{all}");

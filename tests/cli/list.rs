@@ -219,15 +219,42 @@ fn completions_are_generated_from_the_command_line_definition() {
 }
 
 #[test]
+fn the_man_page_is_generated_from_the_command_line_definition() {
+    let hermes = Hermes::new();
+    let page = hermes.run(&["man"]).ok().to_string();
+    assert!(
+        page.starts_with(".ie \\n(.g .ds Aq"),
+        "roff: {}",
+        &page[..200]
+    );
+    assert!(page.contains(".TH hermes 1"), "{page}");
+    // Every verb, with its usage and its options.
+    for needle in [
+        "hermes cron add [OPTIONS] <SCHEDULE> [PROMPT]",
+        "hermes cron store import",
+        "hermes gateway install",
+        "\\-\\-tz",
+        "IANA time zone for this job",
+        "(alias: rm, delete)",
+    ] {
+        assert!(page.contains(needle), "{needle} missing from:\n{page}");
+    }
+}
+
+#[test]
 fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
     let hermes = Hermes::new();
     if !hermes.on_files() {
         return; // looks for the profile's jobs.json: a file-store test
     }
     let refused = hermes.run(&["-p", "work", "cron", "add", "every 2h", "report"]);
+    let dir = hermes.home().join("profiles/work");
     assert_eq!(
         refused.user_error(),
-        "error: Profile 'work' does not exist. Create it with: hermes profile create work"
+        format!(
+            "error: Profile 'work' does not exist: create its directory with `mkdir -p {}` (or, with Python Hermes, `hermes profile create work`)",
+            dir.display()
+        )
     );
     std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
     let created = hermes.run(&["--profile", "Work", "cron", "add", "every 2h", "report"]);
@@ -251,7 +278,7 @@ fn profiles_follow_python_hermes_flag_and_sticky_active_profile() {
 }
 
 #[test]
-fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
+fn service_install_without_systemd_prints_the_unit_and_where_it_belongs() {
     let hermes = Hermes::new();
     std::fs::create_dir_all(hermes.home().join("profiles/work")).unwrap();
     // A systemctl that reaches no user manager (as in a container): install shows the
@@ -281,16 +308,21 @@ fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
             String::from_utf8(output.stderr).unwrap(),
         )
     };
-    let (code, out, _) = run(&["-p", "work", "gateway", "install"]);
+    let (code, out, _) = run(&["-p", "work", "cron", "service", "install"]);
     assert_eq!(code, Some(0));
+    // Named hermes-cron, never hermes-gateway (Python Hermes' chat gateway unit).
     assert!(
-        out.contains("systemd/user/hermes-gateway-work.service"),
+        out.contains("systemd/user/hermes-cron-work.service"),
         "{out}"
     );
     assert!(
-        out.contains(" gateway run\n") && out.contains("ExecStart="),
+        out.contains(" cron daemon\n") && out.contains("ExecStart="),
         "{out}"
     );
+    // Without Python Hermes, `hermes gateway install` is the same command.
+    let (code, same, _) = run(&["-p", "work", "gateway", "install"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(same, out);
     assert!(
         out.contains(&format!(
             "Environment=HERMES_HOME={}",
@@ -302,10 +334,10 @@ fn gateway_install_without_systemd_prints_the_unit_and_where_it_belongs() {
         !hermes.home().join(".config/systemd").exists(),
         "nothing written"
     );
-    let (code, _, err) = run(&["gateway", "start"]);
+    let (code, _, err) = run(&["cron", "service", "start"]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("hermes gateway run"), "{err}");
-    let status = hermes.run(&["gateway", "status"]).ok().to_string();
+    assert!(err.contains("run 'hermes cron daemon'"), "{err}");
+    let status = hermes.run(&["cron", "service", "status"]).ok().to_string();
     assert!(status.contains("Scheduler: NOT running"), "{status}");
 }
 
@@ -379,8 +411,8 @@ fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
     let shown: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
     assert_eq!(
         shown["jobs"].as_array().unwrap().len(),
-        560,
-        "paused jobs need --all"
+        700,
+        "paused jobs are listed without --all, as Hermes 0.22 lists them"
     );
 
     let text = hermes.cron(&["list", "--all"]).ok().to_string();
@@ -388,11 +420,13 @@ fn a_large_store_in_mixed_shapes_lists_every_job_in_order_healed() {
     let want: Vec<String> = (0..700).map(|i| format!("{i:012x}")).collect();
     assert_eq!(ids, want);
     assert!(
-        text.contains("000000000007  [scheduled]  job 7\n    Schedule: every 30m   Repeat: ∞\n"),
+        text.contains(
+            "000000000007  [scheduled]  job 7\n    Schedule: every 30m — every 30 minutes   Repeat: ∞\n"
+        ),
         "{}",
         &text[..600]
     );
-    assert!(text.contains("000000000005  [paused]  job 5\n    Schedule: every 60m   Repeat: ∞\n    Next run: paused\n"));
+    assert!(text.contains("000000000005  [paused]  job 5\n    Schedule: every 60m — every hour   Repeat: ∞\n    Next run: paused\n"));
     assert!(text.contains("    Skills:   b, c\n"));
     assert!(!text.contains("invalid"));
     if !on_postgres() {
@@ -462,4 +496,101 @@ fn a_jobs_key_spelled_with_an_escape_is_read_as_jobs() {
         ["000000000000", "000000000001", "000000000002"]
     );
     assert_eq!(std::fs::read(hermes.jobs_path()).unwrap(), store.as_bytes());
+}
+
+/// Each schedule form, the flags it is added with, and the English `list` shows beside it.
+const DESCRIBED: &[(&str, &[&str], &str)] = &[
+    (
+        "weekdays at 9am",
+        &["--tz", "Europe/Berlin"],
+        "at 09:00, Monday through Friday (Europe/Berlin)",
+    ),
+    ("every 360m", &[], "every 6 hours"),
+    ("every 90 minutes", &[], "every 90 minutes"),
+    ("0 9 * * MON-FRI", &[], "at 09:00, Monday through Friday"),
+    (
+        "*/15 9-17 * * 1-5",
+        &[],
+        "every 15 minutes from 09:00 to 17:45, Monday through Friday",
+    ),
+    (
+        "0 0 1,15 * *",
+        &[],
+        "at 00:00, on the 1st and 15th of the month",
+    ),
+    (
+        "0 12 * jan,jul sun",
+        &[],
+        "at 12:00, on Sundays, in January and July",
+    ),
+    (
+        "0 9 1 * mon",
+        &[],
+        "at 09:00, on the 1st of the month and on Mondays",
+    ),
+    ("0 9 L * *", &[], "at 09:00, on the last day of the month"),
+    (
+        "0 18 * * 5L",
+        &[],
+        "at 18:00, on the last Friday of the month",
+    ),
+    (
+        "0 9 LW * *",
+        &[],
+        "at 09:00, on the last weekday of the month",
+    ),
+    ("@weekly", &[], "at 00:00, on Sundays"),
+    (
+        "30 2 * * *",
+        &["--tz", "America/New_York"],
+        "at 02:30, every day (America/New_York)",
+    ),
+    (
+        "2026-11-01T01:30:00-05:00",
+        &["--tz", "America/New_York"],
+        "once on Sun 1 Nov 2026 at 01:30 EST (America/New_York)",
+    ),
+    ("in 30m", &[], "once on Sun 1 Mar 2026 at 10:30 UTC"),
+];
+
+#[test]
+fn list_describes_each_schedule_in_english_beside_it() {
+    let hermes = Hermes::new();
+    let ids: Vec<String> = DESCRIBED
+        .iter()
+        .map(|(schedule, flags, _)| hermes.add(schedule, "report", flags))
+        .collect();
+    let text = hermes.cron(&["list"]).ok().to_string();
+    let listed: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
+    let items = listed["jobs"].as_array().unwrap();
+    for ((schedule, _, want), id) in DESCRIBED.iter().zip(&ids) {
+        let display = hermes.job(id)["schedule"]["display"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            text.contains(&format!("Schedule: {display} — {want}   Repeat:")),
+            "{schedule}: {text}"
+        );
+        let item = items.iter().find(|j| j["id"] == json!(id)).unwrap();
+        assert_eq!(item["schedule_description"], json!(want), "{schedule}");
+    }
+}
+
+#[test]
+fn a_schedule_that_cannot_be_read_has_no_description() {
+    let hermes = Hermes::new();
+    hermes.write_store(
+        json!({"jobs": [{
+            "id": "aaaaaaaaaaaa", "name": "broken", "prompt": "p",
+            "schedule": {"kind": "cron", "expr": "not a cron", "display": "not a cron"},
+            "enabled": true, "state": "error", "next_run_at": null
+        }]})
+        .to_string()
+        .as_bytes(),
+    );
+    let listed: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
+    assert_eq!(listed["jobs"][0]["schedule_description"], Value::Null);
+    let text = hermes.cron(&["list"]).ok().to_string();
+    assert!(text.contains("Schedule: not a cron   Repeat:"), "{text}");
 }

@@ -88,15 +88,24 @@ fn the_cronjob_tool_is_listed_with_a_flat_schema_and_action_a_required_enum() {
         "script",
         "no_agent",
         "workdir",
-        "model",
         "reason",
         "include_disabled",
         "origin",
+        "paused",
+        "paused_reason",
+        "failure_deliver",
+        "monitor",
+        "continuity",
+        "pinned",
     ] {
         assert!(
             schema["properties"].get(field).is_some(),
             "{field} missing from {schema}"
         );
+    }
+    // Model pins are the user's: the agent's tool does not offer them (Hermes 0.22).
+    for field in ["model", "provider"] {
+        assert!(schema["properties"].get(field).is_none(), "{field} offered");
     }
     let origin = &schema["properties"]["origin"];
     assert_eq!(origin["required"], json!(["platform", "chat_id"]));

@@ -257,6 +257,10 @@ fn next_refuses_an_invalid_schedule_with_the_message_add_gives() {
         );
     }
     assert!(hermes.cron(&["next", "x"]).stderr.contains("Use: '30m'"));
+    assert!(hermes
+        .cron(&["next", "0 0 * 13 *"])
+        .stderr
+        .contains("Invalid cron expression '0 0 * 13 *': the month field allows 1-12, not 13."));
     assert!(hermes.store_bytes().is_none());
 }
 

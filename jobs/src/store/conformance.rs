@@ -15,6 +15,7 @@ use crate::ledger::{RunEnd, RunStatus};
 use crate::lifecycle::JobError;
 use crate::outbox::{NewOutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// Processes of one host sharing one backend's data.
 #[async_trait::async_trait]
@@ -357,6 +358,7 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
         zone: chrono_tz::UTC,
         prompt: "p",
         result: Ok("the answer"),
+        gate: None,
     };
     let saved = one.save_output(&doc, 5).await.unwrap();
     let end = RunEnd {
@@ -720,11 +722,43 @@ async fn outputs_keep_the_newest_and_heartbeats_read_back(backend: &dyn Backend)
             zone: chrono_tz::UTC,
             prompt: "p",
             result: Ok(&response),
+            gate: None,
         };
         store.save_output(&doc, 2).await.unwrap();
     }
+    store
+        .save_monitor_snapshot("aaaaaaaaaaaa", "v1\nv2")
+        .await
+        .unwrap();
     let latest = store.latest_output("aaaaaaaaaaaa").await.unwrap().unwrap();
     assert!(latest.contains("answer 2"), "{latest}");
+    let recent = store.recent_outputs("aaaaaaaaaaaa", 5).await.unwrap();
+    assert_eq!(recent.len(), 2, "the snapshot is not a document");
+    assert!(recent[0].contains("answer 2") && recent[1].contains("answer 1"));
+    let more = format!("answer {}", 3);
+    let doc = OutputDocument {
+        job_id: "aaaaaaaaaaaa",
+        job_name: "report",
+        schedule: "every 60m",
+        run_time: t0 + Duration::minutes(3),
+        zone: chrono_tz::UTC,
+        prompt: "p",
+        result: Ok(&more),
+        gate: None,
+    };
+    store.save_output(&doc, 1).await.unwrap();
+    let snapshot = async |id| store.monitor_snapshot(id).await.unwrap();
+    assert_eq!(
+        snapshot("aaaaaaaaaaaa").await.as_deref(),
+        Some("v1\nv2"),
+        "pruning documents keeps the snapshot"
+    );
+    store
+        .save_monitor_snapshot("aaaaaaaaaaaa", "v3")
+        .await
+        .unwrap();
+    assert_eq!(snapshot("aaaaaaaaaaaa").await.as_deref(), Some("v3"));
+    assert_eq!(snapshot("bbbbbbbbbbbb").await, None);
     assert_eq!(store.latest_output("bbbbbbbbbbbb").await.unwrap(), None);
     assert!(!store.heartbeat().await.unwrap().seen);
     store.beat(&Beat::Started { pid: 1 }).await.unwrap();
@@ -788,8 +822,8 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
     // `list --json`'s items: the kept jobs, normalized, each with the extra field.
     let extra = super::ExtraField {
         key: "latest_execution",
-        write: Arc::new(|id: &str, out: &mut Vec<u8>| {
-            out.extend_from_slice(format!("\"run of {id}\"").as_bytes())
+        write: Arc::new(|job: &super::ListedJob<'_>, out: &mut Vec<u8>| {
+            out.extend_from_slice(format!("\"run of {}\"", job.id).as_bytes())
         }),
     };
     let keep: super::Keep = Arc::new(|job: super::Listed| job.enabled);
@@ -808,6 +842,255 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
         expected.push(serde_json::Value::Object(record));
     }
     assert_eq!(listed, serde_json::Value::Array(expected));
+}
+
+async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Backend) {
+    use crate::incident::{IncidentState, NewIncident, Transition};
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let failure = |at: &str| NewIncident::of("aaaaaaaaaaaa", "HTTP 500 after 3s", None, at.into());
+    let first = one
+        .record_incident(&failure("2026-11-23T10:00:00+00:00"))
+        .await
+        .unwrap();
+    assert_eq!(first.state(), Some(IncidentState::Detected));
+    assert!(one
+        .move_incident(&first.id, Transition::Alerted, "2026-11-23T10:00:01+00:00")
+        .await
+        .unwrap());
+    let again = two
+        .record_incident(&NewIncident::of(
+            "aaaaaaaaaaaa",
+            "HTTP 500 after 9s",
+            Some("/o.md"),
+            "2026-11-23T11:00:00+00:00".into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(again.id, first.id, "the same error is the same incident");
+    assert_eq!(again.state(), Some(IncidentState::Alerted));
+    assert_eq!(
+        again.alerted_at.as_deref(),
+        Some("2026-11-23T10:00:01+00:00")
+    );
+    assert_eq!(
+        (again.first_seen_at.as_str(), again.last_seen_at.as_str()),
+        ("2026-11-23T10:00:00+00:00", "2026-11-23T11:00:00+00:00")
+    );
+    assert_eq!(again.output_file.as_deref(), Some("/o.md"));
+    let other = one
+        .record_incident(&NewIncident::of(
+            "bbbbbbbbbbbb",
+            "script exited 3",
+            None,
+            "2026-11-23T09:00:00+00:00".into(),
+        ))
+        .await
+        .unwrap();
+    let listed: Vec<String> = two
+        .incidents(None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![first.id.clone(), other.id.clone()],
+        "newest activity first"
+    );
+    assert_eq!(
+        two.resolve_incidents("aaaaaaaaaaaa", "2026-11-23T12:00:00+00:00")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        two.resolve_incidents("aaaaaaaaaaaa", "2026-11-23T12:00:00+00:00")
+            .await
+            .unwrap(),
+        0
+    );
+    let reopened = one
+        .record_incident(&failure("2026-11-23T13:00:00+00:00"))
+        .await
+        .unwrap();
+    assert_eq!(reopened.state(), Some(IncidentState::Detected));
+    assert_eq!(reopened.alerted_at, None);
+    assert!(two
+        .move_incident(&first.id, Transition::Acked, "2026-11-23T13:30:00+00:00")
+        .await
+        .unwrap());
+    assert!(!one
+        .move_incident(&first.id, Transition::Alerted, "2026-11-23T14:00:00+00:00")
+        .await
+        .unwrap());
+    assert!(!one
+        .move_incident("nosuch_000000000000", Transition::Acked, "x")
+        .await
+        .unwrap());
+    let closed = one.incidents(Some(IncidentState::Closed)).await.unwrap();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(
+        closed[0].acked_at.as_deref(),
+        Some("2026-11-23T13:30:00+00:00")
+    );
+    assert_eq!(
+        one.record_incident(&failure("2026-11-23T15:00:00+00:00"))
+            .await
+            .unwrap()
+            .state(),
+        Some(IncidentState::Closed)
+    );
+    assert_eq!(
+        one.incidents(Some(IncidentState::Detected))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+async fn notepads_keep_their_limits_and_go_with_their_job(backend: &dyn Backend) {
+    use crate::notepad::{Note, MAX_VALUE_BYTES};
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    one.insert_job(&c, hourly("aaaaaaaaaaaa", c.now))
+        .await
+        .unwrap();
+    let note = |key: &str, value: &str| Note {
+        job_id: "aaaaaaaaaaaa".into(),
+        key: key.into(),
+        value: value.into(),
+        updated_at: "2026-11-23T10:00:00+00:00".into(),
+    };
+    assert!(one.notes("aaaaaaaaaaaa").await.unwrap().is_empty());
+    one.set_note(&note("cursor", "41")).await.unwrap();
+    one.set_note(&note("cursor", "42")).await.unwrap();
+    one.set_note(&note("a", "first")).await.unwrap();
+    let keys: Vec<(String, String)> = two
+        .notes("aaaaaaaaaaaa")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|n| (n.key, n.value))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![("a".into(), "first".into()), ("cursor".into(), "42".into())]
+    );
+    let big = "x".repeat(MAX_VALUE_BYTES);
+    for key in ["b1", "b2", "b3"] {
+        one.set_note(&note(key, &big)).await.unwrap();
+    }
+    let full = one.set_note(&note("b4", &big)).await;
+    assert!(
+        matches!(full, Err(super::StoreError::Refused(ref m)) if m.contains("notepad full")),
+        "{full:?}"
+    );
+    assert!(matches!(
+        one.set_note(&note("k", &"x".repeat(MAX_VALUE_BYTES + 1)))
+            .await,
+        Err(super::StoreError::Refused(_))
+    ));
+    assert_eq!(
+        two.notes("aaaaaaaaaaaa").await.unwrap().len(),
+        5,
+        "a refused write changes nothing"
+    );
+    assert!(two.delete_note("aaaaaaaaaaaa", "b1").await.unwrap());
+    assert!(!two.delete_note("aaaaaaaaaaaa", "b1").await.unwrap());
+    one.set_note(&Note {
+        job_id: "bbbbbbbbbbbb".into(),
+        ..note("kept", "yes")
+    })
+    .await
+    .unwrap();
+    two.remove_job(&c, "aaaaaaaaaaaa").await.unwrap();
+    assert!(one.notes("aaaaaaaaaaaa").await.unwrap().is_empty());
+    assert_eq!(one.notes("bbbbbbbbbbbb").await.unwrap().len(), 1);
+}
+
+async fn the_global_pause_holds_every_process(backend: &dyn Backend) {
+    use crate::estop::GlobalPause;
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    assert_eq!(two.global_pause().await.unwrap(), None);
+    let pause = GlobalPause {
+        engaged_at: Some("2026-11-23T10:00:00+00:00".into()),
+        reason: Some("deploy".into()),
+    };
+    assert!(!one.set_global_pause(Some(&pause)).await.unwrap());
+    assert!(one.set_global_pause(Some(&pause)).await.unwrap());
+    assert_eq!(two.global_pause().await.unwrap(), Some(pause));
+    assert!(two.set_global_pause(None).await.unwrap());
+    assert!(!two.set_global_pause(None).await.unwrap());
+    assert_eq!(one.global_pause().await.unwrap(), None);
+}
+
+async fn spend_is_summed_for_every_process_and_a_budget_notice_goes_once(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let spent = |model: &str, cost: Option<f64>| RunEnd {
+        prompt_tokens: Some(100),
+        completion_tokens: Some(50),
+        cost_usd: cost,
+        model: Some(model.to_string()),
+        ..RunEnd::default()
+    };
+    let ends = [
+        spent("m", Some(0.25)),
+        spent("m", Some(0.5)),
+        spent("local", None),
+        RunEnd::default(),
+    ];
+    for (n, end) in ends.iter().enumerate() {
+        let store = if n % 2 == 0 { &one } else { &two };
+        let at = c.now + Duration::seconds(n as i64);
+        let run = store.claim_manual("aaaaaaaaaaaa", at).await.unwrap();
+        store.finish_run(run, RunStatus::Ok, at, end).await.unwrap();
+    }
+    let spend = two.spend_since(c.now - Duration::hours(1)).await.unwrap();
+    let sum = |model: &str, runs: i64, cost_usd, unpriced_runs| Spend {
+        job_id: "aaaaaaaaaaaa".into(),
+        model: Some(model.into()),
+        runs,
+        prompt_tokens: 100 * runs,
+        completion_tokens: 50 * runs,
+        cost_usd,
+        unpriced_runs,
+    };
+    assert_eq!(
+        spend,
+        [sum("local", 1, None, 1), sum("m", 2, Some(0.75), 0)]
+    );
+    let rows = one.recent_runs(None, 10).await.unwrap();
+    assert_eq!(rows[3].cost_usd, Some(0.25));
+    assert_eq!(rows[3].model.as_deref(), Some("m"));
+    assert!(one
+        .spend_since(c.now + Duration::hours(1))
+        .await
+        .unwrap()
+        .is_empty());
+    // Rows that spent outlive the per-job row limit inside the spend window (each
+    // process trims the jobs it added runs for).
+    two.prune_history(c.now, 0, c.now - Duration::hours(1))
+        .await
+        .unwrap();
+    one.prune_history(c.now, 0, c.now - Duration::hours(1))
+        .await
+        .unwrap();
+    assert_eq!(one.recent_runs(None, 10).await.unwrap().len(), 3);
+    assert!(one
+        .claim_budget_notice("day:2026-03-01", c.now)
+        .await
+        .unwrap());
+    assert!(!two
+        .claim_budget_notice("day:2026-03-01", c.now)
+        .await
+        .unwrap());
+    assert!(two
+        .claim_budget_notice("day:2026-03-02", c.now)
+        .await
+        .unwrap());
 }
 
 // On a runtime of several threads, as the daemon runs them: the file store then does its
@@ -838,4 +1121,8 @@ conformance!(
     outputs_keep_the_newest_and_heartbeats_read_back,
     the_latest_run_of_each_job_and_the_outbox_depth_read_back,
     listings_give_every_job_in_store_order,
+    failures_group_into_incidents_that_every_process_sees,
+    notepads_keep_their_limits_and_go_with_their_job,
+    the_global_pause_holds_every_process,
+    spend_is_summed_for_every_process_and_a_budget_notice_goes_once,
 );

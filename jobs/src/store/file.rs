@@ -1,8 +1,9 @@
 //! The embedded store of one Hermes home, shared with Python Hermes: jobs in
 //! `cron/jobs.json` (guarded by `.jobs.lock`, see [`crate::jsonfile`]), passes serialised
-//! by `.tick.lock`, runs and the outbox in the SQLite `cron/executions.db`, output
-//! documents under `cron/output/<job_id>/`, heartbeats in small `ticker_*` files.
-//! It never writes jobs.json while it cannot read it.
+//! by `.tick.lock`, runs, the outbox and failure incidents in the SQLite
+//! `cron/executions.db`, job notepads in `cron/notepad.db`, output documents under
+//! `cron/output/<job_id>/`, heartbeats in small `ticker_*` files, the global pause in the
+//! home's `ESTOP`. It never writes jobs.json while it cannot read it.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -20,6 +21,8 @@ use crate::due::{
     self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
     PROBE_KEYS,
 };
+use crate::estop::{read_sentinel, remove_sentinel, write_sentinel, GlobalPause, SENTINEL};
+use crate::incident::{Incident, IncidentBook, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::jsonfile::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
@@ -29,8 +32,12 @@ use crate::jsonscan::{walk_jobs_in_parallel, KeyIndex, Walk};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
+use crate::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::outbox::{NewOutboxItem, Outbox, OutboxItem, OutboxState};
-use crate::output::{list_outputs, save_rendered, OutputDocument, RenderedOutput};
+use crate::output::{
+    list_outputs, save_rendered, OutputDocument, RenderedOutput, MONITOR_SNAPSHOT_FILE,
+};
+use crate::spend::Spend;
 
 mod group_commit;
 use group_commit::GroupCommit;
@@ -47,10 +54,14 @@ struct Files {
     owner: Owner,
     alive: Liveness,
     /// The run ledger, opened on first use (most CLI verbs never need it). Lock order:
-    /// `ledger` before `outbox` when both are held (no call holds both today).
+    /// `ledger` before `outbox` when both are held (no call holds two of these four).
     ledger: Mutex<Option<Ledger>>,
     /// The delivery outbox (same database, own connection), opened on first use.
     outbox: Mutex<Option<Outbox>>,
+    /// Failure incidents (same database, own connection), opened on first use.
+    incidents: Mutex<Option<IncidentBook>>,
+    /// Job notepads (`notepad.db`), opened on first use.
+    notepad: Mutex<Option<NotepadBook>>,
     /// Job changes made at the same time, written together.
     group: GroupCommit,
 }
@@ -108,6 +119,8 @@ impl FileStore {
                 alive,
                 ledger: Mutex::new(None),
                 outbox: Mutex::new(None),
+                incidents: Mutex::new(None),
+                notepad: Mutex::new(None),
                 group: GroupCommit::default(),
             }),
         }
@@ -182,34 +195,72 @@ impl Files {
         crate::jsonfile::ensure_private_dir(self.cron_dir()).map_err(StoreError::from)
     }
 
+    fn notepad_path(&self) -> PathBuf {
+        self.cron_dir().join("notepad.db")
+    }
+
+    /// The home's `ESTOP`, beside `cron/`.
+    fn sentinel_path(&self) -> PathBuf {
+        self.cron_dir()
+            .parent()
+            .unwrap_or(self.cron_dir())
+            .join(SENTINEL)
+    }
+
+    /// Runs `f` on the database handle kept in `slot`, opened from `path` with `open` on
+    /// first use.
+    fn with_db<D, T, E>(
+        &self,
+        slot: &Mutex<Option<D>>,
+        path: PathBuf,
+        open: fn(&Path) -> Result<D, LedgerError>,
+        f: impl FnOnce(&mut D) -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<StoreError>,
+    {
+        let mut guard = lock(slot);
+        let db = match guard.as_mut() {
+            Some(db) => db,
+            None => {
+                self.ensure_dir()?;
+                guard.insert(open(&path).map_err(StoreError::from)?)
+            }
+        };
+        f(db)
+    }
+
+    /// Whether a database that may not exist yet should be read: a reader never
+    /// creates one.
+    fn db_exists<D>(&self, slot: &Mutex<Option<D>>, path: &Path) -> bool {
+        lock(slot).is_some() || path.exists()
+    }
+
     fn with_ledger<T>(
         &self,
         f: impl FnOnce(&Ledger) -> Result<T, LedgerError>,
     ) -> Result<T, StoreError> {
-        let mut guard = lock(&self.ledger);
-        let ledger = match guard.as_mut() {
-            Some(ledger) => ledger,
-            None => {
-                self.ensure_dir()?;
-                guard.insert(Ledger::open(&self.db_path())?)
-            }
-        };
-        Ok(f(ledger)?)
+        self.with_db(&self.ledger, self.db_path(), Ledger::open, |l| {
+            f(l).map_err(StoreError::from)
+        })
     }
 
     fn with_outbox<T>(
         &self,
         f: impl FnOnce(&Outbox) -> Result<T, LedgerError>,
     ) -> Result<T, StoreError> {
-        let mut guard = lock(&self.outbox);
-        let outbox = match guard.as_mut() {
-            Some(outbox) => outbox,
-            None => {
-                self.ensure_dir()?;
-                guard.insert(Outbox::open(&self.db_path())?)
-            }
-        };
-        Ok(f(outbox)?)
+        self.with_db(&self.outbox, self.db_path(), Outbox::open, |o| {
+            f(o).map_err(StoreError::from)
+        })
+    }
+
+    fn with_incidents<T>(
+        &self,
+        f: impl FnOnce(&mut IncidentBook) -> Result<T, LedgerError>,
+    ) -> Result<T, StoreError> {
+        self.with_db(&self.incidents, self.db_path(), IncidentBook::open, |b| {
+            f(b).map_err(StoreError::from)
+        })
     }
 
     /// `.tick.lock`, taken without waiting: `None` when another scheduler holds it.
@@ -481,20 +532,21 @@ impl Files {
         let mut first = true;
         let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
             let at = out.len();
-            let appended = match write_plain_job(entries, keep, extras, first, &mut scratch, out) {
-                Ok(appended) => appended,
-                Err(NotPlain) => {
-                    out.truncate(at);
-                    let Ok(record) = record_keeping(text, None) else {
-                        return Walk::Stop;
-                    };
-                    let job = Job::from_record(record);
-                    match append_normalized_job(job, ctx, keep, extras, first, out) {
-                        Ok(appended) => appended,
-                        Err(_) => return Walk::Stop,
+            let appended =
+                match write_plain_job(entries, ctx, keep, extras, first, &mut scratch, out) {
+                    Ok(appended) => appended,
+                    Err(NotPlain) => {
+                        out.truncate(at);
+                        let Ok(record) = record_keeping(text, None) else {
+                            return Walk::Stop;
+                        };
+                        let job = Job::from_record(record);
+                        match append_normalized_job(job, ctx, keep, extras, first, out) {
+                            Ok(appended) => appended,
+                            Err(_) => return Walk::Stop,
+                        }
                     }
-                }
-            };
+                };
             first &= !appended;
             Walk::Continue
         });
@@ -555,6 +607,11 @@ impl Files {
             )));
         }
         let removed = self.group.remove(&self.jobs, ctx, id)?;
+        if self.db_exists(&self.notepad, &self.notepad_path()) {
+            self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+                n.clear(id).map_err(StoreError::from)
+            })?;
+        }
         let output = self.output_root().join(id);
         match std::fs::remove_dir_all(&output) {
             Ok(()) => Ok(removed),
@@ -659,7 +716,7 @@ impl Files {
 
     fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
         // Reading history never creates the database.
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(Vec::new());
         }
         // Python Hermes, on a store both share, records its own attempts in the same
@@ -687,7 +744,7 @@ impl Files {
 
     fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
         // Reading history never creates the database.
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(HashMap::new());
         }
         let rows = self.with_ledger(Ledger::latest_per_job)?;
@@ -743,7 +800,7 @@ impl Files {
     }
 
     fn outbox_depth(&self) -> Result<usize, StoreError> {
-        if lock(&self.outbox).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.outbox, &self.db_path()) {
             return Ok(0);
         }
         self.with_outbox(Outbox::depth)
@@ -757,10 +814,23 @@ impl Files {
         self.with_outbox(|outbox| outbox.state_of(occurrence, target))
     }
 
-    fn prune_history(&self, before: DateTime<Utc>, keep_runs: usize) -> Result<(), StoreError> {
-        self.with_ledger(|ledger| ledger.prune(keep_runs))?;
+    fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.prune(keep_runs, spend_since))?;
         self.with_outbox(|outbox| outbox.prune(before))?;
         Ok(())
+    }
+
+    fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        // Reading history never creates the database.
+        if !self.db_exists(&self.ledger, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_ledger(|ledger| ledger.spend_since(since))
     }
 
     fn save_output(&self, doc: &RenderedOutput, keep: usize) -> Result<String, StoreError> {
@@ -782,8 +852,55 @@ impl Files {
         }
     }
 
+    fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        if !is_safe_id(job_id) {
+            return Ok(Vec::new());
+        }
+        let mut texts = Vec::new();
+        for path in list_outputs(&self.output_root().join(job_id))
+            .iter()
+            .rev()
+            .take(limit)
+        {
+            match std::fs::read_to_string(path) {
+                Ok(text) => texts.push(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_unavailable(path, e)),
+            }
+        }
+        Ok(texts)
+    }
+
+    /// Where a monitor job's snapshot lives: beside its documents, as Hermes 0.22 keeps it.
+    fn monitor_snapshot_path(&self, job_id: &str) -> Result<PathBuf, StoreError> {
+        if !is_safe_id(job_id) {
+            return Err(StoreError::Refused(format!(
+                "job id '{job_id}' is not a safe file name"
+            )));
+        }
+        Ok(self.output_root().join(job_id).join(MONITOR_SNAPSHOT_FILE))
+    }
+
+    fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let path = self.monitor_snapshot_path(job_id)?;
+        match std::fs::read(&path) {
+            // Hermes 0.22 reads it as `utf-8-sig`: a byte-order mark is not output.
+            Ok(bytes) => Ok(Some(
+                String::from_utf8_lossy(bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(&bytes))
+                    .into_owned(),
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_unavailable(&path, e)),
+        }
+    }
+
+    fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let path = self.monitor_snapshot_path(job_id)?;
+        write_atomic(&path, output.as_bytes()).map_err(StoreError::from)
+    }
+
     fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
-        if lock(&self.ledger).is_none() && !self.db_path().exists() {
+        if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(None);
         }
         let Some(location) = self.with_ledger(|ledger| ledger.output_of(run))? else {
@@ -791,6 +908,58 @@ impl Files {
         };
         let text = location.and_then(|path| std::fs::read_to_string(path).ok());
         Ok(Some(text))
+    }
+
+    fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        if !self.db_exists(&self.incidents, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_incidents(|book| book.list(state))
+    }
+
+    fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        if !self.db_exists(&self.incidents, &self.db_path()) {
+            return Ok(0);
+        }
+        self.with_incidents(|book| book.resolve_job(job_id, at))
+    }
+
+    fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        if !self.db_exists(&self.notepad, &self.notepad_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.list(job_id).map_err(StoreError::from)
+        })
+    }
+
+    fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.set(note).map_err(|e| match e {
+                NoteWriteError::Refused(e) => StoreError::Refused(e.to_string()),
+                NoteWriteError::Database(e) => e.into(),
+            })
+        })
+    }
+
+    fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        if !self.db_exists(&self.notepad, &self.notepad_path()) {
+            return Ok(false);
+        }
+        self.with_db(&self.notepad, self.notepad_path(), NotepadBook::open, |n| {
+            n.delete(job_id, key).map_err(StoreError::from)
+        })
+    }
+
+    fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        let path = self.sentinel_path();
+        let was = read_sentinel(&path).is_some();
+        match pause {
+            Some(pause) => write_sentinel(&path, pause),
+            None => remove_sentinel(&path).map(|_| ()),
+        }
+        .map_err(|e| io_unavailable(&path, e))?;
+        Ok(was)
     }
 
     fn beat(&self, beat: &Beat) -> Result<(), StoreError> {
@@ -1022,9 +1191,26 @@ impl Store for FileStore {
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        self.blocking(move |files| files.prune_history(before, keep_runs))
+        self.blocking(move |files| files.prune_history(before, keep_runs, spend_since))
             .await
+    }
+
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        self.blocking(move |files| files.spend_since(since)).await
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let window = window.to_string();
+        self.blocking(move |files| {
+            files.with_ledger(|ledger| ledger.claim_budget_notice(&window, now))
+        })
+        .await
     }
 
     async fn save_output(
@@ -1043,8 +1229,75 @@ impl Store for FileStore {
             .await
     }
 
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.recent_outputs(&job_id, limit))
+            .await
+    }
+
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.monitor_snapshot(&job_id))
+            .await
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let (job_id, output) = (job_id.to_string(), output.to_string());
+        self.blocking(move |files| files.save_monitor_snapshot(&job_id, &output))
+            .await
+    }
+
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
         self.blocking(move |files| files.run_output(run)).await
+    }
+
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        let new = new.clone();
+        self.blocking(move |files| files.with_incidents(|book| book.record(&new)))
+            .await
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        let (id, at) = (id.to_string(), at.to_string());
+        self.blocking(move |files| files.with_incidents(|book| book.move_one(&id, to, &at)))
+            .await
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        let (job_id, at) = (job_id.to_string(), at.to_string());
+        self.blocking(move |files| files.resolve_incidents(&job_id, &at))
+            .await
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        self.blocking(move |files| files.incidents(state)).await
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.notes(&job_id)).await
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        let note = note.clone();
+        self.blocking(move |files| files.set_note(&note)).await
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        let (job_id, key) = (job_id.to_string(), key.to_string());
+        self.blocking(move |files| files.delete_note(&job_id, &key))
+            .await
+    }
+
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
+        self.blocking(|files| Ok(read_sentinel(&files.sentinel_path())))
+            .await
+    }
+
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        let pause = pause.cloned();
+        self.blocking(move |files| files.set_global_pause(pause.as_ref()))
+            .await
     }
 
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {

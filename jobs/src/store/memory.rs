@@ -12,11 +12,15 @@ use super::{
     Heartbeat, JobChange, Owner, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
+use crate::estop::GlobalPause;
+use crate::incident::{self, Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job};
 use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
+use crate::notepad::{self, Note};
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// One outbox row.
 #[derive(Debug, Clone)]
@@ -39,6 +43,8 @@ struct Inner {
     deliveries: Vec<Delivery>,
     /// Documents per job, keyed by their file name (which sorts by run time).
     outputs: BTreeMap<String, BTreeMap<String, String>>,
+    /// Monitor snapshots per job.
+    monitor_snapshots: HashMap<String, String>,
     heartbeat: Heartbeat,
     /// Pids of this host that count as dead (a test "kills" a process by adding it).
     dead: HashSet<u32>,
@@ -48,6 +54,12 @@ struct Inner {
     run_outputs: BTreeMap<i64, String>,
     /// Run once, just after the next pass has decided (see [`MemoryStore::after_next_pass`]).
     after_pass: Option<AfterPass>,
+    incidents: BTreeMap<String, Incident>,
+    /// Notepad entries by job, then key.
+    notes: BTreeMap<String, BTreeMap<String, Note>>,
+    pause: Option<GlobalPause>,
+    /// The windows whose budget notice was claimed.
+    budget_notices: HashSet<String>,
 }
 
 /// A test's change to the store, made while a pass is deciding.
@@ -190,6 +202,8 @@ impl Inner {
             delivery: None,
             prompt_tokens: None,
             completion_tokens: None,
+            cost_usd: None,
+            model: None,
         });
         Some(id)
     }
@@ -255,6 +269,8 @@ impl Store for MemoryStore {
             .position(|j| j.id() == id)
             .ok_or_else(|| JobError::NotFound(id.to_string()))?;
         inner.outputs.remove(id);
+        inner.monitor_snapshots.remove(id);
+        inner.notes.remove(id);
         inner.changes += 1;
         Ok(inner.jobs.remove(index))
     }
@@ -314,6 +330,8 @@ impl Store for MemoryStore {
             row.delivery = end.delivery.clone();
             row.prompt_tokens = end.prompt_tokens;
             row.completion_tokens = end.completion_tokens;
+            row.cost_usd = end.cost_usd;
+            row.model = end.model.clone();
         }
         if let Some(output) = &end.output {
             inner.run_outputs.insert(run, output.clone());
@@ -538,11 +556,25 @@ impl Store for MemoryStore {
             .map(|d| d.state.as_str().to_string()))
     }
 
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        Ok(crate::spend::sum_rows(&self.lock().runs, since))
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        _now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.lock().budget_notices.insert(window.to_string()))
+    }
+
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
+        let spend_since = crate::ledger::ledger_time(spend_since);
         let mut inner = self.lock();
         inner.deliveries.retain(|d| {
             matches!(d.state, OutboxState::Pending | OutboxState::Sending) || d.created_at >= before
@@ -555,7 +587,9 @@ impl Store for MemoryStore {
             }
             let n = kept.entry(row.job_id.clone()).or_default();
             *n += 1;
-            keep[i] = *n <= keep_runs;
+            let spent = row.prompt_tokens.is_some() || row.cost_usd.is_some();
+            let counted = spent && row.finished_at.as_deref() >= Some(spend_since.as_str());
+            keep[i] = *n <= keep_runs || counted;
         }
         let mut flags = keep.into_iter();
         inner.runs.retain(|_| flags.next().unwrap_or(true));
@@ -597,6 +631,26 @@ impl Store for MemoryStore {
             .and_then(|docs| docs.values().next_back().cloned()))
     }
 
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .lock()
+            .outputs
+            .get(job_id)
+            .map(|docs| docs.values().rev().take(limit).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.lock().monitor_snapshots.get(job_id).cloned())
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        self.lock()
+            .monitor_snapshots
+            .insert(job_id.to_string(), output.to_string());
+        Ok(())
+    }
+
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
         let inner = self.lock();
         let Some(row) = inner.runs.iter().find(|r| r.id == run) else {
@@ -607,6 +661,82 @@ impl Store for MemoryStore {
             inner.outputs.get(job)?.get(name).cloned()
         });
         Ok(Some(text))
+    }
+
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        let mut inner = self.lock();
+        let incident = incident::upserted(inner.incidents.get(&new.id), new);
+        inner.incidents.insert(new.id.clone(), incident.clone());
+        Ok(incident)
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let moved = inner
+            .incidents
+            .get(id)
+            .and_then(|current| incident::moved(current, to, at));
+        Ok(moved
+            .map(|incident| inner.incidents.insert(id.to_string(), incident))
+            .is_some())
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let mut n = 0;
+        for current in inner.incidents.values_mut().filter(|i| i.job_id == job_id) {
+            if let Some(resolved) = incident::moved(current, Transition::Recovered, at) {
+                *current = resolved;
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        let mut incidents: Vec<Incident> = self
+            .lock()
+            .incidents
+            .values()
+            .filter(|i| state.is_none_or(|s| i.state == s.as_str()))
+            .cloned()
+            .collect();
+        incident::sort_newest_first(&mut incidents);
+        Ok(incidents)
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        let inner = self.lock();
+        let notes = inner.notes.get(job_id).into_iter().flat_map(|n| n.values());
+        Ok(notes.cloned().collect())
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let notes = inner.notes.entry(note.job_id.clone()).or_default();
+        let others = notes
+            .values()
+            .filter(|n| n.key != note.key)
+            .map(Note::bytes)
+            .sum();
+        notepad::check(note, others).map_err(|e| StoreError::Refused(e.to_string()))?;
+        notes.insert(note.key.clone(), note.clone());
+        Ok(())
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let removed = inner.notes.get_mut(job_id).and_then(|n| n.remove(key));
+        Ok(removed.is_some())
+    }
+
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
+        Ok(self.lock().pause.clone())
+    }
+
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        Ok(std::mem::replace(&mut inner.pause, pause.cloned()).is_some())
     }
 
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {

@@ -1,12 +1,13 @@
 //! The one door to persistence: every read and write of jobs, occurrence claims and the
-//! run ledger, the delivery outbox, output documents and the scheduler's heartbeat goes
-//! through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
+//! run ledger, the delivery outbox, output documents, failure incidents, job notepads,
+//! the global pause and the scheduler's heartbeat goes through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
 //! Python Hermes, `executions.db`, `output/`) and [`MemoryStore`] (unit tests) — and
 //! nothing outside them knows where or how anything is kept.
 
 mod file;
 mod memory;
 mod postgres;
+mod postgres_extra;
 mod transfer;
 
 #[cfg(test)]
@@ -23,12 +24,17 @@ pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
+use crate::estop::GlobalPause;
+use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
+pub use crate::listing::ListedJob;
+use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::spend::Spend;
 
 /// Why the store could not do what was asked. Backend-neutral: the message names what
 /// could not be read or reached and what to do about it.
@@ -339,12 +345,28 @@ pub trait Store: Send + Sync {
         target: &str,
     ) -> Result<Option<String>, StoreError>;
     /// Drops finished deliveries created before `before`, and ledger rows beyond the
-    /// newest `keep_runs` per job.
+    /// newest `keep_runs` per job — but for the rows that spent tokens and finished at or
+    /// after `spend_since`: the spend windows count them.
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError>;
+
+    // --- spend ---
+
+    /// Tokens and dollars of the runs that spent any and finished at or after `since`,
+    /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
+    /// Claims the one notice of a spent global budget for `window` (its key, e.g.
+    /// `day:2026-03-01`): `true` for the first claim on this store — by any process or
+    /// host — and `false` ever after.
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
 
     // --- output documents ---
 
@@ -357,9 +379,44 @@ pub trait Store: Send + Sync {
     ) -> Result<String, StoreError>;
     /// The text of a job's newest document.
     async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// The texts of a job's newest `limit` documents, newest first (continuity reads
+    /// back past runs that delivered nothing).
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+    /// The output a monitor job saw when its source last changed (jobs.json keeps only
+    /// its hash), for the diff of the next change; `None` before the first.
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+    /// Keeps `output` as the job's monitor snapshot, replacing the one before. Never
+    /// counted or pruned as a document; removed with the job.
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError>;
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
+
+    // --- failure incidents, job notepads and the global pause ---
+
+    /// Groups a failed run into its incident (see [`crate::incident::upserted`]) and
+    /// returns the incident as it now is.
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError>;
+    /// Moves incident `id` (see [`crate::incident::moved`]), stamped `at`; whether it
+    /// changed (`false` for an unknown or closed one).
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError>;
+    /// The job ran fine: its open incidents become resolved. Returns how many.
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError>;
+    /// The incidents in `state` (all without one), newest activity first.
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError>;
+    /// A job's notepad, by key (the job need not exist: a notepad outlives nothing but
+    /// its job's removal).
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError>;
+    /// Sets one entry; [`StoreError::Refused`] when a limit of [`crate::notepad::check`]
+    /// would break, with nothing written.
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError>;
+    /// Removes one entry; whether it was there.
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError>;
+    /// The global pause every scheduler on this store obeys, when it is engaged.
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError>;
+    /// Engages (`Some`) or lifts (`None`) the global pause; whether one was engaged
+    /// before.
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError>;
 
     // --- the scheduler's heartbeat and this process's session ---
 
@@ -628,7 +685,7 @@ pub(crate) fn append_normalized_job(
     if extras.is_empty() {
         serde_json::to_writer(&mut *out, &job.normalized(ctx))?;
     } else {
-        ExtraField::set_all(extras, job.normalized(ctx), out)?;
+        ExtraField::set_all(extras, job.normalized(ctx), ctx, out)?;
     }
     Ok(true)
 }
@@ -653,30 +710,49 @@ impl Listed {
 }
 
 /// A field a listing sets on every job (added last, or replacing the record's own):
-/// `write` appends its JSON value for the job with that id.
+/// `write` appends its JSON value for the listed job.
 #[derive(Clone)]
 pub struct ExtraField {
     pub key: &'static str,
     pub write: WriteValue,
 }
 
-/// Appends the JSON value of an [`ExtraField`] for the job with the given id.
-pub type WriteValue = Arc<dyn Fn(&str, &mut Vec<u8>) + Send + Sync>;
+/// Appends the JSON value of an [`ExtraField`] for one listed job.
+pub type WriteValue = Arc<dyn Fn(&ListedJob<'_>, &mut Vec<u8>) + Send + Sync>;
 
 impl ExtraField {
+    /// `schedule_description`: the schedule in English ([`ListedJob::schedule_description`]),
+    /// `null` when the stored schedule cannot be read.
+    pub fn schedule_description() -> ExtraField {
+        let memo = crate::listing::DescriptionMemo::default();
+        ExtraField {
+            key: "schedule_description",
+            write: Arc::new(move |job: &ListedJob<'_>, out: &mut Vec<u8>| {
+                // Writing a string into a Vec cannot fail.
+                let _ = serde_json::to_writer(out, &job.schedule_description_in(&memo));
+            }),
+        }
+    }
+
     /// A normalized job appended to `out` with these fields set in order, as a map
     /// setting them would: each in its place when the record has the key, else last.
     pub(crate) fn set_all(
         extras: &[ExtraField],
         job: NormalizedJob,
+        ctx: &Context,
         out: &mut Vec<u8>,
     ) -> serde_json::Result<()> {
         let id = job.id().to_string();
         let mut record = job.into_record();
+        let schedule = record.get("schedule").cloned();
+        let timezone = record
+            .get("timezone")
+            .and_then(|t| t.as_str().map(str::to_string));
+        let listed = ListedJob::stored(&id, schedule.as_ref(), timezone.as_deref(), ctx);
         let mut value = Vec::new();
         for extra in extras {
             value.clear();
-            (extra.write)(&id, &mut value);
+            (extra.write)(&listed, &mut value);
             record.insert(extra.key.to_string(), serde_json::from_slice(&value)?);
         }
         serde_json::to_writer(out, &record)

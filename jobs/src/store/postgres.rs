@@ -24,11 +24,15 @@ use super::{
     JobChange, LiveHost, Occurrence, OwnedClaim, Owner, PendingClaim, Store, StoreError, StoreInfo,
 };
 use crate::due::{earliest_next_run, plan_pass, Decision};
+use crate::estop::GlobalPause;
+use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, JobState};
-use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
 use crate::lifecycle::JobError;
+use crate::notepad::Note;
 use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
-use crate::output::OutputDocument;
+use crate::output::{OutputDocument, MONITOR_SNAPSHOT_FILE};
+use crate::spend::Spend;
 
 mod tls;
 use tls::{PoolConnect, Tls};
@@ -132,6 +136,51 @@ CREATE TRIGGER hermes_cron_jobs_changed AFTER INSERT OR UPDATE OR DELETE ON herm
 CREATE INDEX hermes_cron_jobs_done ON hermes_cron_jobs (done_since) WHERE done_since IS NOT NULL;
 CREATE INDEX hermes_cron_outbox_created ON hermes_cron_outbox (created_at);
 CREATE INDEX hermes_cron_outbox_expiring ON hermes_cron_outbox (expires_at) WHERE state = 'pending';
+"#,
+    // Failure incidents and job notepads, shaped as Python Hermes' tables on a home, and
+    // the global pause; a pause or resume wakes every host as a job change does.
+    r#"
+CREATE TABLE hermes_cron_incidents (
+    id            text PRIMARY KEY,
+    job_id        text NOT NULL,
+    error_sig     text NOT NULL,
+    state         text NOT NULL,
+    failure_type  text NOT NULL DEFAULT 'unknown',
+    first_seen_at text NOT NULL,
+    last_seen_at  text NOT NULL,
+    acked_at      text,
+    alerted_at    text,
+    closed_at     text,
+    error         text NOT NULL,
+    output_file   text
+);
+CREATE INDEX hermes_cron_incidents_job ON hermes_cron_incidents (job_id);
+CREATE TABLE hermes_cron_notepad (
+    job_id     text NOT NULL,
+    key        text NOT NULL,
+    value      text NOT NULL,
+    updated_at text NOT NULL,
+    PRIMARY KEY (job_id, key)
+);
+CREATE TABLE hermes_cron_pause (
+    id         integer PRIMARY KEY CHECK (id = 1),
+    engaged_at text,
+    reason     text
+);
+CREATE TRIGGER hermes_cron_pause_changed AFTER INSERT OR UPDATE OR DELETE ON hermes_cron_pause
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_changed();
+"#,
+    // What each run cost, priced when it was recorded, and the model it is counted under;
+    // the spend windows read the runs that spent by when they finished; the one notice of
+    // a spent global budget per window, shared by every host.
+    r#"
+ALTER TABLE hermes_cron_runs ADD COLUMN cost_usd double precision, ADD COLUMN model text;
+CREATE INDEX hermes_cron_runs_spend ON hermes_cron_runs (finished_at)
+    WHERE prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL;
+CREATE TABLE hermes_cron_budget_notices (
+    window_key text PRIMARY KEY,
+    sent_at    timestamptz NOT NULL
+);
 "#,
 ];
 
@@ -238,6 +287,8 @@ fn run_row(row: &Row) -> RunRow {
         delivery: row.get("delivery"),
         prompt_tokens: row.get("prompt_tokens"),
         completion_tokens: row.get("completion_tokens"),
+        cost_usd: row.get("cost_usd"),
+        model: row.get("model"),
     }
 }
 
@@ -328,11 +379,11 @@ impl PgStore {
         self
     }
 
-    fn fail(&self, e: impl std::fmt::Display) -> StoreError {
+    pub(super) fn fail(&self, e: impl std::fmt::Display) -> StoreError {
         unavailable(&self.location, e)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
+    pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
         self.pool
             .get()
             .await
@@ -418,7 +469,7 @@ impl PgStore {
     }
 
     /// The first column of the one row `sql` gives.
-    async fn scalar<T>(
+    pub(super) async fn scalar<T>(
         &self,
         sql: &str,
         params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
@@ -1074,6 +1125,7 @@ impl Store for PgStore {
         tx.execute("DELETE FROM hermes_cron_outputs WHERE job_id = $1", &[&id])
             .await
             .map_err(|e| self.fail(e))?;
+        self.pg_clear_notes(&tx, id).await?;
         tx.commit().await.map_err(|e| self.fail(e))?;
         self.changed();
         Ok(job)
@@ -1148,14 +1200,18 @@ impl Store for PgStore {
         &self,
         run: i64,
         status: RunStatus,
-        _now: DateTime<Utc>,
+        now: DateTime<Utc>,
         end: &RunEnd,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
+        // The spend windows are read by the clock that decides: a pinned process clock
+        // stamps the end of its own runs.
+        let pinned = self.caller_clock.then_some(now);
         client
             .execute(
-                "UPDATE hermes_cron_runs SET status = $2, finished_at = now(), error = $3,
-                         delivery = $4, prompt_tokens = $5, completion_tokens = $6, output = $7
+                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                         error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
+                         output = $7, cost_usd = $8, model = $9
                      WHERE id = $1",
                 &[
                     &run,
@@ -1165,6 +1221,9 @@ impl Store for PgStore {
                     &end.prompt_tokens,
                     &end.completion_tokens,
                     &end.output,
+                    &end.cost_usd,
+                    &end.model,
+                    &pinned,
                 ],
             )
             .await
@@ -1431,10 +1490,55 @@ impl Store for PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SPEND_COLUMNS} FROM hermes_cron_runs
+                     WHERE finished_at >= $1 AND (prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                     GROUP BY job_id, model ORDER BY job_id, model"
+                ),
+                &[&since],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .iter()
+            .map(|row| Spend {
+                job_id: row.get(0),
+                model: row.get(1),
+                runs: row.get(2),
+                prompt_tokens: row.get(3),
+                completion_tokens: row.get(4),
+                cost_usd: row.get(5),
+                unpriced_runs: row.get(6),
+            })
+            .collect())
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO hermes_cron_budget_notices (window_key, sent_at) VALUES ($1, $2)
+                     ON CONFLICT DO NOTHING",
+                &[&window, &now],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(inserted == 1)
+    }
+
     async fn prune_history(
         &self,
         before: DateTime<Utc>,
         keep_runs: usize,
+        spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
         let jobs: Vec<String> = {
@@ -1461,8 +1565,10 @@ impl Store for PgStore {
                              SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
                              FROM hermes_cron_runs
                              WHERE job_id = ANY($2) AND status NOT IN ('claimed', 'running')
-                         ) ranked WHERE n > $1)",
-                    &[&keep, &jobs],
+                         ) ranked WHERE n > $1)
+                     AND NOT ((prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                              AND finished_at >= $3)",
+                    &[&keep, &jobs, &spend_since],
                 )
                 .await
                 .map_err(|e| self.fail(e))?;
@@ -1511,8 +1617,9 @@ impl Store for PgStore {
         };
         client
             .execute(
-                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name NOT IN (
-                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1
+                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                     AND name NOT IN (
+                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
                          ORDER BY name DESC LIMIT $2)",
                 &[&doc.job_id, &keep],
             )
@@ -1525,13 +1632,55 @@ impl Store for PgStore {
         let client = self.client().await?;
         let row = client
             .query_opt(
-                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
                      ORDER BY name DESC LIMIT 1",
                 &[&job_id],
             )
             .await
             .map_err(|e| self.fail(e))?;
         Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                     ORDER BY name DESC LIMIT $2",
+                &[&job_id, &limit],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    // The snapshot is a row of the documents' table under its file's name, which no
+    // document has (documents end in `.md`): removed with the job's documents, never
+    // counted among them.
+    async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT body FROM hermes_cron_outputs WHERE job_id = $1 AND name = $2",
+                &[&job_id, &MONITOR_SNAPSHOT_FILE],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
+                     ON CONFLICT (job_id, name) DO UPDATE SET body = EXCLUDED.body",
+                &[&job_id, &MONITOR_SNAPSHOT_FILE, &output],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
     }
 
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError> {
@@ -1559,6 +1708,42 @@ impl Store for PgStore {
             .await
             .map_err(|e| self.fail(e))?;
         Ok(Some(body.map(|r| r.get(0))))
+    }
+
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        self.pg_record_incident(new).await
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        self.pg_move_incident(id, to, at).await
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        self.pg_resolve_incidents(job_id, at).await
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        self.pg_incidents(state).await
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        self.pg_notes(job_id).await
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.pg_set_note(note).await
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        self.pg_delete_note(job_id, key).await
+    }
+
+    async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
+        self.pg_global_pause().await
+    }
+
+    async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError> {
+        self.pg_set_global_pause(pause).await
     }
 
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError> {

@@ -1,0 +1,47 @@
+//! `hermes pause` and `hermes resume`: the global pause of every scheduler on this
+//! store (see [`crate::global_pause`]).
+
+use super::error::CliError;
+use super::Session;
+use crate::global_pause;
+
+/// Where the pause is kept, in the user's words.
+async fn kept_in(session: &Session) -> Result<String, CliError> {
+    let info = session.store.describe().await?;
+    Ok(match info.backend {
+        "postgresql" => format!("the database {} (every host using it)", info.location),
+        _ => session
+            .home
+            .root
+            .join(jobs::estop::SENTINEL)
+            .display()
+            .to_string(),
+    })
+}
+
+pub async fn pause(session: &Session, reason: Option<&str>) -> Result<(), CliError> {
+    let root = &session.home.root;
+    let (pause, already) =
+        global_pause::engage(root, &*session.store, reason, session.ctx.now).await?;
+    let verb = if already {
+        "Still paused"
+    } else {
+        "Hermes paused"
+    };
+    match &pause.reason {
+        Some(reason) => say!("{verb} — reason: {reason}"),
+        None => say!("{verb}"),
+    }
+    say!("  Kept in: {}", kept_in(session).await?);
+    say!("  Due jobs are not claimed until `hermes resume`; running jobs and `hermes cron run` go on.");
+    Ok(())
+}
+
+pub async fn resume(session: &Session) -> Result<(), CliError> {
+    if global_pause::lift(&session.home.root, &*session.store).await? {
+        say!("Hermes resumed — jobs left due fire at the next pass.");
+    } else {
+        say!("Hermes is not paused.");
+    }
+    Ok(())
+}
