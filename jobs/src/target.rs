@@ -190,6 +190,12 @@ pub enum TargetError {
         Platform::NAMES.join(", ")
     )]
     Unknown { target: String },
+    /// Hermes 0.22's `bot-chat[:profile]`: delivered into a local profile's Bot Chat by
+    /// Hermes' own gateway process, which this program is not.
+    #[error(
+        "Delivery target '{target}' needs Hermes' own gateway (it delivers into a profile's Bot Chat), which hermes-cron does not run: deliver to a platform, e.g. telegram, or to local"
+    )]
+    NeedsHermesGateway { target: String },
 }
 
 impl FromStr for Target {
@@ -206,6 +212,12 @@ impl FromStr for Target {
         let unknown = || TargetError::Unknown {
             target: item.to_string(),
         };
+        let kind = item.split(':').next().unwrap_or("");
+        if kind.eq_ignore_ascii_case("bot-chat") {
+            return Err(TargetError::NeedsHermesGateway {
+                target: item.to_string(),
+            });
+        }
         let Some((head, rest)) = item.split_once(':') else {
             return match item.to_ascii_lowercase().as_str() {
                 "local" => Ok(Target::Local),

@@ -602,3 +602,16 @@ fn add_pin_copies_the_configured_model_and_provider_unless_a_model_is_given() {
         "with no model configured, --pin pins nothing (Hermes 0.22)"
     );
 }
+
+#[test]
+fn add_refuses_hermes_0_22_bot_chat_delivery_saying_it_needs_hermes_gateway() {
+    let hermes = Hermes::new();
+    for target in ["bot-chat", "bot-chat:work"] {
+        let run = hermes.cron(&["add", "every 1h", "report", "--deliver", target]);
+        assert_eq!(
+            run.user_error(),
+            format!("error: Delivery target '{target}' needs Hermes' own gateway (it delivers into a profile's Bot Chat), which hermes-cron does not run: deliver to a platform, e.g. telegram, or to local")
+        );
+        assert!(hermes.store_bytes().is_none(), "'{target}' stored a job");
+    }
+}
