@@ -161,6 +161,65 @@ impl JsonFile {
         ids: &std::collections::HashSet<&str>,
         f: impl FnOnce(&mut [Record]) -> Result<T, E>,
     ) -> Result<T, E> {
+        let path = self.jobs_path();
+        let mut f = Some(f);
+        let done = self.update_jobs::<T, E>(|stored| {
+            let mut records = Vec::new();
+            for job in stored.iter().filter(|job| chosen(job.id, ids)) {
+                let record: Record = serde_json::from_str(job.text).map_err(|e| {
+                    E::from(io_error(
+                        &path,
+                        io::Error::new(io::ErrorKind::InvalidData, e),
+                    ))
+                })?;
+                records.push(record);
+            }
+            let f = f
+                .take()
+                .ok_or_else(|| E::from(io_error(&path, io::Error::other("called twice"))))?;
+            let value = f(&mut records)?;
+            let mut changed = records.into_iter();
+            let jobs = stored
+                .iter()
+                .enumerate()
+                .map(|(i, job)| match chosen(job.id, ids) {
+                    true => changed.next().map_or(Written::Kept(i), Written::Record),
+                    false => Written::Kept(i),
+                })
+                .collect();
+            Ok((value, Some((jobs, updated_at.to_string()))))
+        })?;
+        if let Some(value) = done {
+            return Ok(value);
+        }
+        let f = f.ok_or_else(|| io_error(&path, io::Error::other("called twice")))?;
+        self.update(updated_at, |doc| {
+            let chosen: Vec<usize> = (0..doc.jobs.len())
+                .filter(|&i| record_id(&doc.jobs[i]).is_some_and(|id| ids.contains(id)))
+                .collect();
+            let mut records: Vec<Record> = chosen
+                .iter()
+                .map(|&i| std::mem::take(&mut doc.jobs[i]))
+                .collect();
+            let value = f(&mut records);
+            for (i, record) in chosen.into_iter().zip(records) {
+                doc.jobs[i] = record;
+            }
+            value
+        })
+    }
+
+    /// The read-modify-write of a store in the canonical shape that leaves every job
+    /// it is not asked to change as the very text it was: under `.jobs.lock`, `f` gets
+    /// the stored jobs (each its text and string `id`) and answers with its value and,
+    /// unless nothing is to be written, the jobs to write in order (a stored job's text
+    /// by its index, or a record) and the `updated_at` to stamp. A store that needs
+    /// repairs, or no store yet, is left to the whole-document path: `Ok(None)`
+    /// without calling `f` (and without holding the lock).
+    pub fn update_jobs<T, E: From<DocumentError>>(
+        &self,
+        f: impl FnOnce(&[StoredJob<'_>]) -> Result<(T, Option<(Vec<Written>, String)>), E>,
+    ) -> Result<Option<T>, E> {
         ensure_private_dir(&self.cron_dir)?;
         let lock = open_lock_file(&self.lock_path())?;
         fs4::FileExt::lock(&lock).map_err(|e| io_error(&self.lock_path(), e))?;
@@ -168,50 +227,41 @@ impl JsonFile {
         let path = self.jobs_path();
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path, e).into()),
         };
         let Some(raw) = RawDocument::parse(&bytes) else {
-            drop(lock);
-            return self.update(updated_at, |doc| {
-                let chosen: Vec<usize> = (0..doc.jobs.len())
-                    .filter(|&i| record_id(&doc.jobs[i]).is_some_and(|id| ids.contains(id)))
-                    .collect();
-                let mut records: Vec<Record> = chosen
-                    .iter()
-                    .map(|&i| std::mem::take(&mut doc.jobs[i]))
-                    .collect();
-                let value = f(&mut records);
-                for (i, record) in chosen.into_iter().zip(records) {
-                    doc.jobs[i] = record;
-                }
-                value
-            });
+            return Ok(None);
         };
-        let mut records = Vec::new();
-        for job in &raw.jobs {
-            if job.id.as_deref().is_some_and(|id| ids.contains(id)) {
-                let record: Record = serde_json::from_str(job.text.get())
-                    .map_err(|e| io_error(&path, io::Error::new(io::ErrorKind::InvalidData, e)))?;
-                records.push(record);
-            }
-        }
-        let value = f(&mut records)?;
-        let mut changed = records.iter();
-        let jobs: Vec<Slot> = raw
+        let stored: Vec<StoredJob<'_>> = raw
             .jobs
             .iter()
-            .map(
-                |job| match job.id.as_deref().is_some_and(|id| ids.contains(id)) {
-                    true => changed.next().map_or(Slot::Raw(job.text), Slot::Record),
-                    false => Slot::Raw(job.text),
-                },
-            )
+            .map(|job| StoredJob {
+                text: job.text.get(),
+                id: job.id.as_deref(),
+            })
             .collect();
+        let (value, write) = f(&stored)?;
+        let Some((jobs, updated_at)) = write else {
+            return Ok(Some(value));
+        };
+        let slots = jobs
+            .iter()
+            .map(|job| match job {
+                Written::Kept(i) => raw.jobs.get(*i).map(|job| Slot::Raw(job.text)),
+                Written::Record(record) => Some(Slot::Record(record)),
+            })
+            .collect::<Option<Vec<Slot>>>()
+            .ok_or_else(|| {
+                io_error(
+                    &path,
+                    io::Error::new(io::ErrorKind::InvalidInput, "no such stored job"),
+                )
+            })?;
         let mut out = Vec::with_capacity(bytes.len() + 4096);
         let view = RawDocumentView {
-            jobs,
-            updated_at,
+            jobs: slots,
+            updated_at: &updated_at,
             extra: &raw.extra,
         };
         serde_json::to_writer_pretty(&mut out, &view)
@@ -219,8 +269,27 @@ impl JsonFile {
         out.push(b'\n');
         write_atomic(&path, &out)?;
         drop(lock);
-        Ok(value)
+        Ok(Some(value))
     }
+}
+
+/// A job of a store in the canonical shape, as [`JsonFile::update_jobs`] hands it over.
+pub struct StoredJob<'a> {
+    /// Its JSON text, exactly as in the file.
+    pub text: &'a str,
+    /// Its `id`, when that is a string.
+    pub id: Option<&'a str>,
+}
+
+/// One job [`JsonFile::update_jobs`] writes: a stored job's text as it was (by its
+/// index), or a record.
+pub enum Written {
+    Kept(usize),
+    Record(Record),
+}
+
+fn chosen(id: Option<&str>, ids: &std::collections::HashSet<&str>) -> bool {
+    id.is_some_and(|id| ids.contains(id))
 }
 
 fn record_id(record: &Record) -> Option<&str> {

@@ -12,7 +12,9 @@ use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::job::{Context, Job};
-use crate::jsonfile::{DocumentError, JsonFile, StoreDocument};
+use std::collections::HashSet;
+
+use crate::jsonfile::{DocumentError, JsonFile, Record, StoreDocument, StoredJob, Written};
 use crate::lifecycle::JobError;
 use crate::store::{JobChange, StoreError};
 
@@ -162,19 +164,35 @@ impl From<DocumentError> for Unwritten {
     }
 }
 
-/// Applies `batch` in one write and answers each change.
+/// Applies `batch` in one write and answers each change: on a store in the canonical
+/// shape every job the batch leaves as it was is written back as its very text (a
+/// create at 10,000 jobs then parses each stored job once and renders none of them);
+/// any other store is read, healed and rendered whole.
 fn write_batch(file: &JsonFile, batch: Vec<Queued>) {
     let (changes, answers): (Vec<_>, Vec<_>) = batch
         .into_iter()
         .map(|queued| ((queued.change, queued.ctx), queued.answer))
         .unzip();
-    let written = file.update_stamped(|doc| {
-        let (outcomes, stamp) = apply(doc, changes);
-        match stamp {
-            Some(stamp) => Ok((outcomes, stamp)),
-            None => Err(Unwritten::NothingChanged(outcomes)),
-        }
-    });
+    let mut pending = Some(changes);
+    let written = file
+        .update_jobs(|stored| {
+            let changes = pending.take().unwrap_or_default();
+            let (entries, outcomes, stamp) = apply_to_stored(&file.jobs_path(), stored, changes)?;
+            let write =
+                stamp.map(|stamp| (entries.into_iter().map(Entry::written).collect(), stamp));
+            Ok::<_, DocumentError>((outcomes, write))
+        })
+        .map_err(Unwritten::Document)
+        .and_then(|done| match (done, pending.take()) {
+            (Some(outcomes), _) => Ok(outcomes),
+            (None, changes) => file.update_stamped(|doc| {
+                let (outcomes, stamp) = apply(doc, changes.unwrap_or_default());
+                match stamp {
+                    Some(stamp) => Ok((outcomes, stamp)),
+                    None => Err(Unwritten::NothingChanged(outcomes)),
+                }
+            }),
+        });
     let outcomes: Vec<Answer> = match written {
         Ok(outcomes) | Err(Unwritten::NothingChanged(outcomes)) => outcomes,
         Err(Unwritten::Document(e)) => {
@@ -200,6 +218,22 @@ fn copy(e: &StoreError) -> StoreError {
     }
 }
 
+/// A job of the store while a batch is applied: a stored job kept as its text (no
+/// change of the batch names it and healing left it as it was), or the job itself.
+enum Entry {
+    Kept(usize),
+    Job(Job),
+}
+
+impl Entry {
+    fn written(self) -> Written {
+        match self {
+            Entry::Kept(index) => Written::Kept(index),
+            Entry::Job(job) => Written::Record(job.into_record()),
+        }
+    }
+}
+
 /// Applies `changes` in order to `doc` as writers one after another would: the stored
 /// jobs are healed as the first change's writer heals them, a job a change of the batch
 /// added is healed again for each later change (as its writer would find it), and a
@@ -209,35 +243,98 @@ fn apply(
     doc: &mut StoreDocument,
     changes: Vec<(Change, Context)>,
 ) -> (Vec<Answer>, Option<String>) {
+    let Some(first) = changes.first().map(|(_, ctx)| *ctx) else {
+        return (Vec::new(), None);
+    };
+    let mut entries: Vec<Entry> = std::mem::take(&mut doc.jobs)
+        .into_iter()
+        .map(|record| {
+            let mut job = Job::from_record(record);
+            job.heal(&first);
+            Entry::Job(job)
+        })
+        .collect();
+    let (answers, stamp) = apply_changes(&mut entries, changes);
+    doc.jobs = entries
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Job(job) => Some(job.into_record()),
+            Entry::Kept(_) => None,
+        })
+        .collect();
+    (answers, stamp)
+}
+
+/// [`apply`] to the jobs of a store in the canonical shape: each stored job is read and
+/// healed as there, and stays its text unless a change of the batch names it or healing
+/// changed it.
+fn apply_to_stored(
+    path: &std::path::Path,
+    stored: &[StoredJob<'_>],
+    changes: Vec<(Change, Context)>,
+) -> Result<(Vec<Entry>, Vec<Answer>, Option<String>), DocumentError> {
+    let Some(first) = changes.first().map(|(_, ctx)| *ctx) else {
+        return Ok((Vec::new(), Vec::new(), None));
+    };
+    let named: HashSet<&str> = changes
+        .iter()
+        .filter_map(|(change, _)| match change {
+            Change::Insert(_) => None,
+            Change::Update { id, .. } | Change::Remove(id) => Some(id.as_str()),
+        })
+        .collect();
+    let mut entries = Vec::with_capacity(stored.len() + changes.len());
+    for (index, job) in stored.iter().enumerate() {
+        // Checked as JSON with the whole file already: this cannot fail, and is an error
+        // rather than a panic all the same.
+        let record: Record =
+            serde_json::from_str(job.text).map_err(|e| DocumentError::Unreadable {
+                path: path.to_path_buf(),
+                line: None,
+                column: None,
+                reason: format!("a job reads as JSON but not as a record: {e}"),
+            })?;
+        if job.id.is_some_and(|id| named.contains(id)) {
+            let mut job = Job::from_record(record);
+            job.heal(&first);
+            entries.push(Entry::Job(job));
+            continue;
+        }
+        let mut healed = Job::from_record(record.clone());
+        healed.heal(&first);
+        // Healing only ever sets keys, so the same keys with the same values in the same
+        // order is the same record.
+        entries.push(match healed.record().iter().eq(record.iter()) {
+            true => Entry::Kept(index),
+            false => Entry::Job(healed),
+        });
+    }
+    let (answers, stamp) = apply_changes(&mut entries, changes);
+    Ok((entries, answers, stamp))
+}
+
+/// The changes of a batch, in order, on jobs healed as the first change's writer heals
+/// them (see [`apply`]).
+fn apply_changes(
+    entries: &mut Vec<Entry>,
+    changes: Vec<(Change, Context)>,
+) -> (Vec<Answer>, Option<String>) {
     let mut answers = Vec::with_capacity(changes.len());
     let mut stamp = None;
-    let mut jobs: Vec<Job> = Vec::new();
     let mut added: Vec<String> = Vec::new();
     for (n, (change, ctx)) in changes.into_iter().enumerate() {
-        if n == 0 {
-            jobs = std::mem::take(&mut doc.jobs)
-                .into_iter()
-                .map(|record| {
-                    let mut job = Job::from_record(record);
-                    job.heal(&ctx);
-                    job
-                })
-                .collect();
-        } else {
-            for job in jobs
-                .iter_mut()
-                .filter(|j| added.iter().any(|id| id == j.id()))
-            {
+        if n > 0 {
+            for job in jobs_mut(entries).filter(|j| added.iter().any(|id| id == j.id())) {
                 job.heal(&ctx);
             }
         }
         let answer = match change {
             Change::Insert(job) => {
                 added.push(job.id().to_string());
-                jobs.push(job);
+                entries.push(Entry::Job(job));
                 Ok(Outcome::Inserted)
             }
-            Change::Update { id, change } => match jobs.iter_mut().find(|j| j.id() == id) {
+            Change::Update { id, change } => match jobs_mut(entries).find(|j| j.id() == id) {
                 Some(job) => {
                     let mut changed = job.clone();
                     change(&mut changed).map(|()| {
@@ -247,18 +344,29 @@ fn apply(
                 }
                 None => Err(JobError::NotFound(id)),
             },
-            Change::Remove(id) => match jobs.iter().position(|j| j.id() == id) {
-                Some(index) => Ok(Outcome::Removed(jobs.remove(index))),
-                None => Err(JobError::NotFound(id)),
-            },
+            Change::Remove(id) => {
+                let at = entries
+                    .iter()
+                    .position(|e| matches!(e, Entry::Job(j) if j.id() == id));
+                match at.map(|index| entries.remove(index)) {
+                    Some(Entry::Job(job)) => Ok(Outcome::Removed(job)),
+                    _ => Err(JobError::NotFound(id)),
+                }
+            }
         };
         if answer.is_ok() {
             stamp = Some(ctx.now_text());
         }
         answers.push(answer);
     }
-    doc.jobs = jobs.into_iter().map(Job::into_record).collect();
     (answers, stamp)
+}
+
+fn jobs_mut(entries: &mut [Entry]) -> impl Iterator<Item = &mut Job> {
+    entries.iter_mut().filter_map(|entry| match entry {
+        Entry::Job(job) => Some(job),
+        Entry::Kept(_) => None,
+    })
 }
 
 #[cfg(test)]
@@ -391,6 +499,86 @@ mod tests {
         let (answers, stamp) = apply(&mut doc, vec![(Change::Remove("nobody".into()), ctx(1))]);
         assert!(answers[0].is_err());
         assert_eq!(stamp, None);
+    }
+
+    /// Sends `changes` to [`write_batch`] as one batch on `file`; whether each went through.
+    fn write_one_batch(file: &JsonFile, changes: Vec<(Change, Context)>) -> Vec<bool> {
+        let mut waiting = Vec::new();
+        let batch = changes
+            .into_iter()
+            .map(|(change, ctx)| {
+                let (answer, answered) = mpsc::sync_channel(1);
+                waiting.push(answered);
+                Queued {
+                    change,
+                    ctx,
+                    answer,
+                }
+            })
+            .collect();
+        write_batch(file, batch);
+        waiting
+            .iter()
+            .map(|answered| answered.recv().unwrap().is_ok())
+            .collect()
+    }
+
+    /// On a store in the canonical shape (as this build or Python Hermes writes it) the
+    /// jobs a batch leaves alone are copied as text, and the file is the very bytes the
+    /// whole-document path writes: the legacy record healing rewrites included.
+    #[test]
+    fn a_batch_on_a_canonical_store_writes_the_bytes_of_the_whole_document_path() {
+        let path = std::path::Path::new("jobs.json");
+        let stored = parse_document(&store_text(), path).unwrap();
+        let mut whole = stored.clone();
+        let (answers, stamp) = apply(&mut whole, changes());
+        whole.updated_at = stamp;
+
+        let dir = tempfile::tempdir().unwrap();
+        let file = JsonFile::new(dir.path().join("cron"));
+        std::fs::create_dir_all(dir.path().join("cron")).unwrap();
+        std::fs::write(file.jobs_path(), render_document(&stored)).unwrap();
+        let went_through = write_one_batch(&file, changes());
+        assert_eq!(
+            went_through,
+            answers.iter().map(Result::is_ok).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            String::from_utf8(std::fs::read(file.jobs_path()).unwrap()).unwrap(),
+            String::from_utf8(render_document(&whole)).unwrap()
+        );
+    }
+
+    /// A job no change names keeps its text to the byte (here an escape the renderer
+    /// would not write); the one a change names is written afresh.
+    #[test]
+    fn a_job_no_change_names_keeps_its_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = JsonFile::new(dir.path().join("cron"));
+        std::fs::create_dir_all(dir.path().join("cron")).unwrap();
+        let untouched = r#"{"id": "d00000000004", "name": "caf\u00e9", "prompt": "p", "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"}, "schedule_display": "every 60m", "next_run_at": "2026-11-22T13:00:00+00:00"}"#;
+        let text = format!(
+            r#"{{"jobs": [{untouched}, {{"id": "b00000000002", "name": "b", "prompt": "p", "schedule": "every 2h"}}]}}"#
+        );
+        std::fs::write(file.jobs_path(), &text).unwrap();
+        let went_through = write_one_batch(
+            &file,
+            vec![(
+                Change::Update {
+                    id: "b00000000002".into(),
+                    change: rename("renamed"),
+                },
+                ctx(1),
+            )],
+        );
+        assert_eq!(went_through, [true]);
+        let written = String::from_utf8(std::fs::read(file.jobs_path()).unwrap()).unwrap();
+        assert!(written.contains(untouched), "{written}");
+        let doc = file.load().unwrap();
+        assert_eq!(doc.jobs[0]["name"], "café");
+        assert_eq!(doc.jobs[1]["name"], "renamed");
+        assert_eq!(doc.jobs[1]["schedule"]["kind"], "interval");
+        assert_eq!(doc.updated_at.as_deref(), Some("2026-11-22T12:00:01+00:00"));
     }
 
     /// Many writers at once: every change lands, in one store that reads back whole.
