@@ -37,6 +37,10 @@ enum Outcome {
 
 type Answer = Result<Outcome, JobError>;
 
+/// Each change's answer, and the `updated_at` of the last that went through (`None`:
+/// none did, and nothing is written).
+type Applied = (Vec<Answer>, Option<String>);
+
 struct Queued {
     change: Change,
     ctx: Context,
@@ -177,7 +181,7 @@ fn write_batch(file: &JsonFile, batch: Vec<Queued>) {
     let written = file
         .update_jobs(|stored| {
             let changes = pending.take().unwrap_or_default();
-            let (entries, outcomes, stamp) = apply_to_stored(&file.jobs_path(), stored, changes)?;
+            let (entries, (outcomes, stamp)) = apply_to_stored(&file.jobs_path(), stored, changes)?;
             let write =
                 stamp.map(|stamp| (entries.into_iter().map(Entry::written).collect(), stamp));
             Ok::<_, DocumentError>((outcomes, write))
@@ -239,10 +243,7 @@ impl Entry {
 /// added is healed again for each later change (as its writer would find it), and a
 /// refused change leaves every job as it was. Returns each change's answer and the
 /// `updated_at` of the last change that went through (`None`: none did).
-fn apply(
-    doc: &mut StoreDocument,
-    changes: Vec<(Change, Context)>,
-) -> (Vec<Answer>, Option<String>) {
+fn apply(doc: &mut StoreDocument, changes: Vec<(Change, Context)>) -> Applied {
     let Some(first) = changes.first().map(|(_, ctx)| *ctx) else {
         return (Vec::new(), None);
     };
@@ -272,9 +273,9 @@ fn apply_to_stored(
     path: &std::path::Path,
     stored: &[StoredJob<'_>],
     changes: Vec<(Change, Context)>,
-) -> Result<(Vec<Entry>, Vec<Answer>, Option<String>), DocumentError> {
+) -> Result<(Vec<Entry>, Applied), DocumentError> {
     let Some(first) = changes.first().map(|(_, ctx)| *ctx) else {
-        return Ok((Vec::new(), Vec::new(), None));
+        return Ok((Vec::new(), (Vec::new(), None)));
     };
     let named: HashSet<&str> = changes
         .iter()
@@ -309,16 +310,13 @@ fn apply_to_stored(
             false => Entry::Job(healed),
         });
     }
-    let (answers, stamp) = apply_changes(&mut entries, changes);
-    Ok((entries, answers, stamp))
+    let applied = apply_changes(&mut entries, changes);
+    Ok((entries, applied))
 }
 
 /// The changes of a batch, in order, on jobs healed as the first change's writer heals
 /// them (see [`apply`]).
-fn apply_changes(
-    entries: &mut Vec<Entry>,
-    changes: Vec<(Change, Context)>,
-) -> (Vec<Answer>, Option<String>) {
+fn apply_changes(entries: &mut Vec<Entry>, changes: Vec<(Change, Context)>) -> Applied {
     let mut answers = Vec::with_capacity(changes.len());
     let mut stamp = None;
     let mut added: Vec<String> = Vec::new();
