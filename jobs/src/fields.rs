@@ -208,7 +208,13 @@ impl Layout {
     /// only hand-written records — 0.22's, today's Hermes.
     pub fn of_store(jobs: &[Job]) -> Layout {
         let has = |key: &str| jobs.iter().any(|job| job.get(key).is_some());
-        if has("monitor_state") || !has("provider_snapshot") {
+        Layout::of_keys(has("monitor_state"), has("provider_snapshot"))
+    }
+
+    /// [`Layout::of_store`] from whether any record carries `monitor_state`, and any
+    /// `provider_snapshot` (for a backend that can ask that without reading the jobs).
+    pub fn of_keys(monitor_state: bool, provider_snapshot: bool) -> Layout {
+        if monitor_state || !provider_snapshot {
             Layout::Hermes022
         } else {
             Layout::Hermes019

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
 use crate::caps::{CapChange, CapTexts};
-use crate::fields::{schedule_text, BareDuration, Layout, MonitorSource, ReasoningEffort};
+use crate::fields::{schedule_text, BareDuration, MonitorSource, ReasoningEffort};
 use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
@@ -494,7 +494,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     let paused_reason = new
         .paused
         .then(|| non_empty(&new.paused_reason).unwrap_or(CREATED_PAUSED_REASON));
-    let layout = Layout::of_store(&store.load_view(ctx, Layout::PROBE_KEYS).await?);
+    let layout = store.layout(ctx).await?;
     let mut job = Job::create(&JobSpec {
         id: new_id(),
         name,

@@ -22,6 +22,7 @@ use crate::due::{
     PROBE_KEYS,
 };
 use crate::estop::{read_sentinel, remove_sentinel, write_sentinel, GlobalPause, SENTINEL};
+use crate::fields::Layout;
 use crate::incident::{Incident, IncidentBook, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::jsonfile::{
@@ -64,6 +65,39 @@ struct Files {
     notepad: Mutex<Option<NotepadBook>>,
     /// Job changes made at the same time, written together.
     group: GroupCommit,
+    /// The layout of jobs.json as last read, with the file it was read from: fifty
+    /// creates at once read a store of 10,000 jobs once between two writes, not fifty
+    /// times. Held while it is worked out, so the others wait for that one reading.
+    layout: Mutex<Option<(FileStamp, Layout)>>,
+}
+
+/// Which jobs.json a reading was of: every write replaces the file (a new inode), and
+/// an edit in place changes its size or time.
+#[derive(Clone, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileStamp {
+    /// `None` when there is no file.
+    fn of(path: &Path) -> std::io::Result<Option<FileStamp>> {
+        #[cfg(unix)]
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(FileStamp {
+                #[cfg(unix)]
+                inode: meta.ino(),
+                #[cfg(not(unix))]
+                inode: 0,
+                len: meta.len(),
+                modified: meta.modified().ok(),
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -122,6 +156,7 @@ impl FileStore {
                 incidents: Mutex::new(None),
                 notepad: Mutex::new(None),
                 group: GroupCommit::default(),
+                layout: Mutex::new(None),
             }),
         }
     }
@@ -559,6 +594,26 @@ impl Files {
         })
     }
 
+    fn layout(&self) -> Result<Layout, StoreError> {
+        let mut known = lock(&self.layout);
+        let path = self.jobs.jobs_path();
+        let stamp = FileStamp::of(&path).map_err(|e| {
+            StoreError::Unavailable(format!("cannot access {}: {e}", path.display()))
+        })?;
+        let Some(stamp) = stamp else {
+            return Ok(Layout::of_store(&[]));
+        };
+        if let Some((read, layout)) = &*known {
+            if *read == stamp {
+                return Ok(*layout);
+            }
+        }
+        // Stamped before the reading: a file replaced meanwhile is read again next time.
+        let layout = Layout::of_store(&self.load_view(Layout::PROBE_KEYS)?);
+        *known = Some((stamp, layout));
+        Ok(layout)
+    }
+
     fn load_view(&self, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
         Ok(self
             .jobs
@@ -571,8 +626,9 @@ impl Files {
 
     // Job changes go through the group commit: changes made at the same time share one
     // rewrite and one sync of jobs.json. The whole document is healed and rewritten, as
-    // Python Hermes and every earlier build do for a CLI change: the same operation
-    // leaves the same bytes.
+    // Python Hermes and every earlier build do for a CLI change (on a canonical store the
+    // jobs healing leaves alone are copied as text): the same operation leaves the same
+    // bytes.
     fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
         self.group.insert(&self.jobs, ctx, job)
     }
@@ -1008,6 +1064,10 @@ impl Files {
 impl Store for FileStore {
     async fn load_jobs(&self, _ctx: &Context) -> Result<Vec<Job>, StoreError> {
         self.blocking(Files::load_jobs).await
+    }
+
+    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
+        self.blocking(|files| files.layout()).await
     }
 
     async fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {

@@ -25,6 +25,7 @@ pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
 use crate::due::{Decision, Planned, ScanOptions};
 use crate::estop::GlobalPause;
+use crate::fields::Layout;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
 use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
@@ -218,6 +219,14 @@ pub trait Store: Send + Sync {
     async fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
         let _ = keys;
         self.load_jobs(ctx).await
+    }
+    /// The layout a new job is written in ([`Layout::of_store`] of the stored jobs).
+    /// Asked once per create, so a backend that can answer it without building every
+    /// job should.
+    async fn layout(&self, ctx: &Context) -> Result<Layout, StoreError> {
+        Ok(Layout::of_store(
+            &self.load_view(ctx, Layout::PROBE_KEYS).await?,
+        ))
     }
     /// One job by id.
     async fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {

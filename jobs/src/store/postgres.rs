@@ -25,6 +25,7 @@ use super::{
 };
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::estop::GlobalPause;
+use crate::fields::Layout;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{is_safe_id, Context, Job, JobState};
 use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
@@ -1028,6 +1029,23 @@ async fn forget(pool: Pool, instance: String) {
 impl Store for PgStore {
     async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
         self.load(ctx).await
+    }
+
+    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
+        // `->` gives SQL NULL only for a missing key (a JSON null is 'null').
+        let row = self
+            .client()
+            .await?
+            .query_one(
+                "SELECT COALESCE(bool_or(record -> 'monitor_state' IS NOT NULL), false),
+                        COALESCE(bool_or(record -> 'provider_snapshot' IS NOT NULL), false)
+                   FROM hermes_cron_jobs",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let (monitor_state, provider_snapshot) = (row.get(0), row.get(1));
+        Ok(Layout::of_keys(monitor_state, provider_snapshot))
     }
 
     async fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
