@@ -29,7 +29,7 @@ use crate::jsonfile::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
     write_atomic, DocumentError, JsonFile,
 };
-use crate::jsonscan::{walk_jobs_in_parallel, KeyIndex, Walk};
+use crate::jsonscan::{walk_jobs, walk_jobs_in_parallel, KeyIndex, Walk};
 use crate::ledger::{Claim, Ledger, LedgerError, RunEnd, RunRow, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
@@ -609,7 +609,27 @@ impl Files {
             }
         }
         // Stamped before the reading: a file replaced meanwhile is read again next time.
-        let layout = Layout::of_store(&self.load_view(Layout::PROBE_KEYS)?);
+        // The keys are looked for in the text, no job built; a store that needs repairs
+        // is read whole.
+        let bytes = self.read_jobs()?;
+        let keys = KeyIndex::new(Layout::PROBE_KEYS);
+        let at = ["monitor_state", "provider_snapshot"].map(|key| keys.find(key));
+        let mut has = [false; 2];
+        let mut values = [None; Layout::PROBE_KEYS.len()];
+        let walked = walk_jobs(&bytes, &mut |_, entries| {
+            values.fill(None);
+            if keys.pick(entries, &mut values).is_none() {
+                return Walk::Stop;
+            }
+            for (has, i) in has.iter_mut().zip(at) {
+                *has |= i.is_some_and(|i| values[i].is_some());
+            }
+            Walk::Continue
+        });
+        let layout = match walked {
+            Some(()) => Layout::of_keys(has[0], has[1]),
+            None => Layout::of_store(&self.load_view(Layout::PROBE_KEYS)?),
+        };
         *known = Some((stamp, layout));
         Ok(layout)
     }
