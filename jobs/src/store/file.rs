@@ -142,6 +142,13 @@ fn read_epoch(text: &str) -> Option<DateTime<Utc>> {
     Utc.timestamp_millis_opt((seconds * 1000.0) as i64).single()
 }
 
+/// Whether this runs on a runtime of one thread (a one-shot CLI verb, where nothing
+/// runs beside the call): the store's work is then done in place.
+fn on_one_thread() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+}
+
 impl FileStore {
     /// The store of the home whose `cron/` directory is `cron_dir`, for a process that
     /// is `owner` and judges processes of this host alive with `alive`.
@@ -196,9 +203,7 @@ impl FileStore {
         T: Send + 'static,
         E: From<StoreError> + Send + 'static,
     {
-        let one_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
-        if one_thread {
+        if on_one_thread() {
             return work(&self.files);
         }
         let files = Arc::clone(&self.files);
@@ -1100,6 +1105,10 @@ impl Store for FileStore {
     }
 
     async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
+        if !on_one_thread() {
+            let files = &self.files;
+            return files.group.insert_awaiting(&files.jobs, ctx, job).await;
+        }
         let ctx = *ctx;
         self.blocking(move |files| files.insert_job(&ctx, job))
             .await
@@ -1111,6 +1120,13 @@ impl Store for FileStore {
         id: &str,
         change: JobChange,
     ) -> Result<Job, JobError> {
+        if !on_one_thread() {
+            let files = &self.files;
+            return files
+                .group
+                .update_awaiting(&files.jobs, ctx, id, change)
+                .await;
+        }
         let (ctx, id) = (*ctx, id.to_string());
         self.blocking(move |files| files.update_job(&ctx, &id, change))
             .await

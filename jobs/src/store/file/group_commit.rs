@@ -44,7 +44,24 @@ type Applied = (Vec<Answer>, Option<String>);
 struct Queued {
     change: Change,
     ctx: Context,
-    answer: mpsc::SyncSender<Answer>,
+    answer: Reply,
+}
+
+/// Where a change's answer goes: to a caller blocked on it, or to one awaiting it.
+enum Reply {
+    Blocked(mpsc::SyncSender<Answer>),
+    Awaiting(tokio::sync::oneshot::Sender<Answer>),
+}
+
+impl Reply {
+    /// A caller that stopped waiting (its thread unwound, its task dropped) needs no
+    /// answer.
+    fn send(self, answer: Answer) {
+        match self {
+            Reply::Blocked(sender) => drop(sender.send(answer)),
+            Reply::Awaiting(sender) => drop(sender.send(answer)),
+        }
+    }
 }
 
 /// The way to one store's writer thread, started with the first change.
@@ -85,12 +102,40 @@ fn mismatched() -> JobError {
     ))
 }
 
+/// The answer of a change whose writer went away before writing it.
+fn interrupted() -> Answer {
+    Err(JobError::Store(StoreError::Unavailable(
+        "the change to jobs.json was interrupted before it was written; try again".into(),
+    )))
+}
+
+fn inserted(answer: Answer) -> Result<(), JobError> {
+    match answer? {
+        Outcome::Inserted => Ok(()),
+        _ => Err(mismatched()),
+    }
+}
+
+fn updated(answer: Answer) -> Result<Job, JobError> {
+    match answer? {
+        Outcome::Updated(job) => Ok(job),
+        _ => Err(mismatched()),
+    }
+}
+
 impl GroupCommit {
     pub(super) fn insert(&self, file: &JsonFile, ctx: &Context, job: Job) -> Result<(), JobError> {
-        match self.commit(file, ctx, Change::Insert(job))? {
-            Outcome::Inserted => Ok(()),
-            _ => Err(mismatched()),
-        }
+        inserted(self.commit(file, ctx, Change::Insert(job)))
+    }
+
+    /// [`GroupCommit::insert`] awaited, holding no thread while the write is made.
+    pub(super) async fn insert_awaiting(
+        &self,
+        file: &JsonFile,
+        ctx: &Context,
+        job: Job,
+    ) -> Result<(), JobError> {
+        inserted(self.commit_awaiting(file, ctx, Change::Insert(job)).await)
     }
 
     pub(super) fn update(
@@ -101,10 +146,22 @@ impl GroupCommit {
         change: JobChange,
     ) -> Result<Job, JobError> {
         let id = id.to_string();
-        match self.commit(file, ctx, Change::Update { id, change })? {
-            Outcome::Updated(job) => Ok(job),
-            _ => Err(mismatched()),
-        }
+        updated(self.commit(file, ctx, Change::Update { id, change }))
+    }
+
+    /// [`GroupCommit::update`] awaited, holding no thread while the write is made.
+    pub(super) async fn update_awaiting(
+        &self,
+        file: &JsonFile,
+        ctx: &Context,
+        id: &str,
+        change: JobChange,
+    ) -> Result<Job, JobError> {
+        let id = id.to_string();
+        updated(
+            self.commit_awaiting(file, ctx, Change::Update { id, change })
+                .await,
+        )
     }
 
     pub(super) fn remove(&self, file: &JsonFile, ctx: &Context, id: &str) -> Result<Job, JobError> {
@@ -118,13 +175,45 @@ impl GroupCommit {
     /// the write that holds it is synced (or failed).
     fn commit(&self, file: &JsonFile, ctx: &Context, change: Change) -> Answer {
         let (answer, answered) = mpsc::sync_channel(1);
-        let mut queued = Queued {
+        let queued = Queued {
             change,
             ctx: *ctx,
-            answer,
+            answer: Reply::Blocked(answer),
         };
-        // A writer that died (a change panicked) is replaced once; without a thread at
-        // all, the change is written here, alone.
+        // Without a writer thread the change is written here, alone.
+        if let Err(queued) = self.queue(file, queued) {
+            write_batch(file, vec![queued]);
+        }
+        answered.recv().unwrap_or_else(|_| interrupted())
+    }
+
+    /// [`GroupCommit::commit`] for a caller on a runtime of several threads: it awaits
+    /// the answer, so fifty callers at once hold fifty small tasks rather than fifty
+    /// threads (each of which kept its own pages of the allocator).
+    async fn commit_awaiting(&self, file: &JsonFile, ctx: &Context, change: Change) -> Answer {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let queued = Queued {
+            change,
+            ctx: *ctx,
+            answer: Reply::Awaiting(answer),
+        };
+        // Without a writer thread the change is written on a blocking thread, alone.
+        if let Err(queued) = self.queue(file, queued) {
+            let file = file.clone();
+            let written =
+                tokio::task::spawn_blocking(move || write_batch(&file, vec![queued])).await;
+            if let Err(e) = written {
+                if e.is_panic() {
+                    std::panic::resume_unwind(e.into_panic());
+                }
+            }
+        }
+        answered.await.unwrap_or_else(|_| interrupted())
+    }
+
+    /// Hands `queued` to the writer thread, started when there is none; a writer that
+    /// died (a change panicked) is replaced once. Gives it back when no thread can run.
+    fn queue(&self, file: &JsonFile, mut queued: Queued) -> Result<(), Queued> {
         for _ in 0..2 {
             let sender = {
                 let mut writer = lock(&self.writer);
@@ -135,23 +224,14 @@ impl GroupCommit {
             };
             let Some(sender) = sender else { break };
             match sender.send(queued) {
-                Ok(()) => {
-                    return answered.recv().unwrap_or_else(|_| {
-                        Err(JobError::Store(StoreError::Unavailable(
-                            "the change to jobs.json was interrupted before it was written; \
-                             try again"
-                                .into(),
-                        )))
-                    })
-                }
+                Ok(()) => return Ok(()),
                 Err(mpsc::SendError(back)) => {
                     queued = back;
                     *lock(&self.writer) = None;
                 }
             }
         }
-        write_batch(file, vec![queued]);
-        answered.recv().unwrap_or_else(|_| Err(mismatched()))
+        Err(queued)
     }
 }
 
@@ -208,8 +288,7 @@ fn write_batch(file: &JsonFile, batch: Vec<Queued>) {
         }
     };
     for (answer, outcome) in answers.into_iter().zip(outcomes) {
-        // A writer that stopped waiting (its thread unwound) needs no answer.
-        let _ = answer.send(outcome);
+        answer.send(outcome);
     }
 }
 
@@ -510,7 +589,7 @@ mod tests {
                 Queued {
                     change,
                     ctx,
-                    answer,
+                    answer: Reply::Blocked(answer),
                 }
             })
             .collect();
