@@ -23,7 +23,7 @@ use jobs::store::{
     list_normalized, list_summaries, DueScan, ExtraField, Keep, Listed, Owner, SharedSink,
     ListedJob, SummarySink, WriteValue,
 };
-use jobs::{Context, FileStore, Job, JobState, JobSummary, Store};
+use jobs::{Context, FileStore, Job, JobState, JobSummary, Layout, Store};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use tokio::runtime::Runtime;
@@ -386,6 +386,8 @@ struct Reading {
     pass: Result<(Vec<String>, Option<DateTime<Utc>>), String>,
     after_pass: Option<String>,
     listing_after_pass: Result<String, String>,
+    /// The layout a new job would be written in (`Store::layout`, found in the text).
+    layout: Result<Layout, String>,
 }
 
 /// What the whole-document reader alone makes of the same store, before the pass: the
@@ -395,6 +397,8 @@ struct Reading {
 struct Whole {
     summaries: Result<Vec<String>, String>,
     listings: Vec<Result<String, String>>,
+    /// The layout of the jobs `load_view` builds.
+    layout: Result<Layout, String>,
 }
 
 /// The key sets of the reduced views.
@@ -504,6 +508,12 @@ async fn read(cron: &Path, store_text: &str, ctx: &Context) -> (Reading, Whole, 
     let mask = |text: String| mask_new_ids(&text, store_text);
     let masked = |result: Result<String, String>| result.map(mask).map_err(same_home);
 
+    let layout = store.layout(ctx).await.map_err(|e| same_home(e.to_string()));
+    let whole_layout = store
+        .load_view(ctx, Layout::PROBE_KEYS)
+        .await
+        .map(|jobs| Layout::of_store(&jobs))
+        .map_err(|e| same_home(e.to_string()));
     let (summaries_read, foreign) = summaries(store, ctx).await;
     let summaries_read = summaries_read
         .map(|texts| texts.into_iter().map(mask).collect())
@@ -571,10 +581,12 @@ async fn read(cron: &Path, store_text: &str, ctx: &Context) -> (Reading, Whole, 
             .ok()
             .map(|bytes| mask(String::from_utf8_lossy(&bytes).into_owned())),
         listing_after_pass,
+        layout,
     };
     let whole = Whole {
         summaries: whole_summaries,
         listings: whole_listings,
+        layout: whole_layout,
     };
     (reading, whole, foreign)
 }
@@ -715,6 +727,14 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(
         fast_reading.views, long_reading.views,
         "views of {store_text}"
+    );
+    assert_eq!(
+        fast_reading.layout, fast_whole.layout,
+        "layout against load_view of {store_text}"
+    );
+    assert_eq!(
+        fast_reading.layout, long_reading.layout,
+        "layout of {store_text}"
     );
     assert_eq!(
         fast_reading.summaries, long_reading.summaries,
