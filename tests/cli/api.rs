@@ -161,10 +161,19 @@ impl Api {
         headers: &[(&str, &str)],
         body: &str,
     ) -> Reply {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
+        self.try_send(method, path, headers, body).unwrap()
+    }
+
+    /// [`Api::send`] that reports a refused or cut connection instead of panicking.
+    pub(crate) fn try_send(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> std::io::Result<Reply> {
+        let mut stream = TcpStream::connect(&self.address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
         let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
         let defaults = [
             ("Host", self.address.as_str()),
@@ -187,11 +196,20 @@ impl Api {
             ));
         }
         head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body.as_bytes()).unwrap();
+        stream.write_all(head.as_bytes())?;
+        stream.write_all(body.as_bytes())?;
         let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
-        parse(&raw)
+        stream.read_to_end(&mut raw)?;
+        if !raw.windows(4).any(|w| w == b"\r\n\r\n") {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(parse(&raw))
+    }
+
+    /// Kills the daemon at once (SIGKILL): no shutdown, no flush.
+    pub(crate) fn kill_now(&self) {
+        // SAFETY: signalling the daemon this test started.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
     }
 
     pub(crate) fn get(&self, path: &str) -> Reply {
