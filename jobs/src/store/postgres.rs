@@ -1032,20 +1032,25 @@ impl Store for PgStore {
     }
 
     async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
-        // `->` gives SQL NULL only for a missing key (a JSON null is 'null').
+        // The first record with `monitor_state` settles it (on a store of 0.22's layout,
+        // the first row read); only without one is `provider_snapshot` looked for. `->`
+        // gives SQL NULL only for a missing key (a JSON null is 'null').
         let row = self
             .client()
             .await?
             .query_one(
-                "SELECT COALESCE(bool_or(record -> 'monitor_state' IS NOT NULL), false),
-                        COALESCE(bool_or(record -> 'provider_snapshot' IS NOT NULL), false)
-                   FROM hermes_cron_jobs",
+                "SELECT CASE
+                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
+                                   WHERE record -> 'monitor_state' IS NOT NULL) THEN 2
+                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
+                                   WHERE record -> 'provider_snapshot' IS NOT NULL) THEN 1
+                     ELSE 0 END",
                 &[],
             )
             .await
             .map_err(|e| self.fail(e))?;
-        let (monitor_state, provider_snapshot) = (row.get(0), row.get(1));
-        Ok(Layout::of_keys(monitor_state, provider_snapshot))
+        let found: i32 = row.get(0);
+        Ok(Layout::of_keys(found == 2, found == 1))
     }
 
     async fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
