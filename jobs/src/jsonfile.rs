@@ -194,15 +194,15 @@ impl JsonFile {
         }
         let f = f.ok_or_else(|| io_error(&path, io::Error::other("called twice")))?;
         self.update(updated_at, |doc| {
-            let chosen: Vec<usize> = (0..doc.jobs.len())
-                .filter(|&i| record_id(&doc.jobs[i]).is_some_and(|id| ids.contains(id)))
+            let picked: Vec<usize> = (0..doc.jobs.len())
+                .filter(|&i| chosen(record_id(&doc.jobs[i]), ids))
                 .collect();
-            let mut records: Vec<Record> = chosen
+            let mut records: Vec<Record> = picked
                 .iter()
                 .map(|&i| std::mem::take(&mut doc.jobs[i]))
                 .collect();
             let value = f(&mut records);
-            for (i, record) in chosen.into_iter().zip(records) {
+            for (i, record) in picked.into_iter().zip(records) {
                 doc.jobs[i] = record;
             }
             value
@@ -288,6 +288,7 @@ pub enum Written {
     Record(Record),
 }
 
+/// Whether a job with this `id` is among `ids` (a job without a string id never is).
 fn chosen(id: Option<&str>, ids: &std::collections::HashSet<&str>) -> bool {
     id.is_some_and(|id| ids.contains(id))
 }
