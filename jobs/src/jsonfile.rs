@@ -143,7 +143,7 @@ impl JsonFile {
         let mut doc = self.load()?;
         let (value, updated_at) = f(&mut doc)?;
         doc.updated_at = Some(updated_at);
-        write_atomic(&self.jobs_path(), &render_document(&doc))?;
+        write_atomic_locked(&self.jobs_path(), &render_document(&doc))?;
         drop(lock);
         Ok(value)
     }
@@ -267,7 +267,7 @@ impl JsonFile {
         serde_json::to_writer_pretty(&mut out, &view)
             .map_err(|e| io_error(&path, io::Error::other(e)))?;
         out.push(b'\n');
-        write_atomic(&path, &out)?;
+        write_atomic_locked(&path, &out)?;
         drop(lock);
         Ok(Some(value))
     }
@@ -1064,6 +1064,30 @@ impl serde::Serialize for DocumentView<'_> {
 
 /// Write bytes atomically: temp file in the same directory, write, flush, fsync, chmod 0600, rename over target, fsync the directory. Creates the parent dir with mode 0700 if missing. Used also for output documents later.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
+    write_atomic_sweeping(path, bytes, Leftovers::Stale)
+}
+
+/// [`write_atomic`] by a caller holding the lock that every writer of `path` takes
+/// (jobs.json under `.jobs.lock`): no other write of it can be under way, so every temp
+/// file of it still there is a killed writer's, whatever its age, and goes.
+fn write_atomic_locked(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
+    write_atomic_sweeping(path, bytes, Leftovers::All)
+}
+
+/// Which temp files of earlier writes a write removes after its own rename.
+#[derive(Clone, Copy)]
+enum Leftovers {
+    /// Only those older than [`STALE_TEMP`]: a younger one may be a write under way.
+    Stale,
+    /// All of them: the caller holds the writers' lock.
+    All,
+}
+
+fn write_atomic_sweeping(
+    path: &Path,
+    bytes: &[u8],
+    leftovers: Leftovers,
+) -> Result<(), DocumentError> {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -1089,7 +1113,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
         let _ = fs::remove_file(&tmp_path);
         return Err(e);
     }
-    remove_stale_temps(parent, &name.to_string_lossy(), path);
+    remove_leftover_temps(parent, &name.to_string_lossy(), path, leftovers);
     sync_dir(parent)
 }
 
@@ -1098,9 +1122,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DocumentError> {
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Removes the temp files of earlier writes of `name` that a crash left behind (a kill
-/// between create and rename). Their age is read against the file just written, by the
-/// file system's own clock; a temp of a write still under way is young and stays.
-fn remove_stale_temps(parent: &Path, name: &str, written: &Path) {
+/// between create and rename). Unless the caller holds the writers' lock, their age is
+/// read against the file just written, by the file system's own clock; a temp of a write
+/// still under way is young and stays.
+fn remove_leftover_temps(parent: &Path, name: &str, written: &Path, leftovers: Leftovers) {
     let Ok(written_at) = fs::metadata(written).and_then(|m| m.modified()) else {
         return;
     };
@@ -1121,7 +1146,7 @@ fn remove_stale_temps(parent: &Path, name: &str, written: &Path) {
                 .and_then(|at| written_at.duration_since(at).ok())
                 .is_some_and(|age| age >= STALE_TEMP)
         };
-        if is_temp && stale() {
+        if is_temp && (matches!(leftovers, Leftovers::All) || stale()) {
             let _ = fs::remove_file(entry.path());
         }
     }
@@ -1554,6 +1579,38 @@ mod tests {
         assert!(matches!(err, DocumentError::Io { .. }), "{err:?}");
         assert!(err.to_string().contains("blocked"));
         assert_eq!(dir_names(tmp.path()), ["blocked", "out"]);
+    }
+
+    #[test]
+    fn a_write_under_the_lock_removes_a_killed_writers_fresh_temp_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = store_in(&tmp);
+        store
+            .update("2026-01-01T00:00:00Z", |_| Ok::<_, DocumentError>(()))
+            .unwrap();
+        // What a writer killed between create and rename leaves: a temp file seconds old.
+        let killed = store
+            .cron_dir()
+            .join(".jobs.json.tmp-4242-00000000000000ff");
+        fs::write(&killed, b"{\"jobs\": [").unwrap();
+        // An output document written without a lock keeps a young temp beside it.
+        let output = tmp.path().join("out").join("run.md");
+        write_atomic(&output, b"first\n").unwrap();
+        let young = tmp
+            .path()
+            .join("out")
+            .join(".run.md.tmp-4242-00000000000000ff");
+        fs::write(&young, b"half").unwrap();
+
+        store
+            .update("2026-01-01T00:01:00Z", |_| Ok::<_, DocumentError>(()))
+            .unwrap();
+        write_atomic(&output, b"second\n").unwrap();
+        assert_eq!(dir_names(store.cron_dir()), [".jobs.lock", "jobs.json"]);
+        assert!(
+            young.exists(),
+            "a young temp of an unlocked write is left alone"
+        );
     }
 
     #[test]

