@@ -32,8 +32,6 @@ use std::process::ExitCode;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use clap::Parser;
-
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
@@ -51,10 +49,11 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match cli::parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let code = if e.use_stderr() { 1 } else { 0 };
+            // 2 for a usage error (clap's and argparse's convention), 0 for --help.
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
             let _ = e.print();
             return ExitCode::from(code);
         }

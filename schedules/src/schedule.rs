@@ -230,15 +230,22 @@ pub fn parse_schedule(
     }
     // 2. every <duration>
     if let Some(rest) = lower.strip_prefix("every ") {
-        if phrase::names_days_only(rest) {
-            return Err(ScheduleError::DaysWithoutTime {
-                schedule: trimmed.to_string(),
-            });
-        }
-        let minutes = parse_duration_minutes(rest).ok_or_else(|| ScheduleError::BadDuration {
-            input: rest.trim().to_string(),
-            schedule: trimmed.to_string(),
-        })?;
+        // A bare unit is a duration first: `every day` is every 1,440 minutes, as Hermes
+        // 0.22 reads it; only what is not a duration (`every monday`) asks for a time.
+        let minutes = match parse_duration_minutes(rest) {
+            Some(minutes) => minutes,
+            None if phrase::names_days_only(rest) => {
+                return Err(ScheduleError::DaysWithoutTime {
+                    schedule: trimmed.to_string(),
+                })
+            }
+            None => {
+                return Err(ScheduleError::BadDuration {
+                    input: rest.trim().to_string(),
+                    schedule: trimmed.to_string(),
+                })
+            }
+        };
         return Ok(Schedule::Interval {
             minutes,
             display: format!("every {minutes}m"),
@@ -516,4 +523,23 @@ fn a_day_without_a_time_asks_for_a_time() {
         parse_schedule("every fortnight", now, Tz::UTC, None),
         Err(ScheduleError::BadDuration { .. })
     ));
+}
+
+#[test]
+fn every_day_is_a_bare_unit_of_1440_minutes() {
+    let now = Utc::now();
+    for (input, minutes) in [
+        ("every day", 1440),
+        ("every 1 day", 1440),
+        ("every 2 days", 2880),
+    ] {
+        assert_eq!(
+            parse_schedule(input, now, Tz::UTC, None),
+            Ok(Schedule::Interval {
+                minutes,
+                display: format!("every {minutes}m"),
+            }),
+            "{input}"
+        );
+    }
 }

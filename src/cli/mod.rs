@@ -204,7 +204,8 @@ hermes cron edit standup --model \"\"     (clears the model)"
     /// Serve the `cronjob` tool over the Model Context Protocol on stdin/stdout, for a
     /// chat agent's MCP client (docs/COMMANDS.md, "mcp").
     #[command(
-        after_help = "Example (an MCP client's server entry):\n  {\"command\": \"hermes\", \"args\": [\"cron\", \"mcp\"]}"
+        after_help = "Examples:\n  hermes cron mcp     (an MCP client starts it and speaks on its stdin/stdout)\n  \
+                      {\"command\": \"hermes\", \"args\": [\"cron\", \"mcp\"]}     (that client's server entry)"
     )]
     Mcp,
     /// Failure incidents: one per job and error, alerted once (`ack ID` silences one).
@@ -401,9 +402,18 @@ pub struct JobFields {
 #[derive(Debug, Args)]
 pub struct AddArgs {
     /// When: "every 2h", "30m", "weekdays at 9am", "0 9 * * *", "2026-02-03T14:00"...
-    pub schedule: String,
-    /// What the agent should do.
+    /// (or --schedule).
+    #[arg(value_name = "SCHEDULE")]
+    pub schedule: Option<String>,
+    /// What the agent should do (or --prompt).
+    #[arg(value_name = "PROMPT")]
     pub prompt: Option<String>,
+    /// The schedule as a flag, as `edit` takes it (`create --name N --schedule S --prompt P`).
+    #[arg(long = "schedule", id = "schedule_flag", value_name = "SCHEDULE")]
+    schedule_flag: Option<String>,
+    /// The prompt as a flag, as `edit` takes it.
+    #[arg(long = "prompt", id = "prompt_flag", value_name = "PROMPT")]
+    prompt_flag: Option<String>,
     #[command(flatten)]
     pub fields: JobFields,
     /// A skill to load before the prompt (repeatable, kept in order).
@@ -427,6 +437,66 @@ pub struct AddArgs {
     /// The chat the job came from, PLATFORM:CHAT[:THREAD] (for integrations).
     #[arg(long)]
     pub origin: Option<String>,
+}
+
+impl AddArgs {
+    /// Settles where the schedule and the prompt were given: as the two arguments, as
+    /// `--schedule`/`--prompt`, or mixed (`add --schedule S PROMPT`). Afterwards
+    /// `schedule` is set and the flags are empty. Missing or given twice is a usage error.
+    fn settle(&mut self) -> Result<(), (clap::error::ErrorKind, &'static str)> {
+        use clap::error::ErrorKind;
+        let words: Vec<String> = [self.schedule.take(), self.prompt.take()]
+            .into_iter()
+            .flatten()
+            .collect();
+        let (schedule, prompt) = match (self.schedule_flag.take(), self.prompt_flag.take()) {
+            (Some(schedule), Some(prompt)) if words.is_empty() => (schedule, Some(prompt)),
+            (Some(schedule), None) if words.len() <= 1 => (schedule, words.into_iter().next()),
+            (None, prompt) if words.len() == 1 || (words.len() == 2 && prompt.is_none()) => {
+                let mut words = words.into_iter();
+                (words.next().unwrap_or_default(), prompt.or(words.next()))
+            }
+            (None, _) if words.is_empty() => {
+                return Err((
+                    ErrorKind::MissingRequiredArgument,
+                    "a schedule is needed: `hermes cron add SCHEDULE PROMPT` or `--schedule SCHEDULE --prompt PROMPT`",
+                ))
+            }
+            _ => {
+                return Err((
+                    ErrorKind::ArgumentConflict,
+                    "the schedule or the prompt is given twice (as an argument and as --schedule/--prompt): give each once",
+                ))
+            }
+        };
+        self.schedule = Some(schedule);
+        self.prompt = prompt;
+        Ok(())
+    }
+}
+
+/// Parses the command line: clap's parse, then what clap's derive cannot say alone (where
+/// `add`'s schedule and prompt were given). A usage error comes back as clap's own, with
+/// the verb's usage line and exit code 2.
+pub fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    let mut cli = Cli::try_parse_from(args)?;
+    if let Command::Cron {
+        verb: Some(CronVerb::Add(add)),
+    } = &mut cli.command
+    {
+        if let Err((kind, message)) = add.settle() {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            command.build();
+            let verb = command
+                .find_subcommand_mut("cron")
+                .and_then(|cron| cron.find_subcommand_mut("add"));
+            return Err(match verb {
+                Some(verb) => verb.error(kind, message),
+                None => command.error(kind, message),
+            });
+        }
+    }
+    Ok(cli)
 }
 
 #[derive(Debug, Args)]
@@ -517,6 +587,14 @@ mod tests {
                 .map(|h| h.to_string())
                 .unwrap_or_default();
             assert!(example.starts_with("Example"), "{path} has no example");
+            // An example is a command line running the verb (`hermes gateway run` shares
+            // its examples with `hermes cron service run`), not only a description.
+            let name = path.rsplit(' ').next().unwrap_or_default();
+            assert!(
+                example.lines().skip(1).any(|line| line.contains("hermes ")
+                    && line.split_whitespace().any(|word| word == name)),
+                "{path}: no example runs `{path}`"
+            );
             for arg in verb.get_arguments() {
                 let id = arg.get_id().as_str();
                 if matches!(id, "help" | "version") {

@@ -105,9 +105,11 @@ fn caps(fields: &mut JobFields) -> CapTexts {
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
-    let given = args.schedule.clone();
+    // The command line's parse settled that a schedule was given (cli::parse_from).
+    let schedule = args.schedule.unwrap_or_default();
+    let given = schedule.clone();
     let new = NewJob {
-        schedule: args.schedule,
+        schedule,
         prompt: args.prompt.unwrap_or_default(),
         name: fields.name,
         deliver: fields.deliver,

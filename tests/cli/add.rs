@@ -135,7 +135,7 @@ fn a_pass_leaves_its_ledger_wal_and_tick_lock_private() {
 }
 
 #[test]
-fn a_temp_file_a_crashed_write_left_is_removed_by_the_next_write() {
+fn a_temp_file_a_crashed_write_left_is_removed_by_the_next_write_whatever_its_age() {
     let hermes = Hermes::new();
     if !hermes.on_files() {
         return; // the file store's own temp files
@@ -158,13 +158,15 @@ fn a_temp_file_a_crashed_write_left_is_removed_by_the_next_write() {
             .unwrap();
     }
     hermes.add("every 3h", "water the plants", &[]);
+    // Every write of jobs.json holds .jobs.lock, so a temp file of it that the next write
+    // finds is a killed writer's, however young (a SIGKILL between create and rename).
     assert!(
         !stale.exists(),
         "the crashed write's temp file is still there"
     );
     assert!(
-        young.exists(),
-        "a temp file of a write that may be under way was removed"
+        !young.exists(),
+        "a temp file a killed writer left a moment ago is still there"
     );
     assert!(
         other.exists(),
@@ -245,6 +247,11 @@ fn add_stores_each_accepted_schedule_form() {
         (
             "every hour",
             json!({"kind": "interval", "minutes": 60, "display": "every 60m"}),
+        ),
+        (
+            // As Hermes 0.22 stores it: a bare unit, not a day without a time.
+            "every day",
+            json!({"kind": "interval", "minutes": 1440, "display": "every 1440m"}),
         ),
         (
             "2026-03-02T14:00",
@@ -614,4 +621,65 @@ fn add_refuses_hermes_0_22_bot_chat_delivery_saying_it_needs_hermes_gateway() {
         );
         assert!(hermes.store_bytes().is_none(), "'{target}' stored a job");
     }
+}
+
+/// Tools written for Hermes call `create --name N --schedule S --prompt P`: the flag form
+/// creates the same job as the arguments, mixed forms too, and a usage error exits 2
+/// (clap's and argparse's convention) with the usage line, storing nothing.
+#[test]
+fn create_takes_schedule_and_prompt_as_flags_and_a_usage_error_exits_2() {
+    let hermes = Hermes::new();
+    let flags = created_id(
+        hermes
+            .cron(&[
+                "create",
+                "--name",
+                "flags",
+                "--schedule",
+                "every 2h",
+                "--prompt",
+                "summarize inbox",
+            ])
+            .ok(),
+    );
+    let mixed = created_id(
+        hermes
+            .cron(&["add", "--schedule", "every 2h", "summarize inbox"])
+            .ok(),
+    );
+    let words = hermes.add("every 2h", "summarize inbox", &["--name", "words"]);
+    for id in [&flags, &mixed, &words] {
+        let job = hermes.job(id);
+        assert_eq!(
+            job["schedule"],
+            json!({"kind": "interval", "minutes": 120, "display": "every 120m"}),
+            "{id}"
+        );
+        assert_eq!(job["prompt"], "summarize inbox", "{id}");
+    }
+    assert_eq!(hermes.job(&flags)["name"], "flags");
+
+    let before = hermes.store_bytes();
+    for (args, needle) in [
+        (vec!["add"], "a schedule is needed"),
+        (vec!["create", "--prompt", "p"], "a schedule is needed"),
+        (
+            vec!["add", "every 2h", "p", "--schedule", "every 3h"],
+            "given twice",
+        ),
+        (vec!["add", "every 2h", "p", "--prompt", "q"], "given twice"),
+        (vec!["add", "every 2h", "--no-such-flag"], "--no-such-flag"),
+        (vec!["frobnicate"], "frobnicate"),
+    ] {
+        let run = hermes.cron(&args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(needle), "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("Usage: hermes cron"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(hermes.store_bytes(), before, "{args:?} changed the store");
+    }
+    assert_eq!(hermes.cron(&["add", "--help"]).code, Some(0));
 }

@@ -156,8 +156,9 @@ fn edit_continuity_adds_self_and_no_continuity_removes_only_self() {
     hermes.write_store(store.to_string().as_bytes());
     hermes.cron(&["edit", &id, "--no-continuity"]).ok();
     assert_eq!(hermes.job(&id)["context_from"], json!([other]));
+    // Two flags that exclude each other: a usage error (exit 2).
     let clash = hermes.run(&["cron", "edit", &id, "--continuity", "--no-continuity"]);
-    assert_eq!(clash.code, Some(1), "{}", clash.stderr);
+    assert_eq!(clash.code, Some(2), "{}", clash.stderr);
 }
 
 #[test]
@@ -179,7 +180,7 @@ fn edit_pin_takes_the_configured_model_unpin_clears_both_and_an_explicit_model_w
     hermes.cron(&["edit", &id, "--pin"]).ok();
     assert_eq!(pins(&hermes), (json!("mine"), json!(null)));
     let clash = hermes.run(&["cron", "edit", &id, "--pin", "--unpin"]);
-    assert_eq!(clash.code, Some(1), "{}", clash.stderr);
+    assert_eq!(clash.code, Some(2), "a usage error: {}", clash.stderr);
     let job = hermes.job(&id);
     assert!(
         job.get("provider_snapshot").is_none() && job.get("model_snapshot").is_none(),

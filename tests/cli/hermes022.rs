@@ -148,7 +148,7 @@ fn resume_run_now_re_arms_a_completed_one_shot_and_a_recurring_job_is_refused() 
         past.stderr
     );
     let both = hermes.cron(&["resume", COMPLETED, "--at", "2026-03-02T09:00", "--run-now"]);
-    assert_eq!(both.code, Some(1), "{}", both.stderr);
+    assert_eq!(both.code, Some(2), "a usage error: {}", both.stderr);
     assert_eq!(hermes.store_bytes(), before);
 }
 

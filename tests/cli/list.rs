@@ -214,8 +214,9 @@ fn completions_are_generated_from_the_command_line_definition() {
     assert!(zsh.starts_with("#compdef hermes"), "{zsh}");
     let fish = hermes.run(&["completions", "fish"]).ok().to_string();
     assert!(fish.contains("complete -c hermes"), "{fish}");
+    // An unknown shell is a usage error: exit 2, as clap and argparse give it.
     let bad = hermes.run(&["completions", "tcsh"]);
-    assert_eq!(bad.code, Some(1));
+    assert_eq!(bad.code, Some(2));
 }
 
 #[test]
@@ -230,7 +231,8 @@ fn the_man_page_is_generated_from_the_command_line_definition() {
     assert!(page.contains(".TH hermes 1"), "{page}");
     // Every verb, with its usage and its options.
     for needle in [
-        "hermes cron add [OPTIONS] <SCHEDULE> [PROMPT]",
+        "hermes cron add [OPTIONS] [SCHEDULE] [PROMPT]",
+        "The schedule as a flag, as `edit` takes it",
         "hermes cron store import",
         "hermes gateway install",
         "\\-\\-tz",
