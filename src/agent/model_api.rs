@@ -244,6 +244,12 @@ pub async fn call(
     if !(200..300).contains(&status) {
         let mut error = http_error(status, &text);
         error.retry_after = retry_after;
+        // A 402 that says when to come back is a money error that passes (a top-up under
+        // way, a spend window): waited out like a rate limit, or the job held past it,
+        // never a permanent failure. Without `Retry-After` the credit is simply gone.
+        if status == 402 && retry_after.is_some() {
+            error.class = ErrorClass::RateLimit;
+        }
         if let (ErrorClass::Auth, Some(vars)) = (error.class, &endpoint.missing_key) {
             error.message = format!(
                 "{} (no API key was sent: set {vars} in the environment or the home's .env)",

@@ -287,6 +287,42 @@ fn a_401_is_not_retried_and_the_error_names_auth() {
     assert!(output(&hermes, &id).contains("(FAILED)"));
 }
 
+/// A 402 carrying `Retry-After` is a transient money error: waited out within the run and
+/// tried again, not recorded as a failure. Without `Retry-After` it is not retried.
+#[test]
+fn a_402_with_retry_after_is_retried_after_it_and_the_run_ends_ok() {
+    let fake = Fake::start(vec![
+        (
+            402,
+            vec![("Retry-After", "2")],
+            r#"{"error":{"message":"spend window reached, resets shortly"}}"#.into(),
+        ),
+        text("Answered after the wait."),
+    ]);
+    let hermes = home_with(&openai_config(&fake.base));
+    let id = hermes.add("every 1h", "Say hi", &[]);
+    let started = std::time::Instant::now();
+    let run = hermes.cron(&["run", &id]);
+    assert!(run.ok().contains("Answered after the wait."), "{run:?}");
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "the retry came before the server's Retry-After"
+    );
+    assert_eq!(fake.count(), 2, "one 402, then one retry");
+    assert_eq!(hermes.job(&id)["last_status"], "ok");
+
+    let broke = Fake::start(vec![(
+        402,
+        vec![],
+        r#"{"error":{"message":"insufficient credits"}}"#.into(),
+    )]);
+    let hermes = home_with(&openai_config(&broke.base));
+    let id = hermes.add("every 1h", "Say hi", &[]);
+    assert_eq!(hermes.cron(&["run", &id]).code, Some(1));
+    assert_eq!(broke.count(), 1, "a 402 without Retry-After is not retried");
+    assert_eq!(hermes.job(&id)["last_status"], "error");
+}
+
 #[test]
 fn after_retries_run_out_the_fallback_provider_answers() {
     let primary = Fake::start(vec![(

@@ -576,6 +576,40 @@ fn a_closed_usage_window_holds_the_job_past_it_with_one_alert() {
     assert_eq!(sent(&chat, 111).len(), 2);
 }
 
+/// A 402 that says to come back in two hours (a spend window) holds the job like a closed
+/// usage window instead of failing it for good.
+#[test]
+fn a_402_asking_for_two_hours_holds_the_job_past_it() {
+    let spend_window = (
+        402,
+        vec![("Retry-After", "7200")],
+        json!({"error": {"message": "monthly spend limit reached"}}).to_string(),
+    );
+    let model = Model::start(vec![spend_window]);
+    let chat = telegram();
+    let hermes = home(&model_config(&model.base), &telegram_env(&chat));
+    let id = hermes.add("0 * * * *", "Hourly brief", &["--deliver", "telegram:111"]);
+    tick(&hermes, &at(11, 0));
+    assert_eq!(
+        model.count(),
+        1,
+        "a long window is not waited out in the run"
+    );
+    let job = hermes.job(&id);
+    // `Retry-After` is read up to an hour (docs/AGENT.md): 11:00 + 1 h + 60 s, then the
+    // first hourly instant after it.
+    assert_eq!(job["last_status"], "error");
+    assert_eq!(job["quota_hold_until"], "2026-03-01T13:00:00+00:00");
+    assert_eq!(job["next_run_at"], "2026-03-01T13:00:00+00:00");
+    let alerts = sent(&chat, 111);
+    assert_eq!(alerts.len(), 1);
+    assert!(
+        alerts[0].contains("held through 2026-03-01 13:00 UTC"),
+        "{}",
+        alerts[0]
+    );
+}
+
 #[test]
 fn a_hold_hermes_0_22_stored_is_honoured() {
     let model = Model::start(vec![text("Back.")]);
