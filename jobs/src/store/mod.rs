@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-pub use file::FileStore;
+pub use file::{FileStore, HomeEstop};
 pub use memory::MemoryStore;
 pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};

@@ -36,6 +36,7 @@ mod outbox;
 mod outputs;
 mod records;
 
+pub use control::HomeEstop;
 use group_commit::GroupCommit;
 
 /// The files of one home's `cron/` directory. Every call runs on the runtime's blocking
