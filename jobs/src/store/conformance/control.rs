@@ -38,4 +38,4 @@ async fn heartbeats_read_back(backend: &dyn Backend) {
     assert!(beat.seen && beat.alive_at.is_none(), "{beat:?}");
 }
 
-conformance!(the_global_pause_holds_every_process, heartbeats_read_back,);
+conformance!(the_global_pause_holds_every_process, heartbeats_read_back);

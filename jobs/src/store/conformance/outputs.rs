@@ -59,4 +59,4 @@ async fn outputs_keep_the_newest(backend: &dyn Backend) {
     assert_eq!(store.latest_output("bbbbbbbbbbbb").await.unwrap(), None);
 }
 
-conformance!(outputs_keep_the_newest,);
+conformance!(outputs_keep_the_newest);
