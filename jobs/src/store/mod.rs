@@ -1,8 +1,12 @@
 //! The one door to persistence: every read and write of jobs, occurrence claims and the
 //! run ledger, the delivery outbox, output documents, failure incidents, job notepads,
-//! the global pause and the scheduler's heartbeat goes through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
-//! Python Hermes, `executions.db`, `output/`) and [`MemoryStore`] (unit tests) — and
-//! nothing outside them knows where or how anything is kept.
+//! the global pause and the scheduler's heartbeat goes through [`Store`], the six rooms
+//! of this file ([`JobRecords`], [`RunLedger`], [`Outbox`], [`Outputs`], [`Notes`],
+//! [`Control`]). Backends implement them, one directory each with one file per room —
+//! [`FileStore`] (jobs.json shared with Python Hermes, `executions.db`, `output/`),
+//! [`PgStore`] (several hosts on one database) and [`MemoryStore`] (unit tests) — and
+//! nothing outside them knows where or how anything is kept; `conformance/` holds the
+//! one suite every backend passes, a module per room.
 
 mod file;
 mod memory;

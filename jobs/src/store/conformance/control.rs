@@ -1,4 +1,5 @@
-//! The conformance of the global pause and the heartbeat ([`Control`]): every backend gives the same answers.
+//! The conformance of the global pause and the heartbeat ([`Control`](crate::store::Control)):
+//! every backend gives the same answers.
 
 use crate::store::Beat;
 

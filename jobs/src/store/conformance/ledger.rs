@@ -1,4 +1,5 @@
-//! The conformance of the run ledger and what runs spent ([`RunLedger`]): every backend gives the same answers.
+//! The conformance of the run ledger and what runs spent ([`RunLedger`](crate::store::RunLedger)):
+//! every backend gives the same answers.
 
 use std::collections::HashSet;
 

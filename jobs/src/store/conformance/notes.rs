@@ -1,4 +1,5 @@
-//! The conformance of failure incidents and job notepads ([`Notes`]): every backend gives the same answers.
+//! The conformance of failure incidents and job notepads ([`Notes`](crate::store::Notes)):
+//! every backend gives the same answers.
 
 use super::{ctx, hourly, Backend};
 

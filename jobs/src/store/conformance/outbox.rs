@@ -1,4 +1,5 @@
-//! The conformance of the delivery outbox ([`Outbox`]): every backend gives the same answers.
+//! The conformance of the delivery outbox ([`Outbox`](crate::store::Outbox)):
+//! every backend gives the same answers.
 
 use chrono::{DateTime, Duration, Utc};
 

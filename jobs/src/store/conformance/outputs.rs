@@ -1,4 +1,5 @@
-//! The conformance of output documents and monitor snapshots ([`Outputs`]): every backend gives the same answers.
+//! The conformance of output documents and monitor snapshots ([`Outputs`](crate::store::Outputs)):
+//! every backend gives the same answers.
 
 use chrono::Duration;
 

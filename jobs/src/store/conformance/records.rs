@@ -1,4 +1,5 @@
-//! The conformance of jobs and the claims on their occurrences ([`JobRecords`]): every backend gives the same answers.
+//! The conformance of jobs and the claims on their occurrences
+//! ([`JobRecords`](crate::store::JobRecords)): every backend gives the same answers.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

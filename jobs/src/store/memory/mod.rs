@@ -99,7 +99,7 @@ impl MemoryStore {
     }
 
     /// Another process says it holds claims it cannot start yet (what a shared store
-    /// hears from its hosts): [`JobRecords::backlog_mark`](crate::store::JobRecords::backlog_mark) changes.
+    /// hears from its hosts): [`backlog_mark`](crate::store::JobRecords::backlog_mark) changes.
     pub fn note_backlog(&self) {
         self.lock().backlog += 1;
     }

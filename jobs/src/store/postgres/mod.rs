@@ -194,7 +194,8 @@ pub struct PgStore {
     pool: Pool,
     /// The LISTEN task and the heartbeat, stopped when the store closes or is dropped.
     background: Vec<tokio::task::AbortHandle>,
-    /// [`Control::close`](crate::store::Control::close) was called: the lease is gone already.
+    /// [`Control::close`](crate::store::Control::close) was called: the lease is gone
+    /// already.
     closed: AtomicBool,
     owner: Owner,
     /// This process's row in `hermes_cron_hosts`: host, pid and a random part, so that
@@ -653,8 +654,8 @@ async fn heartbeat(pool: Pool, instance: String, marks: Marks) {
 
 impl Drop for PgStore {
     /// The listener and the heartbeat stop with the store. A store not closed
-    /// ([`Control::close`](crate::store::Control::close)) is forgotten by the database in the background if the runtime
-    /// lives on, else when its lease runs out.
+    /// ([`Control::close`](crate::store::Control::close)) is forgotten by the database in
+    /// the background if the runtime lives on, else when its lease runs out.
     fn drop(&mut self) {
         for task in &self.background {
             task.abort();
