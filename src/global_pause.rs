@@ -1,40 +1,25 @@
 //! The global pause (`hermes pause` / `hermes resume`, docs/COMMANDS.md): engaged, no
 //! scheduler claims due jobs; they stay due and fire on the first pass after the resume.
-//! It is engaged when the store says so (on PostgreSQL: for every host sharing the
-//! database) or when a Hermes `ESTOP` file exists in this home or, for a profile, in the
-//! Hermes root (Python Hermes 0.22's sentinel: `touch ~/.hermes/ESTOP` pauses). Runs in
-//! progress and manual runs are never stopped by it; this module only says whether it
-//! holds.
+//! It is engaged when the store says so ([`Control::global_pause`]: this home's `ESTOP` on
+//! jobs.json, the database for every host sharing it on PostgreSQL) or when a Hermes
+//! `ESTOP` of this home or, for a profile, of the Hermes root exists ([`HomeEstop`],
+//! Python Hermes 0.22's sentinel: `touch ~/.hermes/ESTOP` pauses, whatever the store).
+//! Runs in progress and manual runs are never stopped by it; this module only says
+//! whether it holds, and never touches a file itself.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use jobs::estop::{read_sentinel, remove_sentinel, GlobalPause, SENTINEL};
-use jobs::store::Store;
+use jobs::estop::GlobalPause;
+use jobs::store::{Control, HomeEstop};
 use jobs::StoreError;
 
-/// The `ESTOP` files that pause this home: its own, then the Hermes root's when the home
-/// is a profile (`<root>/profiles/<name>`).
-fn sentinels(home: &Path) -> Vec<PathBuf> {
-    let mut paths = vec![home.join(SENTINEL)];
-    let parent = home.parent();
-    if parent
-        .and_then(Path::file_name)
-        .is_some_and(|n| n == "profiles")
-    {
-        if let Some(root) = parent.and_then(Path::parent) {
-            paths.push(root.join(SENTINEL));
-        }
-    }
-    paths
-}
-
 /// The pause that holds this home's scheduler, if any.
-pub async fn engaged(home: &Path, store: &dyn Store) -> Result<Option<GlobalPause>, StoreError> {
+pub async fn engaged(home: &Path, store: &dyn Control) -> Result<Option<GlobalPause>, StoreError> {
     if let Some(pause) = store.global_pause().await? {
         return Ok(Some(pause));
     }
-    Ok(sentinels(home).iter().find_map(|path| read_sentinel(path)))
+    Ok(HomeEstop::of(home).engaged())
 }
 
 /// Engages the pause where the store keeps it: this home's `ESTOP` on jobs.json, the
@@ -42,7 +27,7 @@ pub async fn engaged(home: &Path, store: &dyn Store) -> Result<Option<GlobalPaus
 /// Returns the pause and whether one was engaged already.
 pub async fn engage(
     home: &Path,
-    store: &dyn Store,
+    store: &dyn Control,
     reason: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(GlobalPause, bool), StoreError> {
@@ -59,17 +44,7 @@ pub async fn engage(
 }
 
 /// Lifts the pause everywhere it is kept; whether one was engaged.
-pub async fn lift(home: &Path, store: &dyn Store) -> Result<bool, StoreError> {
-    let mut lifted = store.set_global_pause(None).await?;
-    for path in sentinels(home) {
-        lifted |= remove_sentinel(&path).map_err(|e| cannot(&path, e))?;
-    }
-    Ok(lifted)
-}
-
-fn cannot(path: &Path, e: std::io::Error) -> StoreError {
-    StoreError::Unavailable(format!(
-        "cannot remove {}: {e}; check the permissions of the Hermes home",
-        path.display()
-    ))
+pub async fn lift(home: &Path, store: &dyn Control) -> Result<bool, StoreError> {
+    let lifted = store.set_global_pause(None).await?;
+    Ok(HomeEstop::of(home).lift()? || lifted)
 }

@@ -12,8 +12,9 @@ use std::sync::OnceLock;
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
+use jobs::store::prelude::*;
 use jobs::store::Owner;
-use jobs::{Context, Job, JobEdit, MemoryStore, NewJob, Store};
+use jobs::{Context, Job, JobEdit, MemoryStore, NewJob};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};
 use tokio::runtime::Runtime;

@@ -424,7 +424,7 @@ impl IncidentBook {
         Ok(changed)
     }
 
-    /// See [`crate::store::Store::record_incident`].
+    /// See [`crate::store::Notes::record_incident`].
     pub fn record(&mut self, new: &NewIncident) -> Result<Incident, LedgerError> {
         let changed = self.change("id = ?1", &new.id, &mut |rows| {
             vec![upserted(rows.first(), new)]
@@ -435,7 +435,7 @@ impl IncidentBook {
             .ok_or_else(|| in_file(&self.path)(rusqlite::Error::QueryReturnedNoRows))
     }
 
-    /// See [`crate::store::Store::move_incident`].
+    /// See [`crate::store::Notes::move_incident`].
     pub fn move_one(&mut self, id: &str, to: Transition, at: &str) -> Result<bool, LedgerError> {
         let changed = self.change("id = ?1", id, &mut |rows| {
             rows.iter().filter_map(|i| moved(i, to, at)).collect()
@@ -443,7 +443,7 @@ impl IncidentBook {
         Ok(!changed.is_empty())
     }
 
-    /// See [`crate::store::Store::resolve_incidents`]. A job with nothing open (the
+    /// See [`crate::store::Notes::resolve_incidents`]. A job with nothing open (the
     /// common case, on every good run) costs one read and no write.
     pub fn resolve_job(&mut self, job_id: &str, at: &str) -> Result<usize, LedgerError> {
         let open: bool = self
@@ -468,7 +468,7 @@ impl IncidentBook {
         Ok(changed.len())
     }
 
-    /// See [`crate::store::Store::incidents`].
+    /// See [`crate::store::Notes::incidents`].
     pub fn list(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, LedgerError> {
         let mut stmt = self
             .conn

@@ -10,10 +10,8 @@ async fn kept_in(session: &Session) -> Result<String, CliError> {
     let info = session.store.describe().await?;
     Ok(match info.backend {
         "postgresql" => format!("the database {} (every host using it)", info.location),
-        _ => session
-            .home
-            .root
-            .join(jobs::estop::SENTINEL)
+        _ => jobs::store::HomeEstop::of(&session.home.root)
+            .path()
             .display()
             .to_string(),
     })

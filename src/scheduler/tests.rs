@@ -8,7 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use jobs::ledger::RunStatus;
-use jobs::store::{MemoryStore, Owner, Store};
+use jobs::store::prelude::*;
+use jobs::store::{MemoryStore, Owner};
 use jobs::{create_job, Context, Job, JobState, NewJob};
 
 use super::settings::CronSettings;

@@ -1,13 +1,16 @@
 //! The one door to persistence: every read and write of jobs, occurrence claims and the
 //! run ledger, the delivery outbox, output documents, failure incidents, job notepads,
-//! the global pause and the scheduler's heartbeat goes through [`Store`]. Backends implement it — [`FileStore`] (jobs.json shared with
-//! Python Hermes, `executions.db`, `output/`) and [`MemoryStore`] (unit tests) — and
-//! nothing outside them knows where or how anything is kept.
+//! the global pause and the scheduler's heartbeat goes through [`Store`], the six rooms
+//! of this file ([`JobRecords`], [`RunLedger`], [`Outbox`], [`Outputs`], [`Notes`],
+//! [`Control`]). Backends implement them, one directory each with one file per room —
+//! [`FileStore`] (jobs.json shared with Python Hermes, `executions.db`, `output/`),
+//! [`PgStore`] (several hosts on one database) and [`MemoryStore`] (unit tests) — and
+//! nothing outside them knows where or how anything is kept; `conformance/` holds the
+//! one suite every backend passes, a module per room.
 
 mod file;
 mod memory;
 mod postgres;
-mod postgres_extra;
 mod transfer;
 
 #[cfg(test)]
@@ -18,7 +21,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-pub use file::FileStore;
+pub use file::{FileStore, HomeEstop};
 pub use memory::MemoryStore;
 pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
@@ -102,7 +105,7 @@ pub struct Occurrence {
     pub claimed: Claimed,
 }
 
-/// The result of [`Store::claim_due`].
+/// The result of [`JobRecords::claim_due`].
 #[derive(Debug, Default)]
 pub struct DuePass {
     pub occurrences: Vec<Occurrence>,
@@ -179,7 +182,7 @@ pub enum Beat {
     Stopped,
 }
 
-/// A request of a delivery going out or its answer coming back (see [`Store::flight`]).
+/// A request of a delivery going out or its answer coming back (see [`Outbox::flight`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flight {
     Out,
@@ -192,34 +195,57 @@ pub enum Flight {
 pub struct ChangeMark(pub u64);
 
 /// A change to one job, made under the store's lock on its freshest copy (see
-/// [`Store::update_job`]). Owned and `Send`: a backend may run it on another thread.
+/// [`JobRecords::update_job`]). Owned and `Send`: a backend may run it on another thread.
 pub type JobChange = Box<dyn FnOnce(&mut Job) -> Result<(), JobError> + Send>;
 
-/// A change made to every job of a batch (see [`Store::update_jobs`]).
+/// A change made to every job of a batch (see [`JobRecords::update_jobs`]).
 pub type BatchChange = Box<dyn FnMut(&mut Job) + Send>;
 
-/// The one door to everything hermes-cron keeps. Every call is async: a database call
-/// awaits its round trip on the caller's runtime, and the file store does its blocking
-/// work (file locks, SQLite) on the runtime's blocking threads, so no caller ever
-/// blocks a worker. A backend with row locks and a server clock fits the same calls:
-/// [`Store::claim_due`] decides and claims in one step, and reads "now" where the
-/// backend keeps its clock.
+/// The one door to everything hermes-cron keeps: every capability of a store at once,
+/// which is what callers hold (`Arc<dyn Store>`). Each capability is its own trait, a
+/// "room" of at most fifteen calls that each backend implements in its own file
+/// (`file/ledger.rs`, `postgres/ledger.rs`, `memory/ledger.rs`, …); code that needs one
+/// capability alone may take that trait. Every type with all six is a `Store`.
 ///
-/// Declared with `async_trait`: the store is used as `Arc<dyn Store>`, and a native
-/// `async fn` in a trait cannot be called through `dyn`. It boxes each call's future,
-/// as the binary's `Runner` and `Delivery` traits do by hand.
-#[async_trait::async_trait]
-pub trait Store: Send + Sync {
-    // --- jobs ---
+/// Every call is async: a database call awaits its round trip on the caller's runtime,
+/// and the file store does its blocking work (file locks, SQLite) on the runtime's
+/// blocking threads, so no caller ever blocks a worker. A backend with row locks and a
+/// server clock fits the same calls: [`JobRecords::claim_due`] decides and claims in one
+/// step, and reads "now" where the backend keeps its clock.
+///
+/// The rooms are declared with `async_trait`: the store is used as `Arc<dyn Store>`, and
+/// a native `async fn` in a trait cannot be called through `dyn`. It boxes each call's
+/// future, as the binary's `Runner` and `Delivery` traits do by hand. A room's calls
+/// need that room's trait in scope, on a `dyn Store` too: `use jobs::store::prelude::*`
+/// brings all six.
+pub trait Store: JobRecords + RunLedger + Outbox + Outputs + Notes + Control {}
 
+impl<T: JobRecords + RunLedger + Outbox + Outputs + Notes + Control + ?Sized> Store for T {}
+
+/// The six rooms of [`Store`], for `use jobs::store::prelude::*`: their calls work on any
+/// store, `dyn Store` included, without naming each trait (imported as `_`, so none of
+/// their names can clash with a caller's own).
+pub mod prelude {
+    pub use super::{
+        Control as _, JobRecords as _, Notes as _, Outbox as _, Outputs as _, RunLedger as _, Store,
+    };
+}
+
+/// The jobs themselves and the claims on their occurrences: row-level reads and writes,
+/// the layout new jobs are written in, the marks a sleeping daemon wakes on, and the
+/// pass that decides what is due and claims it ([`JobRecords::claim_due`]).
+#[async_trait::async_trait]
+pub trait JobRecords: Send + Sync {
     /// Every job, as stored (unhealed snapshot, no lock).
     async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
+
     /// Every job reduced to `keys` (at least `id`; a store may give more): what a reader
     /// that shows or decides on a few fields needs, at a fraction of the memory.
     async fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
         let _ = keys;
         self.load_jobs(ctx).await
     }
+
     /// The layout a new job is written in ([`Layout::of_store`] of the stored jobs).
     /// Asked once per create, so a backend that can answer it without building every
     /// job should.
@@ -228,6 +254,7 @@ pub trait Store: Send + Sync {
             &self.load_view(ctx, Layout::PROBE_KEYS).await?,
         ))
     }
+
     /// One job by id.
     async fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
         Ok(self
@@ -236,12 +263,15 @@ pub trait Store: Send + Sync {
             .into_iter()
             .find(|j| j.id() == id))
     }
+
     /// Adds a new job.
     async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError>;
+
     /// Changes one job under the store's lock, on its freshest (healed) copy; returns it
     /// as changed. When `change` fails nothing is written. Unknown id: `NotFound`.
     async fn update_job(&self, ctx: &Context, id: &str, change: JobChange)
         -> Result<Job, JobError>;
+
     /// Changes the jobs whose id is in `ids` in one write (a batch of finished runs);
     /// ids no longer stored are skipped.
     async fn update_jobs(
@@ -250,10 +280,13 @@ pub trait Store: Send + Sync {
         ids: HashSet<String>,
         change: BatchChange,
     ) -> Result<(), StoreError>;
+
     /// Removes a job and its output documents; returns it.
     async fn remove_job(&self, ctx: &Context, id: &str) -> Result<Job, JobError>;
+
     /// Changes whenever any job changes.
     async fn change_mark(&self) -> ChangeMark;
+
     /// Changes when other processes may hold claimed occurrences waiting for a run slot
     /// (a shared store hands them to a process with a free slot): only a process with a
     /// free slot needs a pass for it. Stores whose claims start at once never change it.
@@ -261,6 +294,7 @@ pub trait Store: Send + Sync {
     fn backlog_mark(&self) -> ChangeMark {
         ChangeMark(0)
     }
+
     /// The store's own faster way to list every job, when it has one (jobs.json reads
     /// listings straight from the file's text). Others are listed from built jobs: see
     /// [`list_summaries`] and [`list_normalized`], which every caller goes through.
@@ -268,21 +302,27 @@ pub trait Store: Send + Sync {
         None
     }
 
-    // --- occurrences and the run ledger ---
-
     /// One scheduler pass: decide which jobs are due (the pure rules of
     /// [`crate::due::plan_pass`]), move their schedules forward and claim their
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
     /// occurrence twice. Prunes old completed one-shots.
     async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
+
     /// The claimed run is starting now: its `started_at` becomes the start (a run may
     /// wait for a free slot after its claim). `false` when it is no longer this process's
     /// to run (a shared store gave it to another host while this one was stopped): run
     /// nothing.
     async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
+
     /// Claims a manual run (`hermes cron run`); refused with [`JobError::Running`] while
     /// the job is running.
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
+}
+
+/// The run ledger: closing runs, reading them back, pruning old history, and what runs
+/// spent, with the one notice of a spent global budget per window.
+#[async_trait::async_trait]
+pub trait RunLedger: Send + Sync {
     /// Closes a run with its outcome.
     async fn finish_run(
         &self,
@@ -291,6 +331,7 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
         end: &RunEnd,
     ) -> Result<(), StoreError>;
+
     /// Runs recorded `running` whose process is gone (`except_own`: this process's own
     /// too) become `interrupted`, never re-run. Returns how many.
     async fn interrupt_dead_runs(
@@ -298,61 +339,18 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
         except_own: bool,
     ) -> Result<usize, StoreError>;
+
     /// Newest runs first, of one job or all.
     async fn recent_runs(
         &self,
         job_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError>;
+
     /// The newest run of every job that has one, by job id (a listing of many jobs
     /// shows each one's latest run from this one read).
     async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError>;
 
-    // --- the delivery outbox ---
-
-    /// Keeps a delivery: claimed by this process before its first request (`claimed`),
-    /// or pending for a later pass. `None` when this occurrence and target are already
-    /// kept (it is then left alone: never sent twice).
-    async fn keep_delivery(
-        &self,
-        item: &NewOutboxItem<'_>,
-        claimed: bool,
-    ) -> Result<Option<i64>, StoreError>;
-    /// Claims the deliveries due at `now` (at most `limit`); expired ones are closed.
-    async fn claim_deliveries(
-        &self,
-        now: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<OutboxItem>, StoreError>;
-    /// Marks a request of delivery `id` going out, or its answer back.
-    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
-    /// Deliveries left `sending` by dead processes: given back when nothing was in
-    /// flight, closed as unknown when a request was. Returns (given back, closed).
-    async fn release_orphan_deliveries(
-        &self,
-        now: DateTime<Utc>,
-    ) -> Result<(usize, usize), StoreError>;
-    /// Ends a claimed delivery.
-    async fn finish_delivery(
-        &self,
-        id: i64,
-        state: OutboxState,
-        now: DateTime<Utc>,
-        sent_parts: i64,
-        error: Option<&str>,
-    ) -> Result<(), StoreError>;
-    /// Deliveries of this occurrence still pending or being sent.
-    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
-    /// How many deliveries are pending or being sent.
-    async fn outbox_depth(&self) -> Result<usize, StoreError>;
-    /// When the earliest pending delivery is due.
-    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
-    /// The state of one occurrence's delivery to one target.
-    async fn delivery_state(
-        &self,
-        occurrence: &str,
-        target: &str,
-    ) -> Result<Option<String>, StoreError>;
     /// Drops finished deliveries created before `before`, and ledger rows beyond the
     /// newest `keep_runs` per job — but for the rows that spent tokens and finished at or
     /// after `spend_since`: the spend windows count them.
@@ -363,11 +361,10 @@ pub trait Store: Send + Sync {
         spend_since: DateTime<Utc>,
     ) -> Result<(), StoreError>;
 
-    // --- spend ---
-
     /// Tokens and dollars of the runs that spent any and finished at or after `since`,
     /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
     async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
+
     /// Claims the one notice of a spent global budget for `window` (its key, e.g.
     /// `day:2026-03-01`): `true` for the first claim on this store — by any process or
     /// host — and `false` ever after.
@@ -376,9 +373,68 @@ pub trait Store: Send + Sync {
         window: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+}
 
-    // --- output documents ---
+/// The delivery outbox: every destination of a run kept before its first request, claimed,
+/// flown and finished, so a delivery is never sent twice.
+#[async_trait::async_trait]
+pub trait Outbox: Send + Sync {
+    /// Keeps a delivery: claimed by this process before its first request (`claimed`),
+    /// or pending for a later pass. `None` when this occurrence and target are already
+    /// kept (it is then left alone: never sent twice).
+    async fn keep_delivery(
+        &self,
+        item: &NewOutboxItem<'_>,
+        claimed: bool,
+    ) -> Result<Option<i64>, StoreError>;
 
+    /// Claims the deliveries due at `now` (at most `limit`); expired ones are closed.
+    async fn claim_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<OutboxItem>, StoreError>;
+
+    /// Marks a request of delivery `id` going out, or its answer back.
+    async fn flight(&self, id: i64, flight: Flight) -> Result<(), StoreError>;
+
+    /// Deliveries left `sending` by dead processes: given back when nothing was in
+    /// flight, closed as unknown when a request was. Returns (given back, closed).
+    async fn release_orphan_deliveries(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<(usize, usize), StoreError>;
+
+    /// Ends a claimed delivery.
+    async fn finish_delivery(
+        &self,
+        id: i64,
+        state: OutboxState,
+        now: DateTime<Utc>,
+        sent_parts: i64,
+        error: Option<&str>,
+    ) -> Result<(), StoreError>;
+
+    /// Deliveries of this occurrence still pending or being sent.
+    async fn open_deliveries(&self, occurrence: &str) -> Result<usize, StoreError>;
+
+    /// How many deliveries are pending or being sent.
+    async fn outbox_depth(&self) -> Result<usize, StoreError>;
+
+    /// When the earliest pending delivery is due.
+    async fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError>;
+
+    /// The state of one occurrence's delivery to one target.
+    async fn delivery_state(
+        &self,
+        occurrence: &str,
+        target: &str,
+    ) -> Result<Option<String>, StoreError>;
+}
+
+/// Each run's output document, and the output a monitor job compares its next one with.
+#[async_trait::async_trait]
+pub trait Outputs: Send + Sync {
     /// Saves a run's document, keeping the newest `keep` of its job; returns where it is
     /// (a path for files).
     async fn save_output(
@@ -386,50 +442,69 @@ pub trait Store: Send + Sync {
         doc: &OutputDocument<'_>,
         keep: usize,
     ) -> Result<String, StoreError>;
+
     /// The text of a job's newest document.
     async fn latest_output(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+
     /// The texts of a job's newest `limit` documents, newest first (continuity reads
     /// back past runs that delivered nothing).
     async fn recent_outputs(&self, job_id: &str, limit: usize) -> Result<Vec<String>, StoreError>;
+
     /// The output a monitor job saw when its source last changed (jobs.json keeps only
     /// its hash), for the diff of the next change; `None` before the first.
     async fn monitor_snapshot(&self, job_id: &str) -> Result<Option<String>, StoreError>;
+
     /// Keeps `output` as the job's monitor snapshot, replacing the one before. Never
     /// counted or pruned as a document; removed with the job.
     async fn save_monitor_snapshot(&self, job_id: &str, output: &str) -> Result<(), StoreError>;
+
     /// The output document of run `run`: `None` for no such run, `Some(None)` when the
     /// run saved none (or it was pruned since).
     async fn run_output(&self, run: i64) -> Result<Option<Option<String>>, StoreError>;
+}
 
-    // --- failure incidents, job notepads and the global pause ---
-
+/// Failure incidents (failed runs grouped by their error) and job notepads.
+#[async_trait::async_trait]
+pub trait Notes: Send + Sync {
     /// Groups a failed run into its incident (see [`crate::incident::upserted`]) and
     /// returns the incident as it now is.
     async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError>;
+
     /// Moves incident `id` (see [`crate::incident::moved`]), stamped `at`; whether it
     /// changed (`false` for an unknown or closed one).
     async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError>;
+
     /// The job ran fine: its open incidents become resolved. Returns how many.
     async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError>;
+
     /// The incidents in `state` (all without one), newest activity first.
     async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError>;
+
     /// A job's notepad, by key (the job need not exist: a notepad outlives nothing but
     /// its job's removal).
     async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError>;
+
     /// Sets one entry; [`StoreError::Refused`] when a limit of [`crate::notepad::check`]
     /// would break, with nothing written.
     async fn set_note(&self, note: &Note) -> Result<(), StoreError>;
+
     /// Removes one entry; whether it was there.
     async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError>;
+}
+
+/// The store as a whole: the global pause every scheduler on it obeys, the scheduler's
+/// heartbeat, what and where the store is, and the end of this process's session.
+#[async_trait::async_trait]
+pub trait Control: Send + Sync {
     /// The global pause every scheduler on this store obeys, when it is engaged.
     async fn global_pause(&self) -> Result<Option<GlobalPause>, StoreError>;
+
     /// Engages (`Some`) or lifts (`None`) the global pause; whether one was engaged
     /// before.
     async fn set_global_pause(&self, pause: Option<&GlobalPause>) -> Result<bool, StoreError>;
 
-    // --- the scheduler's heartbeat and this process's session ---
-
     async fn beat(&self, beat: &Beat) -> Result<(), StoreError>;
+
     async fn heartbeat(&self) -> Result<Heartbeat, StoreError>;
 
     /// Which backend this is and where.
@@ -442,7 +517,7 @@ pub trait Store: Send + Sync {
 }
 
 /// How a store lists every job faster than by building each one: only jobs.json has
-/// such a way (it reads the file's text); [`Store::listing`] hands it out.
+/// such a way (it reads the file's text); [`JobRecords::listing`] hands it out.
 #[async_trait::async_trait]
 pub trait Listing: Send + Sync {
     /// See [`list_summaries`].

@@ -1,17 +1,18 @@
-//! The PostgreSQL store's failure incidents, job notepads and global pause: the same
+//! The PostgreSQL store's failure incidents and job notepads ([`Notes`]): the same
 //! tables as on a Hermes home (`hermes_cron_incidents`, `hermes_cron_notepad`), in the
-//! database every host shares, so an incident alerted by one host stays quiet on all and
-//! one `hermes pause` holds every scheduler. The rules are [`crate::incident`]'s and
-//! [`crate::notepad`]'s; this file only reads and writes rows, each change in one
-//! transaction.
+//! database every host shares, so an incident alerted by one host stays quiet on all. The
+//! rules are [`crate::incident`]'s and [`crate::notepad`]'s; this file only reads and
+//! writes rows, each change in one transaction.
 
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{PgStore, StoreError};
-use crate::estop::GlobalPause;
-use crate::incident::{self, Incident, IncidentState, NewIncident, Transition};
-use crate::notepad::{self, Note};
+use super::PgStore;
+use crate::incident;
+use crate::incident::{Incident, IncidentState, NewIncident, Transition};
+use crate::notepad;
+use crate::notepad::Note;
+use crate::store::{Notes, StoreError};
 
 const COLUMNS: &str = "id, job_id, error_sig, state, failure_type, first_seen_at, last_seen_at, \
     acked_at, alerted_at, closed_at, error, output_file";
@@ -43,6 +44,37 @@ fn note_of(row: &Row) -> Note {
         key: row.get("key"),
         value: row.get("value"),
         updated_at: row.get("updated_at"),
+    }
+}
+
+#[async_trait::async_trait]
+impl Notes for PgStore {
+    async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError> {
+        self.pg_record_incident(new).await
+    }
+
+    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+        self.pg_move_incident(id, to, at).await
+    }
+
+    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+        self.pg_resolve_incidents(job_id, at).await
+    }
+
+    async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
+        self.pg_incidents(state).await
+    }
+
+    async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
+        self.pg_notes(job_id).await
+    }
+
+    async fn set_note(&self, note: &Note) -> Result<(), StoreError> {
+        self.pg_set_note(note).await
+    }
+
+    async fn delete_note(&self, job_id: &str, key: &str) -> Result<bool, StoreError> {
+        self.pg_delete_note(job_id, key).await
     }
 }
 
@@ -248,44 +280,5 @@ impl PgStore {
         .await
         .map_err(|e| self.fail(e))?;
         Ok(())
-    }
-
-    pub(super) async fn pg_global_pause(&self) -> Result<Option<GlobalPause>, StoreError> {
-        let client = self.client().await?;
-        let row = client
-            .query_opt("SELECT engaged_at, reason FROM hermes_cron_pause", &[])
-            .await
-            .map_err(|e| self.fail(e))?;
-        Ok(row.map(|r| GlobalPause {
-            engaged_at: r.get(0),
-            reason: r.get(1),
-        }))
-    }
-
-    /// A change NOTIFYs every host (the table's trigger), so sleeping daemons pass
-    /// again at once: a resume fires what is due without waiting for a wake-up.
-    pub(super) async fn pg_set_global_pause(
-        &self,
-        pause: Option<&GlobalPause>,
-    ) -> Result<bool, StoreError> {
-        let client = self.client().await?;
-        let was = match pause {
-            Some(p) => client
-                .query_one(
-                    "WITH before AS (SELECT count(*) AS n FROM hermes_cron_pause)
-                     INSERT INTO hermes_cron_pause (id, engaged_at, reason) VALUES (1, $1, $2)
-                     ON CONFLICT (id) DO UPDATE SET engaged_at = excluded.engaged_at,
-                         reason = excluded.reason
-                     RETURNING (SELECT n FROM before) > 0",
-                    &[&p.engaged_at, &p.reason],
-                )
-                .await
-                .map(|r| r.get::<_, bool>(0)),
-            None => client
-                .execute("DELETE FROM hermes_cron_pause", &[])
-                .await
-                .map(|n| n > 0),
-        };
-        was.map_err(|e| self.fail(e))
     }
 }

@@ -1,0 +1,155 @@
+//! The file store's run ledger ([`RunLedger`]): runs, their spend and the budget
+//! notices in the SQLite `cron/executions.db`. It never creates the database to answer a
+//! read.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+
+use crate::ledger::{Ledger, RunEnd, RunRow, RunStatus};
+use crate::spend::Spend;
+use crate::store::{RunLedger, StoreError};
+
+use super::{FileStore, Files};
+
+impl Files {
+    fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.finish(run, status, now, end))
+    }
+
+    fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        let own = i64::from(self.owner.pid);
+        let alive = |pid: i64| !(except_own && pid == own) && (self.alive)(pid);
+        self.with_ledger(|ledger| ledger.mark_interrupted(&self.owner.host, now, &alive))
+    }
+
+    fn recent_runs(&self, job_id: Option<&str>, limit: usize) -> Result<Vec<RunRow>, StoreError> {
+        // Reading history never creates the database.
+        if !self.db_exists(&self.ledger, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        // Python Hermes, on a store both share, records its own attempts in the same
+        // database: show them too, merged newest first.
+        let (mut rows, theirs) = self.with_ledger(|ledger| {
+            Ok((
+                ledger.recent(job_id, limit)?,
+                ledger.python_executions(job_id, limit)?,
+            ))
+        })?;
+        if theirs.is_empty() {
+            return Ok(rows);
+        }
+        let started = |row: &RunRow| {
+            row.started_at
+                .as_deref()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc))
+        };
+        rows.extend(theirs);
+        rows.sort_by_key(|row| std::cmp::Reverse(started(row)));
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        // Reading history never creates the database.
+        if !self.db_exists(&self.ledger, &self.db_path()) {
+            return Ok(HashMap::new());
+        }
+        let rows = self.with_ledger(Ledger::latest_per_job)?;
+        Ok(rows.into_iter().map(|r| (r.job_id.clone(), r)).collect())
+    }
+
+    fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.with_ledger(|ledger| ledger.prune(keep_runs, spend_since))?;
+        self.with_outbox(|outbox| outbox.prune(before))?;
+        Ok(())
+    }
+
+    fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        // Reading history never creates the database.
+        if !self.db_exists(&self.ledger, &self.db_path()) {
+            return Ok(Vec::new());
+        }
+        self.with_ledger(|ledger| ledger.spend_since(since))
+    }
+}
+
+#[async_trait::async_trait]
+impl RunLedger for FileStore {
+    async fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        let end = end.clone();
+        self.blocking(move |files| files.finish_run(run, status, now, &end))
+            .await
+    }
+
+    async fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        self.blocking(move |files| files.interrupt_dead_runs(now, except_own))
+            .await
+    }
+
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let job_id = job_id.map(str::to_string);
+        self.blocking(move |files| files.recent_runs(job_id.as_deref(), limit))
+            .await
+    }
+
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        self.blocking(Files::latest_runs).await
+    }
+
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        self.blocking(move |files| files.prune_history(before, keep_runs, spend_since))
+            .await
+    }
+
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        self.blocking(move |files| files.spend_since(since)).await
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let window = window.to_string();
+        self.blocking(move |files| {
+            files.with_ledger(|ledger| ledger.claim_budget_notice(&window, now))
+        })
+        .await
+    }
+}

@@ -1,0 +1,131 @@
+//! The memory store's run ledger ([`RunLedger`]): runs, spend and budget notices in
+//! memory.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::outbox::OutboxState;
+use crate::spend::Spend;
+use crate::store::{RunLedger, StoreError};
+
+use super::MemoryStore;
+
+#[async_trait::async_trait]
+impl RunLedger for MemoryStore {
+    async fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+            row.status = status.as_str().to_string();
+            row.finished_at = Some(ledger_time(now));
+            row.error = end.error.clone();
+            row.delivery = end.delivery.clone();
+            row.prompt_tokens = end.prompt_tokens;
+            row.completion_tokens = end.completion_tokens;
+            row.cost_usd = end.cost_usd;
+            row.model = end.model.clone();
+        }
+        if let Some(output) = &end.output {
+            inner.run_outputs.insert(run, output.clone());
+        }
+        Ok(())
+    }
+
+    async fn interrupt_dead_runs(
+        &self,
+        now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        let mut inner = self.lock();
+        let own = i64::from(self.owner.pid);
+        let stale: Vec<usize> = (0..inner.runs.len())
+            .filter(|&i| {
+                let r = &inner.runs[i];
+                r.status == RunStatus::Running.as_str()
+                    && r.host.as_deref() == Some(self.owner.host.as_str())
+                    && ((except_own && r.pid == Some(own)) || !inner.alive(r.pid))
+            })
+            .collect();
+        for &i in &stale {
+            let row = &mut inner.runs[i];
+            row.status = RunStatus::Interrupted.as_str().to_string();
+            row.finished_at = Some(ledger_time(now));
+            row.error
+                .get_or_insert_with(|| "the process running it stopped before it finished".into());
+        }
+        Ok(stale.len())
+    }
+
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        Ok(self
+            .lock()
+            .runs
+            .iter()
+            .rev()
+            .filter(|r| job_id.is_none_or(|id| r.job_id == id))
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        let mut latest = HashMap::new();
+        for run in self.lock().runs.iter().rev() {
+            latest
+                .entry(run.job_id.clone())
+                .or_insert_with(|| run.clone());
+        }
+        Ok(latest)
+    }
+
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        Ok(crate::spend::sum_rows(&self.lock().runs, since))
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        _now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.lock().budget_notices.insert(window.to_string()))
+    }
+
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let spend_since = crate::ledger::ledger_time(spend_since);
+        let mut inner = self.lock();
+        inner.deliveries.retain(|d| {
+            matches!(d.state, OutboxState::Pending | OutboxState::Sending) || d.created_at >= before
+        });
+        let mut kept: BTreeMap<String, usize> = BTreeMap::new();
+        let mut keep = vec![true; inner.runs.len()];
+        for (i, row) in inner.runs.iter().enumerate().rev() {
+            if row.status == RunStatus::Running.as_str() {
+                continue;
+            }
+            let n = kept.entry(row.job_id.clone()).or_default();
+            *n += 1;
+            let spent = row.prompt_tokens.is_some() || row.cost_usd.is_some();
+            let counted = spent && row.finished_at.as_deref() >= Some(spend_since.as_str());
+            keep[i] = *n <= keep_runs || counted;
+        }
+        let mut flags = keep.into_iter();
+        inner.runs.retain(|_| flags.next().unwrap_or(true));
+        Ok(())
+    }
+}

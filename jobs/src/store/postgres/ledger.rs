@@ -1,0 +1,220 @@
+//! The PostgreSQL store's run ledger ([`RunLedger`]): every host's runs, spend and
+//! budget notices in one database.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
+use tokio_postgres::Row;
+
+use super::PgStore;
+use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
+use crate::spend::Spend;
+use crate::store::{RunLedger, StoreError};
+
+fn run_row(row: &Row) -> RunRow {
+    let time = |name: &str| row.get::<_, Option<DateTime<Utc>>>(name).map(ledger_time);
+    RunRow {
+        id: row.get("id"),
+        job_id: row.get("job_id"),
+        occurrence: row.get("occurrence"),
+        source: row.get("source"),
+        pid: row.get("pid"),
+        host: row.get("host"),
+        status: row.get("status"),
+        scheduled_at: time("scheduled_at"),
+        started_at: time("started_at"),
+        finished_at: time("finished_at"),
+        error: row.get("error"),
+        delivery: row.get("delivery"),
+        prompt_tokens: row.get("prompt_tokens"),
+        completion_tokens: row.get("completion_tokens"),
+        cost_usd: row.get("cost_usd"),
+        model: row.get("model"),
+    }
+}
+
+#[async_trait::async_trait]
+impl RunLedger for PgStore {
+    async fn finish_run(
+        &self,
+        run: i64,
+        status: RunStatus,
+        now: DateTime<Utc>,
+        end: &RunEnd,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        // The spend windows are read by the clock that decides: a pinned process clock
+        // stamps the end of its own runs.
+        let pinned = self.caller_clock.then_some(now);
+        client
+            .execute(
+                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                         error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
+                         output = $7, cost_usd = $8, model = $9
+                     WHERE id = $1",
+                &[
+                    &run,
+                    &status.as_str(),
+                    &end.error,
+                    &end.delivery,
+                    &end.prompt_tokens,
+                    &end.completion_tokens,
+                    &end.output,
+                    &end.cost_usd,
+                    &end.model,
+                    &pinned,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    async fn interrupt_dead_runs(
+        &self,
+        _now: DateTime<Utc>,
+        except_own: bool,
+    ) -> Result<usize, StoreError> {
+        let client = self.client().await?;
+        let mut live = self.live(&client).await?;
+        if except_own {
+            live.retain(|instance| *instance != self.instance);
+        }
+        let marked = client
+                .execute(
+                    "UPDATE hermes_cron_runs SET status = 'interrupted', finished_at = now(),
+                         error = COALESCE(error, 'the process running it stopped before it finished')
+                     WHERE status = 'running' AND NOT (instance = ANY($1))",
+                    &[&live],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+        Ok(marked as usize)
+    }
+
+    async fn recent_runs(
+        &self,
+        job_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT * FROM hermes_cron_runs WHERE ($1::text IS NULL OR job_id = $1)
+                     ORDER BY id DESC LIMIT $2",
+                &[&job_id, &limit],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().map(run_row).collect())
+    }
+
+    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs ORDER BY job_id, id DESC",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .iter()
+            .map(run_row)
+            .map(|r| (r.job_id.clone(), r))
+            .collect())
+    }
+
+    async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                &format!(
+                    "SELECT {SPEND_COLUMNS} FROM hermes_cron_runs
+                     WHERE finished_at >= $1 AND (prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                     GROUP BY job_id, model ORDER BY job_id, model"
+                ),
+                &[&since],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows
+            .iter()
+            .map(|row| Spend {
+                job_id: row.get(0),
+                model: row.get(1),
+                runs: row.get(2),
+                prompt_tokens: row.get(3),
+                completion_tokens: row.get(4),
+                cost_usd: row.get(5),
+                unpriced_runs: row.get(6),
+            })
+            .collect())
+    }
+
+    async fn claim_budget_notice(
+        &self,
+        window: &str,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO hermes_cron_budget_notices (window_key, sent_at) VALUES ($1, $2)
+                     ON CONFLICT DO NOTHING",
+                &[&window, &now],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(inserted == 1)
+    }
+
+    async fn prune_history(
+        &self,
+        before: DateTime<Utc>,
+        keep_runs: usize,
+        spend_since: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let keep = i64::try_from(keep_runs).unwrap_or(i64::MAX);
+        let jobs: Vec<String> = {
+            let mut unpruned = self.unpruned.lock().unwrap_or_else(|p| p.into_inner());
+            std::mem::take(&mut *unpruned).into_iter().collect()
+        };
+        let result = async {
+            let client = self.client().await?;
+            client
+                .execute(
+                    "DELETE FROM hermes_cron_outbox WHERE state NOT IN ('pending', 'sending')
+                         AND created_at < $1",
+                    &[&before],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            if jobs.is_empty() {
+                return Ok(());
+            }
+            client
+                .execute(
+                    "DELETE FROM hermes_cron_runs WHERE id IN (
+                         SELECT id FROM (
+                             SELECT id, ROW_NUMBER() OVER (PARTITION BY job_id ORDER BY id DESC) AS n
+                             FROM hermes_cron_runs
+                             WHERE job_id = ANY($2) AND status NOT IN ('claimed', 'running')
+                         ) ranked WHERE n > $1)
+                     AND NOT ((prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL)
+                              AND finished_at >= $3)",
+                    &[&keep, &jobs, &spend_since],
+                )
+                .await
+                .map_err(|e| self.fail(e))?;
+            Ok(())
+        }.await;
+        if result.is_err() {
+            // Trimmed on a later pass instead.
+            self.note_runs_added(jobs);
+        }
+        result
+    }
+}
