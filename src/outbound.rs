@@ -7,6 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use crate::logged::logged;
 use reqwest::Url;
 
 /// Cloud metadata services outside the link-local range (Alibaba Cloud's, AWS's IPv6
@@ -120,7 +121,8 @@ impl AddressPolicy {
                 let network = Network::parse(entry);
                 if network.is_none() {
                     tracing::warn!(
-                        "delivery.allowed_private_targets: '{entry}' is not an address or a network (e.g. 10.0.0.5, 192.168.1.0/24); left out"
+                        "delivery.allowed_private_targets: '{}' is not an address or a network (e.g. 10.0.0.5, 192.168.1.0/24); left out",
+                        logged(entry)
                     );
                 }
                 network

@@ -60,6 +60,7 @@ use serde::{Deserialize, Serialize};
 use jobs::Job;
 
 use crate::environment::Environment;
+use crate::logged::logged;
 use crate::outbound::AddressPolicy;
 use crate::redact::Redactor;
 use http::Failure;
@@ -419,7 +420,7 @@ impl Tally {
             Err(failed) => failed,
         };
         let text = run.redactor.redact(failure.message());
-        tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
+        tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {}", logged(&text));
         match failure {
             Failure::Transient(_) => {
                 settle(SettledAs::Retry, delivered, Some(&text));
