@@ -15,6 +15,7 @@ mod global_pause;
 mod hermes_runner;
 mod home;
 mod job_service;
+mod logged;
 mod mcp_server;
 mod monitor;
 mod outbound;

@@ -84,9 +84,10 @@ fn python_strip(text: &str) -> &str {
 
 /// A bounded GET of the monitor URL: http(s) only, to public addresses only (the
 /// outbound-address policy of deliveries, `delivery.allow_private_targets` and its
-/// allow-list included, checked after resolving and pinned; no redirects followed), 30 s,
-/// the first 256 KiB of the body decoded as UTF-8 (undecodable bytes replaced), an error
-/// status a failure.
+/// allow-list included, checked after resolving and pinned), 30 s, the first 256 KiB of
+/// the body decoded as UTF-8 (undecodable bytes replaced). An error status is a failure,
+/// and so is a redirect: it is not followed (its target was never checked), and its empty
+/// body would otherwise pass for the page.
 async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
@@ -96,7 +97,7 @@ async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
         crate::outbound::redact_url_secrets(url, &format!("monitor_url fetch failed: {e}"))
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| failed(&e))?;
-    let policy = crate::outbound::AddressPolicy::for_home_deliveries(home);
+    let policy = crate::outbound::AddressPolicy::for_home(home, crate::outbound::Door::MonitorUrl);
     let addresses = policy.addresses(&parsed).await.map_err(|e| failed(&e))?;
     let builder = reqwest::Client::builder()
         .timeout(URL_TIMEOUT)
@@ -105,8 +106,34 @@ async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
     let client = crate::outbound::pinned(builder, &parsed, &addresses)
         .build()
         .map_err(|e| failed(&e))?;
-    let mut response = client.get(parsed).send().await.map_err(|e| failed(&e))?;
+    let mut response = client
+        .get(parsed.clone())
+        .send()
+        .await
+        .map_err(|e| failed(&e))?;
     let status = response.status();
+    if status.is_redirection() {
+        let target = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .map(|location| {
+                parsed
+                    .join(location)
+                    .map_or(location.to_string(), String::from)
+            });
+        return Err(failed(&match target {
+            Some(target) => format!(
+                "the URL redirected (HTTP {}) to {target}; redirects are not followed: set the monitor URL to where it points",
+                status.as_u16()
+            ),
+            None => format!(
+                "the URL answered HTTP {} {} instead of a page; give a URL that answers with the page itself",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            ),
+        }));
+    }
     if status.is_client_error() || status.is_server_error() {
         return Err(failed(&format!(
             "HTTP Error {}: {}",

@@ -7,6 +7,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
+use crate::logged::logged;
 use reqwest::Url;
 
 /// Cloud metadata services outside the link-local range (Alibaba Cloud's, AWS's IPv6
@@ -96,23 +97,39 @@ pub struct AddressPolicy {
     /// Addresses and networks allowed whatever they are.
     allowed: Vec<Network>,
     /// What a refusal tells the user to set to allow it.
-    remedy: String,
+    remedy: Remedy,
+}
+
+/// What a refusal ends with: the setting that would open the address refused.
+#[derive(Debug, Clone)]
+pub struct Remedy {
+    /// For a loopback, private or other non-public address.
+    pub private: String,
+    /// For a link-local or cloud-metadata address, which `allow_private` never opens.
+    pub link_local: String,
+}
+
+/// Which door a request to a user's URL goes through; it names the refusal's settings.
+#[derive(Debug, Clone, Copy)]
+pub enum Door {
+    Webhook,
+    MonitorUrl,
 }
 
 impl AddressPolicy {
-    /// `allow_private` opens non-public addresses; `remedy` is the sentence a refusal
-    /// ends with (the setting that would allow it).
-    pub fn new(allow_private: bool, allowed: Vec<Network>, remedy: impl Into<String>) -> Self {
+    /// `allow_private` opens non-public addresses; `remedy` is what a refusal ends with
+    /// (the setting that would allow it, by the kind of address).
+    pub fn new(allow_private: bool, allowed: Vec<Network>, remedy: Remedy) -> Self {
         AddressPolicy {
             allow_private,
             allowed,
-            remedy: remedy.into(),
+            remedy,
         }
     }
 
-    /// Webhook targets, by config.yaml's `delivery:`; an allow-list entry that is not
-    /// an address or network is logged and left out.
-    pub fn for_delivery(section: &crate::config::DeliverySection) -> AddressPolicy {
+    /// Webhook targets or monitor URLs (`door`), by config.yaml's `delivery:`; an
+    /// allow-list entry that is not an address or network is logged and left out.
+    pub fn for_delivery(section: &crate::config::DeliverySection, door: Door) -> AddressPolicy {
         let allowed = section
             .allowed_private_targets
             .iter()
@@ -120,29 +137,42 @@ impl AddressPolicy {
                 let network = Network::parse(entry);
                 if network.is_none() {
                     tracing::warn!(
-                        "delivery.allowed_private_targets: '{entry}' is not an address or a network (e.g. 10.0.0.5, 192.168.1.0/24); left out"
+                        "delivery.allowed_private_targets: '{}' is not an address or a network (e.g. 10.0.0.5, 192.168.1.0/24); left out",
+                        logged(entry)
                     );
                 }
                 network
             })
             .collect();
-        AddressPolicy::new(
-            section.allow_private_targets == Some(true),
-            allowed,
-            "webhooks go to public addresses only; to send to this one, set \
-             delivery.allow_private_targets: true (or list it under \
-             delivery.allowed_private_targets) in config.yaml",
-        )
+        let (only_public, reach) = match door {
+            Door::Webhook => ("webhooks go to public addresses only", "send to"),
+            Door::MonitorUrl => (
+                "monitor URLs are fetched from public addresses only",
+                "fetch",
+            ),
+        };
+        let remedy = Remedy {
+            private: format!(
+                "{only_public}; to {reach} this one, set delivery.allow_private_targets: true \
+                 (or list it under delivery.allowed_private_targets) in config.yaml"
+            ),
+            link_local: format!(
+                "{only_public}, and delivery.allow_private_targets never opens this kind: \
+                 to {reach} this one, list it under delivery.allowed_private_targets in \
+                 config.yaml"
+            ),
+        };
+        AddressPolicy::new(section.allow_private_targets == Some(true), allowed, remedy)
     }
 
-    /// Webhook targets of the home at `home`, by its config.yaml read now; an
-    /// unreadable config allows public addresses only.
-    pub fn for_home_deliveries(home: &std::path::Path) -> AddressPolicy {
+    /// Webhook targets or monitor URLs (`door`) of the home at `home`, by its
+    /// config.yaml read now; an unreadable config allows public addresses only.
+    pub fn for_home(home: &std::path::Path, door: Door) -> AddressPolicy {
         let config = crate::config::Config::read(&home.join("config.yaml")).unwrap_or_else(|e| {
-            tracing::warn!("webhooks go to public addresses only: {e}");
+            tracing::warn!("webhooks and monitor URLs reach public addresses only: {e}");
             crate::config::Config::default()
         });
-        AddressPolicy::for_delivery(&config.delivery)
+        AddressPolicy::for_delivery(&config.delivery, door)
     }
 
     /// `Err` with the kind of address when `ip` may not be reached.
@@ -196,7 +226,10 @@ impl AddressPolicy {
                     host,
                     address: address.ip(),
                     kind,
-                    remedy: self.remedy.clone(),
+                    remedy: match kind {
+                        "link-local" | "cloud metadata" => self.remedy.link_local.clone(),
+                        _ => self.remedy.private.clone(),
+                    },
                 });
             }
         }
@@ -347,7 +380,11 @@ mod tests {
 
     fn policy(allow_private: bool, allowed: &[&str]) -> AddressPolicy {
         let allowed = allowed.iter().filter_map(|n| Network::parse(n)).collect();
-        AddressPolicy::new(allow_private, allowed, "set it")
+        let remedy = Remedy {
+            private: "set it".into(),
+            link_local: "list it".into(),
+        };
+        AddressPolicy::new(allow_private, allowed, remedy)
     }
 
     #[test]

@@ -82,13 +82,16 @@ fn verb_of(args: &[OsString]) -> Option<String> {
 
 /// Python Hermes' `hermes`: `HERMES_PYTHON_CLI` when set, else the first `hermes` on
 /// PATH that is a Python script (its first line a `#!…python…` shebang, as pip writes
-/// console scripts) — never this program, under whatever name or link.
+/// console scripts) — never this program, under whatever name or link. Only absolute
+/// PATH entries are searched: an empty, `.` or relative one names the current
+/// directory, where an untrusted checkout could have left a `hermes` of its own.
 pub fn find_python_cli() -> Option<PathBuf> {
     if let Some(explicit) = std::env::var_os("HERMES_PYTHON_CLI").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(explicit));
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join("hermes"))
         .find(|candidate| is_python_script(candidate))
 }

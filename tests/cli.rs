@@ -52,6 +52,8 @@ mod legacy;
 mod list;
 #[path = "cli/listener.rs"]
 mod listener;
+#[path = "cli/log_lines.rs"]
+mod log_lines;
 #[path = "cli/mcp.rs"]
 mod mcp;
 #[path = "cli/mcp_server.rs"]

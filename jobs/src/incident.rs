@@ -171,10 +171,21 @@ pub fn incident_id(job_id: &str, signature: &str) -> String {
     format!("{prefix}_{signature}")
 }
 
+/// How a failed model call's error starts (`ModelCallFailed` in the agent). What follows
+/// quotes the server's answer, whose words ("description", "config") say nothing about
+/// the run's script or configuration.
+const MODEL_CALL_FAILED: &str = "model call failed";
+/// The kinds a model's own answer can be read as; any other model failure is `agent`.
+const MODEL_ANSWER_TYPES: &[&str] = &["rate_limit", "timeout", "auth"];
+
 /// The kind of failure an error reads as (`unknown` when nothing matches).
 pub fn failure_type(error: &str) -> &'static str {
     let text = normalized(error);
+    let model_call = text.starts_with(MODEL_CALL_FAILED);
     for (kind, patterns) in FAILURE_TYPES {
+        if model_call && !MODEL_ANSWER_TYPES.contains(kind) {
+            continue;
+        }
         let hit = patterns
             .iter()
             .any(|pattern| match pattern.strip_prefix(r"\b") {
@@ -191,6 +202,9 @@ pub fn failure_type(error: &str) -> &'static str {
         if hit {
             return kind;
         }
+    }
+    if model_call {
+        return "agent";
     }
     "unknown"
 }
@@ -516,6 +530,15 @@ mod tests {
         assert_eq!(failure_type("error 4010"), "unknown");
         assert_eq!(failure_type("script exited with status 3"), "script");
         assert_eq!(failure_type("the model said no"), "agent");
+        // A model's answer quoted in the error is not the run's script or configuration.
+        assert_eq!(
+            failure_type("model call failed: invalid_response (custom m at http://h/v1): invalid_response: HTTP 400: a tool description is missing from the config"),
+            "agent"
+        );
+        assert_eq!(
+            failure_type("model call failed: rate_limit (custom m at http://h/v1): rate_limit: HTTP 429: slow down"),
+            "rate_limit"
+        );
         assert_eq!(failure_type(""), "unknown");
     }
 

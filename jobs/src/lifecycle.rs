@@ -46,6 +46,10 @@ pub enum JobError {
     /// A control character in a one-line field ([`crate::limits`]).
     #[error("{field} must not contain control characters (found U+{:04X}): give it on one line", u32::from(*found))]
     ControlCharacter { field: &'static str, found: char },
+    /// An invisible or bidi-control character, or a line separator, in a one-line field
+    /// ([`crate::limits`], [`crate::threats::first_hidden_in_line`]).
+    #[error("{field} must not contain invisible or bidi-control characters (found U+{:04X}): type it without them", u32::from(*found))]
+    HiddenCharacter { field: &'static str, found: char },
     /// A list with more items than [`crate::limits`] allows.
     #[error("A job may load at most {max} {what}: keep the ones it needs, or split it into several jobs")]
     TooMany { what: &'static str, max: usize },

@@ -1,7 +1,8 @@
 //! The size limits of what a job change may carry, one set for every front door (the
 //! CLI, both HTTP route families and the MCP tool reach them through the lifecycle),
-//! and no control characters in a one-line field (a CR LF in an email target would
-//! add a mail header; an escape sequence in a name would reach a terminal).
+//! and no control, invisible or bidi-control characters in a one-line field (a CR LF in
+//! an email target would add a mail header; an escape sequence in a name would reach a
+//! terminal; a right-to-left override would make a name read as something else).
 //! Only values a request gives are measured: a stored job written by another program
 //! is never refused for what it already holds. Name and prompt keep Python Hermes' API
 //! limits and wording; the others bound what no real job needs, so one request can no
@@ -136,12 +137,22 @@ impl TextLimit {
                 max_chars: self.max_chars,
             });
         }
-        match text.chars().find(|c| c.is_control()) {
-            Some(control) if self.one_line => Err(JobError::ControlCharacter {
+        if !self.one_line {
+            return Ok(());
+        }
+        if let Some(control) = text.chars().find(|c| c.is_control()) {
+            return Err(JobError::ControlCharacter {
                 field: self.field,
                 found: control,
+            });
+        }
+        // The prompt's own check, with the marks and separators that matter on one line.
+        match crate::threats::first_hidden_in_line(text) {
+            Some(found) => Err(JobError::HiddenCharacter {
+                field: self.field,
+                found,
             }),
-            _ => Ok(()),
+            None => Ok(()),
         }
     }
 }

@@ -50,6 +50,12 @@ pub enum NotepadError {
         "notepad full: job '{0}' would exceed {MAX_JOB_BYTES} bytes in all; delete unused keys first"
     )]
     Full(String),
+    /// The entry holds what the scan of the run's prompt would refuse there.
+    #[error("{source} (in the notepad entry '{key}'): nothing was written")]
+    Blocked {
+        key: String,
+        source: crate::threats::PromptBlocked,
+    },
 }
 
 /// Whether `note` may be written beside entries of its job that take `others` bytes
@@ -70,6 +76,14 @@ pub fn check(note: &Note, others: usize) -> Result<(), NotepadError> {
     if others + note.bytes() > MAX_JOB_BYTES {
         return Err(NotepadError::Full(note.job_id.clone()));
     }
+    // The entry as the prompt shows it, scanned as the run's prompt scans its notepad:
+    // refused now, it can never stop a run of the job later.
+    crate::threats::scan_injected(&format!("- {}: {}", note.key, note.value)).map_err(
+        |source| NotepadError::Blocked {
+            key: note.key.clone(),
+            source,
+        },
+    )?;
     Ok(())
 }
 

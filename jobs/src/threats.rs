@@ -355,6 +355,25 @@ pub fn scan_injected(text: &str) -> Result<String, PromptBlocked> {
     Ok(clean)
 }
 
+/// The first character of a one-line field (a name, a schedule, a target) that hides or
+/// reorders what is shown around it: the characters a prompt may not hold (see
+/// [`scan_prompt`]), the bidi marks (U+200E, U+200F, U+061C) that shift how the text
+/// around them reads, and the line and paragraph separators (U+2028, U+2029) that break
+/// one line into two wherever it is shown.
+pub fn first_hidden_in_line(text: &str) -> Option<char> {
+    let prompt_refuses = hidden_chars(text).next();
+    let line_refuses = text.char_indices().find(|&(_, c)| {
+        matches!(
+            c,
+            '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{2028}' | '\u{2029}'
+        )
+    });
+    match (prompt_refuses, line_refuses) {
+        (Some(a), Some(b)) => Some(if a.0 < b.0 { a.1 } else { b.1 }),
+        (a, b) => a.or(b).map(|(_, c)| c),
+    }
+}
+
 fn first_match(text: &str, applies: impl Fn(&ThreatPattern) -> bool) -> Result<(), PromptBlocked> {
     let forms = matching_forms(text);
     match COMPILED
@@ -937,6 +956,15 @@ mod tests {
         // A cut in the middle of a multi-byte character must not panic.
         let long = format!("{}é", "a".repeat(CONTEXT_SCAN_BYTES - 1));
         assert!(scan_context_file(&long).is_empty());
+    }
+
+    #[test]
+    fn one_line_fields_also_refuse_bidi_marks_and_line_separators() {
+        assert_eq!(first_hidden_in_line("daily report 👨‍👩‍👧"), None);
+        assert_eq!(first_hidden_in_line("a\u{200F}b\u{202E}"), Some('\u{200F}'));
+        assert_eq!(first_hidden_in_line("a\u{2066}b\u{2028}"), Some('\u{2066}'));
+        assert_eq!(first_hidden_in_line("\u{061C}"), Some('\u{061C}'));
+        assert_eq!(first_hidden_in_line("a\u{2029}"), Some('\u{2029}'));
     }
 
     #[test]

@@ -24,6 +24,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::inference::Vars;
 use super::model_api::ToolSpec;
 use crate::config::{McpServer, Seconds};
+use crate::logged::logged;
 use crate::process::GroupKill;
 use crate::runner::{Activity, RunEnv, RunOutcome, RunResult};
 
@@ -492,7 +493,7 @@ impl McpServers {
     }
 
     fn notice(&self, line: String) {
-        tracing::warn!("{line}");
+        tracing::warn!("{}", logged(&line));
         if let Ok(mut notices) = self.notices.lock() {
             if !notices.contains(&line) {
                 notices.push(line);
@@ -785,7 +786,7 @@ async fn connect_stdio(
     tokio::spawn(async move {
         let mut lines = BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            tracing::debug!(server = %server, "MCP server stderr: {line}");
+            tracing::debug!(server = %server, "MCP server stderr: {}", logged(&line));
             if let Ok(mut tail) = tail.lock() {
                 if tail.len() == STDERR_LINES {
                     tail.remove(0);
@@ -957,7 +958,7 @@ fn offer(
             continue;
         }
         if taken.contains(&name) || offered.iter().any(|(spec, _)| spec.name == name) {
-            tracing::warn!(server = %config.name, "MCP tool '{}' is named '{name}' like a tool offered before it; skipped", route.label());
+            tracing::warn!(server = %config.name, "MCP tool '{}' is named '{}' like a tool offered before it; skipped", logged(route.label()), logged(&name));
             continue;
         }
         let spec = ToolSpec {

@@ -38,6 +38,7 @@ use self::prompt::{assemble, is_silent, ScriptSection};
 use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
+use crate::logged::logged;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
 
 pub const EMPTY_RESPONSE: &str = "Agent completed but produced empty response";
@@ -326,7 +327,7 @@ async fn run_tools(
         let (name, args) = (call.name.clone(), call.arguments.clone());
         let (offered, ctx) = (offered.to_vec(), ctx.clone());
         set.spawn(async move {
-            tracing::info!(tool = %name, "tool call");
+            tracing::info!(tool = %logged(&name), "tool call");
             (index, tools::dispatch(&name, &args, &offered, &ctx).await)
         });
     }

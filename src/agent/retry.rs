@@ -19,6 +19,7 @@ use rand::Rng;
 
 use super::inference::Endpoint;
 use super::model_api::{build_client, call, CallError, ChatRequest, ErrorClass, ModelReply};
+use crate::logged::logged;
 use crate::runner::Activity;
 
 /// Every endpoint of the run failed one model call: what each answered last, in the
@@ -174,7 +175,11 @@ impl<'a> Caller<'a> {
                     return Ok(reply);
                 }
                 Err(error) => {
-                    tracing::warn!("model call to {} failed: {error}", endpoint.label());
+                    tracing::warn!(
+                        "model call to {} failed: {}",
+                        endpoint.label(),
+                        logged(&error.to_string())
+                    );
                     failures.push((endpoint.label(), error));
                 }
             }
@@ -200,7 +205,8 @@ impl<'a> Caller<'a> {
                 break error;
             }
             tracing::info!(
-                "model call attempt {attempt} failed ({error}); retrying in {:.1}s",
+                "model call attempt {attempt} failed ({}); retrying in {:.1}s",
+                logged(&error.to_string()),
                 wait.as_secs_f64()
             );
             self.activity.touch();

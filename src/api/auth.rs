@@ -16,6 +16,7 @@ use serde_json::json;
 use super::listener::Connection;
 use super::settings::ApiKey;
 use super::throttle::WrongKeys;
+use crate::logged::logged;
 
 /// The key, and the wrong keys seen by address.
 pub struct KeyCheck {
@@ -80,7 +81,7 @@ fn log_refusal(request: &Request) {
     tracing::warn!(
         client = %client,
         method = %request.method(),
-        path = %request.uri().path(),
+        path = %logged(request.uri().path()),
         "API refused a request without a valid API key"
     );
 }

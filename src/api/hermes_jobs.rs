@@ -19,6 +19,7 @@ use jobs::{JobEdit, NewJob};
 
 use super::ops::{blocked_message, Failure};
 use super::{read_object, ApiState};
+use crate::logged::logged;
 
 /// The fields a PATCH may change; anything else is ignored, as in Python Hermes. The
 /// dashboard's edit takes these and more.
@@ -68,7 +69,7 @@ pub fn check_id(id: &str) -> Result<(), Failure> {
     if valid {
         Ok(())
     } else {
-        tracing::warn!(path_id = %id.chars().take(64).collect::<String>(), "API refused an invalid job id");
+        tracing::warn!(path_id = %logged(&id.chars().take(64).collect::<String>()), "API refused an invalid job id");
         Err(Failure::bad_request("Invalid job ID format"))
     }
 }

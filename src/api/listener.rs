@@ -101,6 +101,9 @@ pub struct Connection {
     held: AtomicUsize,
     /// Notified to close the connection at once (room for a new one).
     close: Notify,
+    /// Notified when the last request in flight ends, so the accept loop can wait for
+    /// that instead of for a quiet time already past.
+    settled: Notify,
 }
 
 impl Connection {
@@ -146,8 +149,11 @@ struct InFlight(Arc<Connection>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
         self.0.touch();
+        if self.0.in_flight.fetch_sub(1, Ordering::Relaxed) == 1 {
+            // A permit is kept if no one waits yet: the next wait returns at once.
+            self.0.settled.notify_one();
+        }
     }
 }
 
@@ -207,6 +213,7 @@ impl Open {
             in_flight: AtomicUsize::new(0),
             held: AtomicUsize::new(0),
             close: Notify::new(),
+            settled: Notify::new(),
         });
         connection.touch();
         self.lock().insert(id, Arc::clone(&connection));
@@ -326,10 +333,15 @@ async fn serve_connection(
     let mut draining = false;
     loop {
         let quiet_until = connection.last_activity() + limits.idle;
+        // A request in flight (a wrong key held back, a slow body) keeps the connection
+        // open however long it takes: wait for it to end rather than for a quiet time
+        // that may already be past, which would wake this loop again at once.
+        let busy = connection.in_flight.load(Ordering::Relaxed) > 0;
         tokio::select! {
             _ = &mut served => break,
             () = connection.close.notified() => break,
-            () = tokio::time::sleep_until(quiet_until) => {
+            () = connection.settled.notified(), if busy => {}
+            () = tokio::time::sleep_until(quiet_until), if !busy => {
                 let idle = connection.in_flight.load(Ordering::Relaxed) == 0;
                 if idle && connection.last_activity() + limits.idle <= Instant::now() {
                     break;

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use super::settings::ApiSettings;
+use crate::logged::logged;
 
 /// The largest request body accepted (1 MiB).
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -149,8 +150,8 @@ pub async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next
         .unwrap_or("");
     if !guard.host_allowed(host) {
         tracing::warn!(
-            host = %host.chars().take(100).collect::<String>(),
-            path = %request.uri().path(),
+            host = %logged(&host.chars().take(100).collect::<String>()),
+            path = %logged(request.uri().path()),
             "API refused a request for a host it does not serve"
         );
         let body = json!({"error": "Invalid Host header: use the address the server is bound to, localhost, or a name listed in API_SERVER_ALLOWED_HOSTS"});

@@ -3,9 +3,9 @@
 
 use serde_json::json;
 
+use jobs::find_job;
 use jobs::incident::{Incident, IncidentState};
 use jobs::notepad::Note;
-use jobs::{find_job, JobError};
 
 use super::error::CliError;
 use super::Session;
@@ -109,8 +109,8 @@ async fn ack(session: &Session, id: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The id a notepad is kept under: a job's id or name resolves to its id; anything else
-/// is taken as an id (a notepad does not need its job, as in Python Hermes).
+/// The id a notepad is kept under: a stored job's id or name resolves to its id. Anything
+/// else is refused, so no note is kept under an id no job has (`../../x` included).
 async fn notepad_owner(session: &Session, reference: &str) -> Result<String, CliError> {
     let reference = reference.trim();
     if reference.is_empty() {
@@ -122,11 +122,7 @@ async fn notepad_owner(session: &Session, reference: &str) -> Result<String, Cli
         .store
         .load_view(&session.ctx, &["id", "name"])
         .await?;
-    match find_job(&jobs, reference) {
-        Ok(job) => Ok(job.id().to_string()),
-        Err(JobError::NotFound(_)) => Ok(reference.to_string()),
-        Err(e) => Err(e.into()),
-    }
+    Ok(find_job(&jobs, reference)?.id().to_string())
 }
 
 pub async fn notepad(

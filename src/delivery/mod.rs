@@ -60,7 +60,8 @@ use serde::{Deserialize, Serialize};
 use jobs::Job;
 
 use crate::environment::Environment;
-use crate::outbound::AddressPolicy;
+use crate::logged::logged;
+use crate::outbound::{AddressPolicy, Door};
 use crate::redact::Redactor;
 use http::Failure;
 use target::Destination;
@@ -293,7 +294,7 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
         };
     };
     let env = Environment::load(run.home);
-    let policy = AddressPolicy::for_home_deliveries(run.home);
+    let policy = AddressPolicy::for_home(run.home, Door::Webhook);
     // Failure notices take the job's failure lane; replies always `deliver`.
     let lane = match run.result {
         Delivered::Failed(_) | Delivered::Notice(_) | Delivered::Declared(_) => {
@@ -419,7 +420,7 @@ impl Tally {
             Err(failed) => failed,
         };
         let text = run.redactor.redact(failure.message());
-        tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {text}");
+        tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {}", logged(&text));
         match failure {
             Failure::Transient(_) => {
                 settle(SettledAs::Retry, delivered, Some(&text));
@@ -480,7 +481,7 @@ pub async fn retry(
     })?;
     let env = Environment::load(home);
     let redactor = Redactor::for_home(home);
-    let policy = AddressPolicy::for_home_deliveries(home);
+    let policy = AddressPolicy::for_home(home, Door::Webhook);
     send_to(shared, &destination, &env, &policy, &message, sent_parts)
         .await
         .map(|_| ())
@@ -521,7 +522,7 @@ mod tests {
                 thread: None,
             };
             let env = Environment::default();
-            let policy = AddressPolicy::for_delivery(&Default::default());
+            let policy = AddressPolicy::for_delivery(&Default::default(), Door::Webhook);
             let refused = match send_to(&shared, &destination, &env, &policy, &message, 0).await {
                 Err((failure, _)) => failure.message().to_string(),
                 Ok(_) => String::new(),

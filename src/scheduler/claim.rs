@@ -19,6 +19,7 @@ use super::execute::ClaimedRun;
 use super::settings::CronSettings;
 use super::{lock, PassReport, Pending, RunReport, Scheduler, SchedulerError};
 use crate::global_pause;
+use crate::logged::logged;
 
 /// Ledger rows kept per job.
 const RUNS_KEPT_PER_JOB: usize = 1000;
@@ -111,7 +112,7 @@ impl Scheduler {
     async fn paused_pass(&self, pause: &GlobalPause, now: DateTime<Utc>) -> PassReport {
         if !self.pause_noted.swap(true, Ordering::Relaxed) {
             let reason = pause.reason.as_deref().unwrap_or("none given");
-            tracing::info!("paused by `hermes pause` (reason: {reason}): no due job is claimed until `hermes resume`");
+            tracing::info!("paused by `hermes pause` (reason: {}): no due job is claimed until `hermes resume`", logged(reason));
         }
         let (retries, retry_wake) = self.claim_redeliveries(now).await;
         let look_again = now + chrono::Duration::from_std(PAUSED_LOOK).unwrap_or_default();

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::logged::logged;
 
 #[derive(Debug, Clone)]
 pub struct CronSettings {
@@ -44,7 +45,10 @@ fn env_number(name: &str) -> Option<u64> {
     match text.trim().parse::<u64>() {
         Ok(n) => Some(n),
         Err(_) => {
-            tracing::warn!("{name}='{text}' is not a whole number; ignoring it");
+            tracing::warn!(
+                "{name}='{}' is not a whole number; ignoring it",
+                logged(&text)
+            );
             None
         }
     }
@@ -59,7 +63,8 @@ fn script_timeout(from_env: Option<&str>, configured: Option<u64>) -> Duration {
         Ok(_) => None,
         Err(_) => {
             tracing::warn!(
-                "HERMES_CRON_SCRIPT_TIMEOUT='{text}' is not a number of seconds; ignoring it"
+                "HERMES_CRON_SCRIPT_TIMEOUT='{}' is not a number of seconds; ignoring it",
+                logged(text)
             );
             None
         }

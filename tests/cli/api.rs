@@ -206,6 +206,11 @@ impl Api {
         Ok(parse(&raw))
     }
 
+    /// The daemon's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the daemon at once (SIGKILL): no shutdown, no flush.
     pub(crate) fn kill_now(&self) {
         // SAFETY: signalling the daemon this test started.

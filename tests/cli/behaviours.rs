@@ -200,6 +200,63 @@ fn a_monitor_url_on_a_private_address_is_refused_before_any_request() {
     assert_eq!(job["monitor_state"], serde_json::Value::Null);
 }
 
+/// A monitor URL answering a redirect fails its run, saying where it points: the
+/// redirect is not followed (its target was never checked), and an empty body is no
+/// success.
+#[test]
+fn a_monitor_url_that_redirects_fails_and_says_where_to() {
+    let model = Model::start(vec![text("Seen.")]);
+    let config = format!(
+        "{}delivery:\n  allow_private_targets: true\n",
+        model_config(&model.base)
+    );
+    let hermes = home(&config, &[]);
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/status", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let moved = tiny_http::Response::empty(302).with_header(
+                tiny_http::Header::from_bytes("Location", "http://169.254.169.254/latest/")
+                    .unwrap(),
+            );
+            let _ = request.respond(moved);
+        }
+    });
+    let id = hermes.add("every 1h", "Report changes", &["--monitor-url", &url]);
+    tick(&hermes, &at(11, 0));
+    assert_eq!(model.count(), 0, "a redirect never wakes the agent");
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "error", "{job}");
+    assert_eq!(
+        job["last_error"],
+        "monitor_url fetch failed: the URL redirected (HTTP 302) to http://169.254.169.254/latest/; redirects are not followed: set the monitor URL to where it points"
+    );
+    assert_eq!(job["monitor_state"], serde_json::Value::Null);
+}
+
+/// A refused monitor URL names monitor URLs and the setting that would open its address:
+/// `delivery.allow_private_targets` for a loopback one, the allow-list for a link-local
+/// one (the switch never opens those).
+#[test]
+fn a_refused_monitor_url_names_the_setting_that_opens_its_address() {
+    let hermes = home("", &[]);
+    let loopback = hermes.add("every 1h", "r", &["--monitor-url", "http://127.0.0.1:9/x"]);
+    let metadata = hermes.add(
+        "every 1h",
+        "r",
+        &["--monitor-url", "http://169.254.169.254/latest/"],
+    );
+    tick(&hermes, &at(11, 0));
+    assert_eq!(
+        hermes.job(&loopback)["last_error"],
+        "monitor_url fetch failed: refused: 127.0.0.1, a loopback address; monitor URLs are fetched from public addresses only; to fetch this one, set delivery.allow_private_targets: true (or list it under delivery.allowed_private_targets) in config.yaml"
+    );
+    assert_eq!(
+        hermes.job(&metadata)["last_error"],
+        "monitor_url fetch failed: refused: 169.254.169.254, a link-local address; monitor URLs are fetched from public addresses only, and delivery.allow_private_targets never opens this kind: to fetch this one, list it under delivery.allowed_private_targets in config.yaml"
+    );
+}
+
 #[test]
 fn a_monitor_url_wakes_the_agent_on_a_change_and_a_failing_source_alerts_the_failure_lane() {
     let model = Model::start(vec![text("Seen.")]);

@@ -173,3 +173,40 @@ t.start(); time.sleep(4); stop.set(); t.join(5)\n";
     std::fs::write(home.join("config.yaml"), "").unwrap();
     assert_eq!(provider(), "builtin");
 }
+
+/// A `hermes` script in the current directory is never taken for Python Hermes through
+/// an empty, `.` or relative PATH entry: an untrusted checkout could carry one.
+#[test]
+fn a_hermes_script_reached_through_a_relative_path_entry_is_not_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let hermes = Hermes::new();
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("ran");
+    let script = format!(
+        "#!/usr/bin/env python3\nopen({:?}, 'w').write('ran')\n",
+        marker.display().to_string()
+    );
+    for dir in [work.path().to_path_buf(), work.path().join("bin")] {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("hermes"), &script).unwrap();
+        std::fs::set_permissions(dir.join("hermes"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    let system = std::env::var("PATH").unwrap_or_default();
+    for path in [
+        format!(":{system}"),
+        format!("{system}:"),
+        format!(".:{system}"),
+        format!("bin:{system}"),
+    ] {
+        let mut command = hermes.command(&["chat"]);
+        command.env("PATH", &path).current_dir(work.path());
+        let (code, _, err) = output(command);
+        assert_eq!(code, Some(1), "PATH={path}: {err}");
+        assert!(
+            err.contains("no Python Hermes 'hermes' was found on PATH"),
+            "PATH={path}: {err}"
+        );
+        assert!(!marker.exists(), "PATH={path} ran ./hermes");
+    }
+}

@@ -94,6 +94,36 @@ fn cases() -> Vec<Case> {
             create: ALL,
             edit: ALL,
         },
+        case(
+            "a name whose right-to-left override reverses how it reads",
+            vec![("name", json!("invoice\u{202E}fdp.exe"))],
+            "Name must not contain invisible or bidi-control characters (found U+202E): type it without them",
+        ),
+        case(
+            "a name with a bidi isolate",
+            vec![("name", json!("report\u{2066}x"))],
+            "Name must not contain invisible or bidi-control characters (found U+2066)",
+        ),
+        case(
+            "a name with a right-to-left mark",
+            vec![("name", json!("report\u{200F}"))],
+            "Name must not contain invisible or bidi-control characters (found U+200F)",
+        ),
+        case(
+            "a name with an Arabic letter mark",
+            vec![("name", json!("report\u{061C}"))],
+            "Name must not contain invisible or bidi-control characters (found U+061C)",
+        ),
+        case(
+            "a name with a line separator",
+            vec![("name", json!("report\u{2028}forged line"))],
+            "Name must not contain invisible or bidi-control characters (found U+2028)",
+        ),
+        case(
+            "a deliver with a paragraph separator",
+            vec![("deliver", json!("local\u{2029}Bcc"))],
+            "Deliver must not contain invisible or bidi-control characters (found U+2029)",
+        ),
         Case {
             what: "51 skills",
             fields: vec![("skills", Value::Array(skills))],

@@ -159,3 +159,33 @@ fn every_host_sharing_a_database_pauses_and_any_of_them_resumes() {
     second.run(&["resume"]).ok();
     assert_eq!(status(&first)["paused"], Value::Null);
 }
+
+/// `ESTOP` is written 0600 through a temp file renamed over it: a symlink planted there,
+/// pointing at another file or at nothing, is replaced and never written through.
+#[test]
+fn pause_replaces_a_symlinked_estop_and_writes_it_0600() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let hermes = Hermes::new();
+    if !hermes.on_files() {
+        return; // On PostgreSQL the pause is kept in the database.
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let estop = hermes.home().join("ESTOP");
+    let victim = outside.path().join("victim");
+    fs::write(&victim, "keep\n").unwrap();
+    let dangling = outside.path().join("created");
+    for target in [&victim, &dangling] {
+        symlink(target, &estop).unwrap();
+        hermes.run(&["pause", "--reason", "deploy"]).ok();
+        let meta = fs::symlink_metadata(&estop).unwrap();
+        assert!(meta.file_type().is_file(), "ESTOP is still a symlink");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert!(fs::read_to_string(&estop).unwrap().contains("\"deploy\""));
+        hermes.run(&["resume"]).ok();
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep\n");
+    assert!(
+        !dangling.exists(),
+        "a file was created through a dangling link"
+    );
+}

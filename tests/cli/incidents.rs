@@ -473,3 +473,27 @@ fn the_dashboard_lists_an_incident_and_acks_it_over_http() {
     );
     assert!(get("/api/cron/incidents?state=closed").json()["incidents"][0]["acked_at"].is_string());
 }
+
+/// A model that answers 400 (a request it will not take) opens an incident of the model's
+/// kind, not a script's: Python Hermes' list names it `agent`.
+#[test]
+fn a_model_answering_400_opens_an_incident_of_the_model_kind() {
+    use crate::agent::{home_with, openai_config, Fake as ModelFake};
+    let model = ModelFake::start(vec![(
+        400,
+        vec![],
+        r#"{"error": {"message": "Invalid value for 'tool_choice': a tool description is missing", "type": "invalid_request_error"}}"#
+            .to_string(),
+    )]);
+    let hermes = home_with(&openai_config(&model.base));
+    let id = hermes.add("every 1h", "summarize what is new", &[]);
+    let run = hermes.cron(&["run", &id]);
+    let runs: Value = serde_json::from_str(hermes.cron(&["runs", &id, "--json"]).ok()).unwrap();
+    let error = runs["runs"][0]["error"].as_str().unwrap_or("").to_string();
+    let listed = incidents(&hermes, &[]);
+    assert_eq!(listed.len(), 1, "{listed:?} {run:?} {error}");
+    assert_eq!(
+        listed[0]["failure_type"], "agent",
+        "the run's error: {error}"
+    );
+}

@@ -267,6 +267,51 @@ fn two_thousand_half_open_connections_for_a_minute_leave_healthz_fast_and_the_jo
     );
 }
 
+/// The CPU time the process `pid` has used (user and system), from /proc/<pid>/stat.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The command name may hold spaces: the fields after it follow its closing paren.
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf only reads a configuration value.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / per_second)
+}
+
+/// Twenty wrong keys held back at once, most for longer than the five quiet seconds
+/// after which a connection may be closed: the daemon waits for them without spinning.
+#[test]
+fn wrong_keys_held_back_past_the_quiet_time_cost_the_daemon_no_cpu() {
+    let hermes = Hermes::new();
+    let api = serve(&hermes, &[]);
+    let wrong = format!("Bearer {KEY}-wrong");
+    for _ in 0..10 {
+        let reply = api.send("GET", "/api/jobs", &[("Authorization", &wrong)], "");
+        assert_eq!(reply.status, 401);
+    }
+    let held: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&api.address).unwrap();
+            let request = format!(
+                "GET /api/jobs HTTP/1.1\r\nHost: {}\r\nAuthorization: {wrong}\r\n\r\n",
+                api.address
+            );
+            stream.write_all(request.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    let before = cpu_time(api.pid());
+    std::thread::sleep(Duration::from_secs(10));
+    let used = cpu_time(api.pid()) - before;
+    assert!(
+        used < Duration::from_millis(500),
+        "the daemon used {used:?} of CPU in 10 s while wrong keys waited"
+    );
+    drop(held);
+}
+
 #[test]
 fn readiness_turns_503_with_the_reason_while_passes_keep_failing() {
     let hermes = Hermes::new();

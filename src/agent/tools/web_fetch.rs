@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{cap, error, refused, text, Schema, Tool, ToolContext, ToolFuture};
-use crate::outbound::{pinned, AddressPolicy, OutboundError};
+use crate::outbound::{pinned, AddressPolicy, OutboundError, Remedy};
 
 const FETCH_CAP: usize = 200_000;
 
@@ -37,11 +37,11 @@ async fn web_fetch(url: &str, allow_private: bool) -> String {
             Ok(u) if matches!(u.scheme(), "http" | "https") => u,
             _ => return error(format!("'{current}' is not an http(s) URL")),
         };
-        let policy = AddressPolicy::new(
-            allow_private,
-            Vec::new(),
-            "set tools.web_fetch.allow_private: true in config.yaml to allow it",
-        );
+        let remedy = Remedy {
+            private: "set tools.web_fetch.allow_private: true in config.yaml to allow it".into(),
+            link_local: "web_fetch never reaches link-local or cloud-metadata addresses".into(),
+        };
+        let policy = AddressPolicy::new(allow_private, Vec::new(), remedy);
         let addrs = match policy.addresses(&parsed).await {
             Ok(addrs) => addrs,
             Err(e @ OutboundError::Refused { .. }) => return refused(format!("{current}: {e}")),

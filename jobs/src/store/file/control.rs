@@ -101,14 +101,16 @@ fn read_sentinel(path: &Path) -> Option<GlobalPause> {
     Some(pause.unwrap_or_default())
 }
 
-/// Writes the sentinel at `path` as Python Hermes does (indented JSON, a final newline).
+/// Writes the sentinel at `path` as Python Hermes does (indented JSON, a final newline),
+/// 0600, through a temp file renamed over it: a symlink planted at `path` (to another
+/// file, or dangling) is replaced, never written through.
 fn write_sentinel(path: &Path, pause: &GlobalPause) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
     let body = serde_json::json!({"engaged_at": pause.engaged_at, "reason": pause.reason});
     let text = serde_json::to_string_pretty(&body).unwrap_or_default();
-    std::fs::write(path, format!("{text}\n"))
+    crate::jsonfile::write_atomic(path, format!("{text}\n").as_bytes()).map_err(|e| match e {
+        crate::jsonfile::DocumentError::Io { source, .. } => source,
+        other => std::io::Error::other(other.to_string()),
+    })
 }
 
 /// Removes the sentinel at `path`; whether there was one.
