@@ -40,6 +40,8 @@ mod edit;
 mod email;
 #[path = "cli/estop.rs"]
 mod estop;
+#[path = "cli/failover.rs"]
+mod failover;
 #[path = "cli/first_run.rs"]
 mod first_run;
 #[path = "cli/hermes022.rs"]

@@ -28,6 +28,8 @@ struct DaemonState {
     pid: Option<i64>,
     heartbeat_age_s: Option<f64>,
     last_error: Option<String>,
+    /// The database failovers of the last day (a shared PostgreSQL store).
+    failovers: Vec<jobs::store::Failover>,
 }
 
 async fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
@@ -51,6 +53,7 @@ async fn daemon_state(session: &Session) -> Result<DaemonState, CliError> {
         pid: if running { beat.pid } else { None },
         heartbeat_age_s,
         last_error,
+        failovers: beat.failovers,
     })
 }
 
@@ -377,6 +380,18 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
     if let Some(error) = &daemon.last_error {
         problems.push(format!("the last scheduler pass failed: {error}"));
     }
+    for failover in &daemon.failovers {
+        match failover_problem(failover) {
+            Some(problem) => problems.push(problem),
+            None => say!(
+                "• the PostgreSQL store failed over at {} (timeline {} → {}) with synchronous \
+                 replication: no run was lost or repeated",
+                failover.noticed_at.to_rfc3339(),
+                failover.previous,
+                failover.timeline
+            ),
+        }
+    }
     problems.extend(crate::config::likely_typos(&session.config));
     let jobs = match session.store.load_jobs(ctx).await {
         Ok(jobs) => jobs,
@@ -404,6 +419,31 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
         "{} problem(s) found; see above",
         problems.len()
     )))
+}
+
+/// What `doctor` says of a failover with asynchronous replication (`None` for a
+/// synchronous one, which lost nothing): when, and each occurrence that may have run
+/// twice, one per line.
+fn failover_problem(failover: &jobs::store::Failover) -> Option<String> {
+    if failover.synchronous {
+        return None;
+    }
+    let mut problem = format!(
+        "the PostgreSQL store failed over at {} (timeline {} → {}) with asynchronous \
+         replication: what the standby had not received was lost, so an occurrence the old \
+         primary had seen run may have run again; {} occurrence(s) were due before the \
+         failover and started after it (check their effects; synchronous replication avoids \
+         this: docs/STORE.md)",
+        failover.noticed_at.to_rfc3339(),
+        failover.previous,
+        failover.timeline,
+        failover.may_repeat.len()
+    );
+    for occurrence in &failover.may_repeat {
+        problem.push_str("\n    ");
+        problem.push_str(occurrence);
+    }
+    Some(problem)
 }
 
 /// `hermes cron output RUN`: the output document of one run, wherever the store keeps it.

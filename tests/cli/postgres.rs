@@ -14,14 +14,14 @@ use serde_json::Value;
 use crate::support::{create_database, fixture, postgres_database, start_postgres_cluster};
 
 /// One host: its own HERMES_HOME (scripts, config), the shared database.
-struct Host {
+pub(crate) struct Host {
     dir: tempfile::TempDir,
     store: String,
-    name: String,
+    pub(crate) name: String,
 }
 
 impl Host {
-    fn new(store: &str, name: &str) -> Host {
+    pub(crate) fn new(store: &str, name: &str) -> Host {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
         Host {
@@ -31,7 +31,7 @@ impl Host {
         }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
@@ -50,11 +50,11 @@ impl Host {
         cmd
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.command(args).output().unwrap()
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             out.status.success(),
@@ -65,15 +65,15 @@ impl Host {
         String::from_utf8(out.stdout).unwrap()
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
-    fn script(&self, name: &str, body: &str) {
+    pub(crate) fn script(&self, name: &str, body: &str) {
         std::fs::write(self.path().join("scripts").join(name), body).unwrap();
     }
 
-    fn daemon(&self) -> Daemon {
+    pub(crate) fn daemon(&self) -> Daemon {
         let child = self
             .command(&["cron", "daemon"])
             .stdout(Stdio::null())
@@ -82,10 +82,21 @@ impl Host {
             .unwrap();
         Daemon(child)
     }
+
+    /// A daemon whose log (stderr) goes to `log`.
+    pub(crate) fn daemon_logging_to(&self, log: &Path) -> Daemon {
+        let child = self
+            .command(&["cron", "daemon"])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        Daemon(child)
+    }
 }
 
 /// A daemon, or a wrapper (faketime) that leads a process group with the daemon in it.
-struct Daemon(Child);
+pub(crate) struct Daemon(pub(crate) Child);
 
 impl Daemon {
     /// Signals the child's process group when it leads one, else the child.
@@ -99,7 +110,7 @@ impl Daemon {
         }
     }
 
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.signal(libc::SIGTERM);
         let _ = self.0.wait();
     }
@@ -115,7 +126,7 @@ impl Drop for Daemon {
     }
 }
 
-fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {
         if check() {
@@ -173,7 +184,7 @@ fn two_hosts_on_one_database_run_each_occurrence_once_and_see_each_other() {
     }));
     let status = a.json(&["cron", "store", "status", "--json"]);
     assert_eq!(status["backend"], "postgresql");
-    assert_eq!(status["schema_version"], 4);
+    assert_eq!(status["schema_version"], 5);
     let hosts: Vec<&str> = status["hosts"]
         .as_array()
         .unwrap()
@@ -353,7 +364,7 @@ fn add_once(host: &Host, at: chrono::DateTime<Utc>, script: &str, name: &str) ->
         .to_string()
 }
 
-fn marks(file: &Path) -> Vec<String> {
+pub(crate) fn marks(file: &Path) -> Vec<String> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
         .lines()
@@ -589,7 +600,7 @@ fn postgresql_restarted_while_jobs_are_due_loses_nothing_and_runs_nothing_twice(
 
 /// A jobs.json of script jobs (`mark.sh`, no agent): one-shots at the given instants and
 /// `every 1m` jobs first due at `first_interval`.
-fn generated_store(
+pub(crate) fn generated_store(
     once: &[chrono::DateTime<Utc>],
     intervals: usize,
     first_interval: chrono::DateTime<Utc>,

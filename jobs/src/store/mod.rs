@@ -149,6 +149,30 @@ pub struct Heartbeat {
     pub last_error: Option<(DateTime<Utc>, String)>,
     /// The scheduler processes the store sees alive (a store shared by several hosts).
     pub hosts: Vec<LiveHost>,
+    /// The database failovers of the last day, newest first (PostgreSQL only).
+    pub failovers: Vec<Failover>,
+}
+
+/// A failover of a PostgreSQL store: a standby promoted to primary, as the first host
+/// to connect to it noticed (its timeline is past the one the hosts wrote on before).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failover {
+    /// The timeline the database writes on since.
+    pub timeline: i32,
+    /// The one it wrote on before.
+    pub previous: i32,
+    /// When the first host noticed it, by the database's clock: no run of a host
+    /// started on the new primary before that host noticed.
+    pub noticed_at: DateTime<Utc>,
+    /// The process that noticed it first.
+    pub noticed_by: String,
+    /// Whether the old primary waited for its standby on each commit: with synchronous
+    /// replication nothing is lost; with asynchronous, what the standby had not
+    /// received is, and `may_repeat` lists what may have run twice.
+    pub synchronous: bool,
+    /// The occurrences (`JOB@INSTANT`) due before the failover that started after it:
+    /// each one that the old primary had seen start may have run twice.
+    pub may_repeat: Vec<String>,
 }
 
 /// A scheduler process alive on a shared store.

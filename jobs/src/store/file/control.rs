@@ -172,6 +172,7 @@ impl Files {
             last_success: read("ticker_last_success").as_deref().and_then(read_epoch),
             last_error,
             hosts: Vec::new(),
+            failovers: Vec::new(),
         })
     }
 

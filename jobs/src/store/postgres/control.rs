@@ -67,6 +67,7 @@ impl Control for PgStore {
             .map_err(|e| self.fail(e))?;
         let mut beat = Heartbeat {
             seen: !rows.is_empty(),
+            failovers: super::failover::recent(&client, |e| self.fail(e)).await?,
             ..Heartbeat::default()
         };
         for row in &rows {

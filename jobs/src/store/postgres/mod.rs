@@ -29,6 +29,7 @@ use crate::job::{Context, Job, JobState};
 use crate::lifecycle::JobError;
 
 mod control;
+mod failover;
 mod ledger;
 mod notes;
 mod outbox;
@@ -36,6 +37,7 @@ mod outputs;
 mod records;
 mod tls;
 
+use failover::TimelineWatch;
 use tls::{PoolConnect, Tls};
 
 /// A process whose heartbeat is older than this is dead: its claims go to others.
@@ -183,6 +185,18 @@ CREATE TABLE hermes_cron_budget_notices (
     sent_at    timestamptz NOT NULL
 );
 "#,
+    // The failovers the hosts noticed (a promoted standby writes on a new timeline),
+    // for `doctor`; `occurrence` ranges of the ledger are read by when they were due.
+    r#"
+CREATE TABLE hermes_cron_failovers (
+    timeline    integer PRIMARY KEY,
+    previous    integer NOT NULL,
+    noticed_at  timestamptz NOT NULL DEFAULT now(),
+    noticed_by  text NOT NULL,
+    synchronous boolean NOT NULL
+);
+CREATE INDEX hermes_cron_runs_due ON hermes_cron_runs (scheduled_at);
+"#,
 ];
 
 /// The schema version this build writes.
@@ -203,6 +217,14 @@ pub struct PgStore {
     instance: String,
     /// The URL without its password, for messages.
     location: String,
+    /// How many servers the URL lists: with several, a lost connection is made again to
+    /// whichever of them accepts it (the one that accepts writes, with
+    /// `target_session_attrs=read-write`).
+    servers: usize,
+    /// Whether a connection could be had, and since when none can: the log says once
+    /// that a store this process was using is lost, and once that it is back (a command
+    /// that cannot reach it at all just fails with the reason).
+    reach: std::sync::Mutex<Reach>,
     /// How connections are made (sslmode and its certificates): names the mode when a
     /// connection fails for TLS.
     tls: Tls,
@@ -219,6 +241,16 @@ pub struct PgStore {
     /// runs are trimmed (trimming every job's runs ranked the whole runs table on every
     /// pass). Every run row is added by some process, which trims that job next.
     unpruned: std::sync::Mutex<HashSet<String>>,
+}
+
+/// What this process knows of reaching the database.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Reach {
+    /// No connection was ever had.
+    Never,
+    Up,
+    /// Reached before, and not since this instant.
+    Lost(std::time::Instant),
 }
 
 fn unavailable(location: &str, e: impl std::fmt::Display) -> StoreError {
@@ -292,9 +324,15 @@ impl PgStore {
                     StoreError::Refused(format!("PostgreSQL store {location}: {e}"))
                 }
             })?;
+        let random: u32 = rand::random();
+        let instance = format!("{}:{}:{random:08x}", owner.host, owner.pid);
+        let servers = config.get_hosts().len().max(config.get_hostaddrs().len());
         let manager = Manager::from_connect(
             config.clone(),
-            PoolConnect(tls.clone()),
+            PoolConnect {
+                tls: tls.clone(),
+                watch: TimelineWatch::new(&instance),
+            },
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -306,14 +344,15 @@ impl PgStore {
             .create_timeout(Some(Duration::from_secs(10)))
             .build()
             .map_err(|e| unavailable(&location, e))?;
-        let random: u32 = rand::random();
         let mut store = PgStore {
             pool,
             background: Vec::new(),
             closed: AtomicBool::new(false),
-            instance: format!("{}:{}:{random:08x}", owner.host, owner.pid),
+            instance,
             owner,
             location,
+            servers,
+            reach: std::sync::Mutex::new(Reach::Never),
             tls: tls.clone(),
             changes: Arc::new(AtomicU64::new(1)),
             backlog: Arc::new(AtomicU64::new(0)),
@@ -349,15 +388,41 @@ impl PgStore {
     }
 
     pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| match self.tls.explain(&e) {
-                Some(tls) => {
-                    StoreError::Unavailable(format!("PostgreSQL store {}: {tls}", self.location))
+        let got = self.pool.get().await;
+        let mut reach = self.reach.lock().unwrap_or_else(|e| e.into_inner());
+        match got {
+            Ok(client) => {
+                if let Reach::Lost(since) = *reach {
+                    tracing::info!(
+                        "the PostgreSQL store {} is reachable again after {:.1} s",
+                        self.location,
+                        since.elapsed().as_secs_f64()
+                    );
                 }
-                None => self.fail(e),
-            })
+                *reach = Reach::Up;
+                Ok(client)
+            }
+            Err(e) => {
+                let error = match self.tls.explain(&e) {
+                    Some(tls) => StoreError::Unavailable(format!(
+                        "PostgreSQL store {}: {tls}",
+                        self.location
+                    )),
+                    None if self.servers > 1 => StoreError::Unavailable(format!(
+                        "PostgreSQL store {}: none of its {} servers accepted a connection \
+                         (the last said: {e}); trying them again on each pass until one \
+                         does (a standby being promoted takes a few seconds)",
+                        self.location, self.servers
+                    )),
+                    None => self.fail(e),
+                };
+                if *reach == Reach::Up {
+                    *reach = Reach::Lost(std::time::Instant::now());
+                    tracing::warn!("lost the store: {error}");
+                }
+                Err(error)
+            }
+        }
     }
 
     fn changed(&self) {

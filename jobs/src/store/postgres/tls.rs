@@ -187,7 +187,10 @@ fn tls_settings(
 }
 
 /// Splits the TLS options out of the URL's query (the last of a repeated one wins, as
-/// in libpq); the rest is left as written for tokio-postgres.
+/// in libpq); the rest is left as written for tokio-postgres, but for a `host` list:
+/// libpq reads `?host=/a,/b` (or `host=h1,h2`) as several servers to try in turn, and
+/// tokio-postgres only so when each is a `host` of its own, so the list is split into
+/// one `host=` per server.
 fn take_tls_options(url: &str) -> (String, Vec<(String, String)>) {
     // The query starts at the first '?' after the credentials, where tokio-postgres
     // looks for it.
@@ -208,8 +211,10 @@ fn take_tls_options(url: &str) -> (String, Vec<(String, String)>) {
         let key = decode(key);
         if TLS_OPTIONS.contains(&key.as_str()) {
             taken.push((key, decode(value)));
+        } else if key == "host" {
+            kept.extend(value.split(',').map(|host| format!("host={host}")));
         } else {
-            kept.push(pair);
+            kept.push(pair.to_string());
         }
     }
     let mut rest = url[..question].to_string();
@@ -681,8 +686,12 @@ impl tokio_postgres::tls::TlsStream for TlsStream {
 }
 
 /// The store's pool makes its connections here, so that every pooled connection gets
-/// the same mode and fallbacks as the first.
-pub(super) struct PoolConnect(pub Tls);
+/// the same mode and fallbacks as the first, and each new one is checked for a failover
+/// (the timeline it writes on) before it is used.
+pub(super) struct PoolConnect {
+    pub tls: Tls,
+    pub watch: std::sync::Arc<super::failover::TimelineWatch>,
+}
 
 impl deadpool_postgres::Connect for PoolConnect {
     fn connect(
@@ -698,11 +707,12 @@ impl deadpool_postgres::Connect for PoolConnect {
     > {
         let config = config.clone();
         Box::pin(async move {
-            let (client, connection) = self.0.connect(&config).await?;
+            let (client, connection) = self.tls.connect(&config).await?;
             let task = tokio::spawn(async move {
                 // A broken connection is seen by the next query on its client.
                 let _ = connection.await;
             });
+            self.watch.check(&client).await;
             Ok((client, task))
         })
     }
@@ -732,6 +742,26 @@ mod tests {
         assert_eq!((rest.as_str(), taken.len()), ("postgresql://h/db", 1));
         let (rest, taken) = take_tls_options("postgresql://user@h/db");
         assert_eq!((rest.as_str(), taken.len()), ("postgresql://user@h/db", 0));
+    }
+
+    #[test]
+    fn a_host_list_names_each_server_in_turn_as_libpq_reads_it() {
+        use tokio_postgres::config::TargetSessionAttrs;
+        let sockets = read_url(
+            "postgresql://u@/db?host=/run/a,/run/b&port=5432&target_session_attrs=read-write",
+            None,
+        )
+        .unwrap();
+        let hosts = sockets.config.get_hosts();
+        assert_eq!(hosts.len(), 2, "{hosts:?}");
+        assert!(matches!(&hosts[1], Host::Unix(path) if path == Path::new("/run/b")));
+        assert_eq!(
+            sockets.config.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        let tcp = read_url("postgresql://u@one:5432,two:5433/db", None).unwrap();
+        assert_eq!(tcp.config.get_hosts().len(), 2);
+        assert_eq!(tcp.config.get_ports(), [5432, 5433]);
     }
 
     #[test]
