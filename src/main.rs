@@ -64,6 +64,8 @@ fn main() -> ExitCode {
             verb.unwrap_or(cli::CronVerb::List {
                 all: false,
                 json: false,
+                limit: None,
+                offset: None,
             }),
             cli.verbose,
             cli.profile.as_deref(),

@@ -19,7 +19,7 @@ use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
 use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
-use super::ops::{Failure, Record};
+use super::ops::{Failure, Paging, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
 
@@ -64,8 +64,27 @@ fn annotated(state: &ApiState, mut job: Record) -> Value {
 
 /// Every job with its latest run and the profile fields, written straight from the
 /// store's listing.
-async fn list(State(state): State<Arc<ApiState>>) -> Response {
+#[derive(Deserialize)]
+struct ListQuery {
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default)]
+    offset: Option<String>,
+    #[serde(default)]
+    search: Option<String>,
+}
+
+/// Every job, as a bare list (Hermes' dashboard); with `?limit=` (and `offset`, `search`)
+/// one page of them as `{"jobs": [...], "total", "offset", "limit", "next_offset"}`. A
+/// store too large to list whole answers its first page as a bare list, the total in
+/// `X-Total-Count`.
+async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>) -> Response {
     let listed = async {
+        let paging = Paging::read(
+            query.limit.as_deref(),
+            query.offset.as_deref(),
+            query.search.as_deref(),
+        )?;
         let fields: Vec<ExtraField> = profile_fields(&state)
             .into_iter()
             .map(|(key, value)| {
@@ -78,12 +97,32 @@ async fn list(State(state): State<Arc<ApiState>>) -> Response {
                 }
             })
             .collect();
-        let mut body = state.write_job_list(true, fields, b"[".to_vec()).await?;
+        let start = if paging.asked() {
+            &b"{\"jobs\":["[..]
+        } else {
+            b"["
+        };
+        let (mut body, page) = state
+            .write_job_list(true, &paging, fields, start.to_vec())
+            .await?;
         body.push(b']');
-        Ok(body)
+        if let (true, Some(page)) = (paging.asked(), page) {
+            body.extend_from_slice(page.members().as_bytes());
+            body.push(b'}');
+        }
+        Ok((body, page))
     };
     match listed.await {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        Ok((body, page)) => {
+            let total = page.map_or_else(String::new, |p| p.total.to_string());
+            let mut response = ([(header::CONTENT_TYPE, "application/json")], body).into_response();
+            if let Ok(value) = header::HeaderValue::from_str(&total) {
+                if !total.is_empty() {
+                    response.headers_mut().insert("x-total-count", value);
+                }
+            }
+            response
+        }
         Err(failure) => reply(&state, Err(failure)),
     }
 }

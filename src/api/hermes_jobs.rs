@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use jobs::{JobEdit, NewJob};
 
-use super::ops::{blocked_message, Failure};
+use super::ops::{blocked_message, Failure, Paging};
 use super::{read_object, ApiState};
 use crate::logged::logged;
 
@@ -78,6 +78,12 @@ pub fn check_id(id: &str) -> Result<(), Failure> {
 struct ListQuery {
     #[serde(default)]
     include_disabled: Option<String>,
+    #[serde(default)]
+    limit: Option<String>,
+    #[serde(default)]
+    offset: Option<String>,
+    #[serde(default)]
+    search: Option<String>,
 }
 
 async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>) -> Response {
@@ -85,9 +91,20 @@ async fn list(State(state): State<Arc<ApiState>>, Query(query): Query<ListQuery>
         .include_disabled
         .is_some_and(|v| matches!(v.to_lowercase().as_str(), "true" | "1"));
     let listed = async {
+        let paging = Paging::read(
+            query.limit.as_deref(),
+            query.offset.as_deref(),
+            query.search.as_deref(),
+        )?;
         let start = b"{\"jobs\":[".to_vec();
-        let mut body = state.write_job_list(include, Vec::new(), start).await?;
-        body.extend_from_slice(b"]}");
+        let (mut body, page) = state
+            .write_job_list(include, &paging, Vec::new(), start)
+            .await?;
+        body.push(b']');
+        if let Some(page) = page {
+            body.extend_from_slice(page.members().as_bytes());
+        }
+        body.push(b'}');
         Ok(body)
     };
     match listed.await {

@@ -108,6 +108,17 @@ pub struct Metrics {
     passes: Mutex<Passes>,
 }
 
+impl Metrics {
+    /// Counters whose per-job spend series stop at `job_series` jobs
+    /// (`cron.metrics_job_series`); the rest are counted as `job="_other"`.
+    pub fn with_job_series(job_series: usize) -> Metrics {
+        Metrics {
+            spend: super::spend_metrics::SpendCounters::with_job_series(job_series),
+            ..Metrics::default()
+        }
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Metrics {
         Metrics {
@@ -228,14 +239,10 @@ impl Metrics {
             }
             Err(e) => tracing::warn!("metrics: cannot read the outbox depth: {e}"),
         }
-        match store
-            .load_view(ctx, &["id", "state", "enabled", "paused_at"])
-            .await
-        {
-            Ok(jobs) => {
+        match jobs_by_state(store, ctx).await {
+            Ok(counts) => {
                 out.push_str("# HELP hermes_cron_jobs Jobs in the store, by state.\n# TYPE hermes_cron_jobs gauge\n");
-                for state in STATES {
-                    let n = jobs.iter().filter(|j| j.state() == state).count();
+                for (state, n) in counts {
                     let _ = writeln!(out, "hermes_cron_jobs{{state=\"{}\"}} {n}", state.as_str());
                 }
             }
@@ -243,6 +250,33 @@ impl Metrics {
         }
         out
     }
+}
+
+/// How many jobs are in each state: from the few fields it takes where the store lists
+/// fast (jobs.json), else counted by the store itself (a million rows in PostgreSQL are
+/// never read for it).
+async fn jobs_by_state(
+    store: &dyn Store,
+    ctx: &Context,
+) -> Result<Vec<(JobState, usize)>, jobs::store::StoreError> {
+    if store.listing().is_some() {
+        let jobs = store
+            .load_view(ctx, &["id", "state", "enabled", "paused_at"])
+            .await?;
+        return Ok(STATES
+            .into_iter()
+            .map(|state| (state, jobs.iter().filter(|j| j.state() == state).count()))
+            .collect());
+    }
+    let mut counts = Vec::with_capacity(STATES.len());
+    for state in STATES {
+        let query = jobs::store::PageQuery {
+            states: vec![state],
+            ..jobs::store::PageQuery::count_all()
+        };
+        counts.push((state, store.job_page(ctx, &query).await?.total));
+    }
+    Ok(counts)
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ mod ops;
 mod page;
 mod security;
 pub mod settings;
-mod spend_metrics;
+pub mod spend_metrics;
 mod throttle;
 
 use std::future::Future;

@@ -9,12 +9,100 @@ use std::sync::Arc;
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use jobs::store::{list_normalized, ExtraField, Keep, Listed, ListedJob};
-use jobs::{Context, JobEdit, JobError, NewJob};
+use jobs::store::{
+    list_normalized, write_jobs_normalized, ExtraField, Keep, Listed, ListedJob, PageQuery,
+};
+use jobs::{Context, JobEdit, JobError, JobState, NewJob};
 
 use super::ApiState;
 use crate::config::Config;
 use crate::job_service::{Changed, ErrorKind, ServiceError, WhenPaused};
+
+/// The most jobs a list answers with when no page is asked for: a store of up to this
+/// many jobs is listed whole, as Hermes lists it; a larger PostgreSQL store answers
+/// with its first page of this size and says how many there are.
+pub const UNPAGED_MAX: usize = 10_000;
+
+/// The page a client asked of a job list (`?limit=&offset=&search=`).
+#[derive(Debug, Clone, Default)]
+pub struct Paging {
+    pub offset: usize,
+    pub limit: Option<usize>,
+    /// Only jobs whose id or name contains this, ignoring case.
+    pub search: Option<String>,
+}
+
+impl Paging {
+    /// Reads the query's paging parameters; a bad one is a 400 that says what to send.
+    pub fn read(
+        limit: Option<&str>,
+        offset: Option<&str>,
+        search: Option<&str>,
+    ) -> Result<Paging, Failure> {
+        let limit = match limit.map(str::trim) {
+            None | Some("") => None,
+            Some(text) => match text.parse::<usize>() {
+                Ok(n) if (1..=UNPAGED_MAX).contains(&n) => Some(n),
+                _ => {
+                    return Err(Failure::bad_request(format!(
+                        "limit must be a whole number from 1 to {UNPAGED_MAX}"
+                    )))
+                }
+            },
+        };
+        let offset = match offset.map(str::trim) {
+            None | Some("") => 0,
+            Some(text) => text.parse::<usize>().map_err(|_| {
+                Failure::bad_request("offset must be a whole number (0 for the first page)")
+            })?,
+        };
+        let search = search
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string);
+        Ok(Paging {
+            offset,
+            limit,
+            search,
+        })
+    }
+
+    /// Whether the client asked for a page (or a search) rather than the whole list.
+    pub fn asked(&self) -> bool {
+        self.limit.is_some() || self.offset > 0 || self.search.is_some()
+    }
+}
+
+/// What a page of a job list held, for the answer to say.
+#[derive(Debug, Clone, Copy)]
+pub struct PageInfo {
+    /// The jobs that match in all.
+    pub total: usize,
+    pub offset: usize,
+    pub limit: usize,
+    /// The jobs on this page.
+    pub count: usize,
+}
+
+impl PageInfo {
+    /// The offset of the next page, when there is one.
+    pub fn next_offset(&self) -> Option<usize> {
+        let next = self.offset + self.count;
+        (self.count > 0 && next < self.total).then_some(next)
+    }
+
+    /// `"total"`, `"offset"`, `"limit"` and `"next_offset"` (null on the last page),
+    /// as JSON members to follow the list in an answer object.
+    pub fn members(&self) -> String {
+        let next = self
+            .next_offset()
+            .map_or_else(|| "null".to_string(), |n| n.to_string());
+        format!(
+            ",\"total\":{},\"offset\":{},\"limit\":{},\"next_offset\":{next}",
+            self.total, self.offset, self.limit
+        )
+    }
+}
 
 /// Why an operation failed: the status and the one-line message to show.
 #[derive(Debug)]
@@ -112,12 +200,37 @@ impl ApiState {
     pub async fn write_job_list(
         &self,
         include_disabled: bool,
+        paging: &Paging,
         more: Vec<ExtraField>,
-        out: Vec<u8>,
-    ) -> Result<Vec<u8>, Failure> {
+        mut out: Vec<u8>,
+    ) -> Result<(Vec<u8>, Option<PageInfo>), Failure> {
         let (ctx, _) = self.jobs.context()?;
         let store = self.jobs.store();
-        let latest = store.latest_runs().await?;
+        // Unpaged: every job, as Hermes answers, while the store is of a size where that
+        // is sane (jobs.json always; PostgreSQL up to UNPAGED_MAX jobs).
+        let unpaged = !paging.asked()
+            && (store.listing().is_some()
+                || store.job_page(&ctx, &PageQuery::count_all()).await?.total <= UNPAGED_MAX);
+        let query = PageQuery {
+            offset: paging.offset,
+            limit: paging.limit.unwrap_or(UNPAGED_MAX),
+            completed: include_disabled,
+            // Hermes leaves out disabled jobs: paused and completed ones.
+            states: if include_disabled {
+                Vec::new()
+            } else {
+                vec![JobState::Scheduled, JobState::Error]
+            },
+            search: paging.search.clone(),
+        };
+        let (page, latest) = if unpaged {
+            (None, store.latest_runs(None).await?)
+        } else {
+            let page = store.job_page(&ctx, &query).await?;
+            let ids: Vec<String> = page.jobs.iter().map(|j| j.id().to_string()).collect();
+            let latest = store.latest_runs(Some(&ids)).await?;
+            (Some(page), latest)
+        };
         let write = move |job: &ListedJob<'_>, out: &mut Vec<u8>| {
             let mark = out.len();
             match latest.get(job.id) {
@@ -137,8 +250,18 @@ impl ApiState {
             ExtraField::schedule_description(),
         ];
         extras.extend(more);
-        let keep: Keep = Arc::new(move |job: Listed| include_disabled || job.enabled);
-        Ok(list_normalized(store, &ctx, keep, extras, out).await?)
+        let Some(page) = page else {
+            let keep: Keep = Arc::new(move |job: Listed| include_disabled || job.enabled);
+            return Ok((list_normalized(store, &ctx, keep, extras, out).await?, None));
+        };
+        let info = PageInfo {
+            total: page.total,
+            offset: query.offset,
+            limit: query.limit,
+            count: page.jobs.len(),
+        };
+        write_jobs_normalized(&ctx, page.jobs, &extras, &mut out)?;
+        Ok((out, Some(info)))
     }
 
     /// The job with exactly this id (a name never matches here: both route families

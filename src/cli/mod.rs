@@ -88,7 +88,8 @@ hermes cron add \"0 * * * *\" --script check.sh --no-agent --deliver discord"
     )]
     Add(AddArgs),
     /// List jobs: scheduled, paused and failed ones (--all adds completed ones).
-    #[command(after_help = "Example:\n  hermes cron list --all --json")]
+    #[command(after_help = "Examples:\n  hermes cron list --all --json\n  \
+hermes cron list --limit 50 --offset 100     (one page of a large store, with the count)")]
     List {
         /// Include completed jobs.
         #[arg(long)]
@@ -96,6 +97,12 @@ hermes cron add \"0 * * * *\" --script check.sh --no-agent --deliver discord"
         /// Print the jobs as JSON.
         #[arg(long)]
         json: bool,
+        /// Show at most N jobs (one page) and how many there are in all.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        limit: Option<u64>,
+        /// Skip the first N jobs (with --limit, default 50: the next pages).
+        #[arg(long, value_name = "N")]
+        offset: Option<u64>,
     },
     /// Change a job; "" clears a string field.
     #[command(

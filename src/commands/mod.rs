@@ -215,7 +215,21 @@ where
 async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
     match verb {
         CronVerb::Add(args) => jobs_cmd::add(&session, args).await,
-        CronVerb::List { all, json } => list::list(&session, all, json).await,
+        CronVerb::List {
+            all,
+            json,
+            limit,
+            offset,
+        } => match (limit, offset) {
+            (None, None) => list::list(&session, all, json).await,
+            (limit, offset) => {
+                let page = list::Page {
+                    limit: limit.map_or(list::PAGE_DEFAULT, |n| n as usize),
+                    offset: offset.unwrap_or(0) as usize,
+                };
+                list::list_page(&session, all, json, page).await
+            }
+        },
         CronVerb::Edit(args) => jobs_cmd::edit(&session, args).await,
         CronVerb::Pause { job, reason } => jobs_cmd::pause(&session, &job, reason.as_deref()).await,
         CronVerb::Resume { job, at, run_now } => {

@@ -54,7 +54,14 @@ pub(crate) async fn stop_signal() -> Result<impl std::future::Future<Output = ()
 /// The scheduler until SIGTERM or SIGINT, and beside it the HTTP API when
 /// `API_SERVER_KEY` asks for it; one signal stops both.
 pub async fn daemon(session: Session) -> Result<(), CliError> {
-    let metrics = Arc::new(crate::api::Metrics::default());
+    let job_series = session
+        .config
+        .cron
+        .metrics_job_series
+        .map_or(crate::api::spend_metrics::DEFAULT_JOB_SERIES, |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        });
+    let metrics = Arc::new(crate::api::Metrics::with_job_series(job_series));
     let observer: Arc<dyn scheduler::Observer> = metrics.clone();
     let scheduler = scheduler_for(&session, Some(observer))?;
     let jobs = session.service();

@@ -160,6 +160,10 @@ pub struct CronSection {
     /// quiet before one reminder; 0 or less alerts on every failure.
     #[serde(deserialize_with = "forgiving::read")]
     pub failure_repeat_alert_hours: Option<f64>,
+    /// `cron.metrics_job_series` (default 500): how many jobs get spend series of their
+    /// own in `/metrics`; the spend of the others is counted as `job="_other"`.
+    #[serde(deserialize_with = "forgiving::read")]
+    pub metrics_job_series: Option<u64>,
     /// `cron.model`: the model for cron runs, before `model.default`.
     #[serde(deserialize_with = "forgiving::read")]
     pub model: Option<String>,

@@ -37,6 +37,7 @@ const CRON: &[&str] = &[
     "allow_agent_scheduling", "bare_duration", "budget", "catch_up_missed", "chronos",
     "completed_retention_days", "delivery", "delivery_retry_hours",
     "failure_repeat_alert_hours", "max_parallel_jobs", "media_send_timeout_seconds",
+    "metrics_job_series",
     "mirror_delivery", "model", "model_provider", "output_retention", "preflight",
     "provider", "require_restart_safe_scope", "retry_unreachable", "script_timeout_seconds",
     "session_db_timeout_seconds", "store", "wrap_response",

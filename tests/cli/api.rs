@@ -291,6 +291,83 @@ fn the_jobs_routes_answer_with_python_hermes_shapes() {
 }
 
 #[test]
+fn both_job_lists_page_with_a_total_and_refuse_a_bad_page() {
+    let hermes = Hermes::new();
+    let api = serve(&hermes, &[]);
+    let ids: Vec<String> = (1..=5)
+        .map(|n| create(&api, &format!("news {n}")))
+        .collect();
+    let paused = api.post(&format!("/api/jobs/{}/pause", ids[0]), json!({}));
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    let ids_of = |list: &Value| -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Hermes' family: enabled jobs only unless include_disabled, each page with its count.
+    let page = api.get("/api/jobs?limit=2&offset=1").json();
+    assert_eq!(ids_of(&page["jobs"]), [ids[2].clone(), ids[3].clone()]);
+    assert_eq!(
+        (
+            &page["total"],
+            &page["offset"],
+            &page["limit"],
+            &page["next_offset"]
+        ),
+        (&json!(4), &json!(1), &json!(2), &json!(3))
+    );
+    assert_eq!(page["jobs"][0]["latest_execution"], Value::Null);
+    let all = api.get("/api/jobs?include_disabled=true&limit=10").json();
+    assert_eq!(ids_of(&all["jobs"]), ids);
+    assert_eq!(
+        (&all["total"], &all["next_offset"]),
+        (&json!(5), &Value::Null)
+    );
+    let found = api.get("/api/jobs?search=NEWS%203").json();
+    assert_eq!(ids_of(&found["jobs"]), [ids[2].clone()]);
+    // Unpaged, the answer is Hermes' own: the list alone.
+    let whole = api.get("/api/jobs").json();
+    assert_eq!(whole.as_object().unwrap().len(), 1, "{whole}");
+    // The dashboard's family: a bare list unpaged, an object with the count paged.
+    let board = api.send(
+        "GET",
+        "/api/cron/jobs?limit=2&offset=4",
+        &[("Authorization", ""), ("X-Hermes-Session-Token", KEY)],
+        "",
+    );
+    assert_eq!(board.status, 200, "{}", board.body);
+    let board = board.json();
+    assert_eq!(ids_of(&board["jobs"]), [ids[4].clone()]);
+    assert_eq!(
+        (&board["total"], &board["next_offset"]),
+        (&json!(5), &Value::Null)
+    );
+    for (path, message) in [
+        (
+            "/api/jobs?limit=0",
+            "limit must be a whole number from 1 to 10000",
+        ),
+        (
+            "/api/jobs?limit=ten",
+            "limit must be a whole number from 1 to 10000",
+        ),
+        (
+            "/api/jobs?offset=-1",
+            "offset must be a whole number (0 for the first page)",
+        ),
+    ] {
+        let refused = api.get(path);
+        assert_eq!(
+            (refused.status, refused.json()),
+            (400, json!({ "error": message })),
+            "{path}"
+        );
+    }
+}
+
+#[test]
 fn bad_requests_get_python_hermes_statuses_and_messages() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);

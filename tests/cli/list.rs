@@ -596,3 +596,80 @@ fn a_schedule_that_cannot_be_read_has_no_description() {
     let text = hermes.cron(&["list"]).ok().to_string();
     assert!(text.contains("Schedule: not a cron   Repeat:"), "{text}");
 }
+
+#[test]
+fn list_pages_through_the_jobs_with_a_count_and_the_next_page_named() {
+    let hermes = Hermes::new();
+    let ids: Vec<String> = (1..=5)
+        .map(|n| {
+            hermes.add(
+                &format!("every {n}h"),
+                &format!("job {n}"),
+                &["--name", &format!("job{n}")],
+            )
+        })
+        .collect();
+    // One completed job: left out of the pages and the count unless --all.
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(hermes.home().join("scripts/done.sh"), "echo done\n").unwrap();
+    let done = hermes.add(
+        "in 1m",
+        "",
+        &["--name", "job6", "--script", "done.sh", "--no-agent"],
+    );
+    hermes.cron_at("2026-03-01T10:01:30Z", &["tick"]).ok();
+    assert_eq!(hermes.job(&done)["state"], "completed");
+    let page = hermes.cron(&["list", "--limit", "2", "--offset", "1"]);
+    let text = page.ok();
+    assert!(text.contains(&ids[1]) && text.contains(&ids[2]), "{text}");
+    for other in [&ids[0], &ids[3], &ids[4], &done] {
+        assert!(
+            !text.contains(other.as_str()),
+            "{other} on the page:\n{text}"
+        );
+    }
+    assert!(
+        text.contains("Jobs 2–3 of 5 job(s) not completed\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("Next page: hermes cron list --limit 2 --offset 3\n"),
+        "{text}"
+    );
+    let last: Value = serde_json::from_str(
+        hermes
+            .cron(&["list", "--all", "--limit", "2", "--offset", "4", "--json"])
+            .ok(),
+    )
+    .unwrap();
+    let listed: Vec<&str> = last["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [ids[4].as_str(), done.as_str()]);
+    assert_eq!(
+        (
+            &last["total"],
+            &last["offset"],
+            &last["limit"],
+            &last["next_offset"]
+        ),
+        (&json!(6), &json!(4), &json!(2), &Value::Null)
+    );
+    assert_eq!(last["jobs"][0]["schedule_description"], "every 5 hours");
+    // --offset alone pages by 50; past the end says how many there are.
+    let beyond = hermes.cron(&["list", "--offset", "9"]);
+    assert_eq!(
+        beyond.ok(),
+        "No jobs at offset 9 (5 job(s) not completed in all)\n"
+    );
+    let refused = hermes.cron(&["list", "--limit", "0"]);
+    assert_eq!(refused.code, Some(2), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("0 is not in 1..=10000"),
+        "{}",
+        refused.stderr
+    );
+}

@@ -136,6 +136,82 @@ impl DuePass {
     }
 }
 
+/// Which jobs a page of the listing holds ([`JobRecords::job_page`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageQuery {
+    /// Jobs skipped before the page, in store order.
+    pub offset: usize,
+    /// The most jobs on the page (0: none, only the count).
+    pub limit: usize,
+    /// Completed jobs too (`list --all`); otherwise they are left out.
+    pub completed: bool,
+    /// Only jobs in one of these states (none: any).
+    pub states: Vec<JobState>,
+    /// Only jobs whose id or name contains this text, ignoring case.
+    pub search: Option<String>,
+}
+
+impl PageQuery {
+    /// No job, only the count of every one.
+    pub fn count_all() -> PageQuery {
+        PageQuery {
+            completed: true,
+            ..PageQuery::default()
+        }
+    }
+
+    /// Whether `job` is one the query lists (offset and limit aside).
+    pub fn matches(&self, job: &Job) -> bool {
+        let state = job.state();
+        let search = self.search.as_deref().map(str::to_lowercase);
+        (self.completed || state != JobState::Completed)
+            && (self.states.is_empty() || self.states.contains(&state))
+            && search.is_none_or(|text| {
+                job.id().to_lowercase().contains(&text) || job.name().to_lowercase().contains(&text)
+            })
+    }
+}
+
+/// Writes `jobs` as `list --json` shows them ([`Job::normalized`]), each with `extras`,
+/// separated by commas: a page of the listing ([`JobRecords::job_page`]).
+pub fn write_jobs_normalized(
+    ctx: &Context,
+    jobs: Vec<Job>,
+    extras: &[ExtraField],
+    out: &mut Vec<u8>,
+) -> Result<(), StoreError> {
+    let mut jobs = jobs;
+    write_normalized(ctx, &|_| true, extras, out, &mut |each| {
+        std::mem::take(&mut jobs).into_iter().for_each(each);
+        Ok(())
+    })
+}
+
+/// A page of jobs and the number of jobs that match in all.
+#[derive(Debug, Clone, Default)]
+pub struct JobPage {
+    pub jobs: Vec<Job>,
+    pub total: usize,
+}
+
+impl JobPage {
+    /// The page `query` asks for, out of every job in store order.
+    pub fn of(jobs: Vec<Job>, query: &PageQuery) -> JobPage {
+        let mut total = 0;
+        let mut page = Vec::with_capacity(query.limit.min(jobs.len()));
+        for job in jobs {
+            if !query.matches(&job) {
+                continue;
+            }
+            if total >= query.offset && page.len() < query.limit {
+                page.push(job);
+            }
+            total += 1;
+        }
+        JobPage { jobs: page, total }
+    }
+}
+
 /// The scheduler's health marks, as `hermes cron status` reads them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Heartbeat {
@@ -279,6 +355,13 @@ pub trait JobRecords: Send + Sync {
         ))
     }
 
+    /// One page of the listing, in store order, and how many jobs match in all: what
+    /// `list --limit`, the paged API and the dashboard show of a large store. A backend
+    /// that can answer without building every job should.
+    async fn job_page(&self, ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
+        Ok(JobPage::of(self.load_jobs(ctx).await?, query))
+    }
+
     /// One job by id.
     async fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
         Ok(self
@@ -371,9 +454,13 @@ pub trait RunLedger: Send + Sync {
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError>;
 
-    /// The newest run of every job that has one, by job id (a listing of many jobs
-    /// shows each one's latest run from this one read).
-    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError>;
+    /// The newest run of every job that has one, by job id, or of the jobs in `only`
+    /// (a listing of many jobs shows each one's latest run from this one read; a page
+    /// of them asks for its own).
+    async fn latest_runs(
+        &self,
+        only: Option<&[String]>,
+    ) -> Result<HashMap<String, RunRow>, StoreError>;
 
     /// Drops finished deliveries created before `before`, and ledger rows beyond the
     /// newest `keep_runs` per job — but for the rows that spent tokens and finished at or

@@ -39,7 +39,7 @@ async fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
 async fn the_latest_run_of_each_job_reads_back(backend: &dyn Backend) {
     let store = backend.process(1).await;
     let now = backend.now();
-    assert!(store.latest_runs().await.unwrap().is_empty());
+    assert!(store.latest_runs(None).await.unwrap().is_empty());
     let first = store.claim_manual("aaaaaaaaaaaa", now).await.unwrap();
     store
         .finish_run(first, RunStatus::Ok, now, &RunEnd::default())
@@ -50,11 +50,16 @@ async fn the_latest_run_of_each_job_reads_back(backend: &dyn Backend) {
         .await
         .unwrap();
     let other = store.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
-    let latest = store.latest_runs().await.unwrap();
+    let latest = store.latest_runs(None).await.unwrap();
     assert_eq!(latest.len(), 2);
     assert_eq!(latest["aaaaaaaaaaaa"].id, second);
     assert_eq!(latest["aaaaaaaaaaaa"].status, "running");
     assert_eq!(latest["bbbbbbbbbbbb"].id, other);
+    let only = store
+        .latest_runs(Some(&["bbbbbbbbbbbb".to_string()]))
+        .await
+        .unwrap();
+    assert_eq!(only.keys().collect::<Vec<_>>(), ["bbbbbbbbbbbb"]);
 }
 
 async fn spend_is_summed_for_every_process_and_a_budget_notice_goes_once(backend: &dyn Backend) {

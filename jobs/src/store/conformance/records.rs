@@ -438,6 +438,100 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
     assert_eq!(listed, serde_json::Value::Array(expected));
 }
 
+/// A page of the listing: store order, completed jobs left out unless asked, a state
+/// or a piece of the id or name as filters, and the count of all that match.
+async fn a_page_of_jobs_is_counted_and_cut_in_store_order(backend: &dyn Backend) {
+    let store = backend.process(1).await;
+    let c = ctx(backend.now());
+    let later = c.now + Duration::hours(1);
+    let ids = [
+        "eeeeeeeeeeee",
+        "dddddddddddd",
+        "cccccccccccc",
+        "bbbbbbbbbbbb",
+        "aaaaaaaaaaaa",
+    ];
+    for id in ids {
+        store.insert_job(&c, hourly(id, later)).await.unwrap();
+    }
+    store
+        .update_job(
+            &c,
+            "cccccccccccc",
+            Box::new(|job| {
+                job.set("state", json!("completed"));
+                Ok(())
+            }),
+        )
+        .await
+        .unwrap();
+    store
+        .update_job(
+            &c,
+            "bbbbbbbbbbbb",
+            Box::new(|job| {
+                job.set_name("Morning REPORT");
+                job.pause("2026-11-23T10:00:00+00:00", None);
+                Ok(())
+            }),
+        )
+        .await
+        .unwrap();
+    let page = |query: crate::store::PageQuery| {
+        let store = &store;
+        async move {
+            let page = store.job_page(&c, &query).await.unwrap();
+            let ids: Vec<String> = page.jobs.iter().map(|j| j.id().to_string()).collect();
+            (ids, page.total)
+        }
+    };
+    let query = |offset, limit| crate::store::PageQuery {
+        offset,
+        limit,
+        ..Default::default()
+    };
+    assert_eq!(
+        page(query(0, 2)).await,
+        (vec!["eeeeeeeeeeee".into(), "dddddddddddd".into()], 4)
+    );
+    assert_eq!(
+        page(query(2, 2)).await,
+        (vec!["bbbbbbbbbbbb".into(), "aaaaaaaaaaaa".into()], 4)
+    );
+    assert_eq!(page(query(4, 2)).await, (vec![], 4));
+    assert_eq!(page(query(0, 0)).await, (vec![], 4));
+    let all = crate::store::PageQuery {
+        completed: true,
+        ..query(1, 2)
+    };
+    assert_eq!(
+        page(all).await,
+        (vec!["dddddddddddd".into(), "cccccccccccc".into()], 5)
+    );
+    let paused = crate::store::PageQuery {
+        states: vec![JobState::Paused],
+        ..query(0, 10)
+    };
+    assert_eq!(page(paused).await, (vec!["bbbbbbbbbbbb".into()], 1));
+    let completed = crate::store::PageQuery {
+        completed: true,
+        states: vec![JobState::Completed],
+        ..query(0, 0)
+    };
+    assert_eq!(page(completed).await, (vec![], 1));
+    for text in ["report", "BBBB"] {
+        let search = crate::store::PageQuery {
+            search: Some(text.into()),
+            ..query(0, 10)
+        };
+        assert_eq!(
+            page(search).await,
+            (vec!["bbbbbbbbbbbb".into()], 1),
+            "{text}"
+        );
+    }
+}
+
 /// A new job is written in the layout of the stored records, as every process of the
 /// store finds them now: 0.22's for an empty store, 0.19's once a record carries
 /// `provider_snapshot`, 0.22's again once one carries `monitor_state` (even null).
@@ -474,6 +568,7 @@ async fn the_layout_follows_the_stored_records(backend: &dyn Backend) {
 conformance!(
     jobs_keep_every_field_through_row_operations,
     listings_give_every_job_in_store_order,
+    a_page_of_jobs_is_counted_and_cut_in_store_order,
     the_layout_follows_the_stored_records,
     a_due_occurrence_is_claimed_once_across_processes,
     an_occurrence_of_a_running_job_is_recorded_skipped,

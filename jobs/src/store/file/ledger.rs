@@ -61,13 +61,17 @@ impl Files {
         Ok(rows)
     }
 
-    fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+    fn latest_runs(&self, only: Option<&[String]>) -> Result<HashMap<String, RunRow>, StoreError> {
         // Reading history never creates the database.
         if !self.db_exists(&self.ledger, &self.db_path()) {
             return Ok(HashMap::new());
         }
         let rows = self.with_ledger(Ledger::latest_per_job)?;
-        Ok(rows.into_iter().map(|r| (r.job_id.clone(), r)).collect())
+        Ok(rows
+            .into_iter()
+            .filter(|r| only.is_none_or(|ids| ids.contains(&r.job_id)))
+            .map(|r| (r.job_id.clone(), r))
+            .collect())
     }
 
     fn prune_history(
@@ -123,8 +127,13 @@ impl RunLedger for FileStore {
             .await
     }
 
-    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
-        self.blocking(Files::latest_runs).await
+    async fn latest_runs(
+        &self,
+        only: Option<&[String]>,
+    ) -> Result<HashMap<String, RunRow>, StoreError> {
+        let only = only.map(<[String]>::to_vec);
+        self.blocking(move |files| files.latest_runs(only.as_deref()))
+            .await
     }
 
     async fn prune_history(

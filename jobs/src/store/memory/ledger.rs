@@ -79,9 +79,13 @@ impl RunLedger for MemoryStore {
             .collect())
     }
 
-    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+    async fn latest_runs(
+        &self,
+        only: Option<&[String]>,
+    ) -> Result<HashMap<String, RunRow>, StoreError> {
         let mut latest = HashMap::new();
-        for run in self.lock().runs.iter().rev() {
+        let wanted = |run: &&RunRow| only.is_none_or(|ids| ids.contains(&run.job_id));
+        for run in self.lock().runs.iter().rev().filter(wanted) {
             latest
                 .entry(run.job_id.clone())
                 .or_insert_with(|| run.clone());

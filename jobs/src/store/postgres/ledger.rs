@@ -111,12 +111,17 @@ impl RunLedger for PgStore {
         Ok(rows.iter().map(run_row).collect())
     }
 
-    async fn latest_runs(&self) -> Result<HashMap<String, RunRow>, StoreError> {
+    async fn latest_runs(
+        &self,
+        only: Option<&[String]>,
+    ) -> Result<HashMap<String, RunRow>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
-                "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs ORDER BY job_id, id DESC",
-                &[],
+                "SELECT DISTINCT ON (job_id) * FROM hermes_cron_runs
+                 WHERE $1::text[] IS NULL OR job_id = ANY($1)
+                 ORDER BY job_id, id DESC",
+                &[&only],
             )
             .await
             .map_err(|e| self.fail(e))?;

@@ -17,8 +17,8 @@ use crate::job::{Context, Job};
 use crate::ledger::RunStatus;
 use crate::lifecycle::JobError;
 use crate::store::{
-    prepare_claims, BatchChange, ChangeMark, Claimed, DuePass, DueScan, JobChange, JobRecords,
-    Occurrence, OwnedClaim, PendingClaim, StoreError,
+    prepare_claims, BatchChange, ChangeMark, Claimed, DuePass, DueScan, JobChange, JobPage,
+    JobRecords, Occurrence, OwnedClaim, PageQuery, PendingClaim, StoreError,
 };
 
 #[async_trait::async_trait]
@@ -49,6 +49,49 @@ impl JobRecords for PgStore {
         Ok(Layout::of_keys(found == 2, found == 1))
     }
 
+    async fn job_page(&self, _ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
+        // A row a build without these columns wrote has no state yet: listed, never
+        // taken for completed.
+        const MATCHING: &str = "($1 OR state IS DISTINCT FROM 'completed')
+             AND (cardinality($2::text[]) = 0 OR state = ANY($2))
+             AND ($3::text IS NULL OR strpos(lower(id), $3) > 0
+                  OR strpos(lower(name), $3) > 0)";
+        let state: Vec<&str> = query.states.iter().map(|s| s.as_str()).collect();
+        let search = query.search.as_deref().map(str::to_lowercase);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        let total: i64 = client
+            .query_one(
+                &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
+                &[&query.completed, &state, &search],
+            )
+            .await
+            .map_err(|e| self.fail(e))?
+            .get(0);
+        let rows = if limit == 0 {
+            Vec::new()
+        } else {
+            client
+                .query(
+                    &format!(
+                        "SELECT record FROM hermes_cron_jobs WHERE {MATCHING}
+                         ORDER BY position LIMIT $4 OFFSET $5"
+                    ),
+                    &[&query.completed, &state, &search, &limit, &offset],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+        };
+        Ok(JobPage {
+            jobs: rows
+                .iter()
+                .map(|row| job_of(row, "record"))
+                .collect::<Result<_, _>>()?,
+            total: usize::try_from(total).unwrap_or(0),
+        })
+    }
+
     async fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
         let client = self.client().await?;
         let row = client
@@ -64,14 +107,17 @@ impl JobRecords for PgStore {
         let record = Value::Object(job.record().clone());
         let inserted = client
             .execute(
-                "INSERT INTO hermes_cron_jobs (id, record, next_run_at, runnable, done_since)
-                     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO hermes_cron_jobs
+                     (id, record, next_run_at, runnable, done_since, state, name)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
                 &[
                     &job.id(),
                     &record,
                     &c.next_run_at,
                     &c.runnable,
                     &c.done_since,
+                    &c.state,
+                    &c.name,
                 ],
             )
             .await
