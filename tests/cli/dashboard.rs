@@ -304,6 +304,23 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
     });
     assert!(!hermes.cron(&["list", "--all"]).ok().contains(&id));
 
+    // The search goes to the server: only the matching job comes back, and the count
+    // says how many were found; clearing it lists them all again.
+    browser.type_into("#filter", "backup");
+    browser.wait("the search to narrow the table", || {
+        browser
+            .eval("return document.querySelectorAll('#jobs tr').length")
+            .as_u64()
+            == Some(1)
+    });
+    assert!(browser.text("#jobs").contains("Nightly backup"));
+    assert_eq!(browser.text("#job-count"), "(1 found)");
+    browser.eval(
+        "const f = document.querySelector('#filter'); f.value = ''; \
+         f.dispatchEvent(new Event('input')); return 0",
+    );
+    browser.wait_text("#jobs", "Morning brief");
+
     // The failing job's incident: listed open with its job, type and error; Ack closes it
     // on the page and in the store.
     browser.wait("the failing job's incident", || {
