@@ -530,6 +530,14 @@ async fn a_page_of_jobs_is_counted_and_cut_in_store_order(backend: &dyn Backend)
             "{text}"
         );
     }
+    // Removed jobs leave the count.
+    store.remove_job(&c, "eeeeeeeeeeee").await.unwrap();
+    store.remove_job(&c, "cccccccccccc").await.unwrap();
+    assert_eq!(page(query(0, 1)).await, (vec!["dddddddddddd".into()], 3));
+    assert_eq!(
+        page(crate::store::PageQuery::count_all()).await,
+        (vec![], 3)
+    );
 }
 
 /// A new job is written in the layout of the stored records, as every process of the

@@ -200,9 +200,47 @@ CREATE INDEX hermes_cron_runs_due ON hermes_cron_runs (scheduled_at);
     // A job's effective state and name beside its record, for pages of the listing and
     // the counts by state without reading every record (a million jobs); filled in for
     // the rows already there by `PgStore::fill_listing_columns` after the migration.
+    // The jobs per state ('' for a row without one yet) are kept by statement triggers
+    // that add each statement's net change: a claim that leaves every state as it was
+    // writes nothing there, so hosts do not queue on the counts.
     r#"
 ALTER TABLE hermes_cron_jobs ADD COLUMN state text, ADD COLUMN name text;
 CREATE INDEX hermes_cron_jobs_state ON hermes_cron_jobs (state, position);
+CREATE TABLE hermes_cron_job_counts (
+    state text PRIMARY KEY,
+    jobs  bigint NOT NULL
+);
+INSERT INTO hermes_cron_job_counts (state, jobs)
+    SELECT COALESCE(state, ''), count(*) FROM hermes_cron_jobs GROUP BY 1;
+CREATE FUNCTION hermes_cron_jobs_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO hermes_cron_job_counts AS c (state, jobs)
+            SELECT COALESCE(state, ''), count(*) FROM added GROUP BY 1
+            ON CONFLICT (state) DO UPDATE SET jobs = c.jobs + EXCLUDED.jobs;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE hermes_cron_job_counts AS c SET jobs = c.jobs - d.n
+            FROM (SELECT COALESCE(state, '') AS state, count(*) AS n FROM removed GROUP BY 1) d
+            WHERE c.state = d.state;
+    ELSE
+        INSERT INTO hermes_cron_job_counts AS c (state, jobs)
+            SELECT state, sum(n) FROM (
+                SELECT COALESCE(state, '') AS state, 1 AS n FROM added
+                UNION ALL SELECT COALESCE(state, ''), -1 FROM removed) d
+            GROUP BY state HAVING sum(n) <> 0
+            ON CONFLICT (state) DO UPDATE SET jobs = c.jobs + EXCLUDED.jobs;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER hermes_cron_jobs_counted_insert AFTER INSERT ON hermes_cron_jobs
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_counted();
+CREATE TRIGGER hermes_cron_jobs_counted_update AFTER UPDATE ON hermes_cron_jobs
+    REFERENCING OLD TABLE AS removed NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_counted();
+CREATE TRIGGER hermes_cron_jobs_counted_delete AFTER DELETE ON hermes_cron_jobs
+    REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_counted();
 "#,
 ];
 

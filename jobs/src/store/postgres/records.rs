@@ -10,7 +10,7 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 use tokio_postgres::Row;
 
-use super::{columns, job_of, PgStore, CHANNEL, CLAIM_BATCH};
+use super::{columns, job_of, PgStore, CHANNEL, CLAIM_BATCH, LEASE};
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::fields::Layout;
 use crate::job::{Context, Job};
@@ -61,14 +61,27 @@ impl JobRecords for PgStore {
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
         let client = self.client().await?;
-        let total: i64 = client
-            .query_one(
-                &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
-                &[&query.completed, &state, &search],
-            )
-            .await
-            .map_err(|e| self.fail(e))?
-            .get(0);
+        // Without a search the count is the kept counts' sum (a million rows are not
+        // counted for it); a search counts its matches.
+        let total: i64 = if search.is_none() {
+            client
+                .query_one(
+                    "SELECT COALESCE(sum(jobs), 0)::bigint FROM hermes_cron_job_counts
+                     WHERE ($1 OR state <> 'completed')
+                       AND (cardinality($2::text[]) = 0 OR state = ANY($2))",
+                    &[&query.completed, &state],
+                )
+                .await
+        } else {
+            client
+                .query_one(
+                    &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
+                    &[&query.completed, &state, &search],
+                )
+                .await
+        }
+        .map_err(|e| self.fail(e))?
+        .get(0);
         let rows = if limit == 0 {
             Vec::new()
         } else {
@@ -330,13 +343,14 @@ impl PgStore {
         )
         .await
         .map_err(|e| self.fail(e))?;
+        let batch = self.share_of_due(tx, ctx, scan).await?;
         let rows = tx
             .query(
                 "SELECT record FROM hermes_cron_jobs
                  WHERE runnable AND (next_run_at IS NULL OR next_run_at <= $1)
                  ORDER BY next_run_at NULLS FIRST, position LIMIT $2
                  FOR UPDATE SKIP LOCKED",
-                &[&ctx.now, &CLAIM_BATCH],
+                &[&ctx.now, &batch],
             )
             .await
             .map_err(|e| self.fail(e))?;
@@ -373,6 +387,44 @@ impl PgStore {
         let occurrences = self.insert_claims(tx, pending).await?;
         self.note_runs_added(ids.iter().map(|id| id.to_string()));
         Ok((jobs, occurrences))
+    }
+
+    /// How many due jobs this pass claims. A daemon alone, or without a limit on its
+    /// runs, claims every due job (up to [`CLAIM_BATCH`]). With several daemons alive, a
+    /// burst is split from the first pass: each claims its share of what is due (and
+    /// never fewer than its free run slots), the others — woken by the NOTIFY of this
+    /// claim — take theirs, and whatever is still due is claimed by the next pass of
+    /// whichever daemon comes first, which follows at once. Everything due is claimed
+    /// within a few passes, as before; only who claims it changes, so no occurrence
+    /// waits behind one host's full slots while another host idles.
+    async fn share_of_due(
+        &self,
+        tx: &impl GenericClient,
+        ctx: &Context,
+        scan: &DueScan<'_>,
+    ) -> Result<i64, StoreError> {
+        let Some(free) = scan.free_slots else {
+            return Ok(CLAIM_BATCH);
+        };
+        let row = tx
+            .query_one(
+                "SELECT (SELECT count(*) FROM hermes_cron_hosts
+                         WHERE kind = 'daemon'
+                           AND heartbeat_at > now() - make_interval(secs => $3)),
+                        (SELECT count(*) FROM (SELECT 1 FROM hermes_cron_jobs
+                         WHERE runnable AND (next_run_at IS NULL OR next_run_at <= $1)
+                         LIMIT $2) AS due)",
+                &[&ctx.now, &CLAIM_BATCH, &LEASE.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let (daemons, due): (i64, i64) = (row.get(0), row.get(1));
+        if daemons <= 1 {
+            return Ok(CLAIM_BATCH);
+        }
+        let share = (due + daemons - 1) / daemons;
+        let free = i64::try_from(free).unwrap_or(CLAIM_BATCH);
+        Ok(share.max(free).clamp(1, CLAIM_BATCH))
     }
 
     /// Inserts the ledger rows of a pass in one statement and settles each occurrence:
