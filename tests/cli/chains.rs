@@ -327,3 +327,90 @@ fn redeliver_sends_the_stored_output_again_without_a_model_request() {
     assert!(message.starts_with("error: --to: "), "{message}");
     assert_eq!(chat.bodies("/sendMessage").len(), 3);
 }
+
+#[test]
+fn the_rest_routes_and_the_mcp_tool_chain_refuse_a_cycle_and_redeliver() {
+    let chat = telegram();
+    let hermes = home(
+        "",
+        &[
+            ("TELEGRAM_BOT_TOKEN", TOKEN.to_string()),
+            ("TELEGRAM_API_BASE", chat.base()),
+        ],
+    );
+    script(&hermes, "hello.sh", "echo hello there\n");
+    let api = crate::api::serve(&hermes, &[]);
+    let send = |method: &str, path: &str, body: Value| {
+        let reply = api.send(method, path, &[], &body.to_string());
+        (reply.status, reply.json())
+    };
+    let (status, a) = send(
+        "POST",
+        "/api/jobs",
+        json!({"name": "alpha", "schedule": "every 1h", "prompt": "A"}),
+    );
+    assert_eq!(status, 200, "{a}");
+    let a = a["job"]["id"].as_str().unwrap().to_string();
+    let (status, b) = send(
+        "POST",
+        "/api/jobs",
+        json!({"name": "beta", "schedule": "every 1h", "prompt": "B",
+               "after": {"job": a, "on": "failure"}}),
+    );
+    assert_eq!(status, 200, "{b}");
+    assert_eq!(b["job"]["after"], json!({"job": a, "on": "failure"}));
+    let b = b["job"]["id"].as_str().unwrap().to_string();
+
+    let (status, refused) = send("PATCH", &format!("/api/jobs/{a}"), json!({"after": b}));
+    assert_eq!(status, 400);
+    assert!(refused["error"].as_str().unwrap().contains("cycle"), "{refused}");
+    let mcp = crate::doors::mcp_results(
+        &hermes,
+        &[json!({"action": "update", "job_id": a, "after": {"job": b}})],
+    );
+    let reply = &mcp[0]["structuredContent"];
+    assert_eq!(reply["success"], false);
+    assert!(reply["error"].as_str().unwrap().contains("cycle"), "{reply}");
+    assert!(hermes.job(&a)["after"].is_null());
+
+    // Python Hermes' PATCH removes a chain with null.
+    let (status, cleared) = send("PATCH", &format!("/api/jobs/{b}"), json!({"after": null}));
+    assert_eq!(status, 200, "{cleared}");
+    assert!(hermes.job(&b)["after"].is_null());
+    assert_eq!(send("PATCH", &format!("/api/jobs/{b}"), json!({"after": a})).0, 200);
+    let (status, removed) = send("DELETE", &format!("/api/jobs/{a}"), Value::Null);
+    assert_eq!(status, 200, "{removed}");
+    assert_eq!(removed["waiting"], json!([{"id": b, "name": "beta"}]));
+
+    let sender = hermes.add(
+        "every 1h",
+        "",
+        &["--script", "hello.sh", "--no-agent", "--deliver", "telegram:111"],
+    );
+    hermes.cron(&["run", &sender]).ok();
+    assert_eq!(sent(&chat, 111).len(), 1);
+    let run = runs(&hermes, &sender)[0]["id"].as_i64().unwrap();
+    let (status, again) = send(
+        "POST",
+        &format!("/api/runs/{run}/redeliver"),
+        json!({"to": "telegram:333"}),
+    );
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(again["error"], Value::Null);
+    assert_eq!(sent(&chat, 333), sent(&chat, 111));
+    let reply = api.send("POST", &format!("/api/runs/{run}/redeliver"), &[], "");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(sent(&chat, 111).len(), 2);
+    let mcp = crate::doors::mcp_results(
+        &hermes,
+        &[json!({"action": "redeliver", "run_id": run, "to": "telegram:444"})],
+    );
+    assert_eq!(mcp[0]["structuredContent"]["success"], true, "{}", mcp[0]);
+    assert_eq!(sent(&chat, 444).len(), 1);
+    let unknown = api.send("POST", "/api/runs/9999/redeliver", &[], "");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(
+        unknown.json()["error"],
+        "No run 9999: see the run ids with 'hermes cron runs'"
+    );
+}
