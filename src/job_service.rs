@@ -68,9 +68,7 @@ impl ServiceError {
         match self {
             ServiceError::Job(JobError::NotFound(_))
             | ServiceError::NoIncident(_)
-            | ServiceError::NoRun(_) => {
-                ErrorKind::NotFound
-            }
+            | ServiceError::NoRun(_) => ErrorKind::NotFound,
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
@@ -411,11 +409,7 @@ impl JobService {
         if let Some(to) = to {
             jobs::limits::check_redeliver_to(to)?;
         }
-        let row = self
-            .store
-            .run(run)
-            .await?
-            .ok_or(ServiceError::NoRun(run))?;
+        let row = self.store.run(run).await?.ok_or(ServiceError::NoRun(run))?;
         let to = to.filter(|t| !t.trim().is_empty());
         scheduler.resend(&row, to).await.map_err(not_started)
     }

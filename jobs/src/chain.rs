@@ -21,8 +21,8 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::job::{Context, Job};
-use crate::store::Store;
 use crate::lifecycle::JobError;
+use crate::store::Store;
 
 /// The job field that names the upstream job.
 pub const AFTER: &str = "after";
@@ -68,9 +68,7 @@ impl On {
         };
         matches!(
             (self, outcome),
-            (On::Always, _)
-                | (On::Success, Outcome::Success)
-                | (On::Failure, Outcome::Failure)
+            (On::Always, _) | (On::Success, Outcome::Success) | (On::Failure, Outcome::Failure)
         )
     }
 }

@@ -847,7 +847,9 @@ pub async fn edit_job(
     let chain = match (&edit.after, &edit.after_on) {
         (None, None) => None,
         (after, on) => {
-            let jobs = store.load_view(ctx, &["id", "name", crate::chain::AFTER]).await?;
+            let jobs = store
+                .load_view(ctx, &["id", "name", crate::chain::AFTER])
+                .await?;
             let job = find_job(&jobs, reference)?;
             crate::chain::resolve(
                 store,

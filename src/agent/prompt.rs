@@ -160,7 +160,10 @@ async fn upstream_block(
         .run_output(upstream.run)
         .await
         .unwrap_or_else(|e| {
-            tracing::warn!(run = upstream.run, "cannot read the upstream run's output: {e}");
+            tracing::warn!(
+                run = upstream.run,
+                "cannot read the upstream run's output: {e}"
+            );
             None
         })
         .flatten();

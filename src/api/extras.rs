@@ -5,10 +5,10 @@
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::body::Body;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono_tz::Tz;
@@ -148,9 +148,9 @@ async fn redeliver(
 
 /// The `to` of a redeliver body: none for an empty body.
 async fn redeliver_target(body: Body) -> Result<Option<String>, Failure> {
-    let bytes = super::security::read_body(body)
-        .await
-        .map_err(|_| Failure::bad_request("Request body not read: send at most {\"to\": TARGET}"))?;
+    let bytes = super::security::read_body(body).await.map_err(|_| {
+        Failure::bad_request("Request body not read: send at most {\"to\": TARGET}")
+    })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
@@ -158,9 +158,13 @@ async fn redeliver_target(body: Body) -> Result<Option<String>, Failure> {
         Ok(Value::Object(map)) => match map.get("to") {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(to)) => Ok(Some(to.clone())),
-            Some(_) => Err(Failure::bad_request("to must be a deliver value, e.g. \"telegram:CHAT\"")),
+            Some(_) => Err(Failure::bad_request(
+                "to must be a deliver value, e.g. \"telegram:CHAT\"",
+            )),
         },
-        _ => Err(Failure::bad_request("Invalid JSON body: expected {\"to\": TARGET} or nothing")),
+        _ => Err(Failure::bad_request(
+            "Invalid JSON body: expected {\"to\": TARGET} or nothing",
+        )),
     }
 }
 

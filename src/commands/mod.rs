@@ -249,7 +249,9 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
         CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
-        CronVerb::Redeliver { run, to } => scheduler_cmd::redeliver(session, run, to.as_deref()).await,
+        CronVerb::Redeliver { run, to } => {
+            scheduler_cmd::redeliver(session, run, to.as_deref()).await
+        }
         CronVerb::Cost { since, by, json } => cost_cmd::cost(&session, &since, by, json).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;

@@ -14,7 +14,14 @@ pub const TOOL_NAME: &str = "cronjob";
 
 /// The actions, in the order the description lists them.
 pub const ACTIONS: [&str; 8] = [
-    "create", "list", "update", "pause", "resume", "remove", "run", "redeliver",
+    "create",
+    "list",
+    "update",
+    "pause",
+    "resume",
+    "remove",
+    "run",
+    "redeliver",
 ];
 
 const DESCRIPTION: &str = "\

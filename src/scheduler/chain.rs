@@ -32,7 +32,11 @@ impl Scheduler {
     /// Claims, for every chained job that is neither paused nor running, the oldest
     /// chained run it owes. Errors are logged: a chain that cannot be read is tried
     /// again on the next pass.
-    pub(super) async fn claim_chains(&self, ctx: &Context, settings: &CronSettings) -> Vec<Pending> {
+    pub(super) async fn claim_chains(
+        &self,
+        ctx: &Context,
+        settings: &CronSettings,
+    ) -> Vec<Pending> {
         let store = self.store();
         let keys = ["id", "name", "state", "enabled", AFTER, AFTER_SINCE];
         let view = match store.load_view(ctx, &keys).await {
@@ -43,7 +47,10 @@ impl Scheduler {
             }
         };
         let mut pending = Vec::new();
-        for job in view.iter().filter(|j| j.get(AFTER).is_some_and(|v| !v.is_null())) {
+        for job in view
+            .iter()
+            .filter(|j| j.get(AFTER).is_some_and(|v| !v.is_null()))
+        {
             let Some(after) = After::of(job) else {
                 continue;
             };

@@ -55,7 +55,9 @@ impl Scheduler {
     /// Runs one claimed occurrence to the end: run, save, deliver, record.
     pub async fn execute(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
         let _permit = match (&self.permits, claimed.source) {
-            (Some(permits), RunSource::Scheduler | RunSource::Chain) => Arc::clone(permits).acquire_owned().await.ok(),
+            (Some(permits), RunSource::Scheduler | RunSource::Chain) => {
+                Arc::clone(permits).acquire_owned().await.ok()
+            }
             _ => None,
         };
         drop(claimed.queued.take());

@@ -61,11 +61,9 @@ impl Scheduler {
         let answer = response_part(&document).to_string();
         let error = row.error.clone().unwrap_or_else(|| answer.clone());
         let result = match row.status.as_str() {
-            "ok" if is_silent(&answer) || answer.is_empty() => {
-                return Err(refused(format!(
-                    "Run {id} answered nothing to send ([SILENT]): there is nothing to deliver again"
-                )))
-            }
+            "ok" if is_silent(&answer) || answer.is_empty() => return Err(refused(format!(
+                "Run {id} answered nothing to send ([SILENT]): there is nothing to deliver again"
+            ))),
             "ok" => Delivered::Reply(&answer),
             _ => Delivered::Failed(&error),
         };
@@ -140,7 +138,10 @@ impl Scheduler {
                 .await;
             let row = kept
                 .map_err(|e| {
-                    tracing::error!(job = job.id(), "cannot keep the delivery in the outbox: {e}")
+                    tracing::error!(
+                        job = job.id(),
+                        "cannot keep the delivery in the outbox: {e}"
+                    )
                 })
                 .ok()
                 .flatten()?;

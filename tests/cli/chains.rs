@@ -44,8 +44,7 @@ fn tick(hermes: &Hermes, now: &str) {
 
 /// The job as `list --json` shows it.
 fn job(hermes: &Hermes, id: &str) -> Value {
-    let out: Value =
-        serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok()).unwrap();
+    let out: Value = serde_json::from_str(hermes.cron(&["list", "--all", "--json"]).ok()).unwrap();
     out["jobs"]
         .as_array()
         .unwrap()
@@ -58,8 +57,7 @@ fn job(hermes: &Hermes, id: &str) -> Value {
 /// The job's runs, newest first.
 fn runs(hermes: &Hermes, id: &str) -> Vec<Value> {
     let out: Value =
-        serde_json::from_str(hermes.cron(&["runs", id, "--json", "--limit", "500"]).ok())
-            .unwrap();
+        serde_json::from_str(hermes.cron(&["runs", id, "--json", "--limit", "500"]).ok()).unwrap();
     out["runs"].as_array().unwrap().clone()
 }
 
@@ -85,11 +83,18 @@ fn a_chain_runs_once_per_upstream_run_with_that_runs_output() {
     );
     // Its own schedule (daily) is not due today: only the chain runs it.
     let down = hermes.add("every 24h", "Summarize it", &["--after", "collect"]);
-    assert_eq!(job(&hermes, &down)["after"], json!({"job": up, "on": "success"}));
+    assert_eq!(
+        job(&hermes, &down)["after"],
+        json!({"job": up, "on": "success"})
+    );
 
     tick(&hermes, &at(11, 0, 0));
     assert_eq!(runs(&hermes, &up).len(), 1);
-    assert_eq!(model.count(), 0, "the chain runs after the upstream run ended");
+    assert_eq!(
+        model.count(),
+        0,
+        "the chain runs after the upstream run ended"
+    );
     tick(&hermes, &at(11, 0, 30));
     assert_eq!(model.count(), 1);
     let prompt = user_prompt(&model.requests()[0]);
@@ -132,9 +137,20 @@ fn an_on_failure_chain_waits_for_a_failed_run() {
     let down = hermes.add(
         "every 24h",
         "",
-        &["--script", "down.sh", "--no-agent", "--after", &up, "--on", "failure"],
+        &[
+            "--script",
+            "down.sh",
+            "--no-agent",
+            "--after",
+            &up,
+            "--on",
+            "failure",
+        ],
     );
-    assert_eq!(job(&hermes, &down)["after"], json!({"job": up, "on": "failure"}));
+    assert_eq!(
+        job(&hermes, &down)["after"],
+        json!({"job": up, "on": "failure"})
+    );
 
     tick(&hermes, &at(11, 0, 0));
     tick(&hermes, &at(11, 0, 30));
@@ -164,7 +180,10 @@ fn a_cycle_is_refused_and_removing_the_upstream_job_names_who_waits() {
     assert!(job(&hermes, &a)["after"].is_null());
     let itself = hermes.cron(&["edit", &b, "--after", &b]);
     assert!(itself.user_error().contains("cycle"));
-    assert_eq!(job(&hermes, &b)["after"], json!({"job": a, "on": "success"}));
+    assert_eq!(
+        job(&hermes, &b)["after"],
+        json!({"job": a, "on": "success"})
+    );
 
     let unknown = hermes.cron(&["add", "every 1h", "D", "--after", "nosuchjob"]);
     assert!(unknown.user_error().contains("--after names no job"));
@@ -176,7 +195,10 @@ fn a_cycle_is_refused_and_removing_the_upstream_job_names_who_waits() {
     assert!(on_alone.user_error().contains("--on needs --after"));
 
     hermes.cron(&["edit", &b, "--on", "failure"]).ok();
-    assert_eq!(job(&hermes, &b)["after"], json!({"job": a, "on": "failure"}));
+    assert_eq!(
+        job(&hermes, &b)["after"],
+        json!({"job": a, "on": "failure"})
+    );
 
     let removed = hermes.cron(&["remove", &a]);
     let out = removed.ok();
@@ -230,15 +252,25 @@ fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 fn a_chain_owed_when_the_daemon_is_killed_fires_once_after_the_restart() {
     let mut hermes = home("", &[]);
     hermes.now = None;
-    script(&hermes, "up.sh", "echo up >> \"$HERMES_HOME/up.txt\"\nsleep 2\necho done\n");
+    script(
+        &hermes,
+        "up.sh",
+        "echo up >> \"$HERMES_HOME/up.txt\"\nsleep 2\necho done\n",
+    );
     script(&hermes, "down.sh", DOWN);
     let soon = (chrono::Utc::now() + chrono::Duration::seconds(2))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let up = hermes.add(&soon, "", &["--script", "up.sh", "--no-agent"]);
-    let down = hermes.add("every 24h", "", &["--script", "down.sh", "--no-agent", "--after", &up]);
+    let down = hermes.add(
+        "every 24h",
+        "",
+        &["--script", "down.sh", "--no-agent", "--after", &up],
+    );
 
     let daemon = Daemon::start(&hermes);
-    assert!(wait_for(Duration::from_secs(15), || lines(&hermes, "up.txt") == 1));
+    assert!(wait_for(Duration::from_secs(15), || lines(
+        &hermes, "up.txt"
+    ) == 1));
     // The global pause keeps the daemon from claiming the chained run once the upstream
     // run ends: the daemon dies owing it.
     hermes.run(&["pause"]).ok();
@@ -251,7 +283,9 @@ fn a_chain_owed_when_the_daemon_is_killed_fires_once_after_the_restart() {
 
     hermes.run(&["resume"]).ok();
     let restarted = Daemon::start(&hermes);
-    assert!(wait_for(Duration::from_secs(15), || lines(&hermes, "down.txt") == 1));
+    assert!(wait_for(Duration::from_secs(15), || lines(
+        &hermes, "down.txt"
+    ) == 1));
     // Later passes (and a second restart) never run it again.
     std::thread::sleep(Duration::from_secs(2));
     restarted.kill();
@@ -300,7 +334,9 @@ fn redeliver_sends_the_stored_output_again_without_a_model_request() {
     let run = runs(&hermes, &id)[0]["id"].as_i64().unwrap().to_string();
 
     let again = hermes.cron_at(&at(11, 5, 0), &["redeliver", &run]);
-    assert!(again.ok().contains(&format!("Run {run} of {id} delivered again")));
+    assert!(again
+        .ok()
+        .contains(&format!("Run {run} of {id} delivered again")));
     assert_eq!(sent(&chat, 111), vec![first[0].clone(), first[0].clone()]);
     assert_eq!(model.count(), 1, "no model request");
 
@@ -363,21 +399,30 @@ fn the_rest_routes_and_the_mcp_tool_chain_refuse_a_cycle_and_redeliver() {
 
     let (status, refused) = send("PATCH", &format!("/api/jobs/{a}"), json!({"after": b}));
     assert_eq!(status, 400);
-    assert!(refused["error"].as_str().unwrap().contains("cycle"), "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("cycle"),
+        "{refused}"
+    );
     let mcp = crate::doors::mcp_results(
         &hermes,
         &[json!({"action": "update", "job_id": a, "after": {"job": b}})],
     );
     let reply = &mcp[0]["structuredContent"];
     assert_eq!(reply["success"], false);
-    assert!(reply["error"].as_str().unwrap().contains("cycle"), "{reply}");
+    assert!(
+        reply["error"].as_str().unwrap().contains("cycle"),
+        "{reply}"
+    );
     assert!(hermes.job(&a)["after"].is_null());
 
     // Python Hermes' PATCH removes a chain with null.
     let (status, cleared) = send("PATCH", &format!("/api/jobs/{b}"), json!({"after": null}));
     assert_eq!(status, 200, "{cleared}");
     assert!(hermes.job(&b)["after"].is_null());
-    assert_eq!(send("PATCH", &format!("/api/jobs/{b}"), json!({"after": a})).0, 200);
+    assert_eq!(
+        send("PATCH", &format!("/api/jobs/{b}"), json!({"after": a})).0,
+        200
+    );
     let (status, removed) = send("DELETE", &format!("/api/jobs/{a}"), Value::Null);
     assert_eq!(status, 200, "{removed}");
     assert_eq!(removed["waiting"], json!([{"id": b, "name": "beta"}]));
@@ -385,7 +430,13 @@ fn the_rest_routes_and_the_mcp_tool_chain_refuse_a_cycle_and_redeliver() {
     let sender = hermes.add(
         "every 1h",
         "",
-        &["--script", "hello.sh", "--no-agent", "--deliver", "telegram:111"],
+        &[
+            "--script",
+            "hello.sh",
+            "--no-agent",
+            "--deliver",
+            "telegram:111",
+        ],
     );
     hermes.cron(&["run", &sender]).ok();
     assert_eq!(sent(&chat, 111).len(), 1);

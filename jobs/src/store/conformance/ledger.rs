@@ -132,7 +132,9 @@ async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &
     let occurrence = crate::chain::occurrence("bbbbbbbbbbbb", 7);
     let manual = one.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
     assert_eq!(
-        two.claim_chained("bbbbbbbbbbbb", &occurrence, now).await.unwrap(),
+        two.claim_chained("bbbbbbbbbbbb", &occurrence, now)
+            .await
+            .unwrap(),
         None,
         "the job is running on process 1"
     );
@@ -150,13 +152,19 @@ async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &
     };
     two.finish_run(run, RunStatus::Ok, now, &end).await.unwrap();
     assert_eq!(
-        one.claim_chained("bbbbbbbbbbbb", &occurrence, now).await.unwrap(),
+        one.claim_chained("bbbbbbbbbbbb", &occurrence, now)
+            .await
+            .unwrap(),
         None,
         "never twice"
     );
     let row = one.run(run).await.unwrap().expect("the run reads back");
     assert_eq!(
-        (row.occurrence.as_str(), row.source.as_str(), row.status.as_str()),
+        (
+            row.occurrence.as_str(),
+            row.source.as_str(),
+            row.status.as_str()
+        ),
         (occurrence.as_str(), "chain", "ok")
     );
     one.set_run_delivery(run, "sent: telegram:1").await.unwrap();
