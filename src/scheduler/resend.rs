@@ -61,9 +61,11 @@ impl Scheduler {
         let answer = response_part(&document).to_string();
         let error = row.error.clone().unwrap_or_else(|| answer.clone());
         let result = match row.status.as_str() {
-            "ok" if is_silent(&answer) || answer.is_empty() => return Err(refused(format!(
+            "ok" if is_silent(&answer) || answer.is_empty() => {
+                return Err(refused(format!(
                 "Run {id} answered nothing to send ([SILENT]): there is nothing to deliver again"
-            ))),
+            )))
+            }
             "ok" => Delivered::Reply(&answer),
             _ => Delivered::Failed(&error),
         };
