@@ -5,10 +5,14 @@
 //! scheduler killed between the two runs fires the chained one on its next pass, and
 //! the occurrence key `<job>@after-<upstream run>` keeps it to once across hosts.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
 use jobs::chain::{self, After, AFTER, AFTER_SINCE};
 use jobs::ledger::{RunRow, RunSource};
+use jobs::store::ChangeMark;
 use jobs::{Context, Job, JobState};
 
 use super::execute::ClaimedRun;
@@ -22,6 +26,19 @@ const UPSTREAM_LOOKBACK: usize = 20;
 /// How many of the chained job's newest runs are read to see which are done already.
 const OWN_LOOKBACK: usize = 200;
 
+/// How long a read of the chained jobs is trusted while the store's change mark stays:
+/// a change another host made that this process was not told of is seen this late.
+const CHAINED_FRESH: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The chained jobs (reduced to what a chain needs), read at a change mark.
+pub(super) struct Chained {
+    mark: ChangeMark,
+    read_at: std::time::Instant,
+    jobs: Arc<Vec<Job>>,
+    /// The upstream jobs' names by id, for the heading of their output.
+    names: Arc<HashMap<String, String>>,
+}
+
 /// The upstream run a chained job owes a run for.
 struct Owed {
     upstream: Upstream,
@@ -32,25 +49,12 @@ impl Scheduler {
     /// Claims, for every chained job that is neither paused nor running, the oldest
     /// chained run it owes. Errors are logged: a chain that cannot be read is tried
     /// again on the next pass.
-    pub(super) async fn claim_chains(
-        &self,
-        ctx: &Context,
-        settings: &CronSettings,
-    ) -> Vec<Pending> {
-        let store = self.store();
-        let keys = ["id", "name", "state", "enabled", AFTER, AFTER_SINCE];
-        let view = match store.load_view(ctx, &keys).await {
-            Ok(view) => view,
-            Err(e) => {
-                tracing::error!("cannot read the jobs for their chains: {e}");
-                return Vec::new();
-            }
+    pub(super) async fn claim_chains(&self, ctx: &Context, settings: &CronSettings) -> Vec<Pending> {
+        let Some((chained, names)) = self.chained_jobs(ctx).await else {
+            return Vec::new();
         };
         let mut pending = Vec::new();
-        for job in view
-            .iter()
-            .filter(|j| j.get(AFTER).is_some_and(|v| !v.is_null()))
-        {
+        for job in chained.iter() {
             let Some(after) = After::of(job) else {
                 continue;
             };
@@ -60,7 +64,7 @@ impl Scheduler {
             if lock(&self.running).contains(job.id()) {
                 continue;
             }
-            let Some(owed) = self.oldest_owed(job, &after, &view).await else {
+            let Some(owed) = self.oldest_owed(job, &after, &names).await else {
                 continue;
             };
             if let Some(claimed) = self.claim_owed(job.id(), owed, ctx, settings).await {
@@ -70,8 +74,57 @@ impl Scheduler {
         pending
     }
 
+    /// The jobs that have a chain, and every job's name: read again only when a job
+    /// changed since the last read (or it is older than [`CHAINED_FRESH`]), so a pass on
+    /// a store without changes reads no job for its chains. `None` when none can be read.
+    async fn chained_jobs(
+        &self,
+        ctx: &Context,
+    ) -> Option<(Arc<Vec<Job>>, Arc<HashMap<String, String>>)> {
+        let store = self.store();
+        let mark = store.change_mark().await;
+        if let Some(kept) = lock(&self.chained).as_ref() {
+            if kept.mark == mark && kept.read_at.elapsed() < CHAINED_FRESH {
+                return Some((Arc::clone(&kept.jobs), Arc::clone(&kept.names)));
+            }
+        }
+        let keys = ["id", "name", "state", "enabled", AFTER, AFTER_SINCE];
+        let view = match store.load_view(ctx, &keys).await {
+            Ok(view) => view,
+            Err(e) => {
+                tracing::error!("cannot read the jobs for their chains: {e}");
+                return None;
+            }
+        };
+        let jobs: Vec<Job> = view
+            .iter()
+            .filter(|j| j.get(AFTER).is_some_and(|v| !v.is_null()))
+            .cloned()
+            .collect();
+        let upstream: std::collections::HashSet<String> =
+            jobs.iter().filter_map(After::of).map(|a| a.job).collect();
+        let names: HashMap<String, String> = view
+            .iter()
+            .filter(|j| upstream.contains(j.id()))
+            .map(|j| (j.id().to_string(), j.name().to_string()))
+            .collect();
+        let (jobs, names) = (Arc::new(jobs), Arc::new(names));
+        *lock(&self.chained) = Some(Chained {
+            mark,
+            read_at: std::time::Instant::now(),
+            jobs: Arc::clone(&jobs),
+            names: Arc::clone(&names),
+        });
+        Some((jobs, names))
+    }
+
     /// The oldest upstream run that fires `job`'s chain and has no chained run yet.
-    async fn oldest_owed(&self, job: &Job, after: &After, view: &[Job]) -> Option<Owed> {
+    async fn oldest_owed(
+        &self,
+        job: &Job,
+        after: &After,
+        names: &HashMap<String, String>,
+    ) -> Option<Owed> {
         let store = self.store();
         let since = chain::since(job);
         let upstream_runs = store
@@ -95,10 +148,7 @@ impl Scheduler {
             .await
             .map_err(|e| tracing::error!(job = job.id(), "cannot read the job's runs: {e}"))
             .ok()?;
-        let name = view
-            .iter()
-            .find(|j| j.id() == after.job)
-            .map_or_else(String::new, |j| j.name().to_string());
+        let name = names.get(&after.job).cloned().unwrap_or_default();
         firing.into_iter().find_map(|row| {
             let occurrence = chain::occurrence(job.id(), row.id);
             let done = own.iter().any(|r| r.occurrence == occurrence);

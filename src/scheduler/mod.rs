@@ -154,6 +154,9 @@ pub struct Scheduler {
     manual: Mutex<JoinSet<RunReport>>,
     /// The global pause was logged since it was engaged (logged once per engagement).
     pause_noted: std::sync::atomic::AtomicBool,
+    /// The chained jobs as last read, with the store's change mark before that read
+    /// and when it was read: passes reuse them while no job changed ([`chain`]).
+    chained: Mutex<Option<chain::Chained>>,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -237,6 +240,7 @@ impl Scheduler {
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
             pause_noted: std::sync::atomic::AtomicBool::new(false),
+            chained: Mutex::new(None),
         }))
     }
 
