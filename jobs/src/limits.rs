@@ -36,12 +36,12 @@ struct TextLimit {
 
 /// `after`'s job reference: an id or a name.
 const AFTER: TextLimit = TextLimit {
-    field: "after",
+    field: "After",
     max_chars: MAX_NAME_CHARS,
     one_line: true,
 };
 const AFTER_ON: TextLimit = TextLimit {
-    field: "on",
+    field: "On",
     max_chars: MAX_IDENTIFIER_CHARS,
     one_line: true,
 };

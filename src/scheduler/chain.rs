@@ -49,7 +49,11 @@ impl Scheduler {
     /// Claims, for every chained job that is neither paused nor running, the oldest
     /// chained run it owes. Errors are logged: a chain that cannot be read is tried
     /// again on the next pass.
-    pub(super) async fn claim_chains(&self, ctx: &Context, settings: &CronSettings) -> Vec<Pending> {
+    pub(super) async fn claim_chains(
+        &self,
+        ctx: &Context,
+        settings: &CronSettings,
+    ) -> Vec<Pending> {
         let Some((chained, names)) = self.chained_jobs(ctx).await else {
             return Vec::new();
         };
