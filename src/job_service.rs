@@ -33,6 +33,9 @@ pub enum ServiceError {
     /// host).
     #[error(transparent)]
     NotStarted(SchedulerError),
+    /// A run id the ledger does not hold.
+    #[error("No run {0}: see the run ids with 'hermes cron runs'")]
+    NoRun(i64),
     /// An acknowledgement named an incident the store does not hold.
     #[error("No incident '{0}': see the ids with hermes cron incidents")]
     NoIncident(String),
@@ -63,9 +66,9 @@ pub enum ErrorKind {
 impl ServiceError {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            ServiceError::Job(JobError::NotFound(_)) | ServiceError::NoIncident(_) => {
-                ErrorKind::NotFound
-            }
+            ServiceError::Job(JobError::NotFound(_))
+            | ServiceError::NoIncident(_)
+            | ServiceError::NoRun(_) => ErrorKind::NotFound,
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
@@ -277,6 +280,23 @@ impl JobService {
         Ok(Changed { job, ctx })
     }
 
+    /// The jobs (id, name) whose chain (`after`) waits on job `id`: what every door
+    /// says when it removes that job (they are kept; their chain never fires again).
+    pub async fn waiting_on(&self, id: &str) -> Vec<(String, String)> {
+        let Ok((ctx, _)) = self.context() else {
+            return Vec::new();
+        };
+        let view = self
+            .store
+            .load_view(&ctx, &["id", "name", jobs::chain::AFTER])
+            .await
+            .unwrap_or_default();
+        jobs::chain::waiting_on(&view, id)
+            .into_iter()
+            .map(|job| (job.id().to_string(), job.name().to_string()))
+            .collect()
+    }
+
     /// Acknowledges incident `id` (see [`jobs::incident::moved`]): closed now, its error
     /// quiet until its text changes; acknowledging a closed one changes nothing.
     pub async fn ack_incident(&self, id: &str) -> Result<(Acked, Incident), ServiceError> {
@@ -373,6 +393,25 @@ impl JobService {
             .await?;
         scheduler.start_now(job).await.map_err(not_started)?;
         Ok(changed)
+    }
+}
+
+impl JobService {
+    /// Delivers finished run `run`'s stored output again, with no model request: to
+    /// `to` (a `deliver` value; blank = none) or its job's targets. The outcome is
+    /// recorded on the run (see [`crate::scheduler`]'s `resend`).
+    pub async fn redeliver(
+        &self,
+        scheduler: &Arc<Scheduler>,
+        run: i64,
+        to: Option<&str>,
+    ) -> Result<RunReport, ServiceError> {
+        if let Some(to) = to {
+            jobs::limits::check_redeliver_to(to)?;
+        }
+        let row = self.store.run(run).await?.ok_or(ServiceError::NoRun(run))?;
+        let to = to.filter(|t| !t.trim().is_empty());
+        scheduler.resend(&row, to).await.map_err(not_started)
     }
 }
 

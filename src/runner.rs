@@ -125,6 +125,21 @@ pub struct RunEnv {
     pub config: Arc<Config>,
     /// What the run has produced and spent so far.
     pub progress: Progress,
+    /// The upstream run a chained run follows: its output is given to the prompt as
+    /// `context_from` gives a job's output.
+    pub upstream: Option<Upstream>,
+}
+
+/// The run of the job a chained job's `after` names, that this run follows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    pub job_id: String,
+    /// The upstream job's name (empty when unknown).
+    pub job_name: String,
+    /// Its ledger row.
+    pub run: i64,
+    /// How it ended (its ledger status).
+    pub status: String,
 }
 
 /// How a run ended.

@@ -22,6 +22,8 @@ mod behaviours;
 mod beside_python;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/chains.rs"]
+mod chains;
 #[path = "cli/channels.rs"]
 mod channels;
 #[path = "cli/concurrency.rs"]

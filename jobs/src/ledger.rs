@@ -25,6 +25,8 @@ pub struct LedgerError {
 pub enum RunSource {
     Scheduler,
     Manual,
+    /// A chained run: a run of the job its `after` names ended ([`crate::chain`]).
+    Chain,
 }
 
 impl RunSource {
@@ -32,6 +34,7 @@ impl RunSource {
         match self {
             RunSource::Scheduler => "scheduler",
             RunSource::Manual => "manual",
+            RunSource::Chain => "chain",
         }
     }
 }
@@ -401,6 +404,27 @@ impl Ledger {
             })
             .optional()
             .map_err(|e| self.wrap(e))
+    }
+
+    /// One row by id.
+    pub fn one(&self, id: i64) -> Result<Option<RunRow>, LedgerError> {
+        Ok(self
+            .select_runs(
+                &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
+                params![id],
+            )?
+            .pop())
+    }
+
+    /// Replaces the delivery summary of row `id`.
+    pub fn set_delivery(&self, id: i64, delivery: &str) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET delivery = ?2 WHERE id = ?1",
+                params![id, delivery],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(())
     }
 
     /// Newest rows first, for one job or all.

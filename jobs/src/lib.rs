@@ -3,6 +3,7 @@
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
 pub mod caps;
+pub mod chain;
 pub mod due;
 pub mod estop;
 pub mod fields;

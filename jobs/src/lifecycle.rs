@@ -152,6 +152,11 @@ pub struct NewJob {
     pub inference_now: InferenceNow,
     /// The job's own spending caps, as given.
     pub caps: CapTexts,
+    /// `--after JOB`: run each time a run of that job ends with `after_on`
+    /// ([`crate::chain`]).
+    pub after: Option<String>,
+    /// `--on success|failure|always` (default `success`); needs `after`.
+    pub after_on: Option<String>,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -203,6 +208,10 @@ pub struct JobEdit {
     pub inference_now: InferenceNow,
     /// Caps to set or, with `""` or `0`, to clear.
     pub caps: CapTexts,
+    /// `--after JOB` sets the job's chain, `""` removes it ([`crate::chain`]).
+    pub after: Option<String>,
+    /// `--on success|failure|always`: alone, changes the outcome of the job's chain.
+    pub after_on: Option<String>,
 }
 
 impl JobEdit {
@@ -224,6 +233,8 @@ impl JobEdit {
             &self.monitor_url,
             &self.reasoning_effort,
             &self.interpreter,
+            &self.after,
+            &self.after_on,
         ];
         strings.iter().all(|field| field.is_none())
             && self.continuity.is_none()
@@ -498,6 +509,15 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     let paused_reason = new
         .paused
         .then(|| non_empty(&new.paused_reason).unwrap_or(CREATED_PAUSED_REASON));
+    let after = crate::chain::resolve(
+        store,
+        ctx,
+        None,
+        None,
+        new.after.as_deref(),
+        new.after_on.as_deref(),
+    )
+    .await?;
     let layout = store.layout(ctx).await?;
     let mut job = Job::create(&JobSpec {
         id: new_id(),
@@ -530,6 +550,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         layout,
     });
     caps.apply(&mut job);
+    if let Some(Some(after)) = &after {
+        crate::chain::set(&mut job, Some(after), ctx.now);
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -821,10 +844,32 @@ pub async fn edit_job(
     ctx: &Context,
 ) -> Result<Job, JobError> {
     let checked = CheckedEdit::check(edit)?;
+    let chain = match (&edit.after, &edit.after_on) {
+        (None, None) => None,
+        (after, on) => {
+            let jobs = store
+                .load_view(ctx, &["id", "name", crate::chain::AFTER])
+                .await?;
+            let job = find_job(&jobs, reference)?;
+            crate::chain::resolve(
+                store,
+                ctx,
+                Some(job.id()),
+                crate::chain::After::of(job),
+                after.as_deref(),
+                on.as_deref(),
+            )
+            .await?
+        }
+    };
     let at = *ctx;
     let change: JobChange = Box::new(move |job| {
         checked.apply_schedule(job, &at)?;
-        checked.apply_fields(job)
+        checked.apply_fields(job)?;
+        if let Some(after) = &chain {
+            crate::chain::set(job, after.as_ref(), at.now);
+        }
+        Ok(())
     });
     change_job(store, reference, ctx, change).await
 }

@@ -34,6 +34,23 @@ struct TextLimit {
     one_line: bool,
 }
 
+/// `after`'s job reference: an id or a name.
+const AFTER: TextLimit = TextLimit {
+    field: "After",
+    max_chars: MAX_NAME_CHARS,
+    one_line: true,
+};
+const AFTER_ON: TextLimit = TextLimit {
+    field: "On",
+    max_chars: MAX_IDENTIFIER_CHARS,
+    one_line: true,
+};
+/// Where `redeliver --to` sends a run again: a `deliver` value.
+const REDELIVER_TO: TextLimit = TextLimit {
+    field: "--to",
+    max_chars: MAX_DELIVER_CHARS,
+    one_line: true,
+};
 const NAME: TextLimit = TextLimit {
     field: "Name",
     max_chars: MAX_NAME_CHARS,
@@ -203,6 +220,8 @@ pub fn check_new(new: &NewJob) -> Result<(), JobError> {
         (&MONITOR_URL, &new.monitor_url),
         (&REASONING_EFFORT, &new.reasoning_effort),
         (&INTERPRETER, &new.interpreter),
+        (&AFTER, &new.after),
+        (&AFTER_ON, &new.after_on),
     ] {
         limit.check(value.as_deref())?;
     }
@@ -229,6 +248,8 @@ pub fn check_edit(edit: &JobEdit) -> Result<(), JobError> {
         (&MONITOR_URL, &edit.monitor_url),
         (&REASONING_EFFORT, &edit.reasoning_effort),
         (&INTERPRETER, &edit.interpreter),
+        (&AFTER, &edit.after),
+        (&AFTER_ON, &edit.after_on),
     ] {
         limit.check(value.as_deref())?;
     }
@@ -238,6 +259,11 @@ pub fn check_edit(edit: &JobEdit) -> Result<(), JobError> {
 /// The limit of a schedule given alone (a re-arm time).
 pub fn check_schedule(schedule: &str) -> Result<(), JobError> {
     SCHEDULE.check(Some(schedule))
+}
+
+/// The limit of `redeliver --to`.
+pub fn check_redeliver_to(to: &str) -> Result<(), JobError> {
+    REDELIVER_TO.check(Some(to))
 }
 
 /// The limit of a pause reason.

@@ -562,17 +562,22 @@ def part_c(w):
     a = created_id(w.py_cli("cron", "create", "every 1h", "alpha task", "--name", "alpha"))
     both_read(w, "1 python create alpha")
     b = created_id(w.rs("cron", "add", "0 8 * * *", "beta task", "--name", "beta", "--tz", "Asia/Tokyo",
-                        "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5"))
-    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost")
+                        "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
+                        "--after", a, "--on", "failure"))
+    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost --after alpha --on failure")
+    chain = {x["id"]: x for x in w.store()["jobs"]}[b]
+    chain = {k: chain.get(k) for k in ("after", "after_since")}
     must("C python edit beta", w.py_cli("cron", "edit", b, "--name", "beta2"))
     must("C python pause beta", w.py_cli("cron", "pause", b))
     must("C python resume beta", w.py_cli("cron", "resume", b))
     j = {x["id"]: x for x in w.store()["jobs"]}[b]
     caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5}
-    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps)",
+    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, after)",
           j.get("timezone") == "Asia/Tokyo" and "failure_streak" in j and j["name"] == "beta2"
-          and all(j.get(k) == v for k, v in caps.items()),
-          json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_streak", *caps)}))
+          and all(j.get(k) == v for k, v in caps.items())
+          and j.get("after") == {"job": a, "on": "failure"} and chain["after"] == j.get("after")
+          and j.get("after_since") == chain["after_since"],
+          json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_streak", "after", "after_since", *caps)}))
     both_read(w, "3 python edit beta --name")
     must("C ours edit alpha --schedule", w.rs("cron", "edit", a, "--schedule", "every 3h"))
     j = {x["id"]: x for x in w.store()["jobs"]}[a]

@@ -238,8 +238,11 @@ def part_g(rust, venv, work):
         r = w.rs("cron", "add", *args, now=T0)
         if must(f"G ours add ({label})", r):
             ids[label] = created_id(r)
+    upstream = next(iter(ids.values()), None)
+    chain = ["--after", upstream, "--on", "always"] if upstream else []
     tz = w.rs("cron", "add", "0 8 * * *", "tokyo", "--tz", "Asia/Tokyo", "--failure-deliver", "local",
-              "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5", now=T0)
+              "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
+              *chain, now=T0)
     if must("G ours add --tz", tz):
         ids["tz"] = created_id(tz)
     stored = {j["id"]: j for j in w.store()["jobs"]}
@@ -264,10 +267,12 @@ def part_g(rust, venv, work):
             and must("G 0.22 resume of our job", w.py_cli("cron", "resume", jid, now=T0)):
         j = {x["id"]: x for x in w.store()["jobs"]}[jid]
         caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5}
-        check("G 0.22's edit, pause and resume keep our keys (timezone, caps) and 0.22's (failure_deliver)",
+        after = {"job": upstream, "on": "always"} if upstream else None
+        check("G 0.22's edit, pause and resume keep our keys (timezone, caps, after) and 0.22's (failure_deliver)",
               j.get("timezone") == "Asia/Tokyo" and j.get("failure_deliver") == "local"
-              and j["name"] == "tokyo2" and all(j.get(k) == v for k, v in caps.items()),
-              json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_deliver", *caps)}))
+              and j["name"] == "tokyo2" and all(j.get(k) == v for k, v in caps.items())
+              and j.get("after") == after and (after is None or j.get("after_since")),
+              json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_deliver", "after", "after_since", *caps)}))
 
 
 def main():

@@ -105,6 +105,7 @@ pub async fn run_agent_with(
         home: &env.home,
         store: &*env.store,
         ctx: &env.ctx,
+        upstream: env.upstream.as_ref(),
     };
     let assembled = assemble(job, &sources, &script)
         .await

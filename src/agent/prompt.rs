@@ -65,7 +65,7 @@ fn cut(text: &str, limit: usize) -> String {
 }
 
 /// The `## Response` part of an output document, else the whole document.
-fn response_part(document: &str) -> &str {
+pub(crate) fn response_part(document: &str) -> &str {
     match document.find("\n## Response\n") {
         Some(at) => document[at + "\n## Response\n".len()..].trim(),
         None => document.trim(),
@@ -89,6 +89,9 @@ pub struct Sources<'a> {
     pub home: &'a Path,
     pub store: &'a dyn Store,
     pub ctx: &'a Context,
+    /// The upstream run a chained run follows: its output comes first, in place of the
+    /// upstream job's newest output when `context_from` names it too.
+    pub upstream: Option<&'a crate::runner::Upstream>,
 }
 
 async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, PromptError> {
@@ -101,12 +104,19 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Pro
         Some(Value::String(s)) => s.split(',').map(|p| p.trim().to_string()).collect(),
         _ => Vec::new(),
     };
-    let ids: Vec<String> = ids.into_iter().filter(|i| !i.is_empty()).collect();
+    let upstream = sources.upstream.map(|u| u.job_id.as_str());
+    let ids: Vec<String> = ids
+        .into_iter()
+        .filter(|i| !i.is_empty() && Some(i.as_str()) != upstream)
+        .collect();
+    let mut out = match sources.upstream {
+        Some(upstream) => upstream_block(upstream, sources).await?,
+        None => String::new(),
+    };
     if ids.is_empty() {
-        return Ok(String::new());
+        return Ok(out);
     }
     let names = job_names(sources.store, sources.ctx).await;
-    let mut out = String::new();
     for id in ids {
         let own = id.trim().eq_ignore_ascii_case("self") || id == job.id();
         if own {
@@ -137,6 +147,39 @@ async fn context_section(job: &Job, sources: &Sources<'_>) -> Result<String, Pro
         out.push_str(&format!("{heading}\n\n{body}\n\n"));
     }
     Ok(out)
+}
+
+/// The output of the upstream run a chained run follows, under the heading
+/// `context_from` gives a job's output, scanned as every injected text is.
+async fn upstream_block(
+    upstream: &crate::runner::Upstream,
+    sources: &Sources<'_>,
+) -> Result<String, PromptError> {
+    let document = sources
+        .store
+        .run_output(upstream.run)
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(
+                run = upstream.run,
+                "cannot read the upstream run's output: {e}"
+            );
+            None
+        })
+        .flatten();
+    let body = match document {
+        Some(doc) => scan_injected(&cut(response_part(&doc), CONTEXT_CAP)).map_err(|source| {
+            PromptError::Context {
+                job: upstream.job_id.clone(),
+                source,
+            }
+        })?,
+        None => "(the upstream run left no output)".to_string(),
+    };
+    Ok(format!(
+        "## Output of job '{}' ({})\n\nThis run follows run {} of that job, which ended `{}`.\n\n{body}\n\n",
+        upstream.job_name, upstream.job_id, upstream.run, upstream.status
+    ))
 }
 
 /// How many of its own documents a job looks back through for its last answer.
@@ -352,6 +395,7 @@ mod tests {
                 home: &self.home,
                 store: &self.store,
                 ctx: &self.ctx,
+                upstream: None,
             }
         }
     }

@@ -192,6 +192,10 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         ));
     };
     let (paused, paused_reason) = paused_of(body)?;
+    let after = match super::hermes_jobs::after_of(body)? {
+        (Some(job), on) if job.is_empty() => (None, on),
+        after => after,
+    };
     Ok(NewJob {
         paused,
         paused_reason,
@@ -210,6 +214,8 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         model: text(body, "model")?,
         provider: text(body, "provider")?,
         caps: caps_of(body)?,
+        after: after.0,
+        after_on: after.1,
         ..NewJob::default()
     })
 }
@@ -302,8 +308,8 @@ async fn update(
 
 async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
     let result = async {
-        state.remove_job(&id).await?;
-        Ok(json!({ "ok": true }))
+        let waiting = state.remove_job(&id).await?;
+        Ok(crate::api::ops::removed_reply(&id, &waiting))
     }
     .await;
     reply(&state, result)

@@ -1,14 +1,15 @@
 //! Routes beyond Python Hermes' API: the run ledger (`/api/runs`), a schedule preview,
 //! the daemon's status, health checks (`/healthz`, Python Hermes' `/health` and the
-//! readiness `/readyz`, all without a key) and `/metrics`. Read-only: nothing here
-//! changes a job.
+//! readiness `/readyz`, all without a key) and `/metrics`, and delivering a finished
+//! run again (`POST /api/runs/{id}/redeliver`). Nothing here changes a job.
 
 use std::sync::Arc;
 
+use axum::body::Body;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono_tz::Tz;
 use serde::Deserialize;
@@ -29,6 +30,7 @@ pub fn routes() -> Router<Arc<ApiState>> {
     Router::new()
         .route("/api/runs", get(runs))
         .route("/api/runs/{id}/output", get(run_output))
+        .route("/api/runs/{id}/redeliver", post(redeliver))
         .route("/api/schedule/preview", get(preview))
         .route("/api/status", get(status))
         .route("/metrics", get(metrics))
@@ -102,6 +104,68 @@ async fn runs(State(state): State<Arc<ApiState>>, Query(query): Query<RunsQuery>
     }
     .await;
     reply(&state, result)
+}
+
+/// Delivers finished run `id` again (as `hermes cron redeliver`), with no model request:
+/// to its job's targets, or to `{"to": TARGET}` (a body is optional). 200 with
+/// `{"run", "job_id", "delivery", "error": null}` when it arrived; 502 with the same
+/// fields and the error when it did not; 404 for an unknown run; 400 for a run that
+/// cannot be sent again (still running, no output, job removed) or a bad target.
+async fn redeliver(
+    State(state): State<Arc<ApiState>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    let result = async {
+        let Ok(run) = id.trim().parse::<i64>() else {
+            return Err(Failure::bad_request(
+                "Invalid run id: use a number from /api/runs",
+            ));
+        };
+        let to = redeliver_target(body).await?;
+        let report = state
+            .jobs
+            .redeliver(&state.scheduler, run, to.as_deref())
+            .await?;
+        let status = match report.error {
+            None => StatusCode::OK,
+            Some(_) => StatusCode::BAD_GATEWAY,
+        };
+        let body = json!({
+            "run": run,
+            "job_id": report.job_id,
+            "delivery": report.delivery,
+            "error": report.error,
+        });
+        Ok((status, body))
+    }
+    .await;
+    match result {
+        Ok((status, body)) => (status, Json(body)).into_response(),
+        Err(failure) => reply(&state, Err(failure)),
+    }
+}
+
+/// The `to` of a redeliver body: none for an empty body.
+async fn redeliver_target(body: Body) -> Result<Option<String>, Failure> {
+    let bytes = super::security::read_body(body).await.map_err(|_| {
+        Failure::bad_request("Request body not read: send at most {\"to\": TARGET}")
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(map)) => match map.get("to") {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(to)) => Ok(Some(to.clone())),
+            Some(_) => Err(Failure::bad_request(
+                "to must be a deliver value, e.g. \"telegram:CHAT\"",
+            )),
+        },
+        _ => Err(Failure::bad_request(
+            "Invalid JSON body: expected {\"to\": TARGET} or nothing",
+        )),
+    }
 }
 
 /// One run's output document, wherever the store keeps it (as `hermes cron output RUN`):

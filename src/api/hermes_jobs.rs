@@ -36,6 +36,7 @@ pub const UPDATABLE: &[&str] = &[
     "max_runtime_seconds",
     "max_tokens",
     "max_cost_usd",
+    "after",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -168,6 +169,11 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         Some(_) => return Err(Failure::bad_request("Repeat must be a positive integer")),
     };
     let (paused, paused_reason) = paused_of(body)?;
+    // On a create, `null` is no chain.
+    let after = match after_of(body)? {
+        (Some(job), on) if job.is_empty() => (None, on),
+        after => after,
+    };
     Ok(NewJob {
         schedule,
         prompt,
@@ -178,8 +184,17 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         paused,
         paused_reason,
         caps: caps_of(body)?,
+        after: after.0,
+        after_on: after.1,
         ..NewJob::default()
     })
+}
+
+/// `after` of a body: `{"job": ID, "on": "success"}` (`on` optional; alone on an update
+/// it changes the outcome only), a job id or name, or `null` (on an update: remove the
+/// chain). Judged by the job service; shared with the dashboard's and MCP's doors.
+pub fn after_of(body: &Map<String, Value>) -> Result<(Option<String>, Option<String>), Failure> {
+    jobs::chain::requested(body.get("after")).map_err(Failure::bad_request)
 }
 
 /// The spending caps of a body (`max_turns`, `max_runtime_seconds`, `max_tokens`,
@@ -259,6 +274,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
         Some(_) => return Err(Failure::bad_request("enabled must be true or false")),
     };
     edit.caps = caps_of(body)?;
+    (edit.after, edit.after_on) = after_of(body)?;
     Ok((edit, enabled))
 }
 
@@ -292,8 +308,8 @@ async fn update(
 async fn remove(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Response {
     let result = async {
         check_id(&id)?;
-        state.remove_job(&id).await?;
-        Ok(json!({ "ok": true }))
+        let waiting = state.remove_job(&id).await?;
+        Ok(crate::api::ops::removed_reply(&id, &waiting))
     }
     .await;
     reply(&state, result)

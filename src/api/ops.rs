@@ -136,7 +136,9 @@ impl From<ServiceError> for Failure {
             return Failure::bad_request(blocked_message(blocked));
         }
         match e.kind() {
-            ErrorKind::NotFound if matches!(e, ServiceError::NoIncident(_)) => {
+            ErrorKind::NotFound
+                if matches!(e, ServiceError::NoIncident(_) | ServiceError::NoRun(_)) =>
+            {
                 Failure::new(StatusCode::NOT_FOUND, e.to_string())
             }
             ErrorKind::NotFound => Failure::not_found(),
@@ -296,10 +298,11 @@ impl ApiState {
         Ok(record(self.jobs.resume(id).await?))
     }
 
-    pub async fn remove_job(&self, id: &str) -> Result<(), Failure> {
+    /// Removes the job; returns the jobs whose chain waited on it (id, name).
+    pub async fn remove_job(&self, id: &str) -> Result<Vec<(String, String)>, Failure> {
         self.jobs.get(id).await?;
         self.jobs.remove(id).await?;
-        Ok(())
+        Ok(self.jobs.waiting_on(id).await)
     }
 
     /// Starts the job now through the scheduler's manual-run path (its ledger row exists
@@ -313,5 +316,19 @@ impl ApiState {
                 .start_now(&self.scheduler, id, WhenPaused::Resume, run_context)
                 .await?,
         ))
+    }
+}
+
+/// The answer of a removal on the REST routes: `{"ok": true}`, with `waiting` (the ids
+/// and names of the jobs whose chain waited on the removed job) and the `message` every
+/// door gives about them when there are any.
+pub fn removed_reply(id: &str, waiting: &[(String, String)]) -> serde_json::Value {
+    match jobs::chain::waiting_note(id, waiting) {
+        None => serde_json::json!({ "ok": true }),
+        Some(note) => serde_json::json!({
+            "ok": true,
+            "waiting": waiting.iter().map(|(id, name)| serde_json::json!({"id": id, "name": name})).collect::<Vec<_>>(),
+            "message": note,
+        }),
     }
 }

@@ -202,6 +202,18 @@ hermes cron edit standup --model \"\"     (clears the model)"
         #[arg(long)]
         json: bool,
     },
+    /// Deliver a finished run's stored output again, with no model request: to its job's
+    /// targets, or to the one --to names. The outcome is recorded on the run.
+    #[command(
+        after_help = "Examples:\n  hermes cron redeliver 42\n  hermes cron redeliver 42 --to telegram:-1001234567890"
+    )]
+    Redeliver {
+        /// The run's id, the first column of `hermes cron runs`.
+        run: i64,
+        /// Send it here instead: a deliver value (telegram:CHAT, webhook:URL, …).
+        #[arg(long, value_name = "TARGET")]
+        to: Option<String>,
+    },
     /// Print the output document of one run (its id as `runs` shows it), from any host.
     #[command(after_help = "Example:\n  hermes cron output 42")]
     Output {
@@ -392,6 +404,14 @@ pub struct JobFields {
     /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
     #[arg(long)]
     pub interpreter: Option<String>,
+    /// Run each time a run of job JOB (id or name) ends with the --on outcome; with
+    /// edit, "" removes the chain.
+    #[arg(long, value_name = "JOB")]
+    pub after: Option<String>,
+    /// Which outcomes of the --after job start this one: success (default), failure or
+    /// always.
+    #[arg(long = "on", value_name = "OUTCOME")]
+    pub after_on: Option<String>,
     /// At most N model requests per run (with edit, 0 or "" clears a cap).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_turns: Option<String>,

@@ -44,6 +44,9 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
         }
         None => {}
     }
+    if let Some(after) = jobs::chain::After::of(job) {
+        say!("  After:    {} (on {})", after.job, after.on.as_str());
+    }
     if job.continuity() {
         say!("  Continuity: on (each run sees the previous run's output)");
     }
@@ -132,6 +135,8 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         pin: args.pin,
         origin: args.origin,
         caps,
+        after: fields.after,
+        after_on: fields.after_on,
         ..NewJob::default()
     };
     let job = session.service().create(new).await?.job;
@@ -173,6 +178,8 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         continuity: choice(args.continuity, args.no_continuity),
         pin: choice(args.pin, args.unpin),
         caps,
+        after: fields.after,
+        after_on: fields.after_on,
         ..JobEdit::default()
     };
     if edit.is_empty() {
@@ -238,5 +245,9 @@ pub async fn resume(
 pub async fn remove(session: &Session, reference: &str) -> Result<(), CliError> {
     let job = session.service().remove(reference).await?.job;
     say!("Removed job: {} ({})", job.id(), job.name());
+    let waiting = session.service().waiting_on(job.id()).await;
+    if let Some(note) = jobs::chain::waiting_note(job.id(), &waiting) {
+        say!("{note}");
+    }
     Ok(())
 }

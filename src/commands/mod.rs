@@ -151,7 +151,7 @@ pub fn gateway(
 pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
     let scheduler_verb = matches!(
         verb,
-        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
+        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. } | CronVerb::Redeliver { .. }
     );
     // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
     let verb = match verb {
@@ -263,6 +263,9 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         } => incidents_cmd::notepad(&session, &job, action, key, value, json).await,
         CronVerb::Service { action } => gateway_cmd::service(action, &session.home),
         CronVerb::Output { run } => status::output(&session, run).await,
+        CronVerb::Redeliver { run, to } => {
+            scheduler_cmd::redeliver(session, run, to.as_deref()).await
+        }
         CronVerb::Cost { since, by, json } => cost_cmd::cost(&session, &since, by, json).await,
         CronVerb::Mcp => {
             let scheduler = scheduler_cmd::scheduler_for(&session, None)?;

@@ -134,6 +134,25 @@ pub async fn tick(session: Session) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `hermes cron redeliver RUN [--to TARGET]`: the run's output sent again; fails
+/// (exit 1) when nothing arrived.
+pub async fn redeliver(session: Session, run: i64, to: Option<&str>) -> Result<(), CliError> {
+    let service = session.service();
+    let scheduler = scheduler_for(&session, None)?;
+    let report = service.redeliver(&scheduler, run, to).await?;
+    let delivery = report.delivery.as_deref().unwrap_or("");
+    match &report.error {
+        None => {
+            say!("Run {run} of {} delivered again: {delivery}", report.job_id);
+            Ok(())
+        }
+        Some(error) => Err(CliError::user(format!(
+            "Run {run} of {} was not delivered again: {error} ({delivery})",
+            report.job_id
+        ))),
+    }
+}
+
 pub async fn run(session: Session, reference: &str) -> Result<(), CliError> {
     let service = session.service();
     let scheduler = scheduler_for(&session, None)?;

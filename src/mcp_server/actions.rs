@@ -113,9 +113,32 @@ impl Cron {
         let action = args.action.trim().to_ascii_lowercase();
         let result = match action.as_str() {
             "run" | "run_now" | "trigger" => self.run(&args).await,
+            "redeliver" => self.redeliver(&args).await,
             _ => self.change(&action, &args).await,
         };
         result.unwrap_or_else(Failure::reply)
+    }
+
+    /// Sends a finished run's stored output again (`hermes cron redeliver`).
+    async fn redeliver(&self, args: &Arguments) -> Result<Value, Failure> {
+        let Some(run) = args.run_id else {
+            return Err("redeliver needs run_id: the id of a finished run".into());
+        };
+        let report = self
+            .jobs
+            .redeliver(&self.scheduler, run, args.to.as_deref())
+            .await?;
+        let message = match &report.error {
+            None => format!("Run {run} delivered again."),
+            Some(error) => format!("Run {run} was not delivered again: {error}"),
+        };
+        Ok(json!({
+            "success": report.error.is_none(),
+            "run_id": run,
+            "job_id": report.job_id,
+            "delivery": report.delivery,
+            "message": message,
+        }))
     }
 
     /// "Now", the zones and the config are read afresh for each call: the server lives
@@ -139,15 +162,24 @@ impl Cron {
             "remove" => {
                 let id = self.resolve(args, &ctx).await?;
                 let Changed { job, ctx } = self.jobs.remove(&id).await?;
-                Ok(json!({
+                let waiting = self.jobs.waiting_on(job.id()).await;
+                let mut out = json!({
                     "success": true,
                     "message": format!("Cron job '{}' removed.", job.name()),
                     "removed_job": {"id": job.id(), "name": job.name(), "schedule": job.schedule_display(&ctx).ok()},
-                }))
+                });
+                if let Some(note) = jobs::chain::waiting_note(job.id(), &waiting) {
+                    out["message"] = json!(format!("Cron job '{}' removed. {note}", job.name()));
+                    out["waiting"] = json!(waiting
+                        .iter()
+                        .map(|(id, name)| json!({"id": id, "name": name}))
+                        .collect::<Vec<_>>());
+                }
+                Ok(out)
             }
-            "" => Err("action is required: one of create, list, update, pause, resume, remove, run".into()),
+            "" => Err("action is required: one of create, list, update, pause, resume, remove, run, redeliver".into()),
             other => Err(format!(
-                "Unknown cron action '{other}': use create, list, update, pause, resume, remove or run"
+                "Unknown cron action '{other}': use create, list, update, pause, resume, remove, run or redeliver"
             )
             .into()),
         }
@@ -208,6 +240,7 @@ impl Cron {
         let origin = args.origin_text()?;
         let (monitor_script, monitor_url) = args.monitor_pair();
         let defaulted_to_local = deliver.is_none() && origin.is_none();
+        let after = jobs::chain::requested(args.after.as_ref())?;
         let new = NewJob {
             schedule: schedule.to_string(),
             prompt,
@@ -228,6 +261,8 @@ impl Cron {
             pin: args.pinned.unwrap_or(false),
             origin,
             caps: args.caps()?,
+            after: after.0,
+            after_on: after.1,
             ..NewJob::default()
         };
         let Changed { job, ctx } = self.jobs.create(new).await?;
@@ -271,6 +306,7 @@ impl Cron {
     async fn update(&self, args: &Arguments, ctx: &Context) -> Result<Value, Failure> {
         args.refuse_model_pins()?;
         let (monitor_script, monitor_url) = args.monitor_pair();
+        let after = jobs::chain::requested(args.after.as_ref())?;
         let edit = JobEdit {
             schedule: args.schedule.clone(),
             prompt: args.prompt.clone(),
@@ -288,6 +324,8 @@ impl Cron {
             continuity: args.continuity,
             pin: args.pinned,
             caps: args.caps()?,
+            after: after.0,
+            after_on: after.1,
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -443,6 +481,9 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
     out["pinned"] = json!(job.model().is_some());
     if job.no_agent() {
         out["no_agent"] = json!(true);
+    }
+    if let Some(after) = jobs::chain::After::of(job) {
+        out["after"] = after.to_json();
     }
     if job.continuity() {
         out["continuity"] = json!(true);

@@ -75,6 +75,11 @@ pub struct Arguments {
     pub monitor_url: Option<String>,
     pub continuity: Option<bool>,
     pub pinned: Option<bool>,
+    /// `{"job": ID, "on": "success"}`, or a job id; on update `""` removes the chain.
+    pub after: Option<Value>,
+    /// For redeliver: the finished run to send again, and where instead of its targets.
+    pub run_id: Option<i64>,
+    pub to: Option<String>,
     pub max_turns: Option<Value>,
     pub max_runtime_seconds: Option<Value>,
     pub max_tokens: Option<Value>,

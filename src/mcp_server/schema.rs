@@ -13,8 +13,15 @@ use jobs::Platform;
 pub const TOOL_NAME: &str = "cronjob";
 
 /// The actions, in the order the description lists them.
-pub const ACTIONS: [&str; 7] = [
-    "create", "list", "update", "pause", "resume", "remove", "run",
+pub const ACTIONS: [&str; 8] = [
+    "create",
+    "list",
+    "update",
+    "pause",
+    "resume",
+    "remove",
+    "run",
+    "redeliver",
 ];
 
 const DESCRIPTION: &str = "\
@@ -56,8 +63,13 @@ pub fn input_schema() -> Map<String, Value> {
         "action": {
             "type": "string",
             "enum": ACTIONS,
-            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove and run need job_id."
+            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove and run need job_id; redeliver needs run_id."
         },
+        "run_id": {
+            "type": "integer",
+            "description": "For redeliver: the id of a finished run (as the run history shows it), whose stored output is sent again with no model request."
+        },
+        "to": string("For redeliver: send the run's output here instead of to its job's targets (a deliver value, e.g. 'telegram:CHAT')."),
         "job_id": string("The job's id or exact name, for update, pause, resume, remove and run."),
         "schedule": string("When it runs, for create and update: '30m' (once, in 30 minutes), 'every 2h', '0 9 * * *' (cron), 'weekdays at 9am', or an ISO time '2026-06-01T09:00' (once). Read in the job's time zone."),
         "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run. For run: optional context for that one run only (never stored)."),
@@ -89,6 +101,10 @@ pub fn input_schema() -> Map<String, Value> {
         "paused_reason": string("For create with paused=true: why it waits, shown in the job listing."),
         "failure_deliver": string("Where failure notices go instead of deliver (same values); 'local' mutes them. On update, '' clears it: failures follow deliver again."),
         "monitor": string("A change detector that gates the agent: an http(s) URL or a script under <HERMES_HOME>/scripts/, read each run. Unchanged output skips the agent run; changed output wakes it with the change. Its output must be stable (no timestamps). Not with no_agent. On update, '' removes it."),
+        "after": {
+            "type": ["object", "string"],
+            "description": "Chain this job after another: {\"job\": ID, \"on\": \"success\"|\"failure\"|\"always\"} (on defaults to success), or a job id. The job then also runs each time a run of that job ends with that outcome, given its output as context. A cycle is refused. On update, '' removes the chain."
+        },
         "continuity": {
             "type": "boolean",
             "description": "True: each run sees the job's own previous output, to continue where it left off. On update, false turns it off."

@@ -69,6 +69,7 @@ impl Scheduler {
                 Settled::Nothing => {}
             }
         }
+        pending.extend(self.claim_chains(&ctx, &settings).await);
         let (retries, retry_wake) = self.claim_redeliveries(ctx.now).await;
         pending.extend(retries.into_iter().map(Pending::Redeliver));
         let week_ago = ctx.now - chrono::Duration::days(7);
@@ -152,6 +153,7 @@ impl Scheduler {
                     source: RunSource::Scheduler,
                     settings: settings.clone(),
                     queued: self.enqueue(),
+                    upstream: None,
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
@@ -246,6 +248,7 @@ impl Scheduler {
             source: RunSource::Manual,
             settings,
             queued: None,
+            upstream: None,
         })
     }
 }

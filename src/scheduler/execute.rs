@@ -33,11 +33,17 @@ pub struct ClaimedRun {
     pub settings: CronSettings,
     /// Counted as waiting for a run slot until it holds one.
     pub(crate) queued: Option<super::Queued>,
+    /// The upstream run a chained run follows (`source` is then `Chain`).
+    pub upstream: Option<crate::runner::Upstream>,
 }
 
 impl ClaimedRun {
-    /// `<job_id>@<instant>`, or `<job_id>@manual-<claimed at>`: the ledger's key.
+    /// `<job_id>@<instant>`, `<job_id>@manual-<claimed at>` or
+    /// `<job_id>@after-<upstream run>`: the ledger's key.
     pub fn occurrence(&self) -> String {
+        if let Some(upstream) = &self.upstream {
+            return jobs::chain::occurrence(self.job.id(), upstream.run);
+        }
         self.scheduled_at.map_or_else(
             || jobs::store::manual_occurrence(self.job.id(), self.claimed_at),
             |at| occurrence_key(self.job.id(), at),
@@ -49,7 +55,9 @@ impl Scheduler {
     /// Runs one claimed occurrence to the end: run, save, deliver, record.
     pub async fn execute(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
         let _permit = match (&self.permits, claimed.source) {
-            (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
+            (Some(permits), RunSource::Scheduler | RunSource::Chain) => {
+                Arc::clone(permits).acquire_owned().await.ok()
+            }
             _ => None,
         };
         drop(claimed.queued.take());
@@ -75,6 +83,7 @@ impl Scheduler {
             ctx,
             config,
             progress: crate::runner::Progress::default(),
+            upstream: claimed.upstream.clone(),
         };
         // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
         // on the job: this fire appends it, and removes it once recorded.

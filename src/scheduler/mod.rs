@@ -12,7 +12,9 @@
 //!   a quota hold, a blocked configuration's one alert;
 //! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
+//! * [`chain`] — claim the runs of jobs chained after runs that ended (`after`);
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
+//! * [`resend`] — deliver a finished run's stored output again (`hermes cron redeliver`);
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
 //! * [`observe`] — the seam that tells an observer (metrics) what happened;
@@ -24,12 +26,14 @@
 mod aftermath;
 mod alert;
 mod budget;
+mod chain;
 mod claim;
 mod daemon;
 mod execute;
 mod observe;
 mod record;
 mod redeliver;
+mod resend;
 pub mod settings;
 #[cfg(test)]
 mod tests;
@@ -150,6 +154,9 @@ pub struct Scheduler {
     manual: Mutex<JoinSet<RunReport>>,
     /// The global pause was logged since it was engaged (logged once per engagement).
     pause_noted: std::sync::atomic::AtomicBool,
+    /// The chained jobs as last read, with the store's change mark before that read
+    /// and when it was read: passes reuse them while no job changed ([`chain`]).
+    chained: Mutex<Option<chain::Chained>>,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -233,6 +240,7 @@ impl Scheduler {
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
             pause_noted: std::sync::atomic::AtomicBool::new(false),
+            chained: Mutex::new(None),
         }))
     }
 

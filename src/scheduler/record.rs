@@ -152,17 +152,17 @@ struct Finished<'a> {
 }
 
 /// One run's delivery bookkeeping: the outbox key and what a kept row says of the run.
-struct Bookkeeping<'a> {
+pub(super) struct Bookkeeping<'a> {
     /// The outbox occurrence: a manual run's key is made unique by its ledger row.
-    key: String,
-    job: &'a Job,
-    run_at: String,
-    now: DateTime<Utc>,
-    expires: DateTime<Utc>,
+    pub(super) key: String,
+    pub(super) job: &'a Job,
+    pub(super) run_at: String,
+    pub(super) now: DateTime<Utc>,
+    pub(super) expires: DateTime<Utc>,
 }
 
 impl<'a> Bookkeeping<'a> {
-    fn item(&'a self, target: &'a str, payload: &'a str) -> NewOutboxItem<'a> {
+    pub(super) fn item(&'a self, target: &'a str, payload: &'a str) -> NewOutboxItem<'a> {
         NewOutboxItem {
             occurrence: &self.key,
             target,
@@ -342,7 +342,7 @@ impl Scheduler {
         let claimed = run.claimed;
         let books = Bookkeeping {
             key: match claimed.source {
-                RunSource::Scheduler => claimed.occurrence(),
+                RunSource::Scheduler | RunSource::Chain => claimed.occurrence(),
                 RunSource::Manual => format!("{}#{}", claimed.occurrence(), claimed.run),
             },
             job,
@@ -397,7 +397,7 @@ impl Scheduler {
 
     /// Closes the outbox rows of the sends that were tracked, and keeps the transient
     /// failures of untracked ones for a retry on a later pass.
-    async fn keep_outcomes(&self, report: &DeliveryReport, books: &Bookkeeping<'_>) {
+    pub(super) async fn keep_outcomes(&self, report: &DeliveryReport, books: &Bookkeeping<'_>) {
         let job = books.job.id();
         for settled in &report.settled {
             let state = match settled.outcome {

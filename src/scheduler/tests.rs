@@ -722,3 +722,96 @@ async fn under_the_global_pause_due_jobs_stay_due_and_fire_after_the_resume() {
     assert_eq!(reports.len(), 1);
     assert_eq!(reports[0].occurrence, format!("{id}@2026-11-23T10:00:00Z"));
 }
+
+impl Rig {
+    /// A job chained after `upstream` (on `on`), with a daily schedule of its own.
+    async fn chained(&self, upstream: &str, on: &str) -> String {
+        let new = NewJob {
+            schedule: "every 24h".into(),
+            prompt: "follow".into(),
+            name: Some("follow".into()),
+            after: Some(upstream.into()),
+            after_on: Some(on.into()),
+            ..NewJob::default()
+        };
+        create_job(&*self.store, &new, &self.ctx())
+            .await
+            .unwrap()
+            .id()
+            .to_string()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chain_runs_once_per_upstream_run_one_at_a_time_oldest_first() {
+    let rig = Rig::new();
+    let up = rig.add("every 1h", "report").await;
+    let down = rig.chained(&up, "success").await;
+    // Two upstream runs end before the chain is looked at: two chained runs owed.
+    let first = rig.scheduler.run_now(rig.job(&up).await).await.unwrap();
+    pass_time(Duration::from_secs(2)).await;
+    let second = rig.scheduler.run_now(rig.job(&up).await).await.unwrap();
+    assert_eq!(
+        (first.status, second.status),
+        (RunStatus::Ok, RunStatus::Ok)
+    );
+    let upstream: Vec<i64> = rig.runs(&up).await.iter().rev().map(|r| r.id).collect();
+
+    let pass = rig.scheduler.pass().await.unwrap();
+    assert_eq!(pass.pending.len(), 1, "one chained run at a time");
+    // While it runs, the next one waits.
+    assert!(rig.scheduler.pass().await.unwrap().pending.is_empty());
+    for handle in rig.spawn_all(pass) {
+        handle.await.unwrap();
+    }
+    rig.tick().await;
+    rig.tick().await;
+    let chained: Vec<String> = rig
+        .runs(&down)
+        .await
+        .iter()
+        .rev()
+        .map(|r| r.occurrence.clone())
+        .collect();
+    let expected: Vec<String> = upstream
+        .iter()
+        .map(|run| jobs::chain::occurrence(&down, *run))
+        .collect();
+    assert_eq!(chained, expected, "oldest first, once each");
+    let ran: Vec<String> = rig.started().into_iter().map(|(id, _)| id).collect();
+    assert_eq!(ran, vec![up.clone(), up.clone(), down.clone(), down]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_chain_ignores_runs_before_it_was_set_and_outcomes_it_does_not_wait_for() {
+    let rig = Rig::new();
+    let up = rig.add("every 1h", "report").await;
+    rig.scheduler.run_now(rig.job(&up).await).await.unwrap();
+    pass_time(Duration::from_secs(5)).await;
+    let on_failure = rig.chained(&up, "failure").await;
+    let on_success = rig.chained(&up, "success").await;
+    assert!(rig.tick().await.is_empty(), "the run before the chain");
+    pass_time(Duration::from_secs(5)).await;
+    rig.scheduler.run_now(rig.job(&up).await).await.unwrap();
+    rig.tick().await;
+    assert!(rig.runs(&on_failure).await.is_empty());
+    assert_eq!(rig.runs(&on_success).await.len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_redelivery_sends_the_stored_answer_again_without_running_anything() {
+    let rig = Rig::new();
+    let id = rig.add("every 1h", "report").await;
+    rig.scheduler.run_now(rig.job(&id).await).await.unwrap();
+    let row = rig.runs(&id).await.remove(0);
+    let report = rig.scheduler.resend(&row, None).await.unwrap();
+    assert_eq!(report.error, None);
+    assert_eq!(
+        *rig.delivery.arrived.lock().unwrap(),
+        vec!["done: report".to_string(), "done: report".to_string()]
+    );
+    assert_eq!(rig.started().len(), 1, "no run, no model request");
+    let after = rig.runs(&id).await;
+    assert_eq!(after.len(), 1);
+    assert_eq!(after[0].delivery.as_deref(), Some("sent: telegram:42"));
+}

@@ -282,6 +282,11 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
     );
     browser.screenshot(&shots.join("dashboard-run.png"));
     assert_eq!(model.count(), 1, "the run asked the model once");
+    // Send again: the stored output goes to the job's targets (here `local`), with no
+    // model request.
+    browser.click("#o-resend");
+    browser.wait_text("#d-error", "delivered again: local");
+    assert_eq!(model.count(), 1, "sending it again asked the model nothing");
 
     // Pause: the table says so, and so does the CLI.
     browser.click("#d-pause");

@@ -228,6 +228,11 @@ fn cases() -> Vec<Case> {
             "Invalid max_cost_usd '-1'",
         ),
         case(
+            "a chain after a job that does not exist",
+            vec![("after", json!("nosuchjob"))],
+            "--after names no job: 'nosuchjob'",
+        ),
+        case(
             "a model pin through the agent's tool",
             vec![("model", json!("gpt-x"))],
             "this tool cannot set them",

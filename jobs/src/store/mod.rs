@@ -424,6 +424,17 @@ pub trait JobRecords: Send + Sync {
     /// Claims a manual run (`hermes cron run`); refused with [`JobError::Running`] while
     /// the job is running.
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
+
+    /// Claims the chained run `occurrence` of `job_id` ([`crate::chain::occurrence`]) as
+    /// running now. `None` when the occurrence is in the ledger already (another process
+    /// or an earlier pass claimed it: run nothing) or the job is running here or on
+    /// another host (a later pass claims it).
+    async fn claim_chained(
+        &self,
+        job_id: &str,
+        occurrence: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError>;
 }
 
 /// The run ledger: closing runs, reading them back, pruning old history, and what runs
@@ -453,6 +464,13 @@ pub trait RunLedger: Send + Sync {
         job_id: Option<&str>,
         limit: usize,
     ) -> Result<Vec<RunRow>, StoreError>;
+
+    /// One run by its ledger id (`None`: no such run, or pruned).
+    async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError>;
+
+    /// Records what delivering finished run `id` again did (`hermes cron redeliver`) in
+    /// its `delivery`, as a run's own delivery is recorded; nothing else changes.
+    async fn set_run_delivery(&self, id: i64, delivery: &str) -> Result<(), StoreError>;
 
     /// The newest run of every job that has one, by job id, or of the jobs in `only`
     /// (a listing of many jobs shows each one's latest run from this one read; a page
@@ -747,6 +765,13 @@ pub struct ClaimRequest<'a> {
 /// The occurrence key of a manual run started at `now`.
 pub fn manual_occurrence(job_id: &str, now: DateTime<Utc>) -> String {
     format!("{job_id}@manual-{}", crate::ledger::ledger_time(now))
+}
+
+fn chain_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) -> ClaimRequest<'a> {
+    ClaimRequest {
+        source: RunSource::Chain,
+        ..manual_claim(job_id, occurrence, now)
+    }
 }
 
 fn manual_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) -> ClaimRequest<'a> {

@@ -129,7 +129,58 @@ async fn spend_is_summed_for_every_process_and_a_budget_notice_goes_once(backend
         .unwrap());
 }
 
+/// A chained occurrence is claimed once, by one process of all, and waits while its
+/// job runs anywhere; a finished run reads back by id and takes a redelivery's outcome.
+async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let now = backend.now();
+    let occurrence = crate::chain::occurrence("bbbbbbbbbbbb", 7);
+    let manual = one.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
+    assert_eq!(
+        two.claim_chained("bbbbbbbbbbbb", &occurrence, now)
+            .await
+            .unwrap(),
+        None,
+        "the job is running on process 1"
+    );
+    one.finish_run(manual, RunStatus::Ok, now, &RunEnd::default())
+        .await
+        .unwrap();
+    let run = two
+        .claim_chained("bbbbbbbbbbbb", &occurrence, now)
+        .await
+        .unwrap()
+        .expect("claimed");
+    let end = RunEnd {
+        delivery: Some("local".into()),
+        ..RunEnd::default()
+    };
+    two.finish_run(run, RunStatus::Ok, now, &end).await.unwrap();
+    assert_eq!(
+        one.claim_chained("bbbbbbbbbbbb", &occurrence, now)
+            .await
+            .unwrap(),
+        None,
+        "never twice"
+    );
+    let row = one.run(run).await.unwrap().expect("the run reads back");
+    assert_eq!(
+        (
+            row.occurrence.as_str(),
+            row.source.as_str(),
+            row.status.as_str()
+        ),
+        (occurrence.as_str(), "chain", "ok")
+    );
+    one.set_run_delivery(run, "sent: telegram:1").await.unwrap();
+    let row = two.run(run).await.unwrap().expect("the run reads back");
+    assert_eq!(row.delivery.as_deref(), Some("sent: telegram:1"));
+    assert_eq!(row.status, "ok");
+    assert!(one.run(run + 1000).await.unwrap().is_none());
+}
+
 conformance!(
+    a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery,
     runs_of_dead_processes_become_interrupted,
     the_latest_run_of_each_job_reads_back,
     spend_is_summed_for_every_process_and_a_budget_notice_goes_once,

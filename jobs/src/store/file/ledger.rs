@@ -136,6 +136,23 @@ impl RunLedger for FileStore {
             .await
     }
 
+    async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        self.blocking(move |files| {
+            // Reading history never creates the database.
+            if !files.db_exists(&files.ledger, &files.db_path()) {
+                return Ok(None);
+            }
+            files.with_ledger(|ledger| ledger.one(id))
+        })
+        .await
+    }
+
+    async fn set_run_delivery(&self, id: i64, delivery: &str) -> Result<(), StoreError> {
+        let delivery = delivery.to_string();
+        self.blocking(move |files| files.with_ledger(|ledger| ledger.set_delivery(id, &delivery)))
+            .await
+    }
+
     async fn prune_history(
         &self,
         before: DateTime<Utc>,

@@ -460,6 +460,24 @@ impl Files {
         Ok(DuePass::decided(occurrences, next_wake))
     }
 
+    fn claim_chained(
+        &self,
+        job_id: &str,
+        occurrence: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let claim = crate::store::chain_claim(job_id, occurrence, now);
+        self.with_ledger(|ledger| {
+            if ledger
+                .is_running(job_id, &self.owner.host, &*self.alive)
+                .unwrap_or(false)
+            {
+                return Ok(None);
+            }
+            ledger.claim(&self.stamped(&claim))
+        })
+    }
+
     fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
         let busy = self.with_ledger(|ledger| {
             Ok(ledger
@@ -573,6 +591,17 @@ impl JobRecords for FileStore {
 
     async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
         self.blocking(move |files| files.start_run(run, now)).await
+    }
+
+    async fn claim_chained(
+        &self,
+        job_id: &str,
+        occurrence: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let (job_id, occurrence) = (job_id.to_string(), occurrence.to_string());
+        self.blocking(move |files| files.claim_chained(&job_id, &occurrence, now))
+            .await
     }
 
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {

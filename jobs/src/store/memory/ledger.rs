@@ -79,6 +79,17 @@ impl RunLedger for MemoryStore {
             .collect())
     }
 
+    async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        Ok(self.lock().runs.iter().find(|r| r.id == id).cloned())
+    }
+
+    async fn set_run_delivery(&self, id: i64, delivery: &str) -> Result<(), StoreError> {
+        if let Some(row) = self.lock().runs.iter_mut().find(|r| r.id == id) {
+            row.delivery = Some(delivery.to_string());
+        }
+        Ok(())
+    }
+
     async fn latest_runs(
         &self,
         only: Option<&[String]>,

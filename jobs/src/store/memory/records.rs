@@ -91,6 +91,20 @@ impl JobRecords for MemoryStore {
         pass
     }
 
+    async fn claim_chained(
+        &self,
+        job_id: &str,
+        occurrence: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut inner = self.lock();
+        if inner.is_running(job_id, &self.owner.host) {
+            return Ok(None);
+        }
+        let claim = crate::store::chain_claim(job_id, occurrence, now);
+        Ok(inner.insert_run(&self.owner, &claim))
+    }
+
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
         let mut inner = self.lock();
         if inner.is_running(job_id, &self.owner.host) {

@@ -111,6 +111,27 @@ impl RunLedger for PgStore {
         Ok(rows.iter().map(run_row).collect())
     }
 
+    async fn run(&self, id: i64) -> Result<Option<RunRow>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt("SELECT * FROM hermes_cron_runs WHERE id = $1", &[&id])
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.as_ref().map(run_row))
+    }
+
+    async fn set_run_delivery(&self, id: i64, delivery: &str) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE hermes_cron_runs SET delivery = $2 WHERE id = $1",
+                &[&id, &delivery],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
     async fn latest_runs(
         &self,
         only: Option<&[String]>,

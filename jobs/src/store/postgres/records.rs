@@ -236,6 +236,41 @@ impl JobRecords for PgStore {
         Ok(started == 1)
     }
 
+    async fn claim_chained(
+        &self,
+        job_id: &str,
+        occurrence: &str,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let client = self.client().await?;
+        let live = self.live(&client).await?;
+        // One statement: the occurrence is claimed only while no live process runs the
+        // job, and never twice (its key is unique).
+        let row = client
+            .query_opt(
+                "INSERT INTO hermes_cron_runs (job_id, occurrence, source, instance, host,
+                         pid, status, started_at)
+                     SELECT $1, $2, 'chain', $3, $4, $5, 'running', now()
+                     WHERE NOT EXISTS (SELECT 1 FROM hermes_cron_runs WHERE job_id = $1
+                         AND status IN ('claimed', 'running') AND instance = ANY($6))
+                     ON CONFLICT DO NOTHING RETURNING id",
+                &[
+                    &job_id,
+                    &occurrence,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &live,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        if row.is_some() {
+            self.note_runs_added([job_id.to_string()]);
+        }
+        Ok(row.map(|r| r.get(0)))
+    }
+
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError> {
         let client = self.client().await?;
         let live = self.live(&client).await?;
