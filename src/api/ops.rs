@@ -224,6 +224,7 @@ impl ApiState {
                 vec![JobState::Scheduled, JobState::Error]
             },
             search: paging.search.clone(),
+            chained: false,
         };
         let (page, latest) = if unpaged {
             (None, store.latest_runs(None).await?)

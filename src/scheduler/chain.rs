@@ -92,26 +92,13 @@ impl Scheduler {
                 return Some((Arc::clone(&kept.jobs), Arc::clone(&kept.names)));
             }
         }
-        let keys = ["id", "name", "state", "enabled", AFTER, AFTER_SINCE];
-        let view = match store.load_view(ctx, &keys).await {
-            Ok(view) => view,
+        let (jobs, names) = match read_chained(store, ctx).await {
+            Ok(read) => read,
             Err(e) => {
                 tracing::error!("cannot read the jobs for their chains: {e}");
                 return None;
             }
         };
-        let jobs: Vec<Job> = view
-            .iter()
-            .filter(|j| j.get(AFTER).is_some_and(|v| !v.is_null()))
-            .cloned()
-            .collect();
-        let upstream: std::collections::HashSet<String> =
-            jobs.iter().filter_map(After::of).map(|a| a.job).collect();
-        let names: HashMap<String, String> = view
-            .iter()
-            .filter(|j| upstream.contains(j.id()))
-            .map(|j| (j.id().to_string(), j.name().to_string()))
-            .collect();
         let (jobs, names) = (Arc::new(jobs), Arc::new(names));
         *lock(&self.chained) = Some(Chained {
             mark,
@@ -233,4 +220,43 @@ fn finished_since(row: &RunRow, since: Option<DateTime<Utc>>) -> bool {
         .as_deref()
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
         .is_some_and(|finished| finished.with_timezone(&Utc) >= since)
+}
+
+/// The chained jobs (reduced to what a chain needs where the store reads views) and the
+/// names of the jobs they wait on. jobs.json is read whole as a light view; a database
+/// is asked for the chained rows only and then for each upstream job (a store of a
+/// million jobs has a handful of chains: the rest are never read).
+async fn read_chained(
+    store: &dyn jobs::store::Store,
+    ctx: &Context,
+) -> Result<(Vec<Job>, HashMap<String, String>), jobs::store::StoreError> {
+    let chained = |job: &Job| job.get(AFTER).is_some_and(serde_json::Value::is_object);
+    if store.listing().is_some() {
+        let keys = ["id", "name", "state", "enabled", AFTER, AFTER_SINCE];
+        let view = store.load_view(ctx, &keys).await?;
+        let jobs: Vec<Job> = view.iter().filter(|j| chained(j)).cloned().collect();
+        let upstream: std::collections::HashSet<String> =
+            jobs.iter().filter_map(After::of).map(|a| a.job).collect();
+        let names = view
+            .iter()
+            .filter(|j| upstream.contains(j.id()))
+            .map(|j| (j.id().to_string(), j.name().to_string()))
+            .collect();
+        return Ok((jobs, names));
+    }
+    let query = jobs::store::PageQuery {
+        limit: usize::MAX,
+        chained: true,
+        ..jobs::store::PageQuery::count_all()
+    };
+    let jobs = store.job_page(ctx, &query).await?.jobs;
+    let upstream: std::collections::HashSet<String> =
+        jobs.iter().filter_map(After::of).map(|a| a.job).collect();
+    let mut names = HashMap::with_capacity(upstream.len());
+    for id in upstream {
+        if let Some(job) = store.get_job(ctx, &id).await? {
+            names.insert(id, job.name().to_string());
+        }
+    }
+    Ok((jobs, names))
 }

@@ -149,6 +149,9 @@ pub struct PageQuery {
     pub states: Vec<JobState>,
     /// Only jobs whose id or name contains this text, ignoring case.
     pub search: Option<String>,
+    /// Only jobs that wait on another job's runs (`after` set): what a pass looks at for
+    /// chains, without reading the others.
+    pub chained: bool,
 }
 
 impl PageQuery {
@@ -166,6 +169,7 @@ impl PageQuery {
         let search = self.search.as_deref().map(str::to_lowercase);
         (self.completed || state != JobState::Completed)
             && (self.states.is_empty() || self.states.contains(&state))
+            && (!self.chained || job.get("after").is_some_and(serde_json::Value::is_object))
             && search.is_none_or(|text| {
                 job.id().to_lowercase().contains(&text) || job.name().to_lowercase().contains(&text)
             })

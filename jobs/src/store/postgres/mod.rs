@@ -206,6 +206,8 @@ CREATE INDEX hermes_cron_runs_due ON hermes_cron_runs (scheduled_at);
     r#"
 ALTER TABLE hermes_cron_jobs ADD COLUMN state text, ADD COLUMN name text;
 CREATE INDEX hermes_cron_jobs_state ON hermes_cron_jobs (state, position);
+CREATE INDEX hermes_cron_jobs_chained ON hermes_cron_jobs (position)
+    WHERE json_typeof(record -> 'after') = 'object';
 CREATE TABLE hermes_cron_job_counts (
     state text PRIMARY KEY,
     jobs  bigint NOT NULL

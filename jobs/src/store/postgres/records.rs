@@ -55,7 +55,8 @@ impl JobRecords for PgStore {
         const MATCHING: &str = "($1 OR state IS DISTINCT FROM 'completed')
              AND (cardinality($2::text[]) = 0 OR state = ANY($2))
              AND ($3::text IS NULL OR strpos(lower(id), $3) > 0
-                  OR strpos(lower(name), $3) > 0)";
+                  OR strpos(lower(name), $3) > 0)
+             AND (NOT $4 OR json_typeof(record -> 'after') = 'object')";
         let state: Vec<&str> = query.states.iter().map(|s| s.as_str()).collect();
         let search = query.search.as_deref().map(str::to_lowercase);
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
@@ -63,7 +64,7 @@ impl JobRecords for PgStore {
         let client = self.client().await?;
         // Without a search the count is the kept counts' sum (a million rows are not
         // counted for it); a search counts its matches.
-        let total: i64 = if search.is_none() {
+        let total: i64 = if search.is_none() && !query.chained {
             client
                 .query_one(
                     "SELECT COALESCE(sum(jobs), 0)::bigint FROM hermes_cron_job_counts
@@ -76,7 +77,7 @@ impl JobRecords for PgStore {
             client
                 .query_one(
                     &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
-                    &[&query.completed, &state, &search],
+                    &[&query.completed, &state, &search, &query.chained],
                 )
                 .await
         }
@@ -89,9 +90,16 @@ impl JobRecords for PgStore {
                 .query(
                     &format!(
                         "SELECT record FROM hermes_cron_jobs WHERE {MATCHING}
-                         ORDER BY position LIMIT $4 OFFSET $5"
+                         ORDER BY position LIMIT $5 OFFSET $6"
                     ),
-                    &[&query.completed, &state, &search, &limit, &offset],
+                    &[
+                        &query.completed,
+                        &state,
+                        &search,
+                        &query.chained,
+                        &limit,
+                        &offset,
+                    ],
                 )
                 .await
                 .map_err(|e| self.fail(e))?
