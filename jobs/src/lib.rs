@@ -22,6 +22,7 @@ pub mod spend;
 pub mod store;
 pub mod target;
 pub mod threats;
+pub mod window;
 
 pub use caps::{CapTexts, Caps};
 pub use fields::{BareDuration, Layout, ReasoningEffort, UnreachableRetry};
@@ -33,3 +34,4 @@ pub use lifecycle::{
 pub use listing::JobSummary;
 pub use store::{FileStore, MemoryStore, Store, StoreError};
 pub use target::{parse_deliver, Platform, Target, TargetError};
+pub use window::WindowTexts;

@@ -20,6 +20,8 @@ use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Re
 use crate::store::{JobChange, Store, StoreError};
 use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
+use crate::window::{check_window, WindowTexts};
+use schedules::Planned;
 
 /// Why a job operation was refused or failed. Every message reads as an instruction.
 #[derive(Debug, thiserror::Error)]
@@ -152,6 +154,8 @@ pub struct NewJob {
     pub inference_now: InferenceNow,
     /// The job's own spending caps, as given.
     pub caps: CapTexts,
+    /// `--start-at`, `--until` and `--jitter`.
+    pub window: WindowTexts,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -203,6 +207,8 @@ pub struct JobEdit {
     pub inference_now: InferenceNow,
     /// Caps to set or, with `""` or `0`, to clear.
     pub caps: CapTexts,
+    /// `--start-at`, `--until`, `--jitter` to set or, with `""` (or a jitter of `0`), to clear.
+    pub window: WindowTexts,
 }
 
 impl JobEdit {
@@ -234,6 +240,7 @@ impl JobEdit {
             && !self.clear_skills
             && self.no_agent.is_none()
             && self.caps.is_empty()
+            && self.window.is_empty()
     }
 }
 
@@ -480,6 +487,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         .transpose()?;
     let origin = non_empty(&new.origin).map(parse_origin).transpose()?;
     let caps = new.caps.parse().map_err(JobError::Invalid)?;
+    new.window.check()?;
     let deliver = match non_empty(&new.deliver) {
         Some(value) => check_targets(value)?,
         None if origin.is_some() => "origin".to_string(),
@@ -530,6 +538,14 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         layout,
     });
     caps.apply(&mut job);
+    if !new.window.is_empty() {
+        new.window.apply(&mut job, ctx)?;
+        check_window(&job, &schedule, ctx)?;
+        if job.get("next_run_at").is_some_and(Value::is_string) {
+            let next = next_in_window(&job, &schedule, ctx)?;
+            job.set_next_run_at(Some(next), zone);
+        }
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -538,7 +554,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
 fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
     let zone = job.zone(ctx);
     let schedule = job.schedule(ctx)?;
-    let next = first_run(&schedule, zone, ctx)?;
+    let next = next_in_window(job, &schedule, ctx)?;
     job.set_next_run_at(Some(next), zone);
     if job.state() == JobState::Error {
         job.set_state(if job.enabled() {
@@ -548,6 +564,27 @@ fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
         });
     }
     Ok(())
+}
+
+/// The first run as of `ctx.now`: a one-shot's own ([`first_run`]), a recurring job's
+/// first occurrence within its window, shifted by its jitter.
+fn next_in_window(job: &Job, schedule: &Schedule, ctx: &Context) -> Result<DateTime<Utc>, JobError> {
+    let zone = job.zone(ctx);
+    if !schedule.is_recurring() {
+        return first_run(schedule, zone, ctx);
+    }
+    match job.planned_next(schedule, ctx.now, None, ctx) {
+        Planned::At(next) => Ok(next),
+        Planned::Ended => Err(JobError::Invalid(format!(
+            "Job {} has no run left before its --until ({}): give a later --until, or clear it with --until ''",
+            job.id(),
+            job.text_field("until").unwrap_or_default()
+        ))),
+        Planned::Nothing => Err(JobError::Invalid(format!(
+            "Schedule '{}' has no future run",
+            schedule.display()
+        ))),
+    }
 }
 
 /// Sets an optional string field: `""` clears it to null.
@@ -617,6 +654,7 @@ impl CheckedEdit {
             .as_deref()
             .map(parse_effort)
             .transpose()?;
+        edit.window.check()?;
         Ok(CheckedEdit {
             edit: edit.clone(),
             deliver,
@@ -655,7 +693,22 @@ impl CheckedEdit {
                 job.set_enabled(true);
             }
         }
-        if edit.timezone.is_some() || edit.schedule.is_some() {
+        if !edit.window.is_empty() {
+            edit.window.apply(job, ctx)?;
+            check_window(job, &job.schedule(ctx)?, ctx)?;
+            // A job its --until ended runs again once its window is moved.
+            let repeat = job.repeat();
+            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+            if job.state() == JobState::Completed && !used_up && job.schedule(ctx)?.is_recurring() {
+                job.set_state(JobState::Scheduled);
+                job.set_enabled(true);
+            }
+        }
+        if edit.timezone.is_some() || edit.schedule.is_some() || !edit.window.is_empty() {
+            // A schedule or zone change keeps the window, which must still hold.
+            if edit.window.is_empty() {
+                check_window(job, &job.schedule(ctx)?, ctx)?;
+            }
             reschedule(job, ctx)?;
         }
         Ok(())
@@ -874,15 +927,7 @@ pub async fn resume_job(
         }
         let zone = job.zone(ctx);
         let schedule = job.schedule(ctx)?;
-        let next = match &schedule {
-            Schedule::Once { .. } => first_run(&schedule, zone, ctx)?,
-            recurring => recurring.next_run(ctx.now, None, zone).ok_or_else(|| {
-                JobError::Invalid(format!(
-                    "Schedule '{}' has no future run",
-                    recurring.display()
-                ))
-            })?,
-        };
+        let next = next_in_window(job, &schedule, ctx)?;
         job.unpause();
         job.set_next_run_at(Some(next), zone);
         Ok(())

@@ -606,7 +606,7 @@ pub fn recorded_without_running(
             RunStatus::Skipped,
             "skipped: late and catch-up is off".to_string(),
         )),
-        Decision::Broken { .. } | Decision::Completed { .. } => None,
+        Decision::Broken { .. } | Decision::Completed { .. } | Decision::Deferred { .. } => None,
     }
 }
 
@@ -616,7 +616,8 @@ pub fn scheduled_at(decision: &Decision) -> Option<DateTime<Utc>> {
         Decision::Fire { scheduled_at, .. }
         | Decision::Missed { scheduled_at }
         | Decision::SkippedLate { scheduled_at }
-        | Decision::Completed { scheduled_at } => Some(*scheduled_at),
+        | Decision::Completed { scheduled_at }
+        | Decision::Deferred { scheduled_at, .. } => Some(*scheduled_at),
         Decision::Broken { .. } => None,
     }
 }
@@ -718,7 +719,9 @@ pub(crate) fn prepare_claims(
         .into_iter()
         .map(|Planned { job, decision }| {
             let at = match decision {
-                Decision::Completed { .. } | Decision::Broken { .. } => None,
+                Decision::Completed { .. } | Decision::Broken { .. } | Decision::Deferred { .. } => {
+                    None
+                }
                 _ => scheduled_at(&decision),
             };
             let Some(at) = at else {
