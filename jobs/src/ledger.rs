@@ -25,6 +25,8 @@ pub struct LedgerError {
 pub enum RunSource {
     Scheduler,
     Manual,
+    /// An occurrence in the past run by `hermes cron backfill`.
+    Backfill,
 }
 
 impl RunSource {
@@ -32,6 +34,7 @@ impl RunSource {
         match self {
             RunSource::Scheduler => "scheduler",
             RunSource::Manual => "manual",
+            RunSource::Backfill => "backfill",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The verbs that change jobs: add, edit, pause, resume, remove.
 
 use jobs::fields::MonitorSource;
-use jobs::{CapTexts, Job, JobEdit, JobState, NewJob, RearmAt};
+use jobs::{CapTexts, Job, JobEdit, JobState, NewJob, RearmAt, WindowTexts};
 
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
@@ -102,9 +102,19 @@ fn caps(fields: &mut JobFields) -> CapTexts {
     }
 }
 
+/// `--start-at`, `--until` and `--jitter`.
+fn window(fields: &mut JobFields) -> WindowTexts {
+    WindowTexts {
+        start_at: fields.start_at.take(),
+        until: fields.until.take(),
+        jitter: fields.jitter.take(),
+    }
+}
+
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
+    let window = window(&mut fields);
     // The command line's parse settled that a schedule was given (cli::parse_from).
     let schedule = args.schedule.unwrap_or_default();
     let given = schedule.clone();
@@ -132,6 +142,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         pin: args.pin,
         origin: args.origin,
         caps,
+        window,
         ..NewJob::default()
     };
     let job = session.service().create(new).await?.job;
@@ -144,6 +155,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
 pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
+    let window = window(&mut fields);
     let given = args.schedule.clone();
     let edit = JobEdit {
         schedule: args.schedule,
@@ -173,6 +185,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         continuity: choice(args.continuity, args.no_continuity),
         pin: choice(args.pin, args.unpin),
         caps,
+        window,
         ..JobEdit::default()
     };
     if edit.is_empty() {

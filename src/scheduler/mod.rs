@@ -12,6 +12,7 @@
 //!   a quota hold, a blocked configuration's one alert;
 //! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
+//! * [`backfill`] — run the past occurrences of a window, each once (`hermes cron backfill`);
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
 //!   stop gracefully;
@@ -23,6 +24,7 @@
 
 mod aftermath;
 mod alert;
+mod backfill;
 mod budget;
 mod claim;
 mod daemon;
@@ -56,6 +58,7 @@ use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::runner::Runner;
 use settings::CronSettings;
 
+pub use backfill::{BackfillOccurrence, Backfilled};
 pub use daemon::run;
 pub use observe::Observer;
 

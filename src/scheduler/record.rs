@@ -345,7 +345,7 @@ impl Scheduler {
         let claimed = run.claimed;
         let books = Bookkeeping {
             key: match claimed.source {
-                RunSource::Scheduler => claimed.occurrence(),
+                RunSource::Scheduler | RunSource::Backfill => claimed.occurrence(),
                 RunSource::Manual => format!("{}#{}", claimed.occurrence(), claimed.run),
             },
             job,

@@ -373,6 +373,18 @@ pub trait RunLedger: Send + Sync {
         window: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+
+    /// Claims one past occurrence for `hermes cron backfill`, `running`, under its
+    /// occurrence key (the key the scheduler's fire of it has, [`occurrence_key`] of the
+    /// job id and the instant it was due): its row id, or `None` when the ledger holds
+    /// that occurrence already — run by an earlier backfill or by the scheduler — so it
+    /// is never run twice.
+    async fn claim_backfill(
+        &self,
+        job_id: &str,
+        scheduled_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError>;
 }
 
 /// The delivery outbox: every destination of a run kept before its first request, claimed,
@@ -637,6 +649,43 @@ pub struct ClaimRequest<'a> {
 /// The occurrence key of a manual run started at `now`.
 pub fn manual_occurrence(job_id: &str, now: DateTime<Utc>) -> String {
     format!("{job_id}@manual-{}", crate::ledger::ledger_time(now))
+}
+
+/// The ledger row of a backfilled occurrence.
+pub(crate) fn backfill_claim(
+    job_id: &str,
+    occurrence: &str,
+    scheduled_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> OwnedBackfill {
+    OwnedBackfill {
+        job_id: job_id.to_string(),
+        occurrence: occurrence.to_string(),
+        scheduled_at,
+        now,
+    }
+}
+
+/// [`backfill_claim`]'s row, owned (to cross to a blocking thread).
+pub(crate) struct OwnedBackfill {
+    pub job_id: String,
+    pub occurrence: String,
+    pub scheduled_at: DateTime<Utc>,
+    pub now: DateTime<Utc>,
+}
+
+impl OwnedBackfill {
+    pub fn request(&self) -> ClaimRequest<'_> {
+        ClaimRequest {
+            job_id: &self.job_id,
+            occurrence: &self.occurrence,
+            source: RunSource::Backfill,
+            status: RunStatus::Running,
+            scheduled_at: Some(self.scheduled_at),
+            started_at: self.now,
+            error: None,
+        }
+    }
 }
 
 fn manual_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) -> ClaimRequest<'a> {
