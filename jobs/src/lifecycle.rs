@@ -587,6 +587,11 @@ fn next_in_window(job: &Job, schedule: &Schedule, ctx: &Context) -> Result<DateT
     }
 }
 
+/// The stored window fields, to tell whether an edit changed them.
+fn window_fields(job: &Job) -> [Option<Value>; 3] {
+    ["start_at", "until", "jitter"].map(|key| job.get(key).filter(|v| !v.is_null()).cloned())
+}
+
 /// Sets an optional string field: `""` clears it to null.
 fn set_optional(job: &mut Job, field: TextField, value: &str) {
     let trimmed = value.trim();
@@ -693,8 +698,13 @@ impl CheckedEdit {
                 job.set_enabled(true);
             }
         }
+        let window_before = window_fields(job);
         if !edit.window.is_empty() {
             edit.window.apply(job, ctx)?;
+        }
+        // An edit that gives the window it has (a form sends every field) moves nothing.
+        let window_changed = window_fields(job) != window_before;
+        if window_changed {
             check_window(job, &job.schedule(ctx)?, ctx)?;
             // A job its --until ended runs again once its window is moved.
             let repeat = job.repeat();
@@ -704,9 +714,9 @@ impl CheckedEdit {
                 job.set_enabled(true);
             }
         }
-        if edit.timezone.is_some() || edit.schedule.is_some() || !edit.window.is_empty() {
+        if edit.timezone.is_some() || edit.schedule.is_some() || window_changed {
             // A schedule or zone change keeps the window, which must still hold.
-            if edit.window.is_empty() {
+            if !window_changed {
                 check_window(job, &job.schedule(ctx)?, ctx)?;
             }
             reschedule(job, ctx)?;

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
+use super::hermes_jobs::{caps_of, job_edit, paused_of, window_of, UPDATABLE};
 use super::ops::{Failure, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -171,6 +171,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         model: text(body, "model")?,
         provider: text(body, "provider")?,
         caps: caps_of(body)?,
+        window: window_of(body, false)?,
         ..NewJob::default()
     })
 }
