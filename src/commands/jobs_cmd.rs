@@ -33,6 +33,9 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
         (None, _) => "none".to_string(),
     };
     say!("  Next run: {next}");
+    if let Some(window) = job.window_text(ctx) {
+        say!("  Window:   {window}");
+    }
     say!("  Deliver:  {}", job.deliver());
     // The lines for what Hermes 0.22's fields change, each only when set.
     if let Some(target) = job.failure_deliver() {
