@@ -6,7 +6,9 @@
 
 use chrono::{DateTime, Utc};
 
-use schedules::{format_instant, grace_period, Planned as Next, RunWindow, Schedule, ONE_SHOT_GRACE};
+use schedules::{
+    format_instant, grace_period, Planned as Next, RunWindow, Schedule, ONE_SHOT_GRACE,
+};
 
 use crate::job::{Context, Job, JobState};
 

@@ -568,7 +568,11 @@ fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
 
 /// The first run as of `ctx.now`: a one-shot's own ([`first_run`]), a recurring job's
 /// first occurrence within its window, shifted by its jitter.
-fn next_in_window(job: &Job, schedule: &Schedule, ctx: &Context) -> Result<DateTime<Utc>, JobError> {
+fn next_in_window(
+    job: &Job,
+    schedule: &Schedule,
+    ctx: &Context,
+) -> Result<DateTime<Utc>, JobError> {
     let zone = job.zone(ctx);
     if !schedule.is_recurring() {
         return first_run(schedule, zone, ctx);

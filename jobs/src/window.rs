@@ -167,10 +167,9 @@ pub fn check_window(job: &Job, schedule: &Schedule, ctx: &Context) -> Result<(),
             )));
         }
     }
-    if let (Some(until), Planned::Ended) = (
-        window.until,
-        window.next_run(schedule, ctx.now, None, zone),
-    ) {
+    if let (Some(until), Planned::Ended) =
+        (window.until, window.next_run(schedule, ctx.now, None, zone))
+    {
         return Err(JobError::Invalid(format!(
             "--until ({}) leaves the job no run: give a time after its next occurrence",
             format_instant(until, zone)

@@ -212,7 +212,8 @@ mod tests {
     #[test]
     fn until_ends_the_job_across_a_dst_change() {
         // New York moves to summer time on 2026-03-08: 09:00 is 14:00Z before, 13:00Z after.
-        let daily = parse_schedule("0 9 * * *", at("2026-03-01T00:00:00Z"), New_York, None).unwrap();
+        let daily =
+            parse_schedule("0 9 * * *", at("2026-03-01T00:00:00Z"), New_York, None).unwrap();
         let window = RunWindow {
             until: Some(at("2026-03-09T13:00:00Z")),
             ..RunWindow::default()

@@ -150,13 +150,22 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         out.push_str("\n    Window:   ");
         let mut parts = Vec::new();
         if let Some(start) = job.start_at {
-            parts.push(format!("from {}", schedules::format_instant(start, job.zone)));
+            parts.push(format!(
+                "from {}",
+                schedules::format_instant(start, job.zone)
+            ));
         }
         if let Some(until) = job.until {
-            parts.push(format!("until {}", schedules::format_instant(until, job.zone)));
+            parts.push(format!(
+                "until {}",
+                schedules::format_instant(until, job.zone)
+            ));
         }
         if job.jitter_secs > 0 {
-            parts.push(format!("jitter {}", schedules::format_span(job.jitter_secs)));
+            parts.push(format!(
+                "jitter {}",
+                schedules::format_span(job.jitter_secs)
+            ));
         }
         out.push_str(&parts.join(", "));
     }

@@ -52,9 +52,7 @@ impl Scheduler {
         occurrences: &[BackfillOccurrence],
         parallel: Option<usize>,
     ) -> Result<Vec<Backfilled>, SchedulerError> {
-        let slots = Arc::new(Semaphore::new(
-            parallel.unwrap_or(occurrences.len()).max(1),
-        ));
+        let slots = Arc::new(Semaphore::new(parallel.unwrap_or(occurrences.len()).max(1)));
         let mut running = JoinSet::new();
         let mut outcomes: Vec<Option<Backfilled>> = Vec::new();
         for (index, &at) in occurrences.iter().enumerate() {

@@ -69,8 +69,7 @@ impl JobRecord {
             let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
             let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
             // The pass that fired the last run before `until` left no next run.
-            let ended =
-                stored.next_run_at(ctx).is_none() && stored.instant("until", ctx).is_some();
+            let ended = stored.next_run_at(ctx).is_none() && stored.instant("until", ctx).is_some();
             if (used_up || one_shot || ended) && stored.state() != JobState::Paused {
                 stored.complete();
             }

@@ -177,7 +177,9 @@ mod tests {
         let spread = |text: &str| {
             let config =
                 Config::parse(text, std::path::Path::new("/h/config.yaml")).unwrap_or_default();
-            CronSettings::from_config(&config).catch_up_spread.num_seconds()
+            CronSettings::from_config(&config)
+                .catch_up_spread
+                .num_seconds()
         };
         assert_eq!(spread(""), 300);
         assert_eq!(spread("cron: {catch_up_spread: 20s}"), 20);

@@ -732,7 +732,10 @@ async fn overdue_runs_found_at_start_are_spread_over_the_default_five_minutes_in
     let mut ids = Vec::new();
     // Due at 10:00, 10:01, … 10:19; the scheduler starts at 12:00.
     for n in 0..20 {
-        ids.push(rig.add(&format!("every {}m", 60 + n), &format!("job {n}")).await);
+        ids.push(
+            rig.add(&format!("every {}m", 60 + n), &format!("job {n}"))
+                .await,
+        );
     }
     pass_time(Duration::from_secs(3 * 3600)).await;
     let started_at = rig.clock.now();
@@ -745,7 +748,11 @@ async fn overdue_runs_found_at_start_are_spread_over_the_default_five_minutes_in
     daemon.await.unwrap().unwrap();
     let started = rig.started();
     let order: Vec<&String> = started.iter().map(|(id, _)| id).collect();
-    assert_eq!(order, ids.iter().collect::<Vec<_>>(), "oldest due first, each once");
+    assert_eq!(
+        order,
+        ids.iter().collect::<Vec<_>>(),
+        "oldest due first, each once"
+    );
     for pair in started.windows(2) {
         assert!(
             pair[1].1 - pair[0].1 >= chrono::Duration::seconds(1),
@@ -755,7 +762,10 @@ async fn overdue_runs_found_at_start_are_spread_over_the_default_five_minutes_in
     let last = started.last().unwrap().1;
     assert_eq!(started[0].1, started_at, "the oldest starts at once");
     assert!(last < started_at + chrono::Duration::minutes(5), "{last}");
-    assert!(last >= started_at + chrono::Duration::minutes(4), "spread over the window: {last}");
+    assert!(
+        last >= started_at + chrono::Duration::minutes(4),
+        "spread over the window: {last}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -763,7 +773,8 @@ async fn with_no_spread_overdue_runs_all_start_at_once() {
     let rig = Rig::new();
     // As many as the run slots (cron.max_parallel_jobs: 4).
     for n in 0..4 {
-        rig.add(&format!("every {}m", 60 + n), &format!("job {n}")).await;
+        rig.add(&format!("every {}m", 60 + n), &format!("job {n}"))
+            .await;
     }
     pass_time(Duration::from_secs(3 * 3600)).await;
     let now = rig.clock.now();

@@ -768,9 +768,9 @@ pub(crate) fn prepare_claims(
         .into_iter()
         .map(|Planned { job, decision }| {
             let at = match decision {
-                Decision::Completed { .. } | Decision::Broken { .. } | Decision::Deferred { .. } => {
-                    None
-                }
+                Decision::Completed { .. }
+                | Decision::Broken { .. }
+                | Decision::Deferred { .. } => None,
                 _ => scheduled_at(&decision),
             };
             let Some(at) = at else {
