@@ -191,25 +191,27 @@ fn jitter_moves_each_run_by_the_same_offset_in_every_process_and_on_every_host()
     // A second host on a copy of the store computes the same times.
     let other = home(Hermes::new());
     other.write_store(&hermes.store_bytes().unwrap());
-    let due = (at("2026-03-01T11:00:00Z") + first_a).to_rfc3339();
+    // Both have run once the later of the two is due.
+    let due = (at("2026-03-01T11:00:00Z") + first_a.max(first_b)).to_rfc3339();
     hermes.cron_at(&due, &["tick"]).ok();
     other.cron_at(&due, &["tick"]).ok();
-    assert_eq!(marks(&hermes), vec![a.clone()]);
-    assert_eq!(
-        offset(&a, "2026-03-01T12:00:00Z"),
-        first_a,
-        "the same offset every run"
-    );
-    assert_eq!(
-        next_run(&other, &a),
-        next_run(&hermes, &a),
-        "and on every host"
-    );
-    assert_eq!(
-        offset(&b, "2026-03-01T11:00:00Z"),
-        first_b,
-        "b has not run yet"
-    );
+    let mut ran = marks(&hermes);
+    ran.sort();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(ran, both);
+    for (id, first) in [(&a, first_a), (&b, first_b)] {
+        assert_eq!(
+            offset(id, "2026-03-01T12:00:00Z"),
+            first,
+            "the same offset every run"
+        );
+        assert_eq!(
+            next_run(&other, id),
+            next_run(&hermes, id),
+            "and on every host"
+        );
+    }
 }
 
 /// Polls `check` every 200 ms until it is true or `limit` passes.
@@ -381,7 +383,10 @@ fn backfill_runs_each_past_occurrence_once_across_two_invocations_naming_its_dat
     assert_eq!(model.count(), 7, "each occurrence ran once");
     for (n, day) in (20..=26).enumerate() {
         let prompt = user_prompt(&model.requests()[n]);
-        assert!(prompt.contains("Write the daily report\n\n## Run Context\n"), "{prompt}");
+        assert!(
+            prompt.contains("Write the daily report\n\n## Run Context\n"),
+            "{prompt}"
+        );
         assert!(
             prompt.contains(&format!("2026-02-{day}T09:00:00+00:00")),
             "oldest first, each naming its occurrence: {prompt}"
