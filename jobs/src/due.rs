@@ -4,7 +4,7 @@
 //! `next_run_at` forward *before* anything runs, so a crash can never fire the same
 //! occurrence twice. Pure: "now" comes in through the [`Context`].
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 
 use schedules::{
     format_instant, grace_period, Planned as Next, RunWindow, Schedule, ONE_SHOT_GRACE,
@@ -233,7 +233,16 @@ fn catch_up_turns(
     let count = i32::try_from(overdue.len()).unwrap_or(i32::MAX);
     for (k, (_, id)) in overdue.into_iter().enumerate().skip(1) {
         let k = i32::try_from(k).unwrap_or(i32::MAX);
+        // Rounded up to a whole second, as `next_run_at` is stored: never two turns in
+        // one second while the spread leaves a second or more between them, nor a turn
+        // in the second the first run starts in.
         let turn = ctx.now + options.catch_up_spread * k / count;
+        let whole = turn.with_nanosecond(0).unwrap_or(turn);
+        let turn = if whole < turn {
+            whole + chrono::Duration::seconds(1)
+        } else {
+            whole
+        };
         turns.insert(id.to_string(), turn);
     }
     turns
@@ -901,5 +910,145 @@ mod tests {
         assert_eq!(run_claim_owner(None, "vm", 7), "vm:7");
         assert_eq!(run_claim_owner(Some(" "), "vm", 7), "vm:7");
         assert_eq!(run_claim_owner(Some("box-1"), "vm", 7), "box-1");
+    }
+
+    /// A job of `job` with an id of its own.
+    fn job_with_id(id: &str, schedule: Value, next: &str) -> Job {
+        let mut job = job(schedule, next, Value::Null);
+        job.set("id", json!(id));
+        job
+    }
+
+    #[test]
+    fn overdue_runs_take_turns_over_the_spread_and_skipped_ones_take_none() {
+        let spread = ScanOptions {
+            catch_up_spread: chrono::Duration::minutes(5),
+            ..ON
+        };
+        let mut jobs = vec![
+            job_with_id(
+                "cccccccccccc",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:30:00+00:00",
+            ),
+            job_with_id(
+                "aaaaaaaaaaaa",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:10:00+00:00",
+            ),
+            job_with_id(
+                "bbbbbbbbbbbb",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:20:00+00:00",
+            ),
+            job_with_id(
+                "dddddddddddd",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:00:00+00:00",
+            ),
+            // Due 30 s ago: on time, not overdue; it fires now and takes no turn.
+            job_with_id(
+                "eeeeeeeeeeee",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:59:30+00:00",
+            ),
+        ];
+        jobs[3].set("catch_up", json!("skip"));
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:00Z"), spread);
+        let decision = |id: &str| {
+            planned
+                .iter()
+                .find(|p| p.job.id() == id)
+                .unwrap()
+                .decision
+                .clone()
+        };
+        assert!(
+            matches!(decision("dddddddddddd"), Decision::SkippedLate { .. }),
+            "skipped at once, no turn"
+        );
+        assert!(
+            matches!(decision("aaaaaaaaaaaa"), Decision::Fire { late: true, .. }),
+            "the oldest fires now"
+        );
+        assert!(matches!(
+            decision("eeeeeeeeeeee"),
+            Decision::Fire { late: false, .. }
+        ));
+        assert_eq!(
+            decision("bbbbbbbbbbbb"),
+            Decision::Deferred {
+                scheduled_at: at("2026-11-22T08:20:00Z"),
+                to: at("2026-11-22T09:01:40Z")
+            }
+        );
+        assert_eq!(
+            decision("cccccccccccc"),
+            Decision::Deferred {
+                scheduled_at: at("2026-11-22T08:30:00Z"),
+                to: at("2026-11-22T09:03:20Z")
+            }
+        );
+        assert_eq!(
+            jobs[0].get("next_run_at"),
+            Some(&json!("2026-11-22T09:03:20+00:00"))
+        );
+        assert_eq!(
+            jobs[0].repeat().completed,
+            0,
+            "a deferred run is not counted yet"
+        );
+        // At its turn it fires as an on-time run.
+        let at_turn = plan_pass(&mut jobs, &ctx("2026-11-22T09:01:40Z"), spread);
+        assert_eq!(at_turn.len(), 1);
+        assert_eq!(
+            at_turn[0].decision,
+            Decision::Fire {
+                scheduled_at: at("2026-11-22T09:01:40Z"),
+                late: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_next_run_outside_the_window_never_fires() {
+        let mut late = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        late.set("until", json!("2026-11-21T09:00:00+00:00"));
+        let mut early = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        early.set("start_at", json!("2026-11-24T09:00:00+00:00"));
+        let mut jobs = vec![late, early];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:01Z"), ON);
+        assert!(matches!(planned[0].decision, Decision::Completed { .. }));
+        assert_eq!(jobs[0].state(), JobState::Completed);
+        assert!(matches!(planned[1].decision, Decision::Deferred { .. }));
+        assert_eq!(
+            jobs[1].get("next_run_at"),
+            Some(&json!("2026-11-24T09:00:00+00:00"))
+        );
+    }
+
+    #[test]
+    fn the_last_run_before_until_fires_and_leaves_no_next_run() {
+        let mut last = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        last.set("until", json!("2026-11-22T12:00:00+00:00"));
+        let mut jobs = vec![last];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:01Z"), ON);
+        assert!(matches!(planned[0].decision, Decision::Fire { .. }));
+        assert_eq!(jobs[0].get("next_run_at"), Some(&Value::Null));
+        // A later pass finds no next run within the window: done.
+        assert!(plan_pass(&mut jobs, &ctx("2026-11-22T09:00:05Z"), ON).is_empty());
+        assert_eq!(jobs[0].state(), JobState::Completed);
     }
 }
