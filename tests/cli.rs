@@ -78,6 +78,8 @@ mod postgres;
 mod postgres_tls;
 #[path = "cli/references.rs"]
 mod references;
+#[path = "cli/run_window.rs"]
+mod run_window;
 #[path = "cli/safety.rs"]
 mod safety;
 #[path = "cli/senders.rs"]

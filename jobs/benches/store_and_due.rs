@@ -221,6 +221,7 @@ fn due(c: &mut Criterion) {
         catch_up_missed: true,
         claim_owner: "testhost:1",
         run_claim_ttl: chrono::Duration::seconds(1800),
+        catch_up_spread: chrono::Duration::zero(),
     };
     let ctx = ctx();
     let mut idle: Vec<Job> = document(JOBS, &ctx)

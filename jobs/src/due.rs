@@ -4,9 +4,11 @@
 //! `next_run_at` forward *before* anything runs, so a crash can never fire the same
 //! occurrence twice. Pure: "now" comes in through the [`Context`].
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 
-use schedules::{format_instant, grace_period, Schedule, ONE_SHOT_GRACE};
+use schedules::{
+    format_instant, grace_period, Planned as Next, RunWindow, Schedule, ONE_SHOT_GRACE,
+};
 
 use crate::job::{Context, Job, JobState};
 
@@ -27,6 +29,12 @@ pub enum Decision {
     /// A one-shot dispatched before (by a scheduler whose run ended without recording
     /// it, its claim expired) that has used up its runs: marked completed, not run.
     Completed { scheduled_at: DateTime<Utc> },
+    /// An overdue run held back to its turn in the catch-up spread: its `next_run_at`
+    /// is now `to`, when it fires as an on-time run.
+    Deferred {
+        scheduled_at: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
 }
 
 /// One job's decision, with a snapshot of the job as the pass left it.
@@ -47,7 +55,15 @@ pub struct ScanOptions<'a> {
     /// How long a one-shot's `run_claim` keeps other schedulers off it (see
     /// [`run_claim_ttl`]).
     pub run_claim_ttl: chrono::Duration,
+    /// `cron.catch_up_spread` (default 5 minutes; zero fires every overdue run at once):
+    /// the window over which the overdue runs one pass finds start, in their due order.
+    pub catch_up_spread: chrono::Duration,
 }
+
+/// A recurring run found more than this long after its time is overdue: the scheduler
+/// was not running (a start, a resume after `hermes pause`, a host waking up), and the
+/// catch-up spread applies to it. A running scheduler wakes at each run's time.
+pub const OVERDUE_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 
 /// The `run_claim` lifetime Python Hermes uses: three times `HERMES_CRON_TIMEOUT`
 /// (seconds; none = unlimited), at least 30 minutes.
@@ -154,9 +170,20 @@ pub fn prune_completed_one_shots(jobs: &mut Vec<Job>, ctx: &Context, retention: 
 /// Scans `jobs` at `ctx.now`, applies each decision's store change, and returns them.
 pub fn plan_pass(jobs: &mut [Job], ctx: &Context, options: ScanOptions) -> Vec<Planned> {
     let mut planned = Vec::new();
+    let turns = catch_up_turns(jobs, ctx, options);
     for job in jobs.iter_mut() {
         if job.state() != JobState::Scheduled {
             continue;
+        }
+        if let Some(&to) = turns.get(job.id()) {
+            if let Some(scheduled_at) = job.next_run_at(ctx) {
+                job.set_next_run_at(Some(to), job.zone(ctx));
+                planned.push(Planned {
+                    job: job.clone(),
+                    decision: Decision::Deferred { scheduled_at, to },
+                });
+                continue;
+            }
         }
         if let Some(decision) = plan_job(job, ctx, options) {
             planned.push(Planned {
@@ -166,6 +193,77 @@ pub fn plan_pass(jobs: &mut [Job], ctx: &Context, options: ScanOptions) -> Vec<P
         }
     }
     planned
+}
+
+/// The catch-up spread (docs/SCHEDULES.md, "Missed runs and catch-up"): the overdue
+/// recurring runs of this pass that would fire, oldest first (then by id), get turns
+/// spread evenly from now over `catch_up_spread`: the first fires now, each other one
+/// is deferred to its turn. Runs that catch-up skips, one-shots (run within 120 s or
+/// missed) and a pending unreachable-model re-run take no turn. Returns the deferred
+/// ones: job id → turn.
+fn catch_up_turns(
+    jobs: &[Job],
+    ctx: &Context,
+    options: ScanOptions,
+) -> std::collections::HashMap<String, DateTime<Utc>> {
+    let mut turns = std::collections::HashMap::new();
+    if options.catch_up_spread <= chrono::Duration::zero() {
+        return turns;
+    }
+    let mut overdue: Vec<(DateTime<Utc>, &str)> = jobs
+        .iter()
+        .filter(|job| job.state() == JobState::Scheduled && !job.is_one_shot())
+        .filter_map(|job| {
+            let due_at = job.next_run_at(ctx)?;
+            if ctx.now - due_at <= OVERDUE_AFTER || job.is_unreachable_retry_fire(due_at, ctx) {
+                return None;
+            }
+            let schedule = job.schedule(ctx).ok().filter(Schedule::is_recurring)?;
+            let window = job.run_window(ctx);
+            if window.until.is_some_and(|until| due_at > until)
+                || window.start_at.is_some_and(|start| due_at < start)
+            {
+                return None;
+            }
+            let (late, catch_up) = lateness(job, &schedule, due_at, ctx, options);
+            (!late || catch_up).then_some((due_at, job.id()))
+        })
+        .collect();
+    overdue.sort();
+    let count = i32::try_from(overdue.len()).unwrap_or(i32::MAX);
+    for (k, (_, id)) in overdue.into_iter().enumerate().skip(1) {
+        let k = i32::try_from(k).unwrap_or(i32::MAX);
+        // Rounded up to a whole second, as `next_run_at` is stored: never two turns in
+        // one second while the spread leaves a second or more between them, nor a turn
+        // in the second the first run starts in.
+        let turn = ctx.now + options.catch_up_spread * k / count;
+        let whole = turn.with_nanosecond(0).unwrap_or(turn);
+        let turn = if whole < turn {
+            whole + chrono::Duration::seconds(1)
+        } else {
+            whole
+        };
+        turns.insert(id.to_string(), turn);
+    }
+    turns
+}
+
+/// Whether a recurring run due at `due_at` is late (past its grace) and whether the job
+/// catches up on a late run.
+fn lateness(
+    job: &Job,
+    recurring: &Schedule,
+    due_at: DateTime<Utc>,
+    ctx: &Context,
+    options: ScanOptions,
+) -> (bool, bool) {
+    let grace = recurring
+        .period(due_at, job.zone(ctx))
+        .map(grace_period)
+        .unwrap_or(ONE_SHOT_GRACE);
+    let late = ctx.now - due_at > grace;
+    let catch_up = options.catch_up_missed && job.text_field("catch_up") != Some("skip");
+    (late, catch_up)
 }
 
 fn plan_job(job: &mut Job, ctx: &Context, options: ScanOptions) -> Option<Decision> {
@@ -201,15 +299,22 @@ fn plan_unscheduled(job: &mut Job, schedule: &Schedule, ctx: &Context) -> Option
         job.complete();
         return None;
     }
-    match schedule.next_run(ctx.now, job.last_run_at(ctx), zone) {
-        Some(next) => {
+    let next = match schedule.is_recurring() {
+        true => job.planned_next(schedule, ctx.now, job.last_run_at(ctx), ctx),
+        false => schedule
+            .next_run(ctx.now, job.last_run_at(ctx), zone)
+            .map_or(Next::Nothing, Next::At),
+    };
+    match next {
+        Next::At(next) => {
             job.set_next_run_at(Some(next), zone);
             None
         }
-        None if schedule.is_recurring() => {
+        Next::Nothing if schedule.is_recurring() => {
             Some(broken(job, "no future run can be computed".into()))
         }
-        None => {
+        // Past its `until`, a recurring job is done as a one-shot that ran is.
+        Next::Ended | Next::Nothing => {
             job.complete();
             None
         }
@@ -268,27 +373,64 @@ fn plan_recurring(
     options: ScanOptions,
 ) -> Decision {
     let (now, zone) = (ctx.now, job.zone(ctx));
-    let grace = recurring
-        .period(due_at, zone)
-        .map(grace_period)
-        .unwrap_or(ONE_SHOT_GRACE);
-    let late = now - due_at > grace;
+    let id = job.id().to_string();
+    let window = RunWindow {
+        seed: &id,
+        ..job.run_window(ctx)
+    };
+    // A `next_run_at` outside the window (written by a scheduler that does not know
+    // it, such as Python Hermes on a shared jobs.json) never fires: past `until` the
+    // job is done, before `start_at` it waits for its first run.
+    if window.until.is_some_and(|until| due_at > until) {
+        job.complete();
+        return Decision::Completed {
+            scheduled_at: due_at,
+        };
+    }
+    if window.start_at.is_some_and(|start| due_at < start) {
+        return match window.next_run(recurring, now, None, zone) {
+            Next::At(next) => {
+                job.set_next_run_at(Some(next), zone);
+                Decision::Deferred {
+                    scheduled_at: due_at,
+                    to: next,
+                }
+            }
+            Next::Ended => {
+                job.complete();
+                Decision::Completed {
+                    scheduled_at: due_at,
+                }
+            }
+            Next::Nothing => broken(job, "no future run can be computed".into()),
+        };
+    }
+    let (late, catch_up) = lateness(job, recurring, due_at, ctx, options);
     // On time: the next occurrence follows this one. Late: resume from now — one
     // catch-up fire at most, never a burst of missed runs.
     let base = if late { now } else { due_at.max(now) };
     // A re-run resumes the schedule from now, as Hermes 0.22 does.
     let retry = job.is_unreachable_retry_fire(due_at, ctx);
     let next = match recurring {
-        _ if retry => recurring.next_run(now, None, zone),
-        Schedule::Interval { .. } if !late => recurring.next_run(now, Some(due_at), zone),
-        _ => recurring.next_run(base, None, zone),
+        _ if retry => window.next_run(recurring, now, None, zone),
+        // An interval counts from the occurrence, not from the jitter-shifted run.
+        Schedule::Interval { .. } if !late => {
+            let occurrence = window.occurrence_of(recurring, due_at, zone);
+            window.next_run(recurring, now, Some(occurrence), zone)
+        }
+        _ => window.next_run(recurring, base, None, zone),
     };
-    let Some(next) = next else {
-        return broken(job, "no future run can be computed".into());
+    let next = match next {
+        Next::At(next) => Some(next),
+        // This run is the last one before `until`: the job completes after it.
+        Next::Ended => None,
+        Next::Nothing => return broken(job, "no future run can be computed".into()),
     };
-    job.set_next_run_at(Some(next), zone);
-    let catch_up = options.catch_up_missed && job.text_field("catch_up") != Some("skip");
+    job.set_next_run_at(next, zone);
     if late && !catch_up {
+        if next.is_none() {
+            job.complete();
+        }
         return Decision::SkippedLate {
             scheduled_at: due_at,
         };
@@ -339,6 +481,7 @@ mod tests {
         catch_up_missed: true,
         claim_owner: "testhost:1",
         run_claim_ttl: chrono::Duration::seconds(1800),
+        catch_up_spread: chrono::Duration::zero(),
     };
 
     #[test]
@@ -767,5 +910,145 @@ mod tests {
         assert_eq!(run_claim_owner(None, "vm", 7), "vm:7");
         assert_eq!(run_claim_owner(Some(" "), "vm", 7), "vm:7");
         assert_eq!(run_claim_owner(Some("box-1"), "vm", 7), "box-1");
+    }
+
+    /// A job of `job` with an id of its own.
+    fn job_with_id(id: &str, schedule: Value, next: &str) -> Job {
+        let mut job = job(schedule, next, Value::Null);
+        job.set("id", json!(id));
+        job
+    }
+
+    #[test]
+    fn overdue_runs_take_turns_over_the_spread_and_skipped_ones_take_none() {
+        let spread = ScanOptions {
+            catch_up_spread: chrono::Duration::minutes(5),
+            ..ON
+        };
+        let mut jobs = vec![
+            job_with_id(
+                "cccccccccccc",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:30:00+00:00",
+            ),
+            job_with_id(
+                "aaaaaaaaaaaa",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:10:00+00:00",
+            ),
+            job_with_id(
+                "bbbbbbbbbbbb",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:20:00+00:00",
+            ),
+            job_with_id(
+                "dddddddddddd",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:00:00+00:00",
+            ),
+            // Due 30 s ago: on time, not overdue; it fires now and takes no turn.
+            job_with_id(
+                "eeeeeeeeeeee",
+                json!({"kind":"interval","minutes":60}),
+                "2026-11-22T08:59:30+00:00",
+            ),
+        ];
+        jobs[3].set("catch_up", json!("skip"));
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:00Z"), spread);
+        let decision = |id: &str| {
+            planned
+                .iter()
+                .find(|p| p.job.id() == id)
+                .unwrap()
+                .decision
+                .clone()
+        };
+        assert!(
+            matches!(decision("dddddddddddd"), Decision::SkippedLate { .. }),
+            "skipped at once, no turn"
+        );
+        assert!(
+            matches!(decision("aaaaaaaaaaaa"), Decision::Fire { late: true, .. }),
+            "the oldest fires now"
+        );
+        assert!(matches!(
+            decision("eeeeeeeeeeee"),
+            Decision::Fire { late: false, .. }
+        ));
+        assert_eq!(
+            decision("bbbbbbbbbbbb"),
+            Decision::Deferred {
+                scheduled_at: at("2026-11-22T08:20:00Z"),
+                to: at("2026-11-22T09:01:40Z")
+            }
+        );
+        assert_eq!(
+            decision("cccccccccccc"),
+            Decision::Deferred {
+                scheduled_at: at("2026-11-22T08:30:00Z"),
+                to: at("2026-11-22T09:03:20Z")
+            }
+        );
+        assert_eq!(
+            jobs[0].get("next_run_at"),
+            Some(&json!("2026-11-22T09:03:20+00:00"))
+        );
+        assert_eq!(
+            jobs[0].repeat().completed,
+            0,
+            "a deferred run is not counted yet"
+        );
+        // At its turn it fires as an on-time run.
+        let at_turn = plan_pass(&mut jobs, &ctx("2026-11-22T09:01:40Z"), spread);
+        assert_eq!(at_turn.len(), 1);
+        assert_eq!(
+            at_turn[0].decision,
+            Decision::Fire {
+                scheduled_at: at("2026-11-22T09:01:40Z"),
+                late: false
+            }
+        );
+    }
+
+    #[test]
+    fn a_next_run_outside_the_window_never_fires() {
+        let mut late = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        late.set("until", json!("2026-11-21T09:00:00+00:00"));
+        let mut early = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        early.set("start_at", json!("2026-11-24T09:00:00+00:00"));
+        let mut jobs = vec![late, early];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:01Z"), ON);
+        assert!(matches!(planned[0].decision, Decision::Completed { .. }));
+        assert_eq!(jobs[0].state(), JobState::Completed);
+        assert!(matches!(planned[1].decision, Decision::Deferred { .. }));
+        assert_eq!(
+            jobs[1].get("next_run_at"),
+            Some(&json!("2026-11-24T09:00:00+00:00"))
+        );
+    }
+
+    #[test]
+    fn the_last_run_before_until_fires_and_leaves_no_next_run() {
+        let mut last = job(
+            json!({"kind":"cron","expr":"0 9 * * *","display":"0 9 * * *"}),
+            "2026-11-22T09:00:00+00:00",
+            Value::Null,
+        );
+        last.set("until", json!("2026-11-22T12:00:00+00:00"));
+        let mut jobs = vec![last];
+        let planned = plan_pass(&mut jobs, &ctx("2026-11-22T09:00:01Z"), ON);
+        assert!(matches!(planned[0].decision, Decision::Fire { .. }));
+        assert_eq!(jobs[0].get("next_run_at"), Some(&Value::Null));
+        // A later pass finds no next run within the window: done.
+        assert!(plan_pass(&mut jobs, &ctx("2026-11-22T09:00:05Z"), ON).is_empty());
+        assert_eq!(jobs[0].state(), JobState::Completed);
     }
 }

@@ -125,6 +125,9 @@ pub const SCHEDULING_KEYS: &[&str] = &[
     "created_at",
     "catch_up",
     "run_claim",
+    "start_at",
+    "until",
+    "jitter",
     "unreachable_retry",
 ];
 
@@ -1104,7 +1107,8 @@ impl Job {
                 let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
                 if schedule.is_recurring() && !used_up {
                     let zone = self.zone(ctx);
-                    if let Some(next) = schedule.next_run(ctx.now, self.last_run_at(ctx), zone) {
+                    let next = self.planned_next(&schedule, ctx.now, self.last_run_at(ctx), ctx);
+                    if let schedules::Planned::At(next) = next {
                         self.set("next_run_at", json!(format_instant(next, zone)));
                     }
                 }

@@ -27,6 +27,8 @@ pub enum RunSource {
     Manual,
     /// A chained run: a run of the job its `after` names ended ([`crate::chain`]).
     Chain,
+    /// An occurrence in the past run by `hermes cron backfill`.
+    Backfill,
 }
 
 impl RunSource {
@@ -35,6 +37,7 @@ impl RunSource {
             RunSource::Scheduler => "scheduler",
             RunSource::Manual => "manual",
             RunSource::Chain => "chain",
+            RunSource::Backfill => "backfill",
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod spend;
 pub mod store;
 pub mod target;
 pub mod threats;
+pub mod window;
 
 pub use caps::{CapTexts, Caps};
 pub use fields::{BareDuration, Layout, ReasoningEffort, UnreachableRetry};
@@ -34,3 +35,4 @@ pub use lifecycle::{
 pub use listing::JobSummary;
 pub use store::{FileStore, MemoryStore, Store, StoreError};
 pub use target::{parse_deliver, Platform, Target, TargetError};
+pub use window::WindowTexts;

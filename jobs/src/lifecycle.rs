@@ -20,6 +20,8 @@ use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Re
 use crate::store::{JobChange, Store, StoreError};
 use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
+use crate::window::{check_window, WindowTexts};
+use schedules::Planned;
 
 /// Why a job operation was refused or failed. Every message reads as an instruction.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +159,8 @@ pub struct NewJob {
     pub after: Option<String>,
     /// `--on success|failure|always` (default `success`); needs `after`.
     pub after_on: Option<String>,
+    /// `--start-at`, `--until` and `--jitter`.
+    pub window: WindowTexts,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -212,6 +216,8 @@ pub struct JobEdit {
     pub after: Option<String>,
     /// `--on success|failure|always`: alone, changes the outcome of the job's chain.
     pub after_on: Option<String>,
+    /// `--start-at`, `--until`, `--jitter` to set or, with `""` (or a jitter of `0`), to clear.
+    pub window: WindowTexts,
 }
 
 impl JobEdit {
@@ -245,6 +251,7 @@ impl JobEdit {
             && !self.clear_skills
             && self.no_agent.is_none()
             && self.caps.is_empty()
+            && self.window.is_empty()
     }
 }
 
@@ -491,6 +498,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         .transpose()?;
     let origin = non_empty(&new.origin).map(parse_origin).transpose()?;
     let caps = new.caps.parse().map_err(JobError::Invalid)?;
+    new.window.check()?;
     let deliver = match non_empty(&new.deliver) {
         Some(value) => check_targets(value)?,
         None if origin.is_some() => "origin".to_string(),
@@ -553,6 +561,14 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     if let Some(Some(after)) = &after {
         crate::chain::set(&mut job, Some(after), ctx.now);
     }
+    if !new.window.is_empty() {
+        new.window.apply(&mut job, ctx)?;
+        check_window(&job, &schedule, ctx)?;
+        if job.get("next_run_at").is_some_and(Value::is_string) {
+            let next = next_in_window(&job, &schedule, ctx)?;
+            job.set_next_run_at(Some(next), zone);
+        }
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -561,7 +577,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
 fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
     let zone = job.zone(ctx);
     let schedule = job.schedule(ctx)?;
-    let next = first_run(&schedule, zone, ctx)?;
+    let next = next_in_window(job, &schedule, ctx)?;
     job.set_next_run_at(Some(next), zone);
     if job.state() == JobState::Error {
         job.set_state(if job.enabled() {
@@ -571,6 +587,36 @@ fn reschedule(job: &mut Job, ctx: &Context) -> Result<(), JobError> {
         });
     }
     Ok(())
+}
+
+/// The first run as of `ctx.now`: a one-shot's own ([`first_run`]), a recurring job's
+/// first occurrence within its window, shifted by its jitter.
+fn next_in_window(
+    job: &Job,
+    schedule: &Schedule,
+    ctx: &Context,
+) -> Result<DateTime<Utc>, JobError> {
+    let zone = job.zone(ctx);
+    if !schedule.is_recurring() {
+        return first_run(schedule, zone, ctx);
+    }
+    match job.planned_next(schedule, ctx.now, None, ctx) {
+        Planned::At(next) => Ok(next),
+        Planned::Ended => Err(JobError::Invalid(format!(
+            "Job {} has no run left before its --until ({}): give a later --until, or clear it with --until ''",
+            job.id(),
+            job.text_field("until").unwrap_or_default()
+        ))),
+        Planned::Nothing => Err(JobError::Invalid(format!(
+            "Schedule '{}' has no future run",
+            schedule.display()
+        ))),
+    }
+}
+
+/// The stored window fields, to tell whether an edit changed them.
+fn window_fields(job: &Job) -> [Option<Value>; 3] {
+    ["start_at", "until", "jitter"].map(|key| job.get(key).filter(|v| !v.is_null()).cloned())
 }
 
 /// Sets an optional string field: `""` clears it to null.
@@ -640,6 +686,7 @@ impl CheckedEdit {
             .as_deref()
             .map(parse_effort)
             .transpose()?;
+        edit.window.check()?;
         Ok(CheckedEdit {
             edit: edit.clone(),
             deliver,
@@ -678,7 +725,27 @@ impl CheckedEdit {
                 job.set_enabled(true);
             }
         }
-        if edit.timezone.is_some() || edit.schedule.is_some() {
+        let window_before = window_fields(job);
+        if !edit.window.is_empty() {
+            edit.window.apply(job, ctx)?;
+        }
+        // An edit that gives the window it has (a form sends every field) moves nothing.
+        let window_changed = window_fields(job) != window_before;
+        if window_changed {
+            check_window(job, &job.schedule(ctx)?, ctx)?;
+            // A job its --until ended runs again once its window is moved.
+            let repeat = job.repeat();
+            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+            if job.state() == JobState::Completed && !used_up && job.schedule(ctx)?.is_recurring() {
+                job.set_state(JobState::Scheduled);
+                job.set_enabled(true);
+            }
+        }
+        if edit.timezone.is_some() || edit.schedule.is_some() || window_changed {
+            // A schedule or zone change keeps the window, which must still hold.
+            if !window_changed {
+                check_window(job, &job.schedule(ctx)?, ctx)?;
+            }
             reschedule(job, ctx)?;
         }
         Ok(())
@@ -919,15 +986,7 @@ pub async fn resume_job(
         }
         let zone = job.zone(ctx);
         let schedule = job.schedule(ctx)?;
-        let next = match &schedule {
-            Schedule::Once { .. } => first_run(&schedule, zone, ctx)?,
-            recurring => recurring.next_run(ctx.now, None, zone).ok_or_else(|| {
-                JobError::Invalid(format!(
-                    "Schedule '{}' has no future run",
-                    recurring.display()
-                ))
-            })?,
-        };
+        let next = next_in_window(job, &schedule, ctx)?;
         job.unpause();
         job.set_next_run_at(Some(next), zone);
         Ok(())

@@ -187,6 +187,10 @@ pub struct JobSummary<'a> {
     pub paused_reason: Option<Cow<'a, str>>,
     /// The job's own spending caps.
     pub caps: Caps,
+    /// `start_at`, `until` and `jitter` (seconds, 0: none).
+    pub start_at: Option<DateTime<Utc>>,
+    pub until: Option<DateTime<Utc>>,
+    pub jitter_secs: u64,
 }
 
 impl JobSummary<'_> {
@@ -218,6 +222,9 @@ impl JobSummary<'_> {
         "max_runtime_seconds",
         "max_tokens",
         "max_cost_usd",
+        "start_at",
+        "until",
+        "jitter",
     ];
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
@@ -248,6 +255,9 @@ impl JobSummary<'_> {
             last_delivery_error: text("last_delivery_error"),
             paused_reason: text("paused_reason"),
             caps: job.caps(),
+            start_at: job.instant("start_at", ctx),
+            until: job.instant("until", ctx),
+            jitter_secs: job.jitter_secs(),
         }
     }
 }
@@ -295,7 +305,25 @@ pub(crate) fn plain_summary<'a>(
         last_delivery_error: text_field(slot!(slots, "last_delivery_error"))?,
         paused_reason: text_field(slot!(slots, "paused_reason"))?,
         caps: extra_caps(&scratch.extras),
+        start_at: extra_instant(&scratch.extras, "start_at", ctx),
+        until: extra_instant(&scratch.extras, "until", ctx),
+        jitter_secs: extra_value(&scratch.extras, "jitter")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0),
     })
+}
+
+/// A key outside [`NORMALIZED_KEYS`], read as JSON.
+fn extra_value(extras: &[(&str, &str)], key: &str) -> Option<serde_json::Value> {
+    let (_, text) = extras.iter().find(|(k, _)| *k == key)?;
+    serde_json::from_str(text).ok()
+}
+
+/// An instant among a job's keys outside [`NORMALIZED_KEYS`], read as [`Job::instant`]
+/// reads it.
+fn extra_instant(extras: &[(&str, &str)], key: &str, ctx: &Context) -> Option<DateTime<Utc>> {
+    let value = extra_value(extras, key)?;
+    crate::job::instant_of(Some(&value), ctx)
 }
 
 /// The caps among a job's keys outside [`NORMALIZED_KEYS`], read as [`Job::caps`] reads

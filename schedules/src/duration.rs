@@ -32,9 +32,60 @@ pub fn parse_duration_minutes(input: &str) -> Option<u64> {
         .then_some(minutes)
 }
 
+/// Parses a span such as `90s`, `5m`, `2 h`, `1d` or `0` into whole seconds (zero
+/// allowed: "none"): the jitter of a job and `cron.catch_up_spread`. A bare number is
+/// seconds. Bounded at a year.
+pub fn parse_span_seconds(input: &str) -> Option<u64> {
+    let lower = input.trim().to_ascii_lowercase();
+    let digits_end = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (number, unit) = lower.split_at(digits_end);
+    let count: u64 = number.parse().ok()?;
+    let per_unit = match unit.trim_start() {
+        "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+        other => unit_minutes(other)? * 60,
+    };
+    let secs = count.checked_mul(per_unit)?;
+    (secs <= 366 * 24 * 3600).then_some(secs)
+}
+
+/// A span of whole seconds as [`parse_span_seconds`] reads it back, in its largest
+/// exact unit: `90s`, `5m`, `2h`, `1d`.
+pub fn format_span(secs: u64) -> String {
+    match secs {
+        0 => "0".to_string(),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_read_seconds_and_zero() {
+        for (input, secs) in [
+            ("0", 0),
+            ("90s", 90),
+            ("20 sec", 20),
+            ("5m", 300),
+            ("2h", 7200),
+            ("1d", 86_400),
+            ("45", 45),
+        ] {
+            assert_eq!(parse_span_seconds(input), Some(secs), "{input}");
+        }
+        for input in ["", "m", "1.5m", "-5s", "5 weeks", "400d"] {
+            assert_eq!(parse_span_seconds(input), None, "{input}");
+        }
+        for secs in [0, 90, 300, 7200, 86_400, 3690] {
+            assert_eq!(parse_span_seconds(&format_span(secs)), Some(secs));
+        }
+    }
 
     #[test]
     fn accepts_every_unit_spelling() {

@@ -12,14 +12,16 @@ mod error;
 pub mod instant;
 pub mod phrase;
 mod schedule;
+pub mod window;
 
 pub use crate::cron::DstRule;
 pub use chrono_tz::Tz;
 pub use cron::CronExpr;
 pub use describe::{describe_cron, describe_cron_in, describe_interval, describe_stored};
-pub use duration::parse_duration_minutes;
+pub use duration::{format_span, parse_duration_minutes, parse_span_seconds};
 pub use error::ScheduleError;
 pub use instant::{
     format_instant, has_explicit_offset, parse_stored_instant, parse_user_timestamp, push_instant,
 };
 pub use schedule::{grace_period, parse_schedule, Schedule, ONE_SHOT_GRACE};
+pub use window::{jitter_offset, Planned, RunWindow};

@@ -563,16 +563,19 @@ def part_c(w):
     both_read(w, "1 python create alpha")
     b = created_id(w.rs("cron", "add", "0 8 * * *", "beta task", "--name", "beta", "--tz", "Asia/Tokyo",
                         "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
-                        "--after", a, "--on", "failure"))
-    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost --after alpha --on failure")
+                        "--after", a, "--on", "failure",
+                        "--start-at", "2026-01-01T08:00:00+09:00", "--until", "2099-01-01T08:00:00+09:00",
+                        "--jitter", "5m"))
+    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost --after alpha --on failure --start-at/--until/--jitter")
     chain = {x["id"]: x for x in w.store()["jobs"]}[b]
     chain = {k: chain.get(k) for k in ("after", "after_since")}
     must("C python edit beta", w.py_cli("cron", "edit", b, "--name", "beta2"))
     must("C python pause beta", w.py_cli("cron", "pause", b))
     must("C python resume beta", w.py_cli("cron", "resume", b))
     j = {x["id"]: x for x in w.store()["jobs"]}[b]
-    caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5}
-    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, after)",
+    caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5,
+            "start_at": "2026-01-01T08:00:00+09:00", "until": "2099-01-01T08:00:00+09:00", "jitter": 300}
+    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, after, window)",
           j.get("timezone") == "Asia/Tokyo" and "failure_streak" in j and j["name"] == "beta2"
           and all(j.get(k) == v for k, v in caps.items())
           and j.get("after") == {"job": a, "on": "failure"} and chain["after"] == j.get("after")
@@ -590,9 +593,10 @@ def part_c(w):
     must("C ours resume beta", w.rs("cron", "resume", b))
     j = {x["id"]: x for x in w.store()["jobs"]}[b]
     nr = iso(j.get("next_run_at"))
-    check("C 6 our resume of Python's pause: scheduled, next run 08:00 Tokyo",
-          j.get("enabled") is True and j.get("state") == "scheduled" and nr is not None
-          and nr.astimezone(dt.timezone(dt.timedelta(hours=9))).strftime("%H:%M") == "08:00",
+    tokyo = nr.astimezone(dt.timezone(dt.timedelta(hours=9))) if nr is not None else None
+    check("C 6 our resume of Python's pause: scheduled, next run 08:00 Tokyo plus its jitter (under 5 min)",
+          j.get("enabled") is True and j.get("state") == "scheduled" and tokyo is not None
+          and tokyo.hour == 8 and tokyo.minute < 5,
           json.dumps({k: j.get(k) for k in ("enabled", "state", "next_run_at", "paused_at")}))
     both_read(w, "6 ours resume beta")
     must("C ours edit alpha --add-skill x", w.rs("cron", "edit", a, "--add-skill", "x"))

@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use jobs::store::{ExtraField, ListedJob};
 use jobs::{JobEdit, NewJob};
 
-use super::hermes_jobs::{caps_of, job_edit, paused_of, UPDATABLE};
+use super::hermes_jobs::{caps_of, job_edit, paused_of, window_of, UPDATABLE};
 use super::ops::{Failure, Paging, Record};
 use super::{read_object, ApiState};
 use crate::environment::Environment;
@@ -216,6 +216,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         caps: caps_of(body)?,
         after: after.0,
         after_on: after.1,
+        window: window_of(body, false)?,
         ..NewJob::default()
     })
 }

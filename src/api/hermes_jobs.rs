@@ -37,6 +37,9 @@ pub const UPDATABLE: &[&str] = &[
     "max_tokens",
     "max_cost_usd",
     "after",
+    "start_at",
+    "until",
+    "jitter",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -186,6 +189,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         caps: caps_of(body)?,
         after: after.0,
         after_on: after.1,
+        window: window_of(body, false)?,
         ..NewJob::default()
     })
 }
@@ -201,6 +205,33 @@ pub fn after_of(body: &Map<String, Value>) -> Result<(Option<String>, Option<Str
 /// `max_cost_usd`), judged by the job service. Shared with the dashboard's routes.
 pub fn caps_of(body: &Map<String, Value>) -> Result<jobs::CapTexts, Failure> {
     jobs::CapTexts::from_json(|key| body.get(key)).map_err(Failure::bad_request)
+}
+
+/// `start_at`, `until` (ISO-8601 texts) and `jitter` (a span such as `"5m"`, or whole
+/// seconds) of a body, judged by the job service. On an edit (`editing`) `null` or `""`
+/// clears one; on a create `null` is "not given". Shared with the dashboard's routes.
+pub fn window_of(body: &Map<String, Value>, editing: bool) -> Result<jobs::WindowTexts, Failure> {
+    let field = |key: &str| -> Result<Option<String>, Failure> {
+        match body.get(key) {
+            None => Ok(None),
+            Some(Value::Null) => Ok(editing.then(String::new)),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) if key == "jitter" && n.as_u64().is_some() => {
+                Ok(Some(format!("{n}s")))
+            }
+            Some(_) if key == "jitter" => Err(Failure::bad_request(
+                "jitter must be a duration such as \"5m\" or a whole number of seconds",
+            )),
+            Some(_) => Err(Failure::bad_request(format!(
+                "{key} must be an ISO-8601 date and time (a string)"
+            ))),
+        }
+    };
+    Ok(jobs::WindowTexts {
+        start_at: field("start_at")?,
+        until: field("until")?,
+        jitter: field("jitter")?,
+    })
 }
 
 /// `paused` and `paused_reason` of a create body, typed as Hermes 0.22 types them (the
@@ -275,6 +306,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
     };
     edit.caps = caps_of(body)?;
     (edit.after, edit.after_on) = after_of(body)?;
+    edit.window = window_of(body, true)?;
     Ok((edit, enabled))
 }
 

@@ -148,6 +148,24 @@ hermes cron edit standup --model \"\"     (clears the model)"
         after_help = "Example:\n  hermes cron next \"30 2 * * *\" --tz America/New_York --from 2026-03-07T12:00:00-05:00 -n 2"
     )]
     Next(NextArgs),
+    /// Run each past occurrence of a job's schedule in a window, oldest first, once.
+    #[command(
+        after_help = "Examples:\n  hermes cron backfill daily-report --from 2026-03-01 --to 2026-03-07T23:59 --dry-run\n  \
+hermes cron backfill daily-report --from 2026-03-01T00:00:00Z --to 2026-03-07T23:59:59Z"
+    )]
+    Backfill {
+        /// The job: its id, or its name if no other job has it.
+        job: String,
+        /// The window's start (ISO-8601; without an offset, in the job's zone).
+        #[arg(long, value_name = "ISO")]
+        from: String,
+        /// The window's end, included (ISO-8601), not after now.
+        #[arg(long, value_name = "ISO")]
+        to: String,
+        /// List the occurrences that would run, and run nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Run the scheduler until stopped (SIGTERM/SIGINT).
     #[command(
         after_help = "Example:\n  hermes cron daemon\n  hermes cron service install     (as a systemd user service)"
@@ -424,6 +442,17 @@ pub struct JobFields {
     /// At most this many US dollars per run, priced by the run's model.
     #[arg(long, value_name = "USD", allow_hyphen_values = true)]
     pub max_cost: Option<String>,
+    /// No run before this instant (ISO-8601; without an offset, in the job's zone): the
+    /// first run is the first occurrence at or after it.
+    #[arg(long, value_name = "ISO")]
+    pub start_at: Option<String>,
+    /// No run after this instant (ISO-8601): then the job completes.
+    #[arg(long, value_name = "ISO")]
+    pub until: Option<String>,
+    /// Move every run later by a fixed offset up to this long, derived from the job id
+    /// (e.g. 5m; 0 for none), so jobs on one schedule do not start together.
+    #[arg(long, value_name = "DURATION")]
+    pub jitter: Option<String>,
 }
 
 #[derive(Debug, Args)]

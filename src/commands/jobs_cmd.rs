@@ -1,7 +1,7 @@
 //! The verbs that change jobs: add, edit, pause, resume, remove.
 
 use jobs::fields::MonitorSource;
-use jobs::{CapTexts, Job, JobEdit, JobState, NewJob, RearmAt};
+use jobs::{CapTexts, Job, JobEdit, JobState, NewJob, RearmAt, WindowTexts};
 
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
@@ -33,6 +33,9 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
         (None, _) => "none".to_string(),
     };
     say!("  Next run: {next}");
+    if let Some(window) = job.window_text(ctx) {
+        say!("  Window:   {window}");
+    }
     say!("  Deliver:  {}", job.deliver());
     // The lines for what Hermes 0.22's fields change, each only when set.
     if let Some(target) = job.failure_deliver() {
@@ -105,9 +108,19 @@ fn caps(fields: &mut JobFields) -> CapTexts {
     }
 }
 
+/// `--start-at`, `--until` and `--jitter`.
+fn window(fields: &mut JobFields) -> WindowTexts {
+    WindowTexts {
+        start_at: fields.start_at.take(),
+        until: fields.until.take(),
+        jitter: fields.jitter.take(),
+    }
+}
+
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
+    let window = window(&mut fields);
     // The command line's parse settled that a schedule was given (cli::parse_from).
     let schedule = args.schedule.unwrap_or_default();
     let given = schedule.clone();
@@ -137,6 +150,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         caps,
         after: fields.after,
         after_on: fields.after_on,
+        window,
         ..NewJob::default()
     };
     let job = session.service().create(new).await?.job;
@@ -149,6 +163,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
 pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
+    let window = window(&mut fields);
     let given = args.schedule.clone();
     let edit = JobEdit {
         schedule: args.schedule,
@@ -180,6 +195,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         caps,
         after: fields.after,
         after_on: fields.after_on,
+        window,
         ..JobEdit::default()
     };
     if edit.is_empty() {

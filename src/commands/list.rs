@@ -230,6 +230,29 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
         (_, Some(next)) => write_absolute_and_relative(out, next, now, job.zone),
         (_, None) => out.push_str("none"),
     }
+    if job.start_at.is_some() || job.until.is_some() || job.jitter_secs > 0 {
+        out.push_str("\n    Window:   ");
+        let mut parts = Vec::new();
+        if let Some(start) = job.start_at {
+            parts.push(format!(
+                "from {}",
+                schedules::format_instant(start, job.zone)
+            ));
+        }
+        if let Some(until) = job.until {
+            parts.push(format!(
+                "until {}",
+                schedules::format_instant(until, job.zone)
+            ));
+        }
+        if job.jitter_secs > 0 {
+            parts.push(format!(
+                "jitter {}",
+                schedules::format_span(job.jitter_secs)
+            ));
+        }
+        out.push_str(&parts.join(", "));
+    }
     out.push_str("\n    Deliver:  ");
     push_shown(out, &job.deliver);
     out.push('\n');

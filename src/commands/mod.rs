@@ -1,6 +1,7 @@
 //! One function per `hermes cron` verb. Each builds its [`Session`] (home, store, clock,
 //! zones), does its work through the `jobs` crate, and prints what the user asked for.
 
+mod backfill_cmd;
 mod cost_cmd;
 pub mod error;
 mod gateway_cmd;
@@ -151,7 +152,11 @@ pub fn gateway(
 pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
     let scheduler_verb = matches!(
         verb,
-        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. } | CronVerb::Redeliver { .. }
+        CronVerb::Daemon
+            | CronVerb::Tick
+            | CronVerb::Run { .. }
+            | CronVerb::Redeliver { .. }
+            | CronVerb::Backfill { .. }
     );
     // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
     let verb = match verb {
@@ -240,6 +245,12 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         CronVerb::Daemon => scheduler_cmd::daemon(session).await,
         CronVerb::Tick => scheduler_cmd::tick(session).await,
         CronVerb::Run { job } => scheduler_cmd::run(session, &job).await,
+        CronVerb::Backfill {
+            job,
+            from,
+            to,
+            dry_run,
+        } => backfill_cmd::backfill(session, &job, &from, &to, dry_run).await,
         CronVerb::Status { json } => status::status(&session, json).await,
         CronVerb::Runs { job, limit, json } => {
             // Python Hermes clamps the limit to 1–500; so do we (0 would hide every run).

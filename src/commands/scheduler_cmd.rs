@@ -92,7 +92,7 @@ pub async fn daemon(session: Session) -> Result<(), CliError> {
     }
 }
 
-fn print_report(report: &RunReport) {
+pub(crate) fn print_report(report: &RunReport) {
     let status = report.status.as_str();
     say!(
         "{} {} ({}): {status}",

@@ -148,6 +148,10 @@ pub struct CronSection {
     pub wrap_response: Option<bool>,
     #[serde(deserialize_with = "forgiving::read")]
     pub catch_up_missed: Option<bool>,
+    /// `cron.catch_up_spread`: the window over which overdue runs found at start or
+    /// after a pause start (a span such as `5m`; `0` starts them at once).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub catch_up_spread: Option<String>,
     #[serde(deserialize_with = "forgiving::read")]
     pub output_retention: Option<u64>,
     #[serde(deserialize_with = "forgiving::read")]

@@ -34,7 +34,7 @@ const TOP_LEVEL: &[&str] = &[
 /// Keys of `cron:` that Hermes 0.19 or 0.22 reads, or this program does.
 #[rustfmt::skip]
 const CRON: &[&str] = &[
-    "allow_agent_scheduling", "bare_duration", "budget", "catch_up_missed", "chronos",
+    "allow_agent_scheduling", "bare_duration", "budget", "catch_up_missed", "catch_up_spread", "chronos",
     "completed_retention_days", "delivery", "delivery_retry_hours",
     "failure_repeat_alert_hours", "max_parallel_jobs", "media_send_timeout_seconds",
     "metrics_job_series",

@@ -263,6 +263,7 @@ impl Cron {
             caps: args.caps()?,
             after: after.0,
             after_on: after.1,
+            window: args.window()?,
             ..NewJob::default()
         };
         let Changed { job, ctx } = self.jobs.create(new).await?;
@@ -326,6 +327,7 @@ impl Cron {
             caps: args.caps()?,
             after: after.0,
             after_on: after.1,
+            window: args.window()?,
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -473,6 +475,9 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
         "max_runtime_seconds",
         "max_tokens",
         "max_cost_usd",
+        "start_at",
+        "until",
+        "jitter",
     ] {
         if record.get(key).is_some_and(|v| !v.is_null()) {
             out[key] = field(key);
@@ -512,9 +517,12 @@ pub fn next_runs(job: &Job, ctx: &Context) -> Vec<String> {
     if wanted > 0 {
         fires.push(format_instant(first, zone));
     }
+    let window = job.run_window(ctx);
     while fires.len() < wanted && schedule.is_recurring() {
-        match schedule.next_run(ctx.now, Some(last), zone) {
-            Some(next) if next > last => {
+        // Within the job's `until`, each moved by its jitter, as the scheduler runs them.
+        let occurrence = window.occurrence_of(&schedule, last, zone);
+        match window.next_run(&schedule, ctx.now, Some(occurrence), zone) {
+            schedules::Planned::At(next) if next > last => {
                 fires.push(format_instant(next, zone));
                 last = next;
             }

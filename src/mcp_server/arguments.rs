@@ -19,6 +19,8 @@ pub enum ArgumentError {
     Deliver(Value),
     #[error("Invalid failure_deliver {0}: use a text such as 'local' or 'telegram:-100123:17'")]
     FailureDeliver(Value),
+    #[error("Invalid jitter {0}: give a duration such as '5m', or a whole number of seconds")]
+    Jitter(Value),
     /// A spending cap that is not a number (the lifecycle judges the number).
     #[error("Invalid argument: {0}")]
     Cap(String),
@@ -84,6 +86,10 @@ pub struct Arguments {
     pub max_runtime_seconds: Option<Value>,
     pub max_tokens: Option<Value>,
     pub max_cost_usd: Option<Value>,
+    pub start_at: Option<String>,
+    pub until: Option<String>,
+    /// A span (`"5m"`) or whole seconds.
+    pub jitter: Option<Value>,
 }
 
 impl Arguments {
@@ -143,6 +149,22 @@ impl Arguments {
             _ => None,
         })
         .map_err(ArgumentError::Cap)
+    }
+
+    /// `start_at`, `until` and `jitter` as the lifecycle reads them (`''` clears one on
+    /// update; a number of seconds is a jitter too).
+    pub fn window(&self) -> Result<jobs::WindowTexts, ArgumentError> {
+        let jitter = match &self.jitter {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(Value::Number(n)) if n.as_u64().is_some() => Some(format!("{n}s")),
+            Some(other) => return Err(ArgumentError::Jitter(other.clone())),
+        };
+        Ok(jobs::WindowTexts {
+            start_at: self.start_at.clone(),
+            until: self.until.clone(),
+            jitter,
+        })
     }
 
     /// `failure_deliver` as one comma-separated text, like `deliver`.

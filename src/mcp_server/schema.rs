@@ -125,6 +125,9 @@ pub fn input_schema() -> Map<String, Value> {
             "type": "number",
             "description": "For create and update: at most this many US dollars per run, priced by the run's model (a model without a known price is refused). On update, 0 removes the cap."
         },
+        "start_at": string("For create and update of a recurring job: no run before this ISO-8601 instant (without an offset, in the job's zone); the first run is the first occurrence at or after it. On update, '' removes it."),
+        "until": string("For create and update of a recurring job: no run after this ISO-8601 instant; the job then completes. On update, '' removes it."),
+        "jitter": string("For create and update of a recurring job: move every run later by a fixed offset up to this long, derived from the job id, e.g. '5m' (so jobs on one schedule do not all start in the same second). '0' removes it."),
         "timezone": string("IANA time zone the schedule is read in, e.g. 'Europe/Berlin' (default: the configured zone). On update, '' returns to the default."),
         "reason": string("For pause: why, shown in the job listing."),
         "include_disabled": {

@@ -42,6 +42,7 @@ impl Scheduler {
                 catch_up_missed: settings.catch_up_missed,
                 claim_owner: &self.parts.claim_owner,
                 run_claim_ttl: run_claim_ttl(settings.inactivity_timeout.map(|t| t.as_secs())),
+                catch_up_spread: settings.catch_up_spread,
             },
             completed_retention: chrono::Duration::days(settings.completed_retention_days.max(0)),
             running_here: &running,
@@ -187,6 +188,14 @@ impl Scheduler {
             }
             (Decision::Broken { reason }, _) => {
                 tracing::error!(job = %id, "cannot schedule job: {reason}");
+                Settled::Nothing
+            }
+            (Decision::Deferred { scheduled_at, to }, _) => {
+                tracing::info!(
+                    job = %id,
+                    scheduled = %scheduled_at,
+                    "overdue; starts at {to} (its turn in cron.catch_up_spread, or its --start-at)"
+                );
                 Settled::Nothing
             }
             (Decision::Completed { scheduled_at }, _) => {

@@ -13,6 +13,7 @@
 //! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`chain`] — claim the runs of jobs chained after runs that ended (`after`);
+//! * [`backfill`] — run the past occurrences of a window, each once (`hermes cron backfill`);
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`resend`] — deliver a finished run's stored output again (`hermes cron redeliver`);
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
@@ -25,6 +26,7 @@
 
 mod aftermath;
 mod alert;
+mod backfill;
 mod budget;
 mod chain;
 mod claim;
@@ -60,6 +62,7 @@ use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::runner::Runner;
 use settings::CronSettings;
 
+pub use backfill::{BackfillOccurrence, Backfilled};
 pub use daemon::run;
 pub use observe::Observer;
 

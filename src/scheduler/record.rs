@@ -68,7 +68,9 @@ impl JobRecord {
             let repeat = stored.repeat();
             let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
             let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
-            if (used_up || one_shot) && stored.state() != JobState::Paused {
+            // The pass that fired the last run before `until` left no next run.
+            let ended = stored.next_run_at(ctx).is_none() && stored.instant("until", ctx).is_some();
+            if (used_up || one_shot || ended) && stored.state() != JobState::Paused {
                 stored.complete();
             }
         }
@@ -342,7 +344,9 @@ impl Scheduler {
         let claimed = run.claimed;
         let books = Bookkeeping {
             key: match claimed.source {
-                RunSource::Scheduler | RunSource::Chain => claimed.occurrence(),
+                RunSource::Scheduler | RunSource::Chain | RunSource::Backfill => {
+                    claimed.occurrence()
+                }
                 RunSource::Manual => format!("{}#{}", claimed.occurrence(), claimed.run),
             },
             job,

@@ -11,6 +11,9 @@ pub struct CronSettings {
     /// `cron.max_parallel_jobs` / `HERMES_CRON_MAX_PARALLEL`; `None` = unbounded (0).
     pub max_parallel: Option<usize>,
     pub catch_up_missed: bool,
+    /// `cron.catch_up_spread` (default 5 minutes; 0 = none): overdue runs found by one
+    /// pass start spread over it (docs/SCHEDULES.md, "Missed runs and catch-up").
+    pub catch_up_spread: chrono::Duration,
     /// `cron.output_retention` (default 50) documents kept per job; 0 keeps every one
     /// (Hermes' meaning), which is `usize::MAX` here so no store has to know the rule.
     pub output_retention: usize,
@@ -80,6 +83,26 @@ pub fn inactivity_timeout() -> Option<Duration> {
     (timeout > 0).then(|| Duration::from_secs(timeout))
 }
 
+/// The default `cron.catch_up_spread`.
+const CATCH_UP_SPREAD_SECS: u64 = 300;
+
+/// `cron.catch_up_spread` as configured: a span (`20s`, `5m`, `0`); unreadable is the
+/// default, with a warning.
+fn catch_up_spread(configured: Option<&str>) -> chrono::Duration {
+    let secs = match configured.map(|text| (text, schedules::parse_span_seconds(text))) {
+        None => CATCH_UP_SPREAD_SECS,
+        Some((_, Some(secs))) => secs,
+        Some((text, None)) => {
+            tracing::warn!(
+                "cron.catch_up_spread '{}' is not a duration such as 5m, 90s or 0; using 5m",
+                logged(text)
+            );
+            CATCH_UP_SPREAD_SECS
+        }
+    };
+    chrono::Duration::seconds(i64::try_from(secs).unwrap_or(0))
+}
+
 /// Days of a retention that keeps completed one-shots for good (about 2,700 years).
 const KEEP_FOREVER_DAYS: i64 = 1_000_000;
 
@@ -104,6 +127,7 @@ impl CronSettings {
         CronSettings {
             max_parallel: (parallel > 0).then_some(parallel as usize),
             catch_up_missed: cron.catch_up_missed.unwrap_or(true),
+            catch_up_spread: catch_up_spread(cron.catch_up_spread.as_deref()),
             output_retention: match cron.output_retention.unwrap_or(50) {
                 0 => usize::MAX,
                 n => usize::try_from(n).unwrap_or(usize::MAX),
@@ -146,6 +170,21 @@ mod tests {
             assert_eq!(secs(Some(unset), Some(60)), 60, "{unset:?}");
         }
         assert_eq!(secs(None, Some(0)), 300, "0 in the file counts as unset");
+    }
+
+    #[test]
+    fn the_catch_up_spread_defaults_to_five_minutes() {
+        let spread = |text: &str| {
+            let config =
+                Config::parse(text, std::path::Path::new("/h/config.yaml")).unwrap_or_default();
+            CronSettings::from_config(&config)
+                .catch_up_spread
+                .num_seconds()
+        };
+        assert_eq!(spread(""), 300);
+        assert_eq!(spread("cron: {catch_up_spread: 20s}"), 20);
+        assert_eq!(spread("cron: {catch_up_spread: 0}"), 0);
+        assert_eq!(spread("cron: {catch_up_spread: soon}"), 300);
     }
 
     #[test]

@@ -133,6 +133,7 @@ fn settings() -> CronSettings {
     CronSettings {
         max_parallel: Some(4),
         catch_up_missed: true,
+        catch_up_spread: chrono::Duration::zero(),
         output_retention: 50,
         completed_retention_days: 7,
         script_timeout: Duration::from_secs(300),
@@ -814,4 +815,62 @@ async fn a_redelivery_sends_the_stored_answer_again_without_running_anything() {
     let after = rig.runs(&id).await;
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].delivery.as_deref(), Some("sent: telegram:42"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn overdue_runs_found_at_start_are_spread_over_the_default_five_minutes_in_due_order() {
+    let mut spread = settings();
+    spread.catch_up_spread = chrono::Duration::minutes(5);
+    let rig = Rig::fresh(Work::Answer(Duration::from_secs(1)), Chat::Up, spread);
+    let mut ids = Vec::new();
+    // Due at 10:00, 10:01, … 10:19; the scheduler starts at 12:00.
+    for n in 0..20 {
+        ids.push(
+            rig.add(&format!("every {}m", 60 + n), &format!("job {n}"))
+                .await,
+        );
+    }
+    pass_time(Duration::from_secs(3 * 3600)).await;
+    let started_at = rig.clock.now();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let daemon = tokio::spawn(super::run(rig.scheduler.clone(), async {
+        let _ = stopped.await;
+    }));
+    pass_time(Duration::from_secs(330)).await;
+    stop.send(()).unwrap();
+    daemon.await.unwrap().unwrap();
+    let started = rig.started();
+    let order: Vec<&String> = started.iter().map(|(id, _)| id).collect();
+    assert_eq!(
+        order,
+        ids.iter().collect::<Vec<_>>(),
+        "oldest due first, each once"
+    );
+    for pair in started.windows(2) {
+        assert!(
+            pair[1].1 - pair[0].1 >= chrono::Duration::seconds(1),
+            "two starts in one second: {pair:?}"
+        );
+    }
+    let last = started.last().unwrap().1;
+    assert_eq!(started[0].1, started_at, "the oldest starts at once");
+    assert!(last < started_at + chrono::Duration::minutes(5), "{last}");
+    assert!(
+        last >= started_at + chrono::Duration::minutes(4),
+        "spread over the window: {last}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_no_spread_overdue_runs_all_start_at_once() {
+    let rig = Rig::new();
+    // As many as the run slots (cron.max_parallel_jobs: 4).
+    for n in 0..4 {
+        rig.add(&format!("every {}m", 60 + n), &format!("job {n}"))
+            .await;
+    }
+    pass_time(Duration::from_secs(3 * 3600)).await;
+    let now = rig.clock.now();
+    assert_eq!(rig.tick().await.len(), 4);
+    assert!(rig.started().iter().all(|(_, at)| *at == now));
 }

@@ -404,7 +404,7 @@ fn budget_home_notifying(
         hermes.store_url = first.store_url.clone();
     }
     let config = format!(
-        "{}cron:\n  budget:\n    daily_usd: 0.01\n{notify}pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n",
+        "{}cron:\n  catch_up_spread: 0\n  budget:\n    daily_usd: 0.01\n{notify}pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n",
         openai_config(&model.base)
     );
     std::fs::write(hermes.home().join("config.yaml"), config).unwrap();

@@ -233,6 +233,24 @@ fn cases() -> Vec<Case> {
             "--after names no job: 'nosuchjob'",
         ),
         case(
+            "an until before the start",
+            vec![
+                ("start_at", json!("2026-03-05T00:00:00Z")),
+                ("until", json!("2026-03-04T00:00:00Z")),
+            ],
+            "--until (2026-03-04T00:00:00+00:00) is not after --start-at (2026-03-05T00:00:00+00:00): give a later --until",
+        ),
+        case(
+            "a jitter that is no duration",
+            vec![("jitter", json!("soon"))],
+            "Invalid --jitter 'soon': give a duration such as 90s, 5m or 1h (0 for none), at most a year",
+        ),
+        case(
+            "a start that is no instant",
+            vec![("start_at", json!("next tuesday"))],
+            "Invalid --start-at 'next tuesday'",
+        ),
+        case(
             "a model pin through the agent's tool",
             vec![("model", json!("gpt-x"))],
             "this tool cannot set them",

@@ -506,6 +506,18 @@ pub trait RunLedger: Send + Sync {
         window: &str,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+
+    /// Claims one past occurrence for `hermes cron backfill`, `running`, under its
+    /// occurrence key (the key the scheduler's fire of it has, [`occurrence_key`] of the
+    /// job id and the instant it was due): its row id, or `None` when the ledger holds
+    /// that occurrence already — run by an earlier backfill or by the scheduler — so it
+    /// is never run twice.
+    async fn claim_backfill(
+        &self,
+        job_id: &str,
+        scheduled_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError>;
 }
 
 /// The delivery outbox: every destination of a run kept before its first request, claimed,
@@ -739,7 +751,7 @@ pub fn recorded_without_running(
             RunStatus::Skipped,
             "skipped: late and catch-up is off".to_string(),
         )),
-        Decision::Broken { .. } | Decision::Completed { .. } => None,
+        Decision::Broken { .. } | Decision::Completed { .. } | Decision::Deferred { .. } => None,
     }
 }
 
@@ -749,7 +761,8 @@ pub fn scheduled_at(decision: &Decision) -> Option<DateTime<Utc>> {
         Decision::Fire { scheduled_at, .. }
         | Decision::Missed { scheduled_at }
         | Decision::SkippedLate { scheduled_at }
-        | Decision::Completed { scheduled_at } => Some(*scheduled_at),
+        | Decision::Completed { scheduled_at }
+        | Decision::Deferred { scheduled_at, .. } => Some(*scheduled_at),
         Decision::Broken { .. } => None,
     }
 }
@@ -775,6 +788,43 @@ fn chain_claim<'a>(job_id: &'a str, occurrence: &'a str, now: DateTime<Utc>) -> 
     ClaimRequest {
         source: RunSource::Chain,
         ..manual_claim(job_id, occurrence, now)
+    }
+}
+
+/// The ledger row of a backfilled occurrence.
+pub(crate) fn backfill_claim(
+    job_id: &str,
+    occurrence: &str,
+    scheduled_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> OwnedBackfill {
+    OwnedBackfill {
+        job_id: job_id.to_string(),
+        occurrence: occurrence.to_string(),
+        scheduled_at,
+        now,
+    }
+}
+
+/// [`backfill_claim`]'s row, owned (to cross to a blocking thread).
+pub(crate) struct OwnedBackfill {
+    pub job_id: String,
+    pub occurrence: String,
+    pub scheduled_at: DateTime<Utc>,
+    pub now: DateTime<Utc>,
+}
+
+impl OwnedBackfill {
+    pub fn request(&self) -> ClaimRequest<'_> {
+        ClaimRequest {
+            job_id: &self.job_id,
+            occurrence: &self.occurrence,
+            source: RunSource::Backfill,
+            status: RunStatus::Running,
+            scheduled_at: Some(self.scheduled_at),
+            started_at: self.now,
+            error: None,
+        }
     }
 }
 
@@ -858,7 +908,9 @@ pub(crate) fn prepare_claims(
         .into_iter()
         .map(|Planned { job, decision }| {
             let at = match decision {
-                Decision::Completed { .. } | Decision::Broken { .. } => None,
+                Decision::Completed { .. }
+                | Decision::Broken { .. }
+                | Decision::Deferred { .. } => None,
                 _ => scheduled_at(&decision),
             };
             let Some(at) = at else {

@@ -179,8 +179,54 @@ async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &
     assert!(one.run(run + 1000).await.unwrap().is_none());
 }
 
+/// A backfilled occurrence is claimed once, by any process, and an occurrence the
+/// scheduler fired is never backfilled.
+async fn a_backfilled_occurrence_is_claimed_once_and_never_after_a_fire(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let day_ago = c.now - Duration::days(1);
+    let run = one
+        .claim_backfill("aaaaaaaaaaaa", day_ago, c.now)
+        .await
+        .unwrap()
+        .expect("claimed");
+    assert_eq!(
+        two.claim_backfill("aaaaaaaaaaaa", day_ago, c.now)
+            .await
+            .unwrap(),
+        None,
+        "the same occurrence again, from another process"
+    );
+    let row = two.recent_runs(Some("aaaaaaaaaaaa"), 5).await.unwrap();
+    assert_eq!(row.len(), 1);
+    assert_eq!(
+        (row[0].id, row[0].source.as_str(), row[0].status.as_str()),
+        (run, "backfill", "running")
+    );
+    assert!(one
+        .claim_backfill("aaaaaaaaaaaa", day_ago + Duration::hours(1), c.now)
+        .await
+        .unwrap()
+        .is_some());
+    // An occurrence the scheduler fired (its key is the job id and due instant).
+    let due = c.now - Duration::seconds(5);
+    one.insert_job(&c, hourly("bbbbbbbbbbbb", due))
+        .await
+        .unwrap();
+    let running = HashSet::new();
+    let pass = one.claim_due(&c, &scan(&running)).await.unwrap();
+    assert!(matches!(pass.occurrences[0].claimed, Claimed::Run { .. }));
+    assert_eq!(
+        two.claim_backfill("bbbbbbbbbbbb", due, c.now)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
 conformance!(
     a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery,
+    a_backfilled_occurrence_is_claimed_once_and_never_after_a_fire,
     runs_of_dead_processes_become_interrupted,
     the_latest_run_of_each_job_reads_back,
     spend_is_summed_for_every_process_and_a_budget_notice_goes_once,

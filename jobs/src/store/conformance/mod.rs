@@ -191,6 +191,7 @@ fn scan<'a>(running: &'a HashSet<String>) -> DueScan<'a> {
             catch_up_missed: true,
             claim_owner: "host:1",
             run_claim_ttl: Duration::minutes(30),
+            catch_up_spread: Duration::zero(),
         },
         completed_retention: Duration::days(7),
         running_here: running,

@@ -96,6 +96,20 @@ impl Files {
 
 #[async_trait::async_trait]
 impl RunLedger for FileStore {
+    async fn claim_backfill(
+        &self,
+        job_id: &str,
+        scheduled_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let occurrence = crate::ledger::occurrence_key(job_id, scheduled_at);
+        let row = crate::store::backfill_claim(job_id, &occurrence, scheduled_at, now);
+        self.blocking(move |files| {
+            files.with_ledger(|ledger| ledger.claim(&files.stamped(&row.request())))
+        })
+        .await
+    }
+
     async fn finish_run(
         &self,
         run: i64,

@@ -14,6 +14,18 @@ use super::MemoryStore;
 
 #[async_trait::async_trait]
 impl RunLedger for MemoryStore {
+    async fn claim_backfill(
+        &self,
+        job_id: &str,
+        scheduled_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let occurrence = crate::ledger::occurrence_key(job_id, scheduled_at);
+        let row = crate::store::backfill_claim(job_id, &occurrence, scheduled_at, now);
+        let owner = self.owner.clone();
+        Ok(self.lock().insert_run(&owner, &row.request()))
+    }
+
     async fn finish_run(
         &self,
         run: i64,

@@ -36,6 +36,36 @@ fn run_row(row: &Row) -> RunRow {
 
 #[async_trait::async_trait]
 impl RunLedger for PgStore {
+    async fn claim_backfill(
+        &self,
+        job_id: &str,
+        scheduled_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<i64>, StoreError> {
+        let occurrence = crate::ledger::occurrence_key(job_id, scheduled_at);
+        let client = self.client().await?;
+        self.note_runs_added([job_id.to_string()]);
+        let row = client
+            .query_opt(
+                "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
+                         instance, host, pid, status, started_at)
+                     VALUES ($1, $2, $3, 'backfill', $4, $5, $6, 'running', $7)
+                     ON CONFLICT DO NOTHING RETURNING id",
+                &[
+                    &job_id,
+                    &occurrence,
+                    &scheduled_at,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &now,
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
     async fn finish_run(
         &self,
         run: i64,
