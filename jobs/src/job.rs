@@ -789,6 +789,13 @@ impl Job {
         self.set("failure_streak", json!(streak));
     }
 
+    /// A run stopped on request: `last_status: cancelled`, the error of the run before
+    /// cleared (this one did not fail), the failure streak kept as it was.
+    pub fn record_cancelled(&mut self) {
+        self.set("last_status", json!("cancelled"));
+        self.set_optional_text("last_error", None);
+    }
+
     /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success
     /// keeps (Hermes 0.22 writes it so a job that failed once does not look always green).
     /// Only on a record that carries the field, as 0.22's records do: a 0.19 record gains

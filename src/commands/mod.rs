@@ -9,6 +9,7 @@ mod jobs_cmd;
 mod list;
 mod next;
 mod pause_cmd;
+mod runs_cmd;
 pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
@@ -151,7 +152,7 @@ pub fn gateway(
 pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<(), CliError> {
     let scheduler_verb = matches!(
         verb,
-        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. }
+        CronVerb::Daemon | CronVerb::Tick | CronVerb::Run { .. } | CronVerb::Replay { .. }
     );
     // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
     let verb = match verb {
@@ -226,6 +227,8 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         CronVerb::Daemon => scheduler_cmd::daemon(session).await,
         CronVerb::Tick => scheduler_cmd::tick(session).await,
         CronVerb::Run { job } => scheduler_cmd::run(session, &job).await,
+        CronVerb::Cancel { target } => runs_cmd::cancel(&session, &target).await,
+        CronVerb::Replay { run } => runs_cmd::replay(session, run).await,
         CronVerb::Status { json } => status::status(&session, json).await,
         CronVerb::Runs { job, limit, json } => {
             // Python Hermes clamps the limit to 1–500; so do we (0 would hide every run).

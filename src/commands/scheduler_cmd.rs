@@ -85,7 +85,7 @@ pub async fn daemon(session: Session) -> Result<(), CliError> {
     }
 }
 
-fn print_report(report: &RunReport) {
+pub(super) fn print_report(report: &RunReport) {
     let status = report.status.as_str();
     say!(
         "{} {} ({}): {status}",
@@ -96,7 +96,7 @@ fn print_report(report: &RunReport) {
     if let Some(error) = &report.error {
         // A missed or skipped occurrence did not fail: say why, not "error".
         let label = match report.status {
-            RunStatus::Missed | RunStatus::Skipped => "reason",
+            RunStatus::Missed | RunStatus::Skipped | RunStatus::Cancelled => "reason",
             _ => "error",
         };
         say!("  {label}: {error}");

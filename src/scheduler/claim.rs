@@ -152,6 +152,7 @@ impl Scheduler {
                     source: RunSource::Scheduler,
                     settings: settings.clone(),
                     queued: self.enqueue(),
+                    replay_of: None,
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
@@ -246,6 +247,7 @@ impl Scheduler {
             source: RunSource::Manual,
             settings,
             queued: None,
+            replay_of: None,
         })
     }
 }

@@ -11,6 +11,7 @@
 //! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
 //!   a quota hold, a blocked configuration's one alert;
 //! * [`alert`] — group failures into incidents and alert once per incident;
+//! * [`cancel`] — stop a run on request, wherever it runs, and record it `cancelled`;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`redeliver`] — retry, on later passes, deliveries that failed for a passing reason;
 //! * [`daemon`] — the loop: sleep until the next due instant, wake on store changes,
@@ -24,6 +25,7 @@
 mod aftermath;
 mod alert;
 mod budget;
+mod cancel;
 mod claim;
 mod daemon;
 mod execute;
@@ -362,10 +364,69 @@ impl Scheduler {
     /// daemon's runtime.
     pub async fn start_now(self: &Arc<Self>, job: Job) -> Result<i64, SchedulerError> {
         let claimed = self.claim_manual(job).await?;
+        Ok(self.spawn_manual(claimed))
+    }
+
+    /// Runs `job` (as the replayed run was asked: its prompt and model) now, as a
+    /// `replay` of run `replay_of`, and waits for its outcome (`hermes cron replay`).
+    pub async fn replay_now(
+        self: &Arc<Self>,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<RunReport, SchedulerError> {
+        let claimed = self.claim_replay(job, replay_of).await?;
+        Ok(Arc::clone(self).execute(claimed).await)
+    }
+
+    /// [`Scheduler::replay_now`] in the background, as [`Scheduler::start_now`] starts a
+    /// run: returns the new run's id once it is claimed.
+    pub async fn start_replay(
+        self: &Arc<Self>,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<i64, SchedulerError> {
+        let claimed = self.claim_replay(job, replay_of).await?;
+        Ok(self.spawn_manual(claimed))
+    }
+
+    /// A manual claim that is a replay of run `replay_of`: its ledger row says so at
+    /// once (`source: replay`, `replay_of`).
+    async fn claim_replay(
+        &self,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<execute::ClaimedRun, SchedulerError> {
+        let mut claimed = self.claim_manual(job).await?;
+        claimed.source = jobs::ledger::RunSource::Replay;
+        claimed.replay_of = Some(replay_of);
+        let request = jobs::ledger::RunRequest {
+            prompt: Some(claimed.job.prompt().to_string()),
+            model: claimed.job.model().map(str::to_string),
+            replay_of: Some(replay_of),
+        };
+        if let Err(e) = self.store().note_run_request(claimed.run, &request).await {
+            // Not run unmarked: the ledger would call it an ordinary manual run.
+            lock(&self.running).remove(claimed.job.id());
+            let end = jobs::ledger::RunEnd {
+                error: Some(format!("cannot mark the run as a replay: {e}")),
+                ..Default::default()
+            };
+            let _ = self
+                .store()
+                .finish_run(claimed.run, RunStatus::Error, self.now(), &end)
+                .await;
+            return Err(e.into());
+        }
+        Ok(claimed)
+    }
+
+    /// Runs a claimed manual run in the background (drained by the daemon on shutdown);
+    /// returns its ledger row.
+    fn spawn_manual(self: &Arc<Self>, claimed: execute::ClaimedRun) -> i64 {
         let run = claimed.run;
         let mut manual = lock(&self.manual);
         while manual.try_join_next().is_some() {}
         manual.spawn(Arc::clone(self).execute(claimed));
-        Ok(run)
+        run
     }
 }

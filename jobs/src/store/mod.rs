@@ -31,7 +31,7 @@ use crate::estop::GlobalPause;
 use crate::fields::Layout;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
-use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
+use crate::ledger::{occurrence_key, CancelTarget, RunEnd, RunRequest, RunRow, RunSource, RunStatus};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
 pub use crate::listing::ListedJob;
@@ -364,6 +364,25 @@ pub trait RunLedger: Send + Sync {
     /// Tokens and dollars of the runs that spent any and finished at or after `since`,
     /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
     async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
+
+    /// Asks the running runs of `target` to stop: each is marked in the ledger, where
+    /// the process running it — on this host or another on a shared store — looks about
+    /// every second. Returns the runs marked (none: nothing of it was running).
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError>;
+
+    /// Whether a cancel of `run` was requested.
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError>;
+
+    /// Notes what `run` was asked with (its prompt and model); with `replay_of`, the run
+    /// becomes a `replay` of that one.
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError>;
+
+    /// The job of `run` and what it was asked with; `None` for no such run.
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError>;
 
     /// Claims the one notice of a spent global budget for `window` (its key, e.g.
     /// `day:2026-03-01`): `true` for the first claim on this store — by any process or

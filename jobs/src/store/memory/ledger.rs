@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::ledger::{ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus};
 use crate::outbox::OutboxState;
 use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
@@ -127,5 +127,48 @@ impl RunLedger for MemoryStore {
         let mut flags = keep.into_iter();
         inner.runs.retain(|_| flags.next().unwrap_or(true));
         Ok(())
+    }
+
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        _now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (job, run) = target.parts();
+        let mut inner = self.lock();
+        let ids: Vec<i64> = inner
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running.as_str())
+            .filter(|r| job.is_some_and(|j| r.job_id == j) || run == Some(r.id))
+            .map(|r| r.id)
+            .collect();
+        inner.cancels.extend(ids.iter().copied());
+        Ok(ids)
+    }
+
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
+        Ok(self.lock().cancels.contains(&run))
+    }
+
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(replay_of) = request.replay_of {
+            if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+                row.source = crate::ledger::RunSource::Replay.as_str().to_string();
+                row.replay_of = Some(replay_of);
+            }
+        }
+        inner.requests.insert(run, request.clone());
+        Ok(())
+    }
+
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError> {
+        let inner = self.lock();
+        let Some(row) = inner.runs.iter().find(|r| r.id == run) else {
+            return Ok(None);
+        };
+        let request = inner.requests.get(&run).cloned().unwrap_or_default();
+        Ok(Some((row.job_id.clone(), request)))
     }
 }

@@ -183,6 +183,12 @@ CREATE TABLE hermes_cron_budget_notices (
     sent_at    timestamptz NOT NULL
 );
 "#,
+    // A cancel request on a running run, seen by whichever host runs it; what each run
+    // was asked with (its prompt and model), and the run a replay repeats.
+    r#"
+ALTER TABLE hermes_cron_runs ADD COLUMN cancel_requested timestamptz,
+    ADD COLUMN run_prompt text, ADD COLUMN run_model text, ADD COLUMN replay_of bigint;
+"#,
 ];
 
 /// The schema version this build writes.
