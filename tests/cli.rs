@@ -22,6 +22,8 @@ mod behaviours;
 mod beside_python;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/cancel.rs"]
+mod cancel;
 #[path = "cli/channels.rs"]
 mod channels;
 #[path = "cli/concurrency.rs"]
