@@ -145,9 +145,20 @@ impl Cron {
                     "removed_job": {"id": job.id(), "name": job.name(), "schedule": job.schedule_display(&ctx).ok()},
                 }))
             }
-            "" => Err("action is required: one of create, list, update, pause, resume, remove, run".into()),
+            "cancel" => {
+                // Stops the job's running run, wherever it runs (docs/RUNNING.md).
+                let id = self.resolve(args, &ctx).await?;
+                let requested = self.jobs.cancel(&id).await?;
+                Ok(json!({
+                    "success": true,
+                    "job_id": requested.job_id,
+                    "runs": requested.runs,
+                    "message": requested.message(),
+                }))
+            }
+            "" => Err("action is required: one of create, list, update, pause, resume, remove, run, cancel".into()),
             other => Err(format!(
-                "Unknown cron action '{other}': use create, list, update, pause, resume, remove or run"
+                "Unknown cron action '{other}': use create, list, update, pause, resume, remove, run or cancel"
             )
             .into()),
         }

@@ -13,16 +13,16 @@ use jobs::Platform;
 pub const TOOL_NAME: &str = "cronjob";
 
 /// The actions, in the order the description lists them.
-pub const ACTIONS: [&str; 7] = [
-    "create", "list", "update", "pause", "resume", "remove", "run",
+pub const ACTIONS: [&str; 8] = [
+    "create", "list", "update", "pause", "resume", "remove", "run", "cancel",
 ];
 
 const DESCRIPTION: &str = "\
 Manage scheduled jobs of hermes-cron with one tool.
 
 action='create' schedules a new job from a prompt, skills or a script; 'list' shows the jobs; \
-'update', 'pause', 'resume', 'remove' and 'run' act on one job named by job_id (its id, or \
-its exact name). Never guess a job_id: list first.
+'update', 'pause', 'resume', 'remove', 'run' and 'cancel' (stop its running run) act on one \
+job named by job_id (its id, or its exact name). Never guess a job_id: list first.
 
 Pass origin (platform, chat_id, thread_id) on create to have the job's results sent back \
 into that chat and thread: deliver then defaults to 'origin'.
@@ -56,9 +56,9 @@ pub fn input_schema() -> Map<String, Value> {
         "action": {
             "type": "string",
             "enum": ACTIONS,
-            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove and run need job_id."
+            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove, run and cancel need job_id."
         },
-        "job_id": string("The job's id or exact name, for update, pause, resume, remove and run."),
+        "job_id": string("The job's id or exact name, for update, pause, resume, remove, run and cancel."),
         "schedule": string("When it runs, for create and update: '30m' (once, in 30 minutes), 'every 2h', '0 9 * * *' (cron), 'weekdays at 9am', or an ISO time '2026-06-01T09:00' (once). Read in the job's time zone."),
         "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run. For run: optional context for that one run only (never stored)."),
         "name": string("A short human-friendly name (default: the start of the prompt)."),

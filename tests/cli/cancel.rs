@@ -291,3 +291,33 @@ fn a_replay_through_the_api_keeps_the_per_run_prompt_and_shows_in_api_runs() {
     let missing = api.send("POST", "/api/runs/99999/replay", &auth, "");
     assert_eq!(missing.status, 404);
 }
+
+#[test]
+fn the_mcp_tool_cancels_a_running_run_and_says_when_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("sleep.pid");
+    let (_fake, hermes) = hanging_home(&pidfile);
+    let id = hermes.add("every 1h", "Wait for the sleeper", &[]);
+    let next_before = hermes.job(&id)["next_run_at"].clone();
+    let (mut run, grandchild) = start_run(&hermes, &id, &pidfile);
+
+    let asked = Instant::now();
+    let replies = crate::doors::mcp_results(&hermes, &[json!({"action": "cancel", "job_id": id})]);
+    let reply = &replies[0]["structuredContent"];
+    assert_eq!(reply["success"], true, "{}", replies[0]);
+    assert!(reply["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Cancelling run "));
+    assert_eq!(
+        exited_by(&mut run, asked + Duration::from_secs(5)),
+        Some(1)
+    );
+    assert_cancelled(&hermes, &id, &next_before, grandchild);
+
+    let replies = crate::doors::mcp_results(&hermes, &[json!({"action": "cancel", "job_id": id})]);
+    assert_eq!(
+        replies[0]["structuredContent"],
+        json!({"success": false, "error": format!("Job {id} has no run going: nothing to cancel")})
+    );
+}

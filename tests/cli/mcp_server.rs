@@ -75,7 +75,7 @@ fn the_cronjob_tool_is_listed_with_a_flat_schema_and_action_a_required_enum() {
     assert_eq!(schema["required"], json!(["action"]));
     assert_eq!(
         schema["properties"]["action"]["enum"],
-        json!(["create", "list", "update", "pause", "resume", "remove", "run"])
+        json!(["create", "list", "update", "pause", "resume", "remove", "run", "cancel"])
     );
     for field in [
         "job_id",
