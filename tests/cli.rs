@@ -66,6 +66,8 @@ mod next;
 mod notepad;
 #[path = "cli/outbound.rs"]
 mod outbound;
+#[path = "cli/overlap.rs"]
+mod overlap;
 #[path = "cli/platforms.rs"]
 mod platforms;
 #[path = "cli/platforms_more.rs"]

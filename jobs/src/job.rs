@@ -376,6 +376,11 @@ impl Job {
         self.record.insert(key.to_string(), value);
     }
 
+    /// Removes a field by name (the crate's typed setters clear with it).
+    pub(crate) fn unset(&mut self, key: &str) {
+        self.record.remove(key);
+    }
+
     fn text(&self, key: &str) -> Option<&str> {
         self.record.get(key).and_then(Value::as_str)
     }

@@ -141,6 +141,14 @@ pub struct RunRequest {
     pub replay_of: Option<i64>,
 }
 
+/// The reason of an occurrence that came due while its job's run went on, under
+/// `overlap: queue`: recorded `skipped`, and run right after the run ends (the newest one
+/// waiting; [`Ledger::take_queued`]).
+pub const QUEUED: &str = "queued (still running): runs right after the current run ends (overlap: queue)";
+/// What an older queued occurrence becomes when a newer one runs in its place.
+pub const QUEUED_SUPERSEDED: &str =
+    "skipped (still running): a later occurrence ran in its place (overlap: queue)";
+
 /// The key of one fire: `<job_id>@<scheduled instant, UTC>`.
 pub fn occurrence_key(job_id: &str, scheduled_at: DateTime<Utc>) -> String {
     format!(
@@ -584,6 +592,56 @@ impl Ledger {
             )
             .optional()
             .map_err(|e| self.wrap(e))
+    }
+
+    /// Starts the newest occurrence of `job_id` queued after run `after` (its `skipped`
+    /// row becomes `running`, stamped with this process); older ones queued after `after`
+    /// are marked superseded. `None` when none waits. Its row id and scheduled instant.
+    pub fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+        pid: u32,
+        host: &str,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, LedgerError> {
+        use rusqlite::OptionalExtension;
+        let newest: Option<(i64, Option<String>)> = self
+            .conn
+            .query_row(
+                "SELECT id, scheduled_at FROM runs WHERE job_id = ?1 AND id > ?2
+                     AND status = 'skipped' AND error = ?3 ORDER BY id DESC LIMIT 1",
+                params![job_id, after, QUEUED],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.wrap(e))?;
+        let Some((id, scheduled)) = newest else {
+            return Ok(None);
+        };
+        let taken = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = 'running', error = NULL, finished_at = NULL,
+                     started_at = ?2, pid = ?3, host = ?4
+                 WHERE id = ?1 AND status = 'skipped'",
+                params![id, ledger_time(now), i64::from(pid), host],
+            )
+            .map_err(|e| self.wrap(e))?;
+        self.conn
+            .execute(
+                "UPDATE runs SET error = ?4 WHERE job_id = ?1 AND id > ?2 AND id < ?3
+                     AND status = 'skipped' AND error = ?5",
+                params![job_id, after, id, QUEUED_SUPERSEDED, QUEUED],
+            )
+            .map_err(|e| self.wrap(e))?;
+        let at = scheduled
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        Ok(match (taken, at) {
+            (1, Some(at)) => Some((id, at)),
+            _ => None,
+        })
     }
 
     /// The attempts Python Hermes recorded in its own `executions` table of the same

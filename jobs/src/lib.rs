@@ -17,6 +17,7 @@ pub mod limits;
 pub mod listing;
 pub mod notepad;
 pub mod outbox;
+pub mod overlap;
 pub mod output;
 pub mod spend;
 pub mod store;

@@ -17,6 +17,7 @@ use crate::fields::{schedule_text, BareDuration, MonitorSource, ReasoningEffort}
 use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
+use crate::overlap::Overlap;
 use crate::store::{JobChange, Store, StoreError};
 use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
@@ -152,6 +153,8 @@ pub struct NewJob {
     pub inference_now: InferenceNow,
     /// The job's own spending caps, as given.
     pub caps: CapTexts,
+    /// `overlap`: skip, queue or replace (docs/SCHEDULES.md, "Overlap"); `None`: skip.
+    pub overlap: Option<String>,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -203,6 +206,8 @@ pub struct JobEdit {
     pub inference_now: InferenceNow,
     /// Caps to set or, with `""` or `0`, to clear.
     pub caps: CapTexts,
+    /// `overlap` to set; `""` clears it (back to the default, skip).
+    pub overlap: Option<String>,
 }
 
 impl JobEdit {
@@ -224,6 +229,7 @@ impl JobEdit {
             &self.monitor_url,
             &self.reasoning_effort,
             &self.interpreter,
+            &self.overlap,
         ];
         strings.iter().all(|field| field.is_none())
             && self.continuity.is_none()
@@ -475,6 +481,10 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         Some(text) => parse_effort(text)?,
         None => None,
     };
+    let overlap = match &new.overlap {
+        Some(text) => Overlap::parse(text).map_err(JobError::Invalid)?,
+        None => None,
+    };
     let failure_deliver = non_empty(&new.failure_deliver)
         .map(check_targets)
         .transpose()?;
@@ -530,6 +540,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         layout,
     });
     caps.apply(&mut job);
+    if overlap.is_some() {
+        job.set_overlap(overlap);
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -568,6 +581,8 @@ struct CheckedEdit {
     failure_deliver: Option<Option<String>>,
     /// The new reasoning effort (`None` inside: cleared).
     reasoning_effort: Option<Option<ReasoningEffort>>,
+    /// The new overlap policy (`None` inside: cleared, back to skip).
+    overlap: Option<Option<Overlap>>,
     caps: CapChange,
 }
 
@@ -623,6 +638,12 @@ impl CheckedEdit {
             repeat,
             failure_deliver,
             reasoning_effort,
+            overlap: edit
+                .overlap
+                .as_deref()
+                .map(Overlap::parse)
+                .transpose()
+                .map_err(JobError::Invalid)?,
             caps: edit.caps.parse().map_err(JobError::Invalid)?,
         })
     }
@@ -741,6 +762,9 @@ impl CheckedEdit {
         }
         if let Some(effort) = self.reasoning_effort {
             job.set_reasoning_effort(effort);
+        }
+        if let Some(overlap) = self.overlap {
+            job.set_overlap(overlap);
         }
         if let Some(interpreter) = &edit.interpreter {
             set_optional(job, TextField::Interpreter, interpreter);

@@ -404,6 +404,10 @@ pub struct JobFields {
     /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
     #[arg(long)]
     pub interpreter: Option<String>,
+    /// When an occurrence comes due while the job still runs: skip it (the default),
+    /// queue one to run right after, or replace the running run (with edit, "" clears).
+    #[arg(long, value_name = "skip|queue|replace")]
+    pub overlap: Option<String>,
     /// At most N model requests per run (with edit, 0 or "" clears a cap).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_turns: Option<String>,

@@ -36,7 +36,7 @@ impl Scheduler {
             return Ok(self.paused_pass(&pause, ctx.now).await);
         }
         self.pause_noted.store(false, Ordering::Relaxed);
-        let running = lock(&self.running).clone();
+        let running = lock(&self.running).ids();
         let scan = DueScan {
             options: ScanOptions {
                 catch_up_missed: settings.catch_up_missed,

@@ -49,7 +49,10 @@ impl ClaimedRun {
 
 impl Scheduler {
     /// Runs one claimed occurrence to the end: run, save, deliver, record.
-    pub async fn execute(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
+    pub(super) async fn execute_one(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
+        // `overlap: replace`: the run it replaces stops first, before this one waits
+        // for a run slot that run may hold (overlap.rs).
+        self.replace_running(&claimed).await;
         let _permit = match (&self.permits, claimed.source) {
             (Some(permits), RunSource::Scheduler) => Arc::clone(permits).acquire_owned().await.ok(),
             _ => None,

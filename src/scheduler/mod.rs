@@ -10,6 +10,8 @@
 //!   record the outcome in the job and the ledger;
 //! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
 //!   a quota hold, a blocked configuration's one alert;
+//! * [`overlap`] — a job's `overlap` policy: replace the running run, or run one
+//!   queued occurrence after it;
 //! * [`alert`] — group failures into incidents and alert once per incident;
 //! * [`cancel`] — stop a run on request, wherever it runs, and record it `cancelled`;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
@@ -30,6 +32,7 @@ mod claim;
 mod daemon;
 mod execute;
 mod observe;
+mod overlap;
 mod record;
 mod redeliver;
 pub mod settings;
@@ -134,7 +137,7 @@ pub struct Scheduler {
     /// Ids of the jobs with a run going in this process: a new occurrence of one is
     /// recorded as skipped, and a manual run of one is refused. Held only for an insert,
     /// a removal or a copy; never while another lock of this struct is taken.
-    running: Mutex<HashSet<String>>,
+    running: Mutex<Running>,
     /// Finished runs waiting to be written to the store. Runs that end together share
     /// one store write. Taken after `flushing` when both are held.
     records: Mutex<Vec<record::JobRecord>>,
@@ -201,6 +204,35 @@ pub struct PassReport {
     pub backlog: bool,
 }
 
+/// The jobs with runs going in this process, counted: under `overlap: replace` a job's
+/// new run starts while its replaced one is still being stopped.
+#[derive(Default)]
+pub(crate) struct Running(std::collections::HashMap<String, usize>);
+
+impl Running {
+    pub(crate) fn insert(&mut self, id: String) {
+        *self.0.entry(id).or_default() += 1;
+    }
+
+    pub(crate) fn remove(&mut self, id: &str) {
+        if let Some(n) = self.0.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.0.remove(id);
+            }
+        }
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.0.contains_key(id)
+    }
+
+    /// The ids, for a pass.
+    pub(crate) fn ids(&self) -> HashSet<String> {
+        self.0.keys().cloned().collect()
+    }
+}
+
 /// A scheduled run waiting for a run slot, counted in [`Scheduler::free_slots`] until
 /// it gets one or is dropped.
 pub(crate) struct Queued(Arc<AtomicUsize>);
@@ -230,7 +262,7 @@ impl Scheduler {
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
             queued: Arc::new(AtomicUsize::new(0)),
             parts,
-            running: Mutex::new(HashSet::new()),
+            running: Mutex::new(Running::default()),
             records: Mutex::new(Vec::new()),
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),

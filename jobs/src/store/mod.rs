@@ -37,6 +37,7 @@ use crate::listing::JobSummary;
 pub use crate::listing::ListedJob;
 use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
+use crate::overlap::Overlap;
 use crate::output::OutputDocument;
 use crate::spend::Spend;
 
@@ -383,6 +384,17 @@ pub trait RunLedger: Send + Sync {
 
     /// The job of `run` and what it was asked with; `None` for no such run.
     async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError>;
+
+    /// Starts the newest occurrence of `job_id` queued (`overlap: queue`) since run
+    /// `after` began: its `skipped` row becomes this process's `running` run, at most
+    /// once on the store; older ones queued since are marked superseded. Its row id and
+    /// scheduled instant; `None` when none waits.
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError>;
 
     /// Claims the one notice of a spent global budget for `window` (its key, e.g.
     /// `day:2026-03-01`): `true` for the first claim on this store — by any process or
@@ -748,9 +760,16 @@ pub(crate) fn prepare_claims(
                     recorded: None,
                 };
             };
+            // `overlap: replace` fires anyway (the scheduler cancels the running run);
+            // `queue` records the occurrence for the run to take when it ends.
+            let overlap = job.overlap();
             let busy = matches!(decision, Decision::Fire { .. })
+                && overlap != Overlap::Replace
                 && (scan.running_here.contains(job.id()) || busy_elsewhere(job.id()));
-            let recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+            let mut recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+            if busy && overlap == Overlap::Queue {
+                recorded = Some((RunStatus::Skipped, crate::ledger::QUEUED.to_string()));
+            }
             let request = OwnedClaim {
                 job_id: job.id().to_string(),
                 occurrence: occurrence_key(job.id(), at),

@@ -195,4 +195,18 @@ impl RunLedger for FileStore {
         })
         .await
     }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| {
+            let (pid, host) = (files.owner.pid, files.owner.host.clone());
+            files.with_ledger(|ledger| ledger.take_queued(&job_id, after, now, pid, &host))
+        })
+        .await
+    }
 }

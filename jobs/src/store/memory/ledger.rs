@@ -171,4 +171,43 @@ impl RunLedger for MemoryStore {
         let request = inner.requests.get(&run).cloned().unwrap_or_default();
         Ok(Some((row.job_id.clone(), request)))
     }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        use crate::ledger::{QUEUED, QUEUED_SUPERSEDED};
+        let mut inner = self.lock();
+        let queued = |r: &RunRow| {
+            r.job_id == job_id
+                && r.id > after
+                && r.status == RunStatus::Skipped.as_str()
+                && r.error.as_deref() == Some(QUEUED)
+        };
+        let Some(newest) = inner.runs.iter().rev().find(|r| queued(r)).map(|r| r.id) else {
+            return Ok(None);
+        };
+        let (pid, host) = (self.owner.pid, self.owner.host.clone());
+        let mut taken = None;
+        for row in inner.runs.iter_mut() {
+            if row.id == newest {
+                row.status = RunStatus::Running.as_str().to_string();
+                row.error = None;
+                row.finished_at = None;
+                row.started_at = Some(ledger_time(now));
+                row.pid = Some(i64::from(pid));
+                row.host = Some(host.clone());
+                taken = row
+                    .scheduled_at
+                    .as_deref()
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .map(|t| (newest, t.with_timezone(&Utc)));
+            } else if queued(row) && row.id < newest {
+                row.error = Some(QUEUED_SUPERSEDED.to_string());
+            }
+        }
+        Ok(taken)
+    }
 }

@@ -287,4 +287,49 @@ impl RunLedger for PgStore {
             )
         }))
     }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        use crate::ledger::{QUEUED, QUEUED_SUPERSEDED};
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let taken = tx
+            .query_opt(
+                "UPDATE hermes_cron_runs SET status = 'running', error = NULL,
+                         finished_at = NULL, started_at = now(), instance = $4, host = $5,
+                         pid = $6
+                     WHERE id = (SELECT id FROM hermes_cron_runs WHERE job_id = $1 AND id > $2
+                                     AND status = 'skipped' AND error = $3
+                                 ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, scheduled_at",
+                &[
+                    &job_id,
+                    &after,
+                    &QUEUED,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let Some(row) = taken else {
+            return Ok(None);
+        };
+        let id: i64 = row.get(0);
+        let at: Option<DateTime<Utc>> = row.get(1);
+        tx.execute(
+            "UPDATE hermes_cron_runs SET error = $4 WHERE job_id = $1 AND id > $2 AND id < $3
+                 AND status = 'skipped' AND error = $5",
+            &[&job_id, &after, &id, &QUEUED_SUPERSEDED, &QUEUED],
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(at.map(|at| (id, at)))
+    }
 }
