@@ -171,6 +171,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         model: text(body, "model")?,
         provider: text(body, "provider")?,
         caps: caps_of(body)?,
+        overlap: text(body, "overlap")?,
         ..NewJob::default()
     })
 }

@@ -238,6 +238,7 @@ impl Cron {
             continuity: args.continuity.unwrap_or(false),
             pin: args.pinned.unwrap_or(false),
             origin,
+            overlap: args.overlap.clone(),
             caps: args.caps()?,
             ..NewJob::default()
         };
@@ -299,6 +300,7 @@ impl Cron {
             continuity: args.continuity,
             pin: args.pinned,
             caps: args.caps()?,
+            overlap: args.overlap.clone(),
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -442,6 +444,7 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
         "enabled_toolsets",
         "interpreter",
         "failure_deliver",
+        "overlap",
         "max_turns",
         "max_runtime_seconds",
         "max_tokens",

@@ -74,6 +74,7 @@ pub struct Arguments {
     pub monitor_script: Option<String>,
     pub monitor_url: Option<String>,
     pub continuity: Option<bool>,
+    pub overlap: Option<String>,
     pub pinned: Option<bool>,
     pub max_turns: Option<Value>,
     pub max_runtime_seconds: Option<Value>,

@@ -89,6 +89,11 @@ pub fn input_schema() -> Map<String, Value> {
         "paused_reason": string("For create with paused=true: why it waits, shown in the job listing."),
         "failure_deliver": string("Where failure notices go instead of deliver (same values); 'local' mutes them. On update, '' clears it: failures follow deliver again."),
         "monitor": string("A change detector that gates the agent: an http(s) URL or a script under <HERMES_HOME>/scripts/, read each run. Unchanged output skips the agent run; changed output wakes it with the change. Its output must be stable (no timestamps). Not with no_agent. On update, '' removes it."),
+        "overlap": {
+            "type": "string",
+            "enum": ["skip", "queue", "replace", ""],
+            "description": "For create and update: when a run comes due while the job's previous run goes on — skip it (the default), queue one to run right after, or replace the running run. On update, '' restores skip."
+        },
         "continuity": {
             "type": "boolean",
             "description": "True: each run sees the job's own previous output, to continue where it left off. On update, false turns it off."

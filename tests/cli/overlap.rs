@@ -176,3 +176,41 @@ fn replace_cancels_the_running_run_and_starts_the_new_one() {
     assert_eq!(rows[1], ("12".into(), "ok".into(), String::new()));
     assert_eq!(hermes.job(&id)["last_status"], "ok");
 }
+
+#[test]
+fn every_door_takes_overlap_and_refuses_a_bad_one_with_the_same_words() {
+    let hermes = Hermes::new();
+    let refusal =
+        "Invalid overlap 'later'. Use skip, queue or replace (empty string restores the default, skip).";
+    let api = crate::api::serve(&hermes, &[]);
+    let auth = [("Authorization", &*format!("Bearer {}", crate::api::KEY))];
+    let body = serde_json::json!({"name": "q", "schedule": "every 1h", "prompt": "Check", "overlap": "queue"});
+    let created = api.send("POST", "/api/jobs", &auth, &body.to_string());
+    assert_eq!(created.status, 200, "{}", created.body);
+    let id = created.json()["job"]["id"].as_str().unwrap().to_string();
+    assert_eq!(hermes.job(&id)["overlap"], "queue");
+    let patched = api.send(
+        "PATCH",
+        &format!("/api/jobs/{id}"),
+        &auth,
+        r#"{"overlap": "replace"}"#,
+    );
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(hermes.job(&id)["overlap"], "replace");
+    let bad = api.send("PATCH", &format!("/api/jobs/{id}"), &auth, r#"{"overlap": "later"}"#);
+    assert_eq!(bad.status, 400);
+    assert_eq!(bad.json()["error"], refusal);
+
+    let replies = crate::doors::mcp_results(
+        &hermes,
+        &[
+            serde_json::json!({"action": "update", "job_id": id, "overlap": "later"}),
+            serde_json::json!({"action": "update", "job_id": id, "overlap": "skip"}),
+        ],
+    );
+    assert_eq!(replies[0]["structuredContent"]["error"], refusal);
+    assert_eq!(replies[1]["structuredContent"]["success"], true);
+    assert_eq!(replies[1]["structuredContent"]["job"]["overlap"], "skip");
+    let cli = hermes.cron(&["edit", &id, "--overlap", "later"]);
+    assert_eq!(cli.stderr.trim(), format!("error: {refusal}"));
+}
