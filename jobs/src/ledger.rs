@@ -144,7 +144,8 @@ pub struct RunRequest {
 /// The reason of an occurrence that came due while its job's run went on, under
 /// `overlap: queue`: recorded `skipped`, and run right after the run ends (the newest one
 /// waiting; [`Ledger::take_queued`]).
-pub const QUEUED: &str = "queued (still running): runs right after the current run ends (overlap: queue)";
+pub const QUEUED: &str =
+    "queued (still running): runs right after the current run ends (overlap: queue)";
 /// What an older queued occurrence becomes when a newer one runs in its place.
 pub const QUEUED_SUPERSEDED: &str =
     "skipped (still running): a later occurrence ran in its place (overlap: queue)";

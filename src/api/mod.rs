@@ -98,9 +98,10 @@ pub fn router(state: Arc<ApiState>, settings: &ApiSettings) -> Router {
     let hermes = hermes_jobs::routes()
         .merge(extras::routes())
         .merge(run_actions::routes())
-        .route_layer(
-        axum::middleware::from_fn_with_state(Arc::clone(&key), auth::require_key),
-    );
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&key),
+            auth::require_key,
+        ));
     let dashboard = dashboard::routes().route_layer(axum::middleware::from_fn_with_state(
         key,
         auth::require_dashboard_key,

@@ -48,7 +48,9 @@ impl From<ServiceError> for Failure {
             return Failure::bad_request(blocked_message(blocked));
         }
         match e.kind() {
-            ErrorKind::NotFound if matches!(e, ServiceError::NoIncident(_) | ServiceError::NoRun(_)) => {
+            ErrorKind::NotFound
+                if matches!(e, ServiceError::NoIncident(_) | ServiceError::NoRun(_)) =>
+            {
                 Failure::new(StatusCode::NOT_FOUND, e.to_string())
             }
             ErrorKind::NotFound => Failure::not_found(),

@@ -169,7 +169,9 @@ hermes cron edit standup --model \"\"     (clears the model)"
     /// Run a past run again now, with the prompt (a per-run prompt included) and model
     /// it used; recorded with source `replay` and `replay_of` set. Waits and prints the
     /// outcome, as `run` does.
-    #[command(after_help = "Example:\n  hermes cron replay 42     (run 42, as `hermes cron runs` shows it)")]
+    #[command(
+        after_help = "Example:\n  hermes cron replay 42     (run 42, as `hermes cron runs` shows it)"
+    )]
     Replay {
         /// The run's id, the first column of `hermes cron runs`.
         run: i64,

@@ -97,7 +97,10 @@ impl Scheduler {
             replay_of: claimed.replay_of,
         };
         if let Err(e) = self.store().note_run_request(claimed.run, &request).await {
-            tracing::warn!(job = claimed.job.id(), "cannot note the run's prompt and model: {e}");
+            tracing::warn!(
+                job = claimed.job.id(),
+                "cannot note the run's prompt and model: {e}"
+            );
         }
         let heartbeat =
             (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {

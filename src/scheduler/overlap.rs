@@ -101,17 +101,27 @@ impl Scheduler {
         let job_id = claimed.job.id();
         let open = |rows: &[jobs::ledger::RunRow]| -> Vec<i64> {
             rows.iter()
-                .filter(|r| r.id != claimed.run && matches!(r.status.as_str(), "running" | "claimed"))
+                .filter(|r| {
+                    r.id != claimed.run && matches!(r.status.as_str(), "running" | "claimed")
+                })
                 .map(|r| r.id)
                 .collect()
         };
-        let rows = self.store().recent_runs(Some(job_id), 50).await.unwrap_or_default();
+        let rows = self
+            .store()
+            .recent_runs(Some(job_id), 50)
+            .await
+            .unwrap_or_default();
         let replaced = open(&rows);
         if replaced.is_empty() {
             return;
         }
         for id in &replaced {
-            if let Err(e) = self.store().request_cancel(CancelTarget::Run(*id), self.now()).await {
+            if let Err(e) = self
+                .store()
+                .request_cancel(CancelTarget::Run(*id), self.now())
+                .await
+            {
                 tracing::warn!(job = %job_id, run = id, "cannot cancel the replaced run: {e}");
             }
         }
@@ -119,7 +129,11 @@ impl Scheduler {
         let deadline = tokio::time::Instant::now() + REPLACED_WITHIN;
         while tokio::time::Instant::now() < deadline {
             tokio::time::sleep(LOOK_EVERY).await;
-            let rows = self.store().recent_runs(Some(job_id), 50).await.unwrap_or_default();
+            let rows = self
+                .store()
+                .recent_runs(Some(job_id), 50)
+                .await
+                .unwrap_or_default();
             if open(&rows).iter().all(|id| !replaced.contains(id)) {
                 return;
             }

@@ -376,7 +376,9 @@ impl Scheduler {
         let books = Bookkeeping {
             key: match claimed.source {
                 RunSource::Scheduler => claimed.occurrence(),
-                RunSource::Manual | RunSource::Replay => format!("{}#{}", claimed.occurrence(), claimed.run),
+                RunSource::Manual | RunSource::Replay => {
+                    format!("{}#{}", claimed.occurrence(), claimed.run)
+                }
             },
             job,
             run_at: schedules::format_instant(run.started, run.zone),

@@ -752,5 +752,9 @@ async fn a_cancel_from_another_process_stops_a_hanging_run_without_alert_or_deli
     let job = rig.job(&id).await;
     assert_eq!(job.text_field("last_status"), Some("cancelled"));
     assert_eq!(job.failure_streak(), 0);
-    assert_eq!(job.next_run_at(&rig.ctx()), next, "the schedule is untouched");
+    assert_eq!(
+        job.next_run_at(&rig.ctx()),
+        next,
+        "the schedule is untouched"
+    );
 }

@@ -95,7 +95,10 @@ fn ended(hermes: &Hermes, id: &str, within: Duration) -> Value {
 
 /// What the user sees of a cancelled run: the row, the document, the job.
 fn assert_cancelled(hermes: &Hermes, id: &str, next_before: &Value, grandchild: i32) {
-    assert!(!alive(grandchild), "the tool's child {grandchild} is still running");
+    assert!(
+        !alive(grandchild),
+        "the tool's child {grandchild} is still running"
+    );
     let row = runs(hermes, id).remove(0);
     assert_eq!(row["status"], "cancelled", "{row}");
     assert_eq!(row["delivery"], "none: the run was cancelled", "{row}");
@@ -157,7 +160,10 @@ fn a_hanging_run_is_cancelled_from_the_cli_within_5_seconds_with_its_processes()
     );
     let unknown = hermes.cron(&["cancel", "no-such-job"]);
     assert_eq!(unknown.code, Some(1));
-    assert!(unknown.stderr.contains("No job or run 'no-such-job'"), "{unknown:?}");
+    assert!(
+        unknown.stderr.contains("No job or run 'no-such-job'"),
+        "{unknown:?}"
+    );
 }
 
 #[test]
@@ -180,7 +186,11 @@ fn a_run_started_through_the_api_is_cancelled_by_the_rest_route_and_409_after() 
     assert_eq!(body["ok"], true);
     assert_eq!(body["job_id"], id.as_str());
     let row = ended(&hermes, &id, Duration::from_secs(5));
-    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
+    );
     assert_eq!(body["runs"], json!([row["id"]]));
     assert_cancelled(&hermes, &id, &next_before, grandchild);
 
@@ -214,11 +224,12 @@ fn on_postgresql_a_run_is_cancelled_from_another_host() {
         .output()
         .unwrap();
     assert!(cancel.status.success(), "{cancel:?}");
-    assert_eq!(
-        exited_by(&mut run, asked + Duration::from_secs(5)),
-        Some(1)
+    assert_eq!(exited_by(&mut run, asked + Duration::from_secs(5)), Some(1));
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        asked.elapsed()
     );
-    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
     assert_cancelled(&hermes, &id, &next_before, grandchild);
 }
 
@@ -226,12 +237,23 @@ fn on_postgresql_a_run_is_cancelled_from_another_host() {
 fn a_replay_asks_the_model_what_the_original_run_asked_and_is_recorded_as_one() {
     let fake = Fake::start(vec![text("first"), text("second"), text("third")]);
     let hermes = home_with(&openai_config(&fake.base));
-    let id = hermes.add("every 1h", "Summarise the news", &["--model", "pinned-model"]);
+    let id = hermes.add(
+        "every 1h",
+        "Summarise the news",
+        &["--model", "pinned-model"],
+    );
     hermes.cron(&["run", &id]).ok();
     let original = runs(&hermes, &id)[0]["id"].as_i64().unwrap();
     // The job changes after the run: the replay still asks what the run asked.
     hermes
-        .cron(&["edit", &id, "--prompt", "Something else", "--model", "other-model"])
+        .cron(&[
+            "edit",
+            &id,
+            "--prompt",
+            "Something else",
+            "--model",
+            "other-model",
+        ])
         .ok();
     let replay = hermes.cron(&["replay", &original.to_string()]);
     let out = replay.ok();
@@ -309,10 +331,7 @@ fn the_mcp_tool_cancels_a_running_run_and_says_when_nothing_runs() {
         .as_str()
         .unwrap()
         .starts_with("Cancelling run "));
-    assert_eq!(
-        exited_by(&mut run, asked + Duration::from_secs(5)),
-        Some(1)
-    );
+    assert_eq!(exited_by(&mut run, asked + Duration::from_secs(5)), Some(1));
     assert_cancelled(&hermes, &id, &next_before, grandchild);
 
     let replies = crate::doors::mcp_results(&hermes, &[json!({"action": "cancel", "job_id": id})]);

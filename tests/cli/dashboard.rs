@@ -426,5 +426,9 @@ fn the_dashboard_cancels_a_running_job_with_its_cancel_button() {
     assert_eq!(hermes.job(&id)["next_run_at"], next_before);
     assert_eq!(hermes.job(&id)["last_status"], "cancelled");
     browser.screenshot(&screenshots().join("dashboard-cancelled.png"));
-    assert!(browser.console_problems().is_empty(), "{:?}", browser.console_problems());
+    assert!(
+        browser.console_problems().is_empty(),
+        "{:?}",
+        browser.console_problems()
+    );
 }

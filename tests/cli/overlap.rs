@@ -100,7 +100,11 @@ fn overlap_is_set_shown_and_cleared_and_a_bad_value_is_refused() {
     let id = hermes.add("every 1h", "Check", &["--overlap", "queue"]);
     assert_eq!(hermes.job(&id)["overlap"], "queue");
     let shown = hermes.cron(&["edit", &id, "--overlap", "REPLACE"]);
-    assert!(shown.ok().contains("  Overlap:  replace\n"), "{}", shown.stdout);
+    assert!(
+        shown.ok().contains("  Overlap:  replace\n"),
+        "{}",
+        shown.stdout
+    );
     assert_eq!(hermes.job(&id)["overlap"], "replace");
     hermes.cron(&["edit", &id, "--overlap", ""]).ok();
     assert!(hermes.job(&id).get("overlap").is_none());
@@ -111,7 +115,10 @@ fn overlap_is_set_shown_and_cleared_and_a_bad_value_is_refused() {
         "error: Invalid overlap 'later'. Use skip, queue or replace (empty string restores the default, skip)."
     );
     let plain = hermes.add("every 1h", "Check", &[]);
-    assert!(hermes.job(&plain).get("overlap").is_none(), "skip is the default, not written");
+    assert!(
+        hermes.job(&plain).get("overlap").is_none(),
+        "skip is the default, not written"
+    );
 }
 
 #[test]
@@ -124,7 +131,14 @@ fn by_default_an_occurrence_due_during_a_run_is_skipped() {
     assert_eq!(log(&hermes), ["start 1", "end 1"]);
     let rows = rows(&hermes, &id);
     assert_eq!(rows[0].1, "ok");
-    assert_eq!(rows[1], ("12".into(), "skipped".into(), "skipped (still running)".into()));
+    assert_eq!(
+        rows[1],
+        (
+            "12".into(),
+            "skipped".into(),
+            "skipped (still running)".into()
+        )
+    );
 }
 
 #[test]
@@ -134,7 +148,11 @@ fn queue_runs_one_occurrence_that_came_due_right_after_the_run_ends() {
     let mut first = tick_in_background(&hermes, &at(11));
     // Two occurrences come due while it runs: only the newest waits.
     let queued = hermes.cron_at(&at(12), &["tick"]);
-    assert!(queued.ok().contains("queued (still running)"), "{}", queued.stdout);
+    assert!(
+        queued.ok().contains("queued (still running)"),
+        "{}",
+        queued.stdout
+    );
     hermes.cron_at(&at(13), &["tick"]).ok();
     assert!(wait(&mut first, Duration::from_secs(20)));
     // One after the other, never at once.
@@ -197,7 +215,12 @@ fn every_door_takes_overlap_and_refuses_a_bad_one_with_the_same_words() {
     );
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(hermes.job(&id)["overlap"], "replace");
-    let bad = api.send("PATCH", &format!("/api/jobs/{id}"), &auth, r#"{"overlap": "later"}"#);
+    let bad = api.send(
+        "PATCH",
+        &format!("/api/jobs/{id}"),
+        &auth,
+        r#"{"overlap": "later"}"#,
+    );
     assert_eq!(bad.status, 400);
     assert_eq!(bad.json()["error"], refusal);
 

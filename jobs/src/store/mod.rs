@@ -31,14 +31,16 @@ use crate::estop::GlobalPause;
 use crate::fields::Layout;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
-use crate::ledger::{occurrence_key, CancelTarget, RunEnd, RunRequest, RunRow, RunSource, RunStatus};
+use crate::ledger::{
+    occurrence_key, CancelTarget, RunEnd, RunRequest, RunRow, RunSource, RunStatus,
+};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
 pub use crate::listing::ListedJob;
 use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
-use crate::overlap::Overlap;
 use crate::output::OutputDocument;
+use crate::overlap::Overlap;
 use crate::spend::Spend;
 
 /// Why the store could not do what was asked. Backend-neutral: the message names what

@@ -6,9 +6,9 @@ use std::collections::HashSet;
 use chrono::Duration;
 
 use crate::ledger::{CancelTarget, RunEnd, RunRequest, RunStatus, QUEUED, QUEUED_SUPERSEDED};
+use crate::overlap::Overlap;
 use crate::spend::Spend;
 use crate::store::Claimed;
-use crate::overlap::Overlap;
 
 use super::{ctx, hourly, scan, Backend};
 
@@ -206,8 +206,14 @@ async fn what_a_run_was_asked_reads_back_and_a_replay_says_what_it_repeats(backe
     };
     two.note_run_request(replay, &again).await.unwrap();
     let rows = one.recent_runs(Some("aaaaaaaaaaaa"), 2).await.unwrap();
-    assert_eq!((rows[0].source.as_str(), rows[0].replay_of), ("replay", Some(first)));
-    assert_eq!((rows[1].source.as_str(), rows[1].replay_of), ("manual", None));
+    assert_eq!(
+        (rows[0].source.as_str(), rows[0].replay_of),
+        ("replay", Some(first))
+    );
+    assert_eq!(
+        (rows[1].source.as_str(), rows[1].replay_of),
+        ("manual", None)
+    );
 }
 
 async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dyn Backend) {
@@ -217,7 +223,12 @@ async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dy
     job.set_overlap(Some(Overlap::Queue));
     one.insert_job(&c, job).await.unwrap();
     let running = one.claim_manual("aaaaaaaaaaaa", c.now).await.unwrap();
-    assert_eq!(two.take_queued("aaaaaaaaaaaa", running, c.now).await.unwrap(), None);
+    assert_eq!(
+        two.take_queued("aaaaaaaaaaaa", running, c.now)
+            .await
+            .unwrap(),
+        None
+    );
     // Two passes while it runs, two occurrences due: each is recorded queued.
     let busy = HashSet::from(["aaaaaaaaaaaa".to_string()]);
     for seconds in [5, 3] {
@@ -242,7 +253,13 @@ async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dy
         .await
         .unwrap()
         .expect("the newest queued occurrence");
-    assert_eq!(two.take_queued("aaaaaaaaaaaa", running, c.now).await.unwrap(), None, "taken once");
+    assert_eq!(
+        two.take_queued("aaaaaaaaaaaa", running, c.now)
+            .await
+            .unwrap(),
+        None,
+        "taken once"
+    );
     let rows = two.recent_runs(Some("aaaaaaaaaaaa"), 3).await.unwrap();
     assert_eq!(rows[0].id, taken);
     assert_eq!(rows[0].status, "running");

@@ -8,7 +8,9 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::ledger::{ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus, SPEND_COLUMNS};
+use crate::ledger::{
+    ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus, SPEND_COLUMNS,
+};
 use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
 
