@@ -19,6 +19,8 @@ use crate::config::{Config, ConfigError};
 use crate::home::{load_context, Home};
 use crate::scheduler::{RunReport, Scheduler, SchedulerError};
 
+mod runs;
+
 /// Why a job operation did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -33,6 +35,9 @@ pub enum ServiceError {
     /// host).
     #[error(transparent)]
     NotStarted(SchedulerError),
+    /// A cancel found nothing of the job (or the run) running.
+    #[error("{0}")]
+    NothingRunning(String),
     /// A run id the ledger does not hold.
     #[error("No run {0}: see the run ids with 'hermes cron runs'")]
     NoRun(i64),
@@ -69,6 +74,7 @@ impl ServiceError {
             ServiceError::Job(JobError::NotFound(_))
             | ServiceError::NoIncident(_)
             | ServiceError::NoRun(_) => ErrorKind::NotFound,
+            ServiceError::NothingRunning(_) => ErrorKind::Conflict,
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }

@@ -22,6 +22,8 @@ mod behaviours;
 mod beside_python;
 #[path = "cli/budgets.rs"]
 mod budgets;
+#[path = "cli/cancel.rs"]
+mod cancel;
 #[path = "cli/chains.rs"]
 mod chains;
 #[path = "cli/channels.rs"]
@@ -68,6 +70,8 @@ mod next;
 mod notepad;
 #[path = "cli/outbound.rs"]
 mod outbound;
+#[path = "cli/overlap.rs"]
+mod overlap;
 #[path = "cli/platforms.rs"]
 mod platforms;
 #[path = "cli/platforms_more.rs"]

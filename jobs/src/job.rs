@@ -379,6 +379,11 @@ impl Job {
         self.record.insert(key.to_string(), value);
     }
 
+    /// Removes a field by name (the crate's typed setters clear with it).
+    pub(crate) fn unset(&mut self, key: &str) {
+        self.record.remove(key);
+    }
+
     fn text(&self, key: &str) -> Option<&str> {
         self.record.get(key).and_then(Value::as_str)
     }
@@ -790,6 +795,13 @@ impl Job {
             0
         };
         self.set("failure_streak", json!(streak));
+    }
+
+    /// A run stopped on request: `last_status: cancelled`, the error of the run before
+    /// cleared (this one did not fail), the failure streak kept as it was.
+    pub fn record_cancelled(&mut self) {
+        self.set("last_status", json!("cancelled"));
+        self.set_optional_text("last_error", None);
     }
 
     /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success

@@ -29,6 +29,8 @@ pub enum RunSource {
     Chain,
     /// An occurrence in the past run by `hermes cron backfill`.
     Backfill,
+    /// `hermes cron replay RUN`: a manual run repeating an earlier run's prompt and model.
+    Replay,
 }
 
 impl RunSource {
@@ -38,6 +40,7 @@ impl RunSource {
             RunSource::Manual => "manual",
             RunSource::Chain => "chain",
             RunSource::Backfill => "backfill",
+            RunSource::Replay => "replay",
         }
     }
 }
@@ -55,6 +58,9 @@ pub enum RunStatus {
     BudgetExceeded,
     /// Not sent to the model: the global spend cap of the day or month is reached.
     BudgetExhausted,
+    /// Stopped on request (`hermes cron cancel`, or replaced by a newer occurrence under
+    /// `overlap: replace`): keeps what it produced, alerts and delivers nothing.
+    Cancelled,
 }
 
 impl RunStatus {
@@ -68,6 +74,7 @@ impl RunStatus {
             RunStatus::Interrupted => "interrupted",
             RunStatus::BudgetExceeded => "budget_exceeded",
             RunStatus::BudgetExhausted => "budget_exhausted",
+            RunStatus::Cancelled => "cancelled",
         }
     }
 }
@@ -94,6 +101,8 @@ pub struct RunRow {
     pub cost_usd: Option<f64>,
     /// The model that answered the run's last request.
     pub model: Option<String>,
+    /// A replay: the run it repeats (`hermes cron replay`).
+    pub replay_of: Option<i64>,
 }
 
 /// How a run ended, for [`Ledger::finish`].
@@ -109,6 +118,43 @@ pub struct RunEnd {
     /// Where the run's output document was saved (as the store's `save_output` said).
     pub output: Option<String>,
 }
+
+/// Which runs a cancel request is for: every running run of a job, or one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelTarget<'a> {
+    Job(&'a str),
+    Run(i64),
+}
+
+impl CancelTarget<'_> {
+    /// The job id and the run id the request matches (one of them).
+    pub fn parts(&self) -> (Option<&str>, Option<i64>) {
+        match *self {
+            CancelTarget::Job(job) => (Some(job), None),
+            CancelTarget::Run(run) => (None, Some(run)),
+        }
+    }
+}
+
+/// What a run was asked with, kept so that `hermes cron replay` can ask the same:
+/// the prompt as sent (a per-run prompt included) and the model the job asked for
+/// (`None`: the configured default). Runs recorded before these were kept have neither.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunRequest {
+    pub prompt: Option<String>,
+    pub model: Option<String>,
+    /// A replay: the run it repeats.
+    pub replay_of: Option<i64>,
+}
+
+/// The reason of an occurrence that came due while its job's run went on, under
+/// `overlap: queue`: recorded `skipped`, and run right after the run ends (the newest one
+/// waiting; [`Ledger::take_queued`]).
+pub const QUEUED: &str =
+    "queued (still running): runs right after the current run ends (overlap: queue)";
+/// What an older queued occurrence becomes when a newer one runs in its place.
+pub const QUEUED_SUPERSEDED: &str =
+    "skipped (still running): a later occurrence ran in its place (overlap: queue)";
 
 /// The key of one fire: `<job_id>@<scheduled instant, UTC>`.
 pub fn occurrence_key(job_id: &str, scheduled_at: DateTime<Utc>) -> String {
@@ -150,7 +196,8 @@ CREATE TABLE IF NOT EXISTS budget_notices (
 
 /// The columns of a [`RunRow`], in its field order.
 const RUN_COLUMNS: &str = "id, job_id, occurrence, source, pid, host, status, scheduled_at, \
-    started_at, finished_at, error, delivery, prompt_tokens, completion_tokens, cost_usd, model";
+    started_at, finished_at, error, delivery, prompt_tokens, completion_tokens, cost_usd, model, \
+    replay_of";
 
 /// The sums of [`Ledger::spend_since`], in [`Spend`]'s field order: the same SQL for
 /// SQLite and PostgreSQL (whose sums of integers are numeric without the casts).
@@ -250,7 +297,17 @@ impl Ledger {
     pub fn open(path: &Path) -> Result<Ledger, LedgerError> {
         // Columns added after the first release: `output`, then the spend (`cost_usd`,
         // `model`) with its index; rows written before them read as unknown.
-        let columns = [("output", "TEXT"), ("cost_usd", "REAL"), ("model", "TEXT")];
+        // Then the cancel request (`cancel_requested`) and what a run was asked with, for
+        // a replay (`run_prompt`, `run_model`, `replay_of`).
+        let columns = [
+            ("output", "TEXT"),
+            ("cost_usd", "REAL"),
+            ("model", "TEXT"),
+            ("cancel_requested", "TEXT"),
+            ("run_prompt", "TEXT"),
+            ("run_model", "TEXT"),
+            ("replay_of", "INTEGER"),
+        ];
         let conn = open_table(path, SCHEMA, "runs", &columns)?;
         conn.execute_batch(
             "CREATE INDEX IF NOT EXISTS runs_spend ON runs(finished_at) WHERE prompt_tokens IS NOT NULL OR cost_usd IS NOT NULL",
@@ -474,12 +531,145 @@ impl Ledger {
                     completion_tokens: r.get(13)?,
                     cost_usd: r.get(14)?,
                     model: r.get(15)?,
+                    replay_of: r.get(16)?,
                 })
             })
             .map_err(|e| self.wrap(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.wrap(e))?;
         Ok(rows)
+    }
+
+    /// Marks the running rows of `target` cancelled-on-request (the process running
+    /// each sees the mark and stops it). Returns the rows marked.
+    pub fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, LedgerError> {
+        let (job, run) = target.parts();
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id FROM runs WHERE status = 'running'
+                     AND ((?1 IS NOT NULL AND job_id = ?1) OR id = ?2) ORDER BY id",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let ids: Vec<i64> = stmt
+            .query_map(params![job, run], |r| r.get(0))
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.wrap(e))?;
+        for id in &ids {
+            self.conn
+                .execute(
+                    "UPDATE runs SET cancel_requested = COALESCE(cancel_requested, ?2)
+                     WHERE id = ?1",
+                    params![id, ledger_time(now)],
+                )
+                .map_err(|e| self.wrap(e))?;
+        }
+        Ok(ids)
+    }
+
+    /// Whether a cancel of run `id` was requested.
+    pub fn cancel_requested(&self, id: i64) -> Result<bool, LedgerError> {
+        use rusqlite::OptionalExtension;
+        let mark: Option<Option<String>> = self
+            .conn
+            .query_row(
+                "SELECT cancel_requested FROM runs WHERE id = ?1",
+                params![id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.wrap(e))?;
+        Ok(mark.flatten().is_some())
+    }
+
+    /// Notes what run `id` was asked with; a replay's source becomes `replay`.
+    pub fn note_request(&self, id: i64, request: &RunRequest) -> Result<(), LedgerError> {
+        self.conn
+            .execute(
+                "UPDATE runs SET run_prompt = ?2, run_model = ?3, replay_of = ?4,
+                     source = CASE WHEN ?4 IS NULL THEN source ELSE 'replay' END
+                 WHERE id = ?1",
+                params![id, request.prompt, request.model, request.replay_of],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(())
+    }
+
+    /// The job of run `id` and what it was asked with; `None` for no such run.
+    pub fn request_of(&self, id: i64) -> Result<Option<(String, RunRequest)>, LedgerError> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT job_id, run_prompt, run_model, replay_of FROM runs WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        RunRequest {
+                            prompt: r.get(1)?,
+                            model: r.get(2)?,
+                            replay_of: r.get(3)?,
+                        },
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.wrap(e))
+    }
+
+    /// Starts the newest occurrence of `job_id` queued after run `after` (its `skipped`
+    /// row becomes `running`, stamped with this process); older ones queued after `after`
+    /// are marked superseded. `None` when none waits. Its row id and scheduled instant.
+    pub fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+        pid: u32,
+        host: &str,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, LedgerError> {
+        use rusqlite::OptionalExtension;
+        let newest: Option<(i64, Option<String>)> = self
+            .conn
+            .query_row(
+                "SELECT id, scheduled_at FROM runs WHERE job_id = ?1 AND id > ?2
+                     AND status = 'skipped' AND error = ?3 ORDER BY id DESC LIMIT 1",
+                params![job_id, after, QUEUED],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.wrap(e))?;
+        let Some((id, scheduled)) = newest else {
+            return Ok(None);
+        };
+        let taken = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = 'running', error = NULL, finished_at = NULL,
+                     started_at = ?2, pid = ?3, host = ?4
+                 WHERE id = ?1 AND status = 'skipped'",
+                params![id, ledger_time(now), i64::from(pid), host],
+            )
+            .map_err(|e| self.wrap(e))?;
+        self.conn
+            .execute(
+                "UPDATE runs SET error = ?4 WHERE job_id = ?1 AND id > ?2 AND id < ?3
+                     AND status = 'skipped' AND error = ?5",
+                params![job_id, after, id, QUEUED_SUPERSEDED, QUEUED],
+            )
+            .map_err(|e| self.wrap(e))?;
+        let at = scheduled
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&Utc));
+        Ok(match (taken, at) {
+            (1, Some(at)) => Some((id, at)),
+            _ => None,
+        })
     }
 
     /// The attempts Python Hermes recorded in its own `executions` table of the same
@@ -539,6 +729,7 @@ impl Ledger {
                     completion_tokens: None,
                     cost_usd: None,
                     model: None,
+                    replay_of: None,
                 })
             })
             .map_err(|e| self.wrap(e))?

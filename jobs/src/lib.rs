@@ -19,6 +19,7 @@ pub mod listing;
 pub mod notepad;
 pub mod outbox;
 pub mod output;
+pub mod overlap;
 pub mod spend;
 pub mod store;
 pub mod target;

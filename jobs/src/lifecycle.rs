@@ -17,6 +17,7 @@ use crate::fields::{schedule_text, BareDuration, MonitorSource, ReasoningEffort}
 use crate::gateway_guard;
 use crate::job::TextField;
 use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
+use crate::overlap::Overlap;
 use crate::store::{JobChange, Store, StoreError};
 use crate::target::{validate_deliver, Platform};
 use crate::threats::{scan_prompt, PromptBlocked};
@@ -161,6 +162,8 @@ pub struct NewJob {
     pub after_on: Option<String>,
     /// `--start-at`, `--until` and `--jitter`.
     pub window: WindowTexts,
+    /// `overlap`: skip, queue or replace (docs/SCHEDULES.md, "Overlap"); `None`: skip.
+    pub overlap: Option<String>,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -218,6 +221,8 @@ pub struct JobEdit {
     pub after_on: Option<String>,
     /// `--start-at`, `--until`, `--jitter` to set or, with `""` (or a jitter of `0`), to clear.
     pub window: WindowTexts,
+    /// `overlap` to set; `""` clears it (back to the default, skip).
+    pub overlap: Option<String>,
 }
 
 impl JobEdit {
@@ -241,6 +246,7 @@ impl JobEdit {
             &self.interpreter,
             &self.after,
             &self.after_on,
+            &self.overlap,
         ];
         strings.iter().all(|field| field.is_none())
             && self.continuity.is_none()
@@ -493,6 +499,10 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         Some(text) => parse_effort(text)?,
         None => None,
     };
+    let overlap = match &new.overlap {
+        Some(text) => Overlap::parse(text).map_err(JobError::Invalid)?,
+        None => None,
+    };
     let failure_deliver = non_empty(&new.failure_deliver)
         .map(check_targets)
         .transpose()?;
@@ -569,6 +579,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
             job.set_next_run_at(Some(next), zone);
         }
     }
+    if overlap.is_some() {
+        job.set_overlap(overlap);
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -637,6 +650,8 @@ struct CheckedEdit {
     failure_deliver: Option<Option<String>>,
     /// The new reasoning effort (`None` inside: cleared).
     reasoning_effort: Option<Option<ReasoningEffort>>,
+    /// The new overlap policy (`None` inside: cleared, back to skip).
+    overlap: Option<Option<Overlap>>,
     caps: CapChange,
 }
 
@@ -693,6 +708,12 @@ impl CheckedEdit {
             repeat,
             failure_deliver,
             reasoning_effort,
+            overlap: edit
+                .overlap
+                .as_deref()
+                .map(Overlap::parse)
+                .transpose()
+                .map_err(JobError::Invalid)?,
             caps: edit.caps.parse().map_err(JobError::Invalid)?,
         })
     }
@@ -831,6 +852,9 @@ impl CheckedEdit {
         }
         if let Some(effort) = self.reasoning_effort {
             job.set_reasoning_effort(effort);
+        }
+        if let Some(overlap) = self.overlap {
+            job.set_overlap(overlap);
         }
         if let Some(interpreter) = &edit.interpreter {
             set_optional(job, TextField::Interpreter, interpreter);

@@ -281,6 +281,7 @@ mod tests {
             completion_tokens: tokens.map(|t| t / 2),
             cost_usd: cost,
             model: Some(model.into()),
+            replay_of: None,
         }
     }
 

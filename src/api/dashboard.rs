@@ -217,6 +217,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         after: after.0,
         after_on: after.1,
         window: window_of(body, false)?,
+        overlap: text(body, "overlap")?,
         ..NewJob::default()
     })
 }

@@ -40,6 +40,7 @@ pub const UPDATABLE: &[&str] = &[
     "start_at",
     "until",
     "jitter",
+    "overlap",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -190,6 +191,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         after: after.0,
         after_on: after.1,
         window: window_of(body, false)?,
+        overlap: text(body, "overlap")?.map(str::to_string),
         ..NewJob::default()
     })
 }
@@ -307,6 +309,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
     edit.caps = caps_of(body)?;
     (edit.after, edit.after_on) = after_of(body)?;
     edit.window = window_of(body, true)?;
+    edit.overlap = text(body, "overlap")?.map(str::to_string);
     Ok((edit, enabled))
 }
 

@@ -21,7 +21,7 @@ const LATENESS_BUCKETS: &[f64] = &[0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 30
 /// Upper bounds (seconds) of the pass-duration buckets.
 const PASS_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 /// The run outcomes counted, in the order they are shown.
-const OUTCOMES: [RunStatus; 7] = [
+const OUTCOMES: [RunStatus; 8] = [
     RunStatus::Ok,
     RunStatus::Error,
     RunStatus::Skipped,
@@ -29,6 +29,7 @@ const OUTCOMES: [RunStatus; 7] = [
     RunStatus::Interrupted,
     RunStatus::BudgetExceeded,
     RunStatus::BudgetExhausted,
+    RunStatus::Cancelled,
 ];
 const STATES: [JobState; 4] = [
     JobState::Scheduled,
@@ -98,7 +99,7 @@ struct Passes {
 /// What this daemon counted since it started.
 pub struct Metrics {
     /// Runs by outcome, in [`OUTCOMES`] order.
-    runs: [AtomicU64; 7],
+    runs: [AtomicU64; 8],
     /// Tokens and dollars by job and model.
     spend: super::spend_metrics::SpendCounters,
     lateness: Histogram,

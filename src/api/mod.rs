@@ -11,7 +11,7 @@
 //! * [`auth`] — the key check, per route family, with [`throttle`]'s slow-down of
 //!   wrong keys per address;
 //! * [`ops`] — the job operations both jobs APIs share;
-//! * [`hermes_jobs`], [`dashboard`], [`extras`] — the routes;
+//! * [`hermes_jobs`], [`dashboard`], [`extras`], [`run_actions`] — the routes;
 //! * [`metrics`] — the counters and the Prometheus text;
 //! * [`page`] — the web dashboard at `/`, with its own Content-Security-Policy (the guard
 //!   leaves it alone).
@@ -25,6 +25,7 @@ mod listener;
 pub mod metrics;
 mod ops;
 mod page;
+mod run_actions;
 mod security;
 pub mod settings;
 pub mod spend_metrics;
@@ -94,9 +95,13 @@ async fn read_object(body: Body) -> Result<Map<String, Value>, Failure> {
 /// Every route, each family behind its key check, all behind the security guard.
 pub fn router(state: Arc<ApiState>, settings: &ApiSettings) -> Router {
     let key = Arc::new(auth::KeyCheck::new(settings.key.clone()));
-    let hermes = hermes_jobs::routes().merge(extras::routes()).route_layer(
-        axum::middleware::from_fn_with_state(Arc::clone(&key), auth::require_key),
-    );
+    let hermes = hermes_jobs::routes()
+        .merge(extras::routes())
+        .merge(run_actions::routes())
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&key),
+            auth::require_key,
+        ));
     let dashboard = dashboard::routes().route_layer(axum::middleware::from_fn_with_state(
         key,
         auth::require_dashboard_key,

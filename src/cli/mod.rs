@@ -180,6 +180,27 @@ hermes cron backfill daily-report --from 2026-03-01T00:00:00Z --to 2026-03-07T23
         /// The job: its id, or its name if no other job has it.
         job: String,
     },
+    /// Stop a job's running run (or one run, by its id) within 5 seconds, with its tools
+    /// and their processes, on this host or another on a shared store; it is recorded
+    /// `cancelled`, sends nothing, and the schedule is not moved.
+    #[command(
+        visible_alias = "stop",
+        after_help = "Examples:\n  hermes cron cancel standup\n  hermes cron cancel 42     (run 42, as `hermes cron runs` shows it)"
+    )]
+    Cancel {
+        /// The job (its id, or its name if no other job has it), or a run id.
+        target: String,
+    },
+    /// Run a past run again now, with the prompt (a per-run prompt included) and model
+    /// it used; recorded with source `replay` and `replay_of` set. Waits and prints the
+    /// outcome, as `run` does.
+    #[command(
+        after_help = "Example:\n  hermes cron replay 42     (run 42, as `hermes cron runs` shows it)"
+    )]
+    Replay {
+        /// The run's id, the first column of `hermes cron runs`.
+        run: i64,
+    },
     /// Is a scheduler running, and what is next?
     #[command(after_help = "Example:\n  hermes cron status --json")]
     Status {
@@ -430,6 +451,10 @@ pub struct JobFields {
     /// always.
     #[arg(long = "on", value_name = "OUTCOME")]
     pub after_on: Option<String>,
+    /// When an occurrence comes due while the job still runs: skip it (the default),
+    /// queue one to run right after, or replace the running run (with edit, "" clears).
+    #[arg(long, value_name = "skip|queue|replace")]
+    pub overlap: Option<String>,
     /// At most N model requests per run (with edit, 0 or "" clears a cap).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub max_turns: Option<String>,

@@ -62,6 +62,10 @@ fn print_summary(session: &Session, job: &Job, given: Option<&str>) {
     if let Some(effort) = job.reasoning_effort() {
         say!("  Reasoning effort: {}", effort.as_str());
     }
+    match job.overlap() {
+        jobs::overlap::Overlap::Skip => {}
+        overlap => say!("  Overlap:  {}", overlap.as_str()),
+    }
     if let Some(python) = job.interpreter() {
         say!("  Python:   {python}");
     }
@@ -144,6 +148,7 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         monitor_url: fields.monitor_url,
         reasoning_effort: fields.reasoning_effort,
         interpreter: fields.interpreter,
+        overlap: fields.overlap,
         continuity: args.continuity,
         pin: args.pin,
         origin: args.origin,
@@ -190,6 +195,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         monitor_url: fields.monitor_url,
         reasoning_effort: fields.reasoning_effort,
         interpreter: fields.interpreter,
+        overlap: fields.overlap,
         continuity: choice(args.continuity, args.no_continuity),
         pin: choice(args.pin, args.unpin),
         caps,

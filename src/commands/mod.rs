@@ -10,6 +10,7 @@ mod jobs_cmd;
 mod list;
 mod next;
 mod pause_cmd;
+mod runs_cmd;
 pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
@@ -157,6 +158,7 @@ pub fn run_cron(verb: CronVerb, verbose: u8, profile: Option<&str>) -> Result<()
             | CronVerb::Run { .. }
             | CronVerb::Redeliver { .. }
             | CronVerb::Backfill { .. }
+            | CronVerb::Replay { .. }
     );
     // `tick` and `run` print their own reports; only the daemon logs each run at `info`.
     let verb = match verb {
@@ -251,6 +253,8 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
             to,
             dry_run,
         } => backfill_cmd::backfill(session, &job, &from, &to, dry_run).await,
+        CronVerb::Cancel { target } => runs_cmd::cancel(&session, &target).await,
+        CronVerb::Replay { run } => runs_cmd::replay(session, run).await,
         CronVerb::Status { json } => status::status(&session, json).await,
         CronVerb::Runs { job, limit, json } => {
             // Python Hermes clamps the limit to 1–500; so do we (0 would hide every run).

@@ -103,7 +103,7 @@ pub(crate) fn print_report(report: &RunReport) {
     if let Some(error) = &report.error {
         // A missed or skipped occurrence did not fail: say why, not "error".
         let label = match report.status {
-            RunStatus::Missed | RunStatus::Skipped => "reason",
+            RunStatus::Missed | RunStatus::Skipped | RunStatus::Cancelled => "reason",
             _ => "error",
         };
         say!("  {label}: {error}");

@@ -178,7 +178,7 @@ pub async fn runs(
                     "status": r.status, "scheduled_at": r.scheduled_at, "started_at": r.started_at,
                     "finished_at": r.finished_at, "error": r.error, "delivery": r.delivery,
                     "prompt_tokens": r.prompt_tokens, "completion_tokens": r.completion_tokens,
-                    "cost_usd": r.cost_usd, "model": r.model,
+                    "cost_usd": r.cost_usd, "model": r.model, "replay_of": r.replay_of,
                 })
             })
             .collect();
@@ -219,6 +219,9 @@ pub async fn runs(
             delivery,
         );
         let first_line = |text: &str| text.lines().next().unwrap_or("").to_string();
+        if let Some(original) = r.replay_of {
+            say!("{:>6}  replay of run {original}", "");
+        }
         if let Some(error) = r.error.as_deref().filter(|e| !e.trim().is_empty()) {
             say!("{:>6}  {}", "", first_line(error));
         }

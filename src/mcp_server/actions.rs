@@ -177,9 +177,20 @@ impl Cron {
                 }
                 Ok(out)
             }
-            "" => Err("action is required: one of create, list, update, pause, resume, remove, run, redeliver".into()),
+            "cancel" => {
+                // Stops the job's running run, wherever it runs (docs/RUNNING.md).
+                let id = self.resolve(args, &ctx).await?;
+                let requested = self.jobs.cancel(&id).await?;
+                Ok(json!({
+                    "success": true,
+                    "job_id": requested.job_id,
+                    "runs": requested.runs,
+                    "message": requested.message(),
+                }))
+            }
+            "" => Err("action is required: one of create, list, update, pause, resume, remove, run, redeliver, cancel".into()),
             other => Err(format!(
-                "Unknown cron action '{other}': use create, list, update, pause, resume, remove, run or redeliver"
+                "Unknown cron action '{other}': use create, list, update, pause, resume, remove, run, redeliver or cancel"
             )
             .into()),
         }
@@ -260,6 +271,7 @@ impl Cron {
             continuity: args.continuity.unwrap_or(false),
             pin: args.pinned.unwrap_or(false),
             origin,
+            overlap: args.overlap.clone(),
             caps: args.caps()?,
             after: after.0,
             after_on: after.1,
@@ -328,6 +340,7 @@ impl Cron {
             after: after.0,
             after_on: after.1,
             window: args.window()?,
+            overlap: args.overlap.clone(),
             ..JobEdit::default()
         };
         if edit.is_empty() {
@@ -471,6 +484,7 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
         "enabled_toolsets",
         "interpreter",
         "failure_deliver",
+        "overlap",
         "max_turns",
         "max_runtime_seconds",
         "max_tokens",

@@ -76,6 +76,7 @@ pub struct Arguments {
     pub monitor_script: Option<String>,
     pub monitor_url: Option<String>,
     pub continuity: Option<bool>,
+    pub overlap: Option<String>,
     pub pinned: Option<bool>,
     /// `{"job": ID, "on": "success"}`, or a job id; on update `""` removes the chain.
     pub after: Option<Value>,

@@ -13,7 +13,7 @@ use jobs::Platform;
 pub const TOOL_NAME: &str = "cronjob";
 
 /// The actions, in the order the description lists them.
-pub const ACTIONS: [&str; 8] = [
+pub const ACTIONS: [&str; 9] = [
     "create",
     "list",
     "update",
@@ -22,14 +22,15 @@ pub const ACTIONS: [&str; 8] = [
     "remove",
     "run",
     "redeliver",
+    "cancel",
 ];
 
 const DESCRIPTION: &str = "\
 Manage scheduled jobs of hermes-cron with one tool.
 
 action='create' schedules a new job from a prompt, skills or a script; 'list' shows the jobs; \
-'update', 'pause', 'resume', 'remove' and 'run' act on one job named by job_id (its id, or \
-its exact name). Never guess a job_id: list first.
+'update', 'pause', 'resume', 'remove', 'run' and 'cancel' (stop its running run) act on one \
+job named by job_id (its id, or its exact name). Never guess a job_id: list first.
 
 Pass origin (platform, chat_id, thread_id) on create to have the job's results sent back \
 into that chat and thread: deliver then defaults to 'origin'.
@@ -63,14 +64,14 @@ pub fn input_schema() -> Map<String, Value> {
         "action": {
             "type": "string",
             "enum": ACTIONS,
-            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove and run need job_id; redeliver needs run_id."
+            "description": "What to do. create needs schedule and a prompt (or skills, or a script); update, pause, resume, remove, run and cancel need job_id; redeliver needs run_id."
         },
         "run_id": {
             "type": "integer",
             "description": "For redeliver: the id of a finished run (as the run history shows it), whose stored output is sent again with no model request."
         },
         "to": string("For redeliver: send the run's output here instead of to its job's targets (a deliver value, e.g. 'telegram:CHAT')."),
-        "job_id": string("The job's id or exact name, for update, pause, resume, remove and run."),
+        "job_id": string("The job's id or exact name, for update, pause, resume, remove, run and cancel."),
         "schedule": string("When it runs, for create and update: '30m' (once, in 30 minutes), 'every 2h', '0 9 * * *' (cron), 'weekdays at 9am', or an ISO time '2026-06-01T09:00' (once). Read in the job's time zone."),
         "prompt": string("For create and update: the complete, self-contained instruction the agent follows on each run. For run: optional context for that one run only (never stored)."),
         "name": string("A short human-friendly name (default: the start of the prompt)."),
@@ -104,6 +105,11 @@ pub fn input_schema() -> Map<String, Value> {
         "after": {
             "type": ["object", "string"],
             "description": "Chain this job after another: {\"job\": ID, \"on\": \"success\"|\"failure\"|\"always\"} (on defaults to success), or a job id. The job then also runs each time a run of that job ends with that outcome, given its output as context. A cycle is refused. On update, '' removes the chain."
+        },
+        "overlap": {
+            "type": "string",
+            "enum": ["skip", "queue", "replace", ""],
+            "description": "For create and update: when a run comes due while the job's previous run goes on — skip it (the default), queue one to run right after, or replace the running run. On update, '' restores skip."
         },
         "continuity": {
             "type": "boolean",

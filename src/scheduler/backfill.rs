@@ -78,6 +78,7 @@ impl Scheduler {
                 claimed_at: ctx.now,
                 run,
                 source: RunSource::Backfill,
+                replay_of: None,
                 settings,
                 queued: None,
                 upstream: None,

@@ -204,6 +204,7 @@ impl Scheduler {
             claimed_at: ctx.now,
             run,
             source: RunSource::Chain,
+            replay_of: None,
             settings: settings.clone(),
             queued: self.enqueue(),
             upstream: Some(owed.upstream),

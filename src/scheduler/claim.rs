@@ -36,7 +36,7 @@ impl Scheduler {
             return Ok(self.paused_pass(&pause, ctx.now).await);
         }
         self.pause_noted.store(false, Ordering::Relaxed);
-        let running = lock(&self.running).clone();
+        let running = lock(&self.running).ids();
         let scan = DueScan {
             options: ScanOptions {
                 catch_up_missed: settings.catch_up_missed,
@@ -155,6 +155,7 @@ impl Scheduler {
                     settings: settings.clone(),
                     queued: self.enqueue(),
                     upstream: None,
+                    replay_of: None,
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
@@ -258,6 +259,7 @@ impl Scheduler {
             settings,
             queued: None,
             upstream: None,
+            replay_of: None,
         })
     }
 }

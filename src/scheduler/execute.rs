@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use jobs::ledger::{occurrence_key, RunSource};
+use jobs::ledger::{occurrence_key, RunRequest, RunSource};
 use jobs::Job;
 
 use super::settings::CronSettings;
@@ -35,6 +35,8 @@ pub struct ClaimedRun {
     pub(crate) queued: Option<super::Queued>,
     /// The upstream run a chained run follows (`source` is then `Chain`).
     pub upstream: Option<crate::runner::Upstream>,
+    /// A replay: the run it repeats.
+    pub replay_of: Option<i64>,
 }
 
 impl ClaimedRun {
@@ -53,7 +55,10 @@ impl ClaimedRun {
 
 impl Scheduler {
     /// Runs one claimed occurrence to the end: run, save, deliver, record.
-    pub async fn execute(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
+    pub(super) async fn execute_one(self: Arc<Self>, mut claimed: ClaimedRun) -> RunReport {
+        // `overlap: replace`: the run it replaces stops first, before this one waits
+        // for a run slot that run may hold (overlap.rs).
+        self.replace_running(&claimed).await;
         let _permit = match (&self.permits, claimed.source) {
             (Some(permits), RunSource::Scheduler | RunSource::Chain) => {
                 Arc::clone(permits).acquire_owned().await.ok()
@@ -94,6 +99,18 @@ impl Scheduler {
         if let Some(context) = &forwarded {
             claimed.job = claimed.job.clone().with_run_context(context);
         }
+        // What the run is asked with, for a later `hermes cron replay` of it.
+        let request = RunRequest {
+            prompt: Some(claimed.job.prompt().to_string()),
+            model: claimed.job.model().map(str::to_string),
+            replay_of: claimed.replay_of,
+        };
+        if let Err(e) = self.store().note_run_request(claimed.run, &request).await {
+            tracing::warn!(
+                job = claimed.job.id(),
+                "cannot note the run's prompt and model: {e}"
+            );
+        }
         let heartbeat =
             (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {
                 let this = Arc::clone(&self);
@@ -101,14 +118,24 @@ impl Scheduler {
                 tokio::spawn(async move { this.keep_run_claim_fresh(id).await })
             });
         // A config.yaml that cannot be read fails the run with its error.
+        // A cancel request stops the run wherever it runs (cancel.rs).
         let outcome = match loaded {
-            Ok(_) => self.run_within_budget(&claimed, &env).await,
-            Err(e) => RunOutcome::failed(claimed.job.prompt().to_string(), e.to_string()),
+            Ok(_) => {
+                let work = self.run_within_budget(&claimed, &env);
+                self.unless_cancelled(claimed.run, work).await
+            }
+            Err(e) => Some(RunOutcome::failed(
+                claimed.job.prompt().to_string(),
+                e.to_string(),
+            )),
         };
         if let Some(heartbeat) = heartbeat {
             heartbeat.abort();
         }
-        let report = self.record(&claimed, &env, started, outcome).await;
+        let report = match outcome {
+            Some(outcome) => self.record(&claimed, &env, started, outcome).await,
+            None => self.record_cancelled(&claimed, &env, started).await,
+        };
         if let Some(context) = forwarded {
             self.clear_forwarded_prompt(claimed.job.id(), context).await;
         }

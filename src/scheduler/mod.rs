@@ -10,7 +10,10 @@
 //!   record the outcome in the job and the ledger;
 //! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
 //!   a quota hold, a blocked configuration's one alert;
+//! * [`overlap`] — a job's `overlap` policy: replace the running run, or run one
+//!   queued occurrence after it;
 //! * [`alert`] — group failures into incidents and alert once per incident;
+//! * [`cancel`] — stop a run on request, wherever it runs, and record it `cancelled`;
 //! * [`budget`] — a run's runtime cap, the global spend caps and their one notice;
 //! * [`chain`] — claim the runs of jobs chained after runs that ended (`after`);
 //! * [`backfill`] — run the past occurrences of a window, each once (`hermes cron backfill`);
@@ -28,11 +31,13 @@ mod aftermath;
 mod alert;
 mod backfill;
 mod budget;
+mod cancel;
 mod chain;
 mod claim;
 mod daemon;
 mod execute;
 mod observe;
+mod overlap;
 mod record;
 mod redeliver;
 mod resend;
@@ -139,7 +144,7 @@ pub struct Scheduler {
     /// Ids of the jobs with a run going in this process: a new occurrence of one is
     /// recorded as skipped, and a manual run of one is refused. Held only for an insert,
     /// a removal or a copy; never while another lock of this struct is taken.
-    running: Mutex<HashSet<String>>,
+    running: Mutex<Running>,
     /// Finished runs waiting to be written to the store. Runs that end together share
     /// one store write. Taken after `flushing` when both are held.
     records: Mutex<Vec<record::JobRecord>>,
@@ -209,6 +214,35 @@ pub struct PassReport {
     pub backlog: bool,
 }
 
+/// The jobs with runs going in this process, counted: under `overlap: replace` a job's
+/// new run starts while its replaced one is still being stopped.
+#[derive(Default)]
+pub(crate) struct Running(std::collections::HashMap<String, usize>);
+
+impl Running {
+    pub(crate) fn insert(&mut self, id: String) {
+        *self.0.entry(id).or_default() += 1;
+    }
+
+    pub(crate) fn remove(&mut self, id: &str) {
+        if let Some(n) = self.0.get_mut(id) {
+            *n -= 1;
+            if *n == 0 {
+                self.0.remove(id);
+            }
+        }
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.0.contains_key(id)
+    }
+
+    /// The ids, for a pass.
+    pub(crate) fn ids(&self) -> HashSet<String> {
+        self.0.keys().cloned().collect()
+    }
+}
+
 /// A scheduled run waiting for a run slot, counted in [`Scheduler::free_slots`] until
 /// it gets one or is dropped.
 pub(crate) struct Queued(Arc<AtomicUsize>);
@@ -238,7 +272,7 @@ impl Scheduler {
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
             queued: Arc::new(AtomicUsize::new(0)),
             parts,
-            running: Mutex::new(HashSet::new()),
+            running: Mutex::new(Running::default()),
             records: Mutex::new(Vec::new()),
             flushing: tokio::sync::Mutex::new(()),
             manual: Mutex::new(JoinSet::new()),
@@ -373,10 +407,69 @@ impl Scheduler {
     /// daemon's runtime.
     pub async fn start_now(self: &Arc<Self>, job: Job) -> Result<i64, SchedulerError> {
         let claimed = self.claim_manual(job).await?;
+        Ok(self.spawn_manual(claimed))
+    }
+
+    /// Runs `job` (as the replayed run was asked: its prompt and model) now, as a
+    /// `replay` of run `replay_of`, and waits for its outcome (`hermes cron replay`).
+    pub async fn replay_now(
+        self: &Arc<Self>,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<RunReport, SchedulerError> {
+        let claimed = self.claim_replay(job, replay_of).await?;
+        Ok(Arc::clone(self).execute(claimed).await)
+    }
+
+    /// [`Scheduler::replay_now`] in the background, as [`Scheduler::start_now`] starts a
+    /// run: returns the new run's id once it is claimed.
+    pub async fn start_replay(
+        self: &Arc<Self>,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<i64, SchedulerError> {
+        let claimed = self.claim_replay(job, replay_of).await?;
+        Ok(self.spawn_manual(claimed))
+    }
+
+    /// A manual claim that is a replay of run `replay_of`: its ledger row says so at
+    /// once (`source: replay`, `replay_of`).
+    async fn claim_replay(
+        &self,
+        job: Job,
+        replay_of: i64,
+    ) -> Result<execute::ClaimedRun, SchedulerError> {
+        let mut claimed = self.claim_manual(job).await?;
+        claimed.source = jobs::ledger::RunSource::Replay;
+        claimed.replay_of = Some(replay_of);
+        let request = jobs::ledger::RunRequest {
+            prompt: Some(claimed.job.prompt().to_string()),
+            model: claimed.job.model().map(str::to_string),
+            replay_of: Some(replay_of),
+        };
+        if let Err(e) = self.store().note_run_request(claimed.run, &request).await {
+            // Not run unmarked: the ledger would call it an ordinary manual run.
+            lock(&self.running).remove(claimed.job.id());
+            let end = jobs::ledger::RunEnd {
+                error: Some(format!("cannot mark the run as a replay: {e}")),
+                ..Default::default()
+            };
+            let _ = self
+                .store()
+                .finish_run(claimed.run, RunStatus::Error, self.now(), &end)
+                .await;
+            return Err(e.into());
+        }
+        Ok(claimed)
+    }
+
+    /// Runs a claimed manual run in the background (drained by the daemon on shutdown);
+    /// returns its ledger row.
+    fn spawn_manual(self: &Arc<Self>, claimed: execute::ClaimedRun) -> i64 {
         let run = claimed.run;
         let mut manual = lock(&self.manual);
         while manual.try_join_next().is_some() {}
         manual.spawn(Arc::clone(self).execute(claimed));
-        Ok(run)
+        run
     }
 }

@@ -42,15 +42,57 @@ pub(super) struct JobRecord {
     /// Re-run, hold or neither ([`aftermath`]).
     plan: Plan,
     preflight_alerted: Option<bool>,
+    /// Stopped on request ([`super::cancel`]): the status is said, nothing else of the
+    /// job's outcome changes (no error, the failure streak kept, the schedule kept).
+    cancelled: bool,
 }
 
 impl JobRecord {
+    /// What a cancelled run changes in its job: its last run and status, nothing else.
+    pub(super) fn cancelled(
+        job_id: &str,
+        last_run_at: DateTime<Utc>,
+        zone: Tz,
+        source: RunSource,
+    ) -> JobRecord {
+        JobRecord {
+            job_id: job_id.to_string(),
+            last_run_at,
+            zone,
+            last_status: jobs::ledger::RunStatus::Cancelled.as_str(),
+            error: None,
+            delivery_error: None,
+            source,
+            plan: Plan::Keep,
+            preflight_alerted: None,
+            cancelled: true,
+        }
+    }
+
     fn apply(&self, stored: &mut Job, ctx: &Context) {
         // The run is over: no scheduler needs to keep off the job any more.
         if stored.has_run_claim() {
             stored.set_run_claim(None, self.zone);
         }
         stored.set_last_run_at(Some(self.last_run_at), self.zone);
+        if self.cancelled {
+            stored.record_cancelled();
+        } else {
+            self.apply_outcome(stored, ctx);
+        }
+        if self.source == RunSource::Scheduler {
+            let repeat = stored.repeat();
+            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
+            let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
+            // The pass that fired the last run before `until` left no next run.
+            let ended = stored.next_run_at(ctx).is_none() && stored.instant("until", ctx).is_some();
+            if (used_up || one_shot || ended) && stored.state() != JobState::Paused {
+                stored.complete();
+            }
+        }
+    }
+
+    fn apply_outcome(&self, stored: &mut Job, ctx: &Context) {
         stored.record_outcome(
             self.last_status,
             self.error.as_deref(),
@@ -64,16 +106,6 @@ impl JobRecord {
             stored.set_preflight_alerted(alerted);
         }
         self.plan.apply(stored, ctx, self.zone);
-        if self.source == RunSource::Scheduler {
-            let repeat = stored.repeat();
-            let used_up = repeat.times.is_some_and(|t| repeat.completed >= t);
-            let one_shot = stored.schedule(ctx).is_ok_and(|s| !s.is_recurring());
-            // The pass that fired the last run before `until` left no next run.
-            let ended = stored.next_run_at(ctx).is_none() && stored.instant("until", ctx).is_some();
-            if (used_up || one_shot || ended) && stored.state() != JobState::Paused {
-                stored.complete();
-            }
-        }
     }
 }
 
@@ -266,6 +298,7 @@ impl Scheduler {
             source: claimed.source,
             plan: run.after.plan.clone(),
             preflight_alerted: run.after.preflight_alerted,
+            cancelled: false,
         })
         .await;
         let end = RunEnd {
@@ -347,7 +380,9 @@ impl Scheduler {
                 RunSource::Scheduler | RunSource::Chain | RunSource::Backfill => {
                     claimed.occurrence()
                 }
-                RunSource::Manual => format!("{}#{}", claimed.occurrence(), claimed.run),
+                RunSource::Manual | RunSource::Replay => {
+                    format!("{}#{}", claimed.occurrence(), claimed.run)
+                }
             },
             job,
             run_at: schedules::format_instant(run.started, run.zone),
@@ -456,7 +491,7 @@ impl Scheduler {
 
     /// Queues a run's outcome and writes every queued one in a single store update,
     /// unless another task is already writing (it picks this one up before it stops).
-    async fn record_in_store(&self, record: JobRecord) {
+    pub(super) async fn record_in_store(&self, record: JobRecord) {
         lock(&self.records).push(record);
         loop {
             {

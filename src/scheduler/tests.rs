@@ -874,3 +874,39 @@ async fn with_no_spread_overdue_runs_all_start_at_once() {
     assert_eq!(rig.tick().await.len(), 4);
     assert!(rig.started().iter().all(|(_, at)| *at == now));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cancel_from_another_process_stops_a_hanging_run_without_alert_or_delivery() {
+    let rig = Rig::fresh(Work::Hang, Chat::Up, settings());
+    let other = rig.second(2, Work::Hang, Chat::Up);
+    let id = rig.add("every 1h", "hangs").await;
+    pass_time(Duration::from_secs(3600)).await;
+    let mut handles = rig.spawn_all(rig.scheduler.pass().await.unwrap());
+    pass_time(Duration::from_secs(3)).await;
+    let next = rig.job(&id).await.next_run_at(&rig.ctx());
+    let asked = other
+        .store
+        .request_cancel(jobs::ledger::CancelTarget::Job(&id), other.clock.now())
+        .await
+        .unwrap();
+    assert_eq!(asked.len(), 1);
+    pass_time(Duration::from_millis(1100)).await;
+    let report = handles.remove(0).await.unwrap();
+    assert_eq!(report.status, RunStatus::Cancelled);
+    let runs = rig.runs(&id).await;
+    assert_eq!(runs[0].status, "cancelled");
+    assert_eq!(
+        runs[0].delivery.as_deref(),
+        Some("none: the run was cancelled")
+    );
+    assert!(rig.delivery.arrived.lock().unwrap().is_empty());
+    assert!(rig.store.incidents(None).await.unwrap().is_empty());
+    let job = rig.job(&id).await;
+    assert_eq!(job.text_field("last_status"), Some("cancelled"));
+    assert_eq!(job.failure_streak(), 0);
+    assert_eq!(
+        job.next_run_at(&rig.ctx()),
+        next,
+        "the schedule is untouched"
+    );
+}

@@ -288,6 +288,23 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
     browser.wait_text("#d-error", "delivered again: local");
     assert_eq!(model.count(), 1, "sending it again asked the model nothing");
 
+    // Replay: the run's Replay button runs it again with the same prompt; the new run
+    // is listed as a replay of it, in the table and in the ledger.
+    browser.click("#runs button[data-replay]");
+    browser.wait("the replay to be listed and end", || {
+        browser.eval(
+            "const rows = document.querySelectorAll('#runs tr'); return rows.length === 2 && rows[0].children[1].textContent === 'ok'",
+        ) == true
+    });
+    assert_eq!(model.count(), 2, "the replay asked the model once more");
+    let requests = model.requests();
+    assert_eq!(requests[1]["messages"], requests[0]["messages"]);
+    let rows = hermes.cron(&["runs", &id, "--json"]);
+    let rows: serde_json::Value = serde_json::from_str(rows.ok()).unwrap();
+    assert_eq!(rows["runs"][0]["source"], "replay");
+    assert_eq!(rows["runs"][0]["replay_of"], rows["runs"][1]["id"]);
+    assert!(browser.eval("return document.querySelector('#d-cancel').hidden") == true);
+
     // Pause: the table says so, and so does the CLI.
     browser.click("#d-pause");
     browser.wait("the row to say paused", || {
@@ -367,4 +384,73 @@ fn the_dashboard_creates_runs_pauses_and_removes_a_job_in_a_real_browser() {
         .filter(|p| !p.ends_with("/api/jobs - Failed to load resource: the server responded with a status of 400 (Bad Request)"))
         .collect();
     assert!(problems.is_empty(), "console: {problems:#?}");
+}
+
+#[test]
+#[ignore = "starts Chromium (about 10 s); .ci/run runs it once"]
+fn the_dashboard_cancels_a_running_job_with_its_cancel_button() {
+    let model = Fake::start(vec![text(REPLY)]);
+    let mut hermes = Hermes::new();
+    hermes.now = None;
+    let scripts = hermes.home().join("scripts");
+    std::fs::create_dir_all(&scripts).expect("create scripts/");
+    let pidfile = hermes.home().join("sleeper.pid");
+    std::fs::write(
+        scripts.join("sleeper.sh"),
+        format!("sleep 300 & echo $! > {}\nwait\n", pidfile.display()),
+    )
+    .expect("write the script");
+    let id = hermes.add(
+        "every 12h",
+        "",
+        &["--name", "Sleeper", "--script", "sleeper.sh", "--no-agent"],
+    );
+    let next_before = hermes.job(&id)["next_run_at"].clone();
+    let port = free_port();
+    let _daemon = serve(&hermes, &model, port);
+    let profile = tempfile::tempdir().expect("a browser profile");
+    let browser = Browser::start(profile.path());
+    browser.open(&format!("http://127.0.0.1:{port}/"));
+    browser.type_into("#key", KEY);
+    browser.click("#login-form button[type=submit]");
+    browser.wait_text("#jobs", "Sleeper");
+    browser.click(&format!("#jobs tr[data-id=\"{id}\"]"));
+    browser.wait_text("#d-name", "Sleeper");
+    assert!(browser.eval("return document.querySelector('#d-cancel').hidden") == true);
+
+    browser.click("#d-run");
+    browser.wait("the Cancel button of the running run", || {
+        browser.eval("return document.querySelector('#d-cancel').hidden") == false
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let sleeper = loop {
+        if let Some(pid) = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "the script never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    browser.click("#d-cancel");
+    browser.wait("the run to show cancelled", || {
+        browser.eval("return document.querySelector('#runs tr').children[1].textContent")
+            == "cancelled"
+    });
+    assert!(browser.eval("return document.querySelector('#d-cancel').hidden") == true);
+    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
+    let running = stat
+        .rsplit(')')
+        .next()
+        .is_some_and(|rest| !rest.trim_start().starts_with('Z'));
+    assert!(!running, "the script's sleep {sleeper} is still running");
+    assert_eq!(hermes.job(&id)["next_run_at"], next_before);
+    assert_eq!(hermes.job(&id)["last_status"], "cancelled");
+    browser.screenshot(&screenshots().join("dashboard-cancelled.png"));
+    assert!(
+        browser.console_problems().is_empty(),
+        "{:?}",
+        browser.console_problems()
+    );
 }

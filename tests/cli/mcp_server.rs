@@ -83,7 +83,8 @@ fn the_cronjob_tool_is_listed_with_a_flat_schema_and_action_a_required_enum() {
             "resume",
             "remove",
             "run",
-            "redeliver"
+            "redeliver",
+            "cancel"
         ])
     );
     for field in [

@@ -184,7 +184,7 @@ fn two_hosts_on_one_database_run_each_occurrence_once_and_see_each_other() {
     }));
     let status = a.json(&["cron", "store", "status", "--json"]);
     assert_eq!(status["backend"], "postgresql");
-    assert_eq!(status["schema_version"], 5);
+    assert_eq!(status["schema_version"], 7);
     let hosts: Vec<&str> = status["hosts"]
         .as_array()
         .unwrap()

@@ -153,6 +153,15 @@ impl Hermes {
         hermes
     }
 
+    /// A fresh home on this one's store (on PostgreSQL, another host of the same
+    /// database; on jobs.json a store of its own), with the same clock.
+    pub fn on_same_store(&self) -> Hermes {
+        let mut other = Hermes::new();
+        other.now = self.now.clone();
+        other.store_url = self.store_url.clone();
+        other
+    }
+
     pub fn home(&self) -> &Path {
         self.dir.path()
     }

@@ -31,13 +31,16 @@ use crate::estop::GlobalPause;
 use crate::fields::Layout;
 use crate::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::job::{Context, Job, JobState, NormalizedJob};
-use crate::ledger::{occurrence_key, RunEnd, RunRow, RunSource, RunStatus};
+use crate::ledger::{
+    occurrence_key, CancelTarget, RunEnd, RunRequest, RunRow, RunSource, RunStatus,
+};
 use crate::lifecycle::JobError;
 use crate::listing::JobSummary;
 pub use crate::listing::ListedJob;
 use crate::notepad::Note;
 use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::output::OutputDocument;
+use crate::overlap::Overlap;
 use crate::spend::Spend;
 
 /// Why the store could not do what was asked. Backend-neutral: the message names what
@@ -498,6 +501,36 @@ pub trait RunLedger: Send + Sync {
     /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
     async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
 
+    /// Asks the running runs of `target` to stop: each is marked in the ledger, where
+    /// the process running it — on this host or another on a shared store — looks about
+    /// every second. Returns the runs marked (none: nothing of it was running).
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError>;
+
+    /// Whether a cancel of `run` was requested.
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError>;
+
+    /// Notes what `run` was asked with (its prompt and model); with `replay_of`, the run
+    /// becomes a `replay` of that one.
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError>;
+
+    /// The job of `run` and what it was asked with; `None` for no such run.
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError>;
+
+    /// Starts the newest occurrence of `job_id` queued (`overlap: queue`) since run
+    /// `after` began: its `skipped` row becomes this process's `running` run, at most
+    /// once on the store; older ones queued since are marked superseded. Its row id and
+    /// scheduled instant; `None` when none waits.
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError>;
+
     /// Claims the one notice of a spent global budget for `window` (its key, e.g.
     /// `day:2026-03-01`): `true` for the first claim on this store — by any process or
     /// host — and `false` ever after.
@@ -921,9 +954,16 @@ pub(crate) fn prepare_claims(
                     recorded: None,
                 };
             };
+            // `overlap: replace` fires anyway (the scheduler cancels the running run);
+            // `queue` records the occurrence for the run to take when it ends.
+            let overlap = job.overlap();
             let busy = matches!(decision, Decision::Fire { .. })
+                && overlap != Overlap::Replace
                 && (scan.running_here.contains(job.id()) || busy_elsewhere(job.id()));
-            let recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+            let mut recorded = recorded_without_running(&decision, busy, job.zone(ctx));
+            if busy && overlap == Overlap::Queue {
+                recorded = Some((RunStatus::Skipped, crate::ledger::QUEUED.to_string()));
+            }
             let request = OwnedClaim {
                 job_id: job.id().to_string(),
                 occurrence: occurrence_key(job.id(), at),

@@ -5,7 +5,8 @@ use std::collections::HashSet;
 
 use chrono::Duration;
 
-use crate::ledger::{RunEnd, RunStatus};
+use crate::ledger::{CancelTarget, RunEnd, RunRequest, RunStatus, QUEUED, QUEUED_SUPERSEDED};
+use crate::overlap::Overlap;
 use crate::spend::Spend;
 use crate::store::Claimed;
 
@@ -224,7 +225,153 @@ async fn a_backfilled_occurrence_is_claimed_once_and_never_after_a_fire(backend:
     );
 }
 
+async fn a_cancel_request_marks_running_runs_for_every_process_to_see(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let now = backend.now();
+    assert!(two
+        .request_cancel(CancelTarget::Job("aaaaaaaaaaaa"), now)
+        .await
+        .unwrap()
+        .is_empty());
+    let done = one.claim_manual("aaaaaaaaaaaa", now).await.unwrap();
+    one.finish_run(done, RunStatus::Ok, now, &RunEnd::default())
+        .await
+        .unwrap();
+    let running = one
+        .claim_manual("aaaaaaaaaaaa", now + Duration::seconds(1))
+        .await
+        .unwrap();
+    let other = one.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
+    assert!(!one.cancel_requested(running).await.unwrap());
+    // A finished run is not asked; by job, only its running run; by run id, that one.
+    assert!(two
+        .request_cancel(CancelTarget::Run(done), now)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        two.request_cancel(CancelTarget::Job("aaaaaaaaaaaa"), now)
+            .await
+            .unwrap(),
+        [running]
+    );
+    assert!(one.cancel_requested(running).await.unwrap());
+    assert!(!one.cancel_requested(other).await.unwrap());
+    assert_eq!(
+        two.request_cancel(CancelTarget::Run(other), now)
+            .await
+            .unwrap(),
+        [other]
+    );
+    assert!(one.cancel_requested(other).await.unwrap());
+    one.finish_run(running, RunStatus::Cancelled, now, &RunEnd::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        two.recent_runs(Some("aaaaaaaaaaaa"), 1).await.unwrap()[0].status,
+        "cancelled"
+    );
+}
+
+async fn what_a_run_was_asked_reads_back_and_a_replay_says_what_it_repeats(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let now = backend.now();
+    assert_eq!(two.run_request(12345).await.unwrap(), None);
+    let first = one.claim_manual("aaaaaaaaaaaa", now).await.unwrap();
+    assert_eq!(
+        two.run_request(first).await.unwrap(),
+        Some(("aaaaaaaaaaaa".to_string(), RunRequest::default())),
+        "a run noted nothing yet"
+    );
+    let asked = RunRequest {
+        prompt: Some("Check\n\n## Run Context\nonly red".into()),
+        model: Some("m".into()),
+        replay_of: None,
+    };
+    one.note_run_request(first, &asked).await.unwrap();
+    one.finish_run(first, RunStatus::Ok, now, &RunEnd::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        two.run_request(first).await.unwrap(),
+        Some(("aaaaaaaaaaaa".to_string(), asked.clone()))
+    );
+    let replay = two
+        .claim_manual("aaaaaaaaaaaa", now + Duration::seconds(1))
+        .await
+        .unwrap();
+    let again = RunRequest {
+        replay_of: Some(first),
+        ..asked
+    };
+    two.note_run_request(replay, &again).await.unwrap();
+    let rows = one.recent_runs(Some("aaaaaaaaaaaa"), 2).await.unwrap();
+    assert_eq!(
+        (rows[0].source.as_str(), rows[0].replay_of),
+        ("replay", Some(first))
+    );
+    assert_eq!(
+        (rows[1].source.as_str(), rows[1].replay_of),
+        ("manual", None)
+    );
+}
+
+async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dyn Backend) {
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let mut job = hourly("aaaaaaaaaaaa", c.now - Duration::seconds(5));
+    job.set_overlap(Some(Overlap::Queue));
+    one.insert_job(&c, job).await.unwrap();
+    let running = one.claim_manual("aaaaaaaaaaaa", c.now).await.unwrap();
+    assert_eq!(
+        two.take_queued("aaaaaaaaaaaa", running, c.now)
+            .await
+            .unwrap(),
+        None
+    );
+    // Two passes while it runs, two occurrences due: each is recorded queued.
+    let busy = HashSet::from(["aaaaaaaaaaaa".to_string()]);
+    for seconds in [5, 3] {
+        let due = c.now - Duration::seconds(seconds);
+        let ids = HashSet::from(["aaaaaaaaaaaa".to_string()]);
+        let set_due = Box::new(move |job: &mut crate::job::Job| {
+            job.set_next_run_at(Some(due), chrono_tz::UTC);
+        });
+        two.update_jobs(&c, ids, set_due).await.unwrap();
+        let pass = two.claim_due(&c, &scan(&busy)).await.unwrap();
+        assert!(
+            matches!(&pass.occurrences[0].claimed, Claimed::Recorded { status: RunStatus::Skipped, reason } if reason == QUEUED),
+            "{:?}",
+            pass.occurrences[0].claimed
+        );
+    }
+    one.finish_run(running, RunStatus::Ok, c.now, &RunEnd::default())
+        .await
+        .unwrap();
+    let (taken, _) = one
+        .take_queued("aaaaaaaaaaaa", running, c.now)
+        .await
+        .unwrap()
+        .expect("the newest queued occurrence");
+    assert_eq!(
+        two.take_queued("aaaaaaaaaaaa", running, c.now)
+            .await
+            .unwrap(),
+        None,
+        "taken once"
+    );
+    let rows = two.recent_runs(Some("aaaaaaaaaaaa"), 3).await.unwrap();
+    assert_eq!(rows[0].id, taken);
+    assert_eq!(rows[0].status, "running");
+    assert_eq!(rows[0].error, None);
+    assert_eq!(rows[1].status, "skipped");
+    assert_eq!(rows[1].error.as_deref(), Some(QUEUED_SUPERSEDED));
+}
+
 conformance!(
+    a_cancel_request_marks_running_runs_for_every_process_to_see,
+    what_a_run_was_asked_reads_back_and_a_replay_says_what_it_repeats,
+    a_queued_occurrence_is_taken_once_and_only_the_newest_runs,
     a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery,
     a_backfilled_occurrence_is_claimed_once_and_never_after_a_fire,
     runs_of_dead_processes_become_interrupted,

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::ledger::{Ledger, RunEnd, RunRow, RunStatus};
+use crate::ledger::{CancelTarget, Ledger, RunEnd, RunRequest, RunRow, RunStatus};
 use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
 
@@ -189,6 +189,63 @@ impl RunLedger for FileStore {
         let window = window.to_string();
         self.blocking(move |files| {
             files.with_ledger(|ledger| ledger.claim_budget_notice(&window, now))
+        })
+        .await
+    }
+
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (job, run) = target.parts();
+        let job = job.map(str::to_string);
+        self.blocking(move |files| {
+            // Nothing runs without a ledger: asking never creates it.
+            if !files.db_exists(&files.ledger, &files.db_path()) {
+                return Ok(Vec::new());
+            }
+            let target = match (&job, run) {
+                (Some(job), _) => CancelTarget::Job(job),
+                (None, Some(run)) => CancelTarget::Run(run),
+                (None, None) => return Ok(Vec::new()),
+            };
+            files.with_ledger(|ledger| ledger.request_cancel(target, now))
+        })
+        .await
+    }
+
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
+        self.blocking(move |files| files.with_ledger(|ledger| ledger.cancel_requested(run)))
+            .await
+    }
+
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {
+        let request = request.clone();
+        self.blocking(move |files| files.with_ledger(|ledger| ledger.note_request(run, &request)))
+            .await
+    }
+
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError> {
+        self.blocking(move |files| {
+            if !files.db_exists(&files.ledger, &files.db_path()) {
+                return Ok(None);
+            }
+            files.with_ledger(|ledger| ledger.request_of(run))
+        })
+        .await
+    }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| {
+            let (pid, host) = (files.owner.pid, files.owner.host.clone());
+            files.with_ledger(|ledger| ledger.take_queued(&job_id, after, now, pid, &host))
         })
         .await
     }

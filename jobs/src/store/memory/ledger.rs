@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus};
+use crate::ledger::{ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus};
 use crate::outbox::OutboxState;
 use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
@@ -154,5 +154,87 @@ impl RunLedger for MemoryStore {
         let mut flags = keep.into_iter();
         inner.runs.retain(|_| flags.next().unwrap_or(true));
         Ok(())
+    }
+
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        _now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (job, run) = target.parts();
+        let mut inner = self.lock();
+        let ids: Vec<i64> = inner
+            .runs
+            .iter()
+            .filter(|r| r.status == RunStatus::Running.as_str())
+            .filter(|r| job.is_some_and(|j| r.job_id == j) || run == Some(r.id))
+            .map(|r| r.id)
+            .collect();
+        inner.cancels.extend(ids.iter().copied());
+        Ok(ids)
+    }
+
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
+        Ok(self.lock().cancels.contains(&run))
+    }
+
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if let Some(replay_of) = request.replay_of {
+            if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+                row.source = crate::ledger::RunSource::Replay.as_str().to_string();
+                row.replay_of = Some(replay_of);
+            }
+        }
+        inner.requests.insert(run, request.clone());
+        Ok(())
+    }
+
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError> {
+        let inner = self.lock();
+        let Some(row) = inner.runs.iter().find(|r| r.id == run) else {
+            return Ok(None);
+        };
+        let request = inner.requests.get(&run).cloned().unwrap_or_default();
+        Ok(Some((row.job_id.clone(), request)))
+    }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        use crate::ledger::{QUEUED, QUEUED_SUPERSEDED};
+        let mut inner = self.lock();
+        let queued = |r: &RunRow| {
+            r.job_id == job_id
+                && r.id > after
+                && r.status == RunStatus::Skipped.as_str()
+                && r.error.as_deref() == Some(QUEUED)
+        };
+        let Some(newest) = inner.runs.iter().rev().find(|r| queued(r)).map(|r| r.id) else {
+            return Ok(None);
+        };
+        let (pid, host) = (self.owner.pid, self.owner.host.clone());
+        let mut taken = None;
+        for row in inner.runs.iter_mut() {
+            if row.id == newest {
+                row.status = RunStatus::Running.as_str().to_string();
+                row.error = None;
+                row.finished_at = None;
+                row.started_at = Some(ledger_time(now));
+                row.pid = Some(i64::from(pid));
+                row.host = Some(host.clone());
+                taken = row
+                    .scheduled_at
+                    .as_deref()
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                    .map(|t| (newest, t.with_timezone(&Utc)));
+            } else if queued(row) && row.id < newest {
+                row.error = Some(QUEUED_SUPERSEDED.to_string());
+            }
+        }
+        Ok(taken)
     }
 }

@@ -65,6 +65,10 @@ struct Inner {
     pause: Option<GlobalPause>,
     /// The windows whose budget notice was claimed.
     budget_notices: HashSet<String>,
+    /// Runs asked to stop.
+    cancels: HashSet<i64>,
+    /// What each run was asked with.
+    requests: HashMap<i64, crate::ledger::RunRequest>,
 }
 
 /// A test's change to the store, made while a pass is deciding.
@@ -209,6 +213,7 @@ impl Inner {
             completion_tokens: None,
             cost_usd: None,
             model: None,
+            replay_of: None,
         });
         Some(id)
     }

@@ -8,7 +8,9 @@ use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
 use super::PgStore;
-use crate::ledger::{ledger_time, RunEnd, RunRow, RunStatus, SPEND_COLUMNS};
+use crate::ledger::{
+    ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus, SPEND_COLUMNS,
+};
 use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
 
@@ -31,6 +33,7 @@ fn run_row(row: &Row) -> RunRow {
         completion_tokens: row.get("completion_tokens"),
         cost_usd: row.get("cost_usd"),
         model: row.get("model"),
+        replay_of: row.get("replay_of"),
     }
 }
 
@@ -272,5 +275,119 @@ impl RunLedger for PgStore {
             self.note_runs_added(jobs);
         }
         result
+    }
+
+    async fn request_cancel(
+        &self,
+        target: CancelTarget<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let (job, run) = target.parts();
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "UPDATE hermes_cron_runs SET cancel_requested = COALESCE(cancel_requested, $3)
+                     WHERE status IN ('claimed', 'running')
+                       AND (($1::text IS NOT NULL AND job_id = $1) OR id = $2)
+                     RETURNING id",
+                &[&job, &run, &now],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut ids: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+        ids.sort_unstable();
+        Ok(ids)
+    }
+
+    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT cancel_requested IS NOT NULL FROM hermes_cron_runs WHERE id = $1",
+                &[&run],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.is_some_and(|r| r.get(0)))
+    }
+
+    async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        client
+            .execute(
+                "UPDATE hermes_cron_runs SET run_prompt = $2, run_model = $3, replay_of = $4,
+                         source = CASE WHEN $4::bigint IS NULL THEN source ELSE 'replay' END
+                     WHERE id = $1",
+                &[&run, &request.prompt, &request.model, &request.replay_of],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    async fn run_request(&self, run: i64) -> Result<Option<(String, RunRequest)>, StoreError> {
+        let client = self.client().await?;
+        let row = client
+            .query_opt(
+                "SELECT job_id, run_prompt, run_model, replay_of FROM hermes_cron_runs WHERE id = $1",
+                &[&run],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(row.map(|r| {
+            (
+                r.get(0),
+                RunRequest {
+                    prompt: r.get(1),
+                    model: r.get(2),
+                    replay_of: r.get(3),
+                },
+            )
+        }))
+    }
+
+    async fn take_queued(
+        &self,
+        job_id: &str,
+        after: i64,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<(i64, DateTime<Utc>)>, StoreError> {
+        use crate::ledger::{QUEUED, QUEUED_SUPERSEDED};
+        let mut client = self.client().await?;
+        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
+        let taken = tx
+            .query_opt(
+                "UPDATE hermes_cron_runs SET status = 'running', error = NULL,
+                         finished_at = NULL, started_at = now(), instance = $4, host = $5,
+                         pid = $6
+                     WHERE id = (SELECT id FROM hermes_cron_runs WHERE job_id = $1 AND id > $2
+                                     AND status = 'skipped' AND error = $3
+                                 ORDER BY id DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+                     RETURNING id, scheduled_at",
+                &[
+                    &job_id,
+                    &after,
+                    &QUEUED,
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                ],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let Some(row) = taken else {
+            return Ok(None);
+        };
+        let id: i64 = row.get(0);
+        let at: Option<DateTime<Utc>> = row.get(1);
+        tx.execute(
+            "UPDATE hermes_cron_runs SET error = $4 WHERE job_id = $1 AND id > $2 AND id < $3
+                 AND status = 'skipped' AND error = $5",
+            &[&job_id, &after, &id, &QUEUED_SUPERSEDED, &QUEUED],
+        )
+        .await
+        .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(at.map(|at| (id, at)))
     }
 }

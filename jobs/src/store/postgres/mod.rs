@@ -244,6 +244,12 @@ CREATE TRIGGER hermes_cron_jobs_counted_delete AFTER DELETE ON hermes_cron_jobs
     REFERENCING OLD TABLE AS removed
     FOR EACH STATEMENT EXECUTE FUNCTION hermes_cron_jobs_counted();
 "#,
+    // A cancel request on a running run, seen by whichever host runs it; what each run
+    // was asked with (its prompt and model), and the run a replay repeats.
+    r#"
+ALTER TABLE hermes_cron_runs ADD COLUMN cancel_requested timestamptz,
+    ADD COLUMN run_prompt text, ADD COLUMN run_model text, ADD COLUMN replay_of bigint;
+"#,
 ];
 
 /// The schema version this build writes.
