@@ -158,7 +158,24 @@ async fn agent_loop(
     spend: budget::Spend,
 ) -> RunOutcome {
     let enabled = enabled_toolsets(job);
-    let workdir = workdir(job, env);
+    let level = match crate::sandbox::level_of(job, &env.config) {
+        Ok(level) => level,
+        Err(e) => return RunOutcome::failed(prompt, e),
+    };
+    let workdir = match job
+        .text_field("workdir")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+    {
+        Some(dir) => dir,
+        // A confined job without a work directory gets a private one, never the home.
+        None if level.confined() => crate::sandbox::private_workdir(job.id()),
+        None => env.home.clone(),
+    };
+    let sandbox = level.confined().then(|| tools::RunSandbox {
+        level,
+        workdir: workdir.clone(),
+    });
     let mcp = mcp::for_run(
         env,
         enabled.as_deref(),
@@ -181,6 +198,8 @@ async fn agent_loop(
             .timeout
             .filter(|s| *s > 0)
             .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
+        redactor: Arc::new(crate::redact::Redactor::for_home(&env.home)),
+        sandbox,
     };
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
     let system = system_message(job, env, settings, !offered.is_empty());

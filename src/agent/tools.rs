@@ -6,7 +6,9 @@
 //! `skills_list`, `skill_view`, `todo`, and `execute_code` when `approvals.cron_mode:
 //! approve`; `tools/child.rs` holds the guards of every child process a tool starts.
 //! Results are JSON strings; a refused call says it was refused and why, so the model
-//! can tell the user.
+//! can tell the user. Every result is redacted (`redact`) before the model sees it, and
+//! under a sandbox level other than `off` every process a tool starts is confined and
+//! the file tools check paths against the same policy (`crate::sandbox`).
 //!
 //! Nobody is there to approve a dangerous command in a cron run, so `terminal` refuses
 //! them outright; `web_fetch` refuses private and loopback addresses unless
@@ -43,7 +45,9 @@ use serde_json::{json, Value};
 
 use super::mcp::McpServers;
 use super::model_api::ToolSpec;
+use crate::redact::Redactor;
 use crate::runner::Activity;
+use crate::sandbox::{Level, Policy};
 
 pub use self::execute_code::DEFAULT_TIMEOUT as DEFAULT_CODE_TIMEOUT;
 pub use self::todo::TodoList;
@@ -69,6 +73,33 @@ pub struct ToolContext {
     pub execute_code: bool,
     /// How long one `execute_code` script may run (`code_execution.timeout`).
     pub code_timeout: Duration,
+    /// Masks every secret in a tool's result before the model sees it.
+    pub redactor: Arc<Redactor>,
+    /// The run's confinement; `None` under `sandbox: off`.
+    pub sandbox: Option<RunSandbox>,
+}
+
+/// The confinement of one run (docs/SAFETY.md, "Sandbox").
+#[derive(Debug, Clone)]
+pub struct RunSandbox {
+    pub level: Level,
+    /// The job's work directory (or its private one): the one writable directory,
+    /// whatever `terminal`'s `workdir` argument says.
+    pub workdir: PathBuf,
+}
+
+impl ToolContext {
+    /// The policy the file tools check paths against (no temporary directory of their
+    /// own: they may write in the work directory only).
+    pub fn file_policy(&self) -> Option<Policy> {
+        let sandbox = self.sandbox.as_ref()?;
+        Some(Policy::new(
+            sandbox.level,
+            &self.home,
+            &sandbox.workdir,
+            &sandbox.workdir,
+        ))
+    }
 }
 
 /// What a tool call comes to: the JSON text the model gets back.
@@ -220,14 +251,15 @@ pub async fn dispatch(
     if let (Some(mcp), Value::Object(map)) = (mcp, &args) {
         // A tool of a server that could not start is not offered, but a call of it
         // still gets that server's error rather than a bare refusal.
-        return mcp.call(name, map.clone()).await;
+        return ctx.redactor.redact(&mcp.call(name, map.clone()).await);
     }
     let result = match BUILT_IN.iter().find(|tool| tool.schema(ctx).name == name) {
         Some(tool) => tool.run(&args, ctx).await,
         None => refused(format!("unknown tool '{name}'")),
     };
     ctx.activity.touch();
-    result
+    // No secret reaches the model: the same rules as output documents.
+    ctx.redactor.redact(&result)
 }
 
 /// The files below `root`, depth first, not entering the folders `skipped` names: at
@@ -291,6 +323,8 @@ pub(crate) mod testing {
             todos: Arc::default(),
             execute_code: true,
             code_timeout,
+            redactor: Arc::default(),
+            sandbox: None,
         }
     }
 
