@@ -76,6 +76,8 @@ mod postgres_tls;
 mod references;
 #[path = "cli/safety.rs"]
 mod safety;
+#[path = "cli/sandbox.rs"]
+mod sandbox;
 #[path = "cli/senders.rs"]
 mod senders;
 #[path = "cli/unreadable.rs"]

@@ -293,6 +293,24 @@ fn files_below(
     (files, false)
 }
 
+/// `path` as a file tool may use it: under a sandbox, resolved (`..`, symlinks) and
+/// checked against the run's policy, else the refusal the model gets; unchanged under
+/// `sandbox: off`.
+fn sandboxed(ctx: &ToolContext, path: PathBuf, write: bool) -> Result<PathBuf, String> {
+    let Some(policy) = ctx.file_policy() else {
+        return Ok(path);
+    };
+    if let Some(conflict) = policy.conflict() {
+        return Err(refused(conflict));
+    }
+    let checked = if write {
+        crate::sandbox::paths::writable(&policy, &path)
+    } else {
+        crate::sandbox::paths::readable(&policy, &path)
+    };
+    checked.map_err(refused)
+}
+
 fn resolve(workdir: &Path, path: &str) -> PathBuf {
     let path = match path.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")

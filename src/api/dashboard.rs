@@ -171,6 +171,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         model: text(body, "model")?,
         provider: text(body, "provider")?,
         caps: caps_of(body)?,
+        sandbox: text(body, "sandbox")?,
         ..NewJob::default()
     })
 }

@@ -36,6 +36,7 @@ pub const UPDATABLE: &[&str] = &[
     "max_runtime_seconds",
     "max_tokens",
     "max_cost_usd",
+    "sandbox",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -161,6 +162,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         paused,
         paused_reason,
         caps: caps_of(body)?,
+        sandbox: text(body, "sandbox")?.map(str::to_string),
         ..NewJob::default()
     })
 }
@@ -242,6 +244,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
         Some(_) => return Err(Failure::bad_request("enabled must be true or false")),
     };
     edit.caps = caps_of(body)?;
+    edit.sandbox = text(body, "sandbox")?.map(str::to_string);
     Ok((edit, enabled))
 }
 

@@ -360,6 +360,10 @@ pub struct JobFields {
     /// Absolute path of an existing directory the job works in.
     #[arg(long)]
     pub workdir: Option<String>,
+    /// How confined the job's runs are: strict, standard or off (default: cron.sandbox,
+    /// else standard; with edit, "" returns to the default).
+    #[arg(long, value_name = "LEVEL")]
+    pub sandbox: Option<String>,
     /// The model this job's agent calls, instead of the configured one.
     #[arg(long)]
     pub model: Option<String>,
