@@ -255,13 +255,13 @@ pub const SANDBOX_LEVELS: [&str; 3] = ["strict", "standard", "off"];
 
 /// A sandbox level as stored (lower case), or the one-line error every door gives.
 pub fn check_sandbox(level: &str) -> Result<String, JobError> {
-    let level = level.trim().to_ascii_lowercase();
-    if SANDBOX_LEVELS.contains(&level.as_str()) {
-        return Ok(level);
+    let lower = level.trim().to_ascii_lowercase();
+    if SANDBOX_LEVELS.contains(&lower.as_str()) {
+        return Ok(lower);
     }
     Err(JobError::Invalid(format!(
         "Invalid sandbox '{}': use strict, standard or off",
-        level
+        level.trim()
     )))
 }
 

@@ -187,6 +187,8 @@ pub struct JobSummary<'a> {
     pub paused_reason: Option<Cow<'a, str>>,
     /// The job's own spending caps.
     pub caps: Caps,
+    /// The job's own sandbox level, as stored (`None`: `cron.sandbox` decides).
+    pub sandbox: Option<Cow<'a, str>>,
 }
 
 impl JobSummary<'_> {
@@ -218,6 +220,7 @@ impl JobSummary<'_> {
         "max_runtime_seconds",
         "max_tokens",
         "max_cost_usd",
+        "sandbox",
     ];
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
@@ -248,6 +251,7 @@ impl JobSummary<'_> {
             last_delivery_error: text("last_delivery_error"),
             paused_reason: text("paused_reason"),
             caps: job.caps(),
+            sandbox: text("sandbox"),
         }
     }
 }
@@ -295,6 +299,10 @@ pub(crate) fn plain_summary<'a>(
         last_delivery_error: text_field(slot!(slots, "last_delivery_error"))?,
         paused_reason: text_field(slot!(slots, "paused_reason"))?,
         caps: extra_caps(&scratch.extras),
+        sandbox: match scratch.extras.iter().find(|(key, _)| *key == "sandbox") {
+            Some((_, value)) => text_field(Some(value))?,
+            None => None,
+        },
     })
 }
 

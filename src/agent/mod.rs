@@ -200,6 +200,8 @@ async fn agent_loop(
             .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
         redactor: Arc::new(crate::redact::Redactor::for_home(&env.home)),
         sandbox,
+        backend: tools::backend::Backend::of(&env.config),
+        network: level != crate::sandbox::Level::Strict,
     };
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
     let system = system_message(job, env, settings, !offered.is_empty());

@@ -20,6 +20,7 @@
 //! The tools of the run's MCP servers (`mcp__<server>__<tool>`, see `mcp`) are offered
 //! after the built-in ones and their calls are handed to `mcp`.
 
+pub mod backend;
 mod child;
 mod execute_code;
 mod list_directory;
@@ -77,6 +78,10 @@ pub struct ToolContext {
     pub redactor: Arc<Redactor>,
     /// The run's confinement; `None` under `sandbox: off`.
     pub sandbox: Option<RunSandbox>,
+    /// Where tool processes start (`terminal.backend`).
+    pub backend: backend::Backend,
+    /// Under `strict`: no network for tool processes (also in a container).
+    pub network: bool,
 }
 
 /// The confinement of one run (docs/SAFETY.md, "Sandbox").
@@ -343,6 +348,8 @@ pub(crate) mod testing {
             code_timeout,
             redactor: Arc::default(),
             sandbox: None,
+            backend: backend::Backend::Local,
+            network: true,
         }
     }
 

@@ -256,6 +256,26 @@ hermes cron edit standup --model \"\"     (clears the model)"
         #[command(subcommand)]
         verb: StoreVerb,
     },
+    /// How a job's runs are confined (docs/SAFETY.md, "Sandbox").
+    #[command(after_help = "Example:\n  hermes cron sandbox explain nightly-report --json")]
+    Sandbox {
+        #[command(subcommand)]
+        verb: SandboxVerb,
+    },
+}
+
+/// `hermes cron sandbox` verbs.
+#[derive(Debug, Subcommand)]
+pub enum SandboxVerb {
+    /// The effective policy of a job's runs: level, writable and hidden paths, network,
+    /// limits, and what the kernel supports.
+    Explain {
+        /// The job's id or name.
+        job: String,
+        /// Print the policy as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How `hermes cron cost` groups the spend.

@@ -413,3 +413,329 @@ fn under_off_the_same_attempts_work() {
         results[list.len()]
     );
 }
+
+/// A one-turn model run of `calls` for a fresh home with `config_extra`; the job is
+/// added with `extra`. Returns the home, the tool results and the job id.
+fn one_turn(
+    calls: &[(&str, Value)],
+    config_extra: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Hermes, Vec<String>, String) {
+    let fake = Fake::start(vec![tools(calls), text("done")]);
+    let hermes = crate::agent::home_with(&format!(
+        "{}{APPROVE}{config_extra}",
+        openai_config(&fake.base)
+    ));
+    let id = hermes.add("every 1h", "Do the work", extra);
+    let mut command = hermes.command(&["cron", "run", &id]);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let run = command.output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let requests = fake.requests();
+    let results = requests
+        .get(1)
+        .and_then(|r| r["messages"].as_array().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (hermes, results, id)
+}
+
+/// A local HTTP server that answers every request with `body`, for `count` requests.
+fn serve(body: &'static str, count: usize) -> String {
+    let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", server.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for request in server.incoming_requests().take(count) {
+            let _ = request.respond(tiny_http::Response::from_string(body));
+        }
+    });
+    url
+}
+
+#[test]
+fn an_ordinary_job_works_unchanged_under_standard() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("data.txt"), "alpha\nbeta\n").unwrap();
+    let url = serve("hello from the local server", 1);
+    let calls = [
+        (
+            "terminal",
+            json!({"command": "wc -l < data.txt && echo made > made.txt && cat made.txt"}),
+        ),
+        ("terminal", json!({"command": format!("curl -s {url}")})),
+        (
+            "execute_code",
+            json!({"code": "import os, tempfile\nwith tempfile.NamedTemporaryFile() as f:\n    f.write(b'x')\nprint(sorted(os.listdir('.')))"}),
+        ),
+        ("read_file", json!({"path": "data.txt"})),
+        (
+            "write_file",
+            json!({"path": "sub/out.txt", "content": "written"}),
+        ),
+    ];
+    let workdir = work.path().to_str().unwrap();
+    let (_hermes, results, _) = one_turn(&calls, "", &["--workdir", workdir], &[]);
+    assert!(results[0].contains("2\\nmade\\n"), "{}", results[0]);
+    assert!(
+        results[1].contains("hello from the local server"),
+        "{}",
+        results[1]
+    );
+    assert!(
+        results[2].contains("data.txt") && results[2].contains("\"success\""),
+        "{}",
+        results[2]
+    );
+    assert!(results[3].contains("alpha"), "{}", results[3]);
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("sub/out.txt")).unwrap(),
+        "written"
+    );
+}
+
+#[test]
+fn strict_has_no_network_and_confines_the_pre_run_script() {
+    let url = serve("reachable", 2);
+    let port = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let connect = format!(
+        "import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n    print('CONNECTED')\nexcept OSError as e:\n    print('no network:', e)"
+    );
+    let calls = [("execute_code", json!({"code": connect}))];
+    // The pre-run script tries to read the home's .env: under strict it cannot.
+    let script = "cat \"$HERMES_HOME/.env\" && echo SCRIPT-READ-HOME || echo SCRIPT-CONFINED";
+    let run = |level: &str| {
+        let fake = Fake::start(vec![tools(&calls), text("done")]);
+        let hermes = crate::agent::home_with(&format!("{}{APPROVE}", openai_config(&fake.base)));
+        std::fs::write(hermes.home().join(".env"), "X=1\n").unwrap();
+        std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+        std::fs::write(hermes.home().join("scripts/probe.sh"), script).unwrap();
+        let id = hermes.add(
+            "every 1h",
+            "Check",
+            &["--script", "probe.sh", "--sandbox", level],
+        );
+        hermes.cron(&["run", &id]).ok();
+        let requests = fake.requests();
+        let prompt = requests[0].to_string();
+        let tool = requests[1]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (prompt, tool)
+    };
+    let (prompt, tool) = run("strict");
+    assert!(prompt.contains("SCRIPT-CONFINED"), "{prompt}");
+    assert!(tool.contains("no network"), "{tool}");
+    let (prompt, tool) = run("standard");
+    assert!(prompt.contains("SCRIPT-READ-HOME"), "{prompt}");
+    assert!(tool.contains("CONNECTED"), "{tool}");
+}
+
+#[test]
+fn without_landlock_a_confined_call_is_refused_not_run() {
+    let work = tempfile::tempdir().unwrap();
+    let calls = [
+        ("terminal", json!({"command": "echo ran > ran.txt"})),
+        (
+            "execute_code",
+            json!({"code": "open('ran-py.txt', 'w').write('x')"}),
+        ),
+    ];
+    let workdir = work.path().to_str().unwrap();
+    let pretend = [("HERMES_SANDBOX_PRETEND_NO_LANDLOCK", "1")];
+    let (hermes, results, id) = one_turn(&calls, "", &["--workdir", workdir], &pretend);
+    for result in &results {
+        assert!(
+            result.contains("refused")
+                && result.contains("no Landlock")
+                && result.contains("--sandbox off"),
+            "{result}"
+        );
+    }
+    assert!(!work.path().join("ran.txt").exists());
+    assert!(!work.path().join("ran-py.txt").exists());
+    // doctor names the missing feature; explain says what the kernel lacks.
+    let doctor = hermes
+        .command(&["cron", "doctor"])
+        .env("HERMES_SANDBOX_PRETEND_NO_LANDLOCK", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&doctor.stdout);
+    assert!(text.contains("Sandbox: Landlock absent"), "{text}");
+    assert!(text.contains("cannot run their tools"), "{text}");
+    let explained = hermes
+        .command(&["cron", "sandbox", "explain", &id])
+        .env("HERMES_SANDBOX_PRETEND_NO_LANDLOCK", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explained.stdout);
+    assert!(
+        text.contains("Landlock absent") && text.contains("--sandbox off"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_prints_the_effective_policy() {
+    let hermes = Hermes::new();
+    let work = tempfile::tempdir().unwrap();
+    let workdir = std::fs::canonicalize(work.path()).unwrap();
+    let workdir = workdir.to_str().unwrap();
+    let id = hermes.add("every 1h", "Report", &["--workdir", workdir]);
+    let v: Value =
+        serde_json::from_str(hermes.cron(&["sandbox", "explain", &id, "--json"]).ok()).unwrap();
+    assert_eq!(v["level"], "standard");
+    assert_eq!(v["source"], "the default");
+    assert_eq!(v["network"], "open");
+    assert_eq!(v["writable"][0], workdir);
+    let home = std::fs::canonicalize(hermes.home()).unwrap();
+    assert!(
+        v["hidden"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(home.display().to_string())),
+        "{v}"
+    );
+    assert!(
+        v["kernel"]["landlock_abi"].as_u64().unwrap_or(0) >= 1,
+        "{v}"
+    );
+    assert_eq!(v["limits"]["processes"], 256);
+    let text = hermes.cron(&["sandbox", "explain", &id]).ok().to_string();
+    assert!(
+        text.contains("sandbox standard (from the default)"),
+        "{text}"
+    );
+    assert!(text.contains("Network:   open"), "{text}");
+    assert!(text.contains("Kernel:    Landlock ABI"), "{text}");
+
+    hermes.cron(&["edit", &id, "--sandbox", "strict"]).ok();
+    let v: Value =
+        serde_json::from_str(hermes.cron(&["sandbox", "explain", &id, "--json"]).ok()).unwrap();
+    assert_eq!(v["level"], "strict");
+    assert_eq!(v["source"], "the job's sandbox field");
+    assert_eq!(v["network"], "none (own network namespace)");
+    assert_eq!(v["scripts_confined"], true);
+
+    hermes.cron(&["edit", &id, "--sandbox", "off"]).ok();
+    let text = hermes.cron(&["sandbox", "explain", &id]).ok().to_string();
+    assert!(text.contains("runs unconfined"), "{text}");
+    let list = hermes.cron(&["list"]).ok().to_string();
+    assert!(list.contains("Sandbox:  off (runs unconfined)"), "{list}");
+    let doctor = hermes.cron(&["doctor"]);
+    assert!(
+        doctor.stdout.contains(&format!(
+            "! job {id} (Report) runs unconfined (sandbox off)"
+        )),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains("Sandbox: Landlock ABI"),
+        "{}",
+        doctor.stdout
+    );
+
+    // A level that is none of the three gets the same answer from every door.
+    let bad = hermes.cron(&["edit", &id, "--sandbox", "loose"]);
+    assert_eq!(
+        bad.user_error(),
+        "error: Invalid sandbox 'loose': use strict, standard or off"
+    );
+    let bad = hermes.cron(&["add", "every 1h", "x", "--sandbox", "Nope"]);
+    assert_eq!(
+        bad.user_error(),
+        "error: Invalid sandbox 'Nope': use strict, standard or off"
+    );
+    // `""` returns the job to cron.sandbox.
+    hermes.cron(&["edit", &id, "--sandbox", ""]).ok();
+    assert!(hermes.job(&id).get("sandbox").is_none_or(Value::is_null));
+}
+
+#[test]
+fn a_terminal_backend_that_cannot_be_honoured_is_refused_and_docker_runs_in_a_container() {
+    let work = tempfile::tempdir().unwrap();
+    let workdir = work.path().to_str().unwrap();
+    let calls = [("terminal", json!({"command": "echo ran > on-host.txt"}))];
+    let (_h, results, _) = one_turn(
+        &calls,
+        "terminal:\n  backend: modal\n",
+        &["--workdir", workdir],
+        &[],
+    );
+    assert!(
+        results[0].contains("refused") && results[0].contains("terminal.backend 'modal'"),
+        "{}",
+        results[0]
+    );
+    assert!(!work.path().join("on-host.txt").exists());
+
+    // A docker CLI (here a stand-in that records its arguments) gets the call.
+    let bin = tempfile::tempdir().unwrap();
+    let record = bin.path().join("args.txt");
+    let docker = bin.path().join("docker");
+    std::fs::write(
+        &docker,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}\necho from-the-container\n",
+            record.display()
+        ),
+    )
+    .unwrap();
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&docker).unwrap().permissions(),
+        0o755,
+    );
+    std::fs::set_permissions(&docker, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (_h, results, _) = one_turn(
+        &calls,
+        "terminal:\n  backend: docker\n  docker_image: alpine:3\n",
+        &["--workdir", workdir, "--sandbox", "strict"],
+        &[("PATH", &path)],
+    );
+    assert!(results[0].contains("from-the-container"), "{}", results[0]);
+    let args = std::fs::read_to_string(&record).unwrap();
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            "-v",
+            &format!("{workdir}:{workdir}"),
+            "-w",
+            workdir,
+            "alpine:3",
+            "bash",
+            "-c",
+            "echo ran > on-host.txt"
+        ]
+    );
+    assert!(!work.path().join("on-host.txt").exists());
+}

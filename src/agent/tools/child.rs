@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use super::backend::Backend;
 use super::{RunSandbox, ToolContext};
 use crate::process::GroupKill;
 use crate::runner::Activity;
@@ -145,13 +146,27 @@ fn confined(
 /// Runs `child` in the run's work directory under the guards above.
 pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, ChildError> {
     let mut tmp = None;
-    let mut cmd = match &ctx.sandbox {
-        None => {
+    let mut cmd = match (&ctx.backend, &ctx.sandbox) {
+        (Backend::Refused(why), _) => return Err(ChildError::Unconfined(why.clone())),
+        (Backend::Container { cli, image }, _) => {
+            let argv = Backend::container_args(
+                image,
+                &ctx.workdir,
+                ctx.network,
+                child.stdin.is_some(),
+                child.program,
+                child.args,
+            );
+            let mut cmd = tokio::process::Command::new(cli);
+            cmd.args(argv);
+            cmd
+        }
+        (Backend::Local, None) => {
             let mut cmd = tokio::process::Command::new(child.program);
             cmd.args(child.args);
             cmd
         }
-        Some(sandbox) => {
+        (Backend::Local, Some(sandbox)) => {
             let (cmd, private) = confined(&child, sandbox, ctx)?;
             tmp = Some(private);
             cmd
