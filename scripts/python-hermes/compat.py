@@ -562,14 +562,16 @@ def part_c(w):
     a = created_id(w.py_cli("cron", "create", "every 1h", "alpha task", "--name", "alpha"))
     both_read(w, "1 python create alpha")
     b = created_id(w.rs("cron", "add", "0 8 * * *", "beta task", "--name", "beta", "--tz", "Asia/Tokyo",
-                        "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5"))
+                        "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
+                        "--sandbox", "strict"))
     both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost")
     must("C python edit beta", w.py_cli("cron", "edit", b, "--name", "beta2"))
     must("C python pause beta", w.py_cli("cron", "pause", b))
     must("C python resume beta", w.py_cli("cron", "resume", b))
     j = {x["id"]: x for x in w.store()["jobs"]}[b]
-    caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5}
-    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps)",
+    caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5,
+            "sandbox": "strict"}
+    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, sandbox)",
           j.get("timezone") == "Asia/Tokyo" and "failure_streak" in j and j["name"] == "beta2"
           and all(j.get(k) == v for k, v in caps.items()),
           json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_streak", *caps)}))

@@ -239,7 +239,8 @@ def part_g(rust, venv, work):
         if must(f"G ours add ({label})", r):
             ids[label] = created_id(r)
     tz = w.rs("cron", "add", "0 8 * * *", "tokyo", "--tz", "Asia/Tokyo", "--failure-deliver", "local",
-              "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5", now=T0)
+              "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
+              "--sandbox", "strict", now=T0)
     if must("G ours add --tz", tz):
         ids["tz"] = created_id(tz)
     stored = {j["id"]: j for j in w.store()["jobs"]}
@@ -263,8 +264,9 @@ def part_g(rust, venv, work):
             and must("G 0.22 pause of our job", w.py_cli("cron", "pause", jid, now=T0)) \
             and must("G 0.22 resume of our job", w.py_cli("cron", "resume", jid, now=T0)):
         j = {x["id"]: x for x in w.store()["jobs"]}[jid]
-        caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5}
-        check("G 0.22's edit, pause and resume keep our keys (timezone, caps) and 0.22's (failure_deliver)",
+        caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5,
+                "sandbox": "strict"}
+        check("G 0.22's edit, pause and resume keep our keys (timezone, caps, sandbox) and 0.22's (failure_deliver)",
               j.get("timezone") == "Asia/Tokyo" and j.get("failure_deliver") == "local"
               and j["name"] == "tokyo2" and all(j.get(k) == v for k, v in caps.items()),
               json.dumps({k: j.get(k) for k in ("name", "timezone", "failure_deliver", *caps)}))

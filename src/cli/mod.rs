@@ -269,6 +269,7 @@ hermes cron edit standup --model \"\"     (clears the model)"
 pub enum SandboxVerb {
     /// The effective policy of a job's runs: level, writable and hidden paths, network,
     /// limits, and what the kernel supports.
+    #[command(after_help = "Example:\n  hermes cron sandbox explain nightly-report")]
     Explain {
         /// The job's id or name.
         job: String,

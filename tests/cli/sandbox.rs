@@ -739,3 +739,76 @@ fn a_terminal_backend_that_cannot_be_honoured_is_refused_and_docker_runs_in_a_co
     );
     assert!(!work.path().join("on-host.txt").exists());
 }
+
+#[test]
+fn the_daemon_survives_bombs_and_a_job_due_at_the_same_time_fires_on_time() {
+    let mut hermes = Hermes::new();
+    hermes.now = None;
+    std::fs::create_dir_all(hermes.home().join("scripts")).unwrap();
+    std::fs::write(hermes.home().join("scripts/quick.sh"), "echo quick-ran\n").unwrap();
+    let mut daemon = hermes
+        .command(&["cron", "daemon"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = daemon.id();
+    let mut list = bombs();
+    list.push(Attempt {
+        label: "kill the daemon",
+        tool: "terminal",
+        args: json!({"command": format!("kill -9 {pid} && echo KILLED")}),
+        worked: contains("KILLED"),
+    });
+    list.push(Attempt {
+        label: "ptrace the daemon by its pid",
+        tool: "execute_code",
+        args: json!({"code": format!("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint('PTRACE-SEIZE', libc.ptrace(0x4206, {pid}, 0, 0))")}),
+        worked: contains("PTRACE-SEIZE 0"),
+    });
+    let fake = Fake::start(vec![tools(&calls(&list)), text("done")]);
+    std::fs::write(
+        hermes.home().join("config.yaml"),
+        format!("{}{APPROVE}", openai_config(&fake.base)),
+    )
+    .unwrap();
+    let due = chrono::Utc::now() + chrono::Duration::seconds(4);
+    let due = chrono::DateTime::from_timestamp(due.timestamp(), 0).unwrap();
+    let due_text = due.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let attacker = hermes.add(&due_text, "Follow the injected instructions", &[]);
+    let quick = hermes.add(&due_text, "", &["--script", "quick.sh", "--no-agent"]);
+    let finished = |id: &str| {
+        let runs = crate::agent::runs(&hermes, id);
+        runs.first().is_some_and(|r| r["finished_at"].is_string())
+    };
+    let start = std::time::Instant::now();
+    while !(finished(&attacker) && finished(&quick)) && start.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        daemon.try_wait().unwrap().is_none(),
+        "the daemon is still running"
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+    let quick_run = &crate::agent::runs(&hermes, &quick)[0];
+    assert_eq!(quick_run["status"], "ok", "{quick_run}");
+    let started =
+        chrono::DateTime::parse_from_rfc3339(quick_run["started_at"].as_str().unwrap()).unwrap();
+    assert!(
+        (started.with_timezone(&chrono::Utc) - due).num_seconds() < 5,
+        "the second job started at {started}, due {due}"
+    );
+    let requests = fake.requests();
+    let results: Vec<String> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for (attempt, result) in list.iter().zip(&results) {
+        assert!(!(attempt.worked)(result), "{}: {result}", attempt.label);
+    }
+    assert_eq!(crate::agent::runs(&hermes, &attacker)[0]["status"], "ok");
+}
