@@ -812,3 +812,25 @@ fn the_daemon_survives_bombs_and_a_job_due_at_the_same_time_fires_on_time() {
     }
     assert_eq!(crate::agent::runs(&hermes, &attacker)[0]["status"], "ok");
 }
+
+#[test]
+fn the_mcp_cronjob_tool_sets_the_sandbox_and_refuses_a_bad_level_in_the_same_words() {
+    let hermes = Hermes::new();
+    let out = crate::mcp_server::client(
+        &hermes,
+        json!([
+            {"action": "create", "schedule": "every 2h", "prompt": "report", "sandbox": "strict"},
+            {"action": "create", "schedule": "every 2h", "prompt": "report", "sandbox": "loose"},
+        ]),
+    );
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(results[0]["is_error"], false, "{results:?}");
+    let id = results[0]["reply"]["job_id"].as_str().unwrap();
+    assert_eq!(hermes.job(id)["sandbox"], "strict");
+    assert_eq!(results[0]["reply"]["job"]["sandbox"], "strict");
+    assert_eq!(results[1]["is_error"], true);
+    assert_eq!(
+        results[1]["reply"]["error"],
+        "Invalid sandbox 'loose': use strict, standard or off"
+    );
+}
