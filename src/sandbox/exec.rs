@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    ABI,
+    Scope, ABI,
 };
 use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
 
@@ -29,9 +29,11 @@ use super::{Policy, Support};
 /// The exit code of a call the sandbox could not confine (as a shell's "cannot execute").
 const CANNOT_CONFINE: i32 = 126;
 
-/// The Landlock ABI the rules are written for; an older kernel enforces what it can of
-/// it (rust-landlock's best effort), a kernel without Landlock at all is refused.
-const LANDLOCK_ABI: ABI = ABI::V5;
+/// The Landlock ABI the rules are written for (file system rights of ABI 5, and ABI 6's
+/// scopes: no signal to a process outside the sandbox, no connection to an abstract
+/// UNIX socket made outside it); an older kernel enforces what it can of it
+/// (rust-landlock's best effort), a kernel without Landlock at all is refused.
+const LANDLOCK_ABI: ABI = ABI::V6;
 
 /// Where a process-count cgroup is made (cgroup v1's pids hierarchy).
 const PIDS_CGROUP: &str = "/sys/fs/cgroup/pids";
@@ -369,6 +371,8 @@ fn landlock(policy: &Policy) -> Result<(), String> {
     }
     let ruleset = Ruleset::default()
         .handle_access(all)
+        .map_err(fail)?
+        .scope(Scope::from_all(LANDLOCK_ABI))
         .map_err(fail)?
         .create()
         .map_err(fail)?
