@@ -834,3 +834,40 @@ fn the_mcp_cronjob_tool_sets_the_sandbox_and_refuses_a_bad_level_in_the_same_wor
         "Invalid sandbox 'loose': use strict, standard or off"
     );
 }
+
+#[test]
+fn the_rest_api_sets_the_sandbox_and_refuses_a_bad_level_in_the_same_words() {
+    let hermes = Hermes::new();
+    let api = crate::api::serve(&hermes, &[]);
+    let bad = api.send(
+        "POST",
+        "/api/jobs",
+        &[],
+        &json!({"name": "n", "schedule": "every 1h", "prompt": "hi", "sandbox": "loose"})
+            .to_string(),
+    );
+    assert_eq!(
+        (bad.status, bad.json()),
+        (
+            400,
+            json!({"error": "Invalid sandbox 'loose': use strict, standard or off"})
+        )
+    );
+    let made = api.send(
+        "POST",
+        "/api/jobs",
+        &[],
+        &json!({"name": "n", "schedule": "every 1h", "prompt": "hi", "sandbox": "off"}).to_string(),
+    );
+    assert_eq!(made.status, 200, "{}", made.body);
+    let id = made.json()["job"]["id"].as_str().unwrap().to_string();
+    assert_eq!(hermes.job(&id)["sandbox"], "off");
+    let edited = api.send(
+        "PATCH",
+        &format!("/api/jobs/{id}"),
+        &[],
+        &json!({"sandbox": "strict"}).to_string(),
+    );
+    assert_eq!(edited.status, 200, "{}", edited.body);
+    assert_eq!(hermes.job(&id)["sandbox"], "strict");
+}
