@@ -99,6 +99,11 @@ fn confine_and_run(policy: &Policy, program: &[String]) -> Result<i32, String> {
     let cgroup = PidsCgroup::join(policy.limits.processes);
     // SAFETY: plain libc calls on this single-threaded process.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    // For root the cgroup is the only process limit (RLIMIT_NPROC exempts it): where the
+    // machine has one and joining it failed, the call is not run.
+    if uid == 0 && cgroup.dir.is_none() && pids_cgroup_available() {
+        return Err("joining the sandbox's process-count cgroup failed; the call was not run: give the job --sandbox off to run it unconfined".into());
+    }
     let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS;
     if !policy.network {
         flags |= libc::CLONE_NEWNET;
@@ -308,12 +313,14 @@ fn drop_capabilities() -> Result<(), String> {
 
 /// The directories that together hold everything readable: `/` less the hidden paths,
 /// as the siblings along each hidden path's ancestors. Symlinks are not followed (what
-/// they point at is readable through its own path or not at all).
+/// they point at is readable through its own path or not at all). `/dev` is left out:
+/// a raw disk owned by root would hand a root-run sandbox every file, hidden ones too;
+/// only the [`DEVICES`] are opened to it.
 pub fn readable_roots(hidden: &[PathBuf]) -> Vec<PathBuf> {
     let mut roots = Vec::new();
     let mut stack = vec![PathBuf::from("/")];
     while let Some(dir) = stack.pop() {
-        if hidden.iter().any(|h| dir.starts_with(h)) {
+        if dir == Path::new("/dev") || hidden.iter().any(|h| dir.starts_with(h)) {
             continue;
         }
         if !hidden.iter().any(|h| h.starts_with(&dir)) {
@@ -472,10 +479,19 @@ impl PidsCgroup {
             return PidsCgroup { dir: None };
         }
         let _ = std::fs::create_dir_all(&base);
-        // Cgroups left by sandboxes that were killed: an empty one goes, a busy one stays.
+        // Cgroups left by sandboxes that were killed (named by a pid no longer alive): an
+        // empty one goes, a busy one stays. A live sandbox's is never touched.
         if let Ok(entries) = std::fs::read_dir(&base) {
             for entry in entries.filter_map(Result::ok) {
-                let _ = std::fs::remove_dir(entry.path());
+                let owner = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<i32>().ok());
+                // SAFETY: signal 0 only asks whether the process exists.
+                let gone = owner.is_some_and(|pid| unsafe { libc::kill(pid, 0) } != 0);
+                if gone {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
             }
         }
         let dir = base.join(std::process::id().to_string());
@@ -510,4 +526,35 @@ impl Drop for PidsCgroup {
 /// Whether a process-count cgroup can be made on this machine (for `sandbox explain`).
 pub fn pids_cgroup_available() -> bool {
     Path::new(PIDS_CGROUP).join("cgroup.procs").exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readable_roots_leave_out_the_hidden_paths_and_dev() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for sub in ["home/cron", "work", "other"] {
+            std::fs::create_dir_all(root.join(sub)).unwrap();
+        }
+        std::fs::write(root.join("file.txt"), "x").unwrap();
+        std::os::unix::fs::symlink(root.join("home"), root.join("link")).unwrap();
+        let roots = readable_roots(&[root.join("home")]);
+        assert!(roots.contains(&root.join("work")), "{roots:?}");
+        assert!(roots.contains(&root.join("other")));
+        assert!(roots.contains(&root.join("file.txt")));
+        assert!(!roots.iter().any(|r| r.starts_with(root.join("home"))));
+        assert!(
+            !roots.contains(&root.join("link")),
+            "symlinks are not granted"
+        );
+        assert!(
+            !roots.contains(&root),
+            "an ancestor of a hidden path is not granted whole"
+        );
+        assert!(!roots.iter().any(|r| r.starts_with("/dev")));
+        assert!(roots.contains(&PathBuf::from("/usr")));
+    }
 }
