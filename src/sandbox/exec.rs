@@ -198,6 +198,7 @@ fn namespace_init(policy: &Policy, program: &[String]) -> Result<i32, String> {
             return Err(errno("mounting the sandbox's /proc"));
         }
     }
+    mask_sockets()?;
     // SAFETY: as above, still single-threaded.
     let child = unsafe { libc::fork() };
     if child < 0 {
@@ -227,6 +228,50 @@ fn namespace_init(policy: &Policy, program: &[String]) -> Result<i32, String> {
             return Ok(CANNOT_CONFINE);
         }
     }
+}
+
+/// Sockets that hand whoever connects control of the machine (a container engine, the
+/// init system, the system bus). Landlock does not govern connecting to a UNIX socket,
+/// so in the sandbox's mount namespace each is covered by /dev/null.
+const MASKED_SOCKETS: &[&str] = &[
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/systemd/private",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+];
+
+/// Covers each of [`MASKED_SOCKETS`] that exists; one that cannot be covered stops the
+/// call.
+fn mask_sockets() -> Result<(), String> {
+    let null = c("/dev/null")?;
+    let none = CString::default();
+    for socket in MASKED_SOCKETS {
+        let path = Path::new(socket);
+        if std::fs::symlink_metadata(path).is_err() {
+            continue;
+        }
+        let Ok(real) = std::fs::canonicalize(path) else {
+            continue;
+        };
+        let target = c(&real.to_string_lossy())?;
+        // SAFETY: a bind mount in this process's own mount namespace.
+        let done = unsafe {
+            libc::mount(
+                null.as_ptr(),
+                target.as_ptr(),
+                none.as_ptr(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        };
+        if done != 0 {
+            return Err(errno(&format!("covering {socket}")));
+        }
+    }
+    Ok(())
 }
 
 fn c(text: &str) -> Result<CString, String> {
