@@ -25,6 +25,7 @@ mod process;
 mod python_cli;
 mod redact;
 mod runner;
+mod sandbox;
 mod scheduler;
 mod script;
 
@@ -36,6 +37,12 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    // The sandbox's trampoline runs before anything else (no runtime, no threads).
+    let raw: Vec<String> = std::env::args().collect();
+    if raw.get(1).map(String::as_str) == Some(sandbox::EXEC_VERB) {
+        let code = sandbox::exec::main(&raw[2..]);
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let args = match python_cli::route(std::env::args_os().collect()) {
         python_cli::Route::Here(args) => args,
         python_cli::Route::Python(cli) => {

@@ -1,7 +1,8 @@
 //! Secret redaction (docs/SAFETY.md, "Redaction") for everything that leaves a run: delivered text, output
 //! documents, recorded errors. Two layers: the exact values of every configured key and
 //! token (environment, `<home>/.env`, config.yaml), then common shapes (`sk-...`,
-//! `Bearer ...`, Telegram bot tokens, Slack `xox?-` tokens). It only ever replaces text
+//! `Bearer ...`, Telegram bot tokens, Slack `xox?-` tokens, URL passwords). Every tool
+//! result is redacted too before the model sees it (docs/SAFETY.md). It only ever replaces text
 //! with `[REDACTED]`; it never reads a file other than `.env` and config.yaml.
 
 use std::path::Path;
@@ -39,6 +40,23 @@ const SECRET_WORDS: &[&str] = &[
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     SECRET_WORDS.iter().any(|word| upper.contains(word))
+}
+
+/// Variables a tool's process never gets, whatever their names: the store's URL
+/// (`HERMES_CRON_STORE`, `DATABASE_URL`) and any value that is a URL with a password.
+pub fn is_kept_from_tools(name: &str, value: &str) -> bool {
+    is_secret_name(name)
+        || matches!(name, "HERMES_CRON_STORE" | "DATABASE_URL")
+        || url_password().is_match(value)
+}
+
+/// `scheme://user:password@`: the password is group 2.
+fn url_password() -> &'static Regex {
+    static URL: OnceLock<Regex> = OnceLock::new();
+    URL.get_or_init(|| {
+        Regex::new(r"([A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)([^@\s/]+)@")
+            .expect("valid URL password pattern")
+    })
 }
 
 fn shapes() -> &'static [(Regex, &'static str)] {
@@ -113,6 +131,11 @@ impl Redactor {
                 out = out.replace(value.as_str(), MASK);
             }
         }
+        if url_password().is_match(&out) {
+            out = url_password()
+                .replace_all(&out, format!("${{1}}{MASK}@"))
+                .into_owned();
+        }
         for (pattern, mask) in shapes() {
             if pattern.is_match(&out) {
                 out = pattern.replace_all(&out, *mask).into_owned();
@@ -148,7 +171,8 @@ mod tests {
                     k=plain-looking-secret-value c=cfg-secret-123456 m=custom-provider-key-42 \
                     n=4096 sk-proj-abcdefghijklmnopqrstuv Authorization: Bearer abc.def.ghijkl \
                     https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage \
-                    xoxb-1234-5678-abcdefghij /home/someone";
+                    xoxb-1234-5678-abcdefghij /home/someone \
+                    postgresql://hermes:pg-pass-w0rd@db.internal/cron";
         let out = r.redact(text);
         for secret in [
             "dt0123456789",
@@ -159,11 +183,32 @@ mod tests {
             "abc.def",
             "AAHdq",
             "xoxb-",
+            "pg-pass-w0rd",
         ] {
             assert!(!out.contains(secret), "{secret} left in {out}");
         }
         assert!(out.contains("n=4096"), "{out}");
         assert!(out.contains("/home/someone"), "{out}");
         assert!(out.contains("Bearer [REDACTED]"), "{out}");
+        assert!(
+            out.contains("postgresql://hermes:[REDACTED]@db.internal/cron"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn store_urls_and_url_passwords_are_kept_from_tools() {
+        assert!(is_kept_from_tools(
+            "HERMES_CRON_STORE",
+            "postgresql://h@x/db"
+        ));
+        assert!(is_kept_from_tools(
+            "DATABASE_URL",
+            "postgres://localhost/db"
+        ));
+        assert!(is_kept_from_tools("MIRROR", "https://u:p4ss@example.org/"));
+        assert!(is_kept_from_tools("GITHUB_TOKEN", "x"));
+        assert!(!is_kept_from_tools("PATH", "/usr/bin:/bin"));
+        assert!(!is_kept_from_tools("SITE", "https://example.org/a:b"));
     }
 }

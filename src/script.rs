@@ -67,14 +67,30 @@ pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult 
         },
         None => None,
     };
-    let workdir = job
-        .text_field("workdir")
-        .map(PathBuf::from)
-        .unwrap_or(scripts_dir);
+    // Under `strict` the job's scripts are confined like its agent's tools: they run
+    // from a copy in a private temporary directory (the scripts folder is inside the
+    // hidden home), in the job's work directory or its private one.
+    let strict = match crate::sandbox::level_of(job, &env.config) {
+        Ok(level) => level == crate::sandbox::Level::Strict,
+        Err(e) => return ScriptResult::Failed(e),
+    };
+    let workdir = match job.text_field("workdir").map(PathBuf::from) {
+        Some(dir) => dir,
+        None if strict => crate::sandbox::private_workdir(job.id()),
+        None => scripts_dir,
+    };
     let extra = [
         ("HERMES_HOME", env.home.display().to_string()),
         ("HERMES_JOB_ID", job.id().to_string()),
     ];
+    let confined = match strict
+        .then(|| confine(&path, &env.home, &workdir))
+        .transpose()
+    {
+        Ok(confined) => confined,
+        Err(why) => return ScriptResult::Failed(why),
+    };
+    let path = confined.as_ref().map_or(path.clone(), |c| c.script.clone());
     run_script(
         &path,
         interpreter.as_deref(),
@@ -82,8 +98,41 @@ pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult 
         &extra,
         env.settings.script_timeout,
         &env.activity,
+        confined.as_ref(),
     )
     .await
+}
+
+/// A script prepared to run confined: its copy in the call's private temporary
+/// directory and the policy it runs under.
+pub struct Confined {
+    pub script: PathBuf,
+    pub policy: crate::sandbox::Policy,
+    _tmp: crate::sandbox::PrivateTmp,
+}
+
+/// Copies `script` into a private temporary directory and writes the `strict` policy,
+/// or says why the script cannot run confined (never unconfined instead).
+fn confine(script: &Path, home: &Path, workdir: &Path) -> Result<Confined, String> {
+    use crate::sandbox::{Level, Policy, PrivateTmp, Support};
+    if let Some(missing) = Support::probe().missing() {
+        return Err(missing);
+    }
+    let tmp = PrivateTmp::create()
+        .map_err(|e| format!("cannot make the sandbox's temporary directory: {e}"))?;
+    let name = script.file_name().unwrap_or(std::ffi::OsStr::new("script"));
+    let copy = tmp.path().join(name);
+    std::fs::copy(script, &copy)
+        .map_err(|e| format!("cannot copy {} for the sandbox: {e}", script.display()))?;
+    let policy = Policy::new(Level::Strict, home, workdir, tmp.path());
+    if let Some(conflict) = policy.conflict() {
+        return Err(conflict);
+    }
+    Ok(Confined {
+        script: copy,
+        policy,
+        _tmp: tmp,
+    })
 }
 
 /// Checks a job's `interpreter` as Hermes 0.22 does, when the script is about to run (a
@@ -199,8 +248,25 @@ pub async fn run_script(
     extra_env: &[(&str, String)],
     timeout: Duration,
     activity: &Activity,
+    confined: Option<&Confined>,
 ) -> ScriptResult {
     let mut command = command_for(path, interpreter);
+    if let Some(confined) = confined {
+        let std = command.as_std();
+        let program = std.get_program().to_string_lossy().into_owned();
+        let args: Vec<String> = std
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        match crate::sandbox::wrap(&confined.policy, &program, &args) {
+            Ok((exe, argv)) => {
+                command = Command::new(exe);
+                command.args(argv);
+            }
+            Err(e) => return ScriptResult::Failed(format!("cannot start the sandbox: {e}")),
+        }
+    }
     command
         .current_dir(workdir)
         .env_clear()

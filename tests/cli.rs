@@ -86,6 +86,8 @@ mod references;
 mod run_window;
 #[path = "cli/safety.rs"]
 mod safety;
+#[path = "cli/sandbox.rs"]
+mod sandbox;
 #[path = "cli/senders.rs"]
 mod senders;
 #[path = "cli/unreadable.rs"]

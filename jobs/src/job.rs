@@ -143,6 +143,8 @@ pub enum TextField {
     MonitorUrl,
     FailureDeliver,
     Interpreter,
+    /// `strict`, `standard` or `off`: how confined the job's runs are.
+    Sandbox,
 }
 
 impl TextField {
@@ -157,6 +159,7 @@ impl TextField {
             TextField::MonitorUrl => "monitor_url",
             TextField::FailureDeliver => "failure_deliver",
             TextField::Interpreter => "interpreter",
+            TextField::Sandbox => "sandbox",
         }
     }
 }

@@ -164,6 +164,8 @@ pub struct NewJob {
     pub window: WindowTexts,
     /// `overlap`: skip, queue or replace (docs/SCHEDULES.md, "Overlap"); `None`: skip.
     pub overlap: Option<String>,
+    /// `strict`, `standard` or `off`; `None`: `cron.sandbox` decides at run time.
+    pub sandbox: Option<String>,
 }
 
 /// The provider and model an agent job that pins neither would resolve to at creation,
@@ -223,6 +225,8 @@ pub struct JobEdit {
     pub window: WindowTexts,
     /// `overlap` to set; `""` clears it (back to the default, skip).
     pub overlap: Option<String>,
+    /// A sandbox level to set; `""` clears it (back to `cron.sandbox`).
+    pub sandbox: Option<String>,
 }
 
 impl JobEdit {
@@ -247,6 +251,7 @@ impl JobEdit {
             &self.after,
             &self.after_on,
             &self.overlap,
+            &self.sandbox,
         ];
         strings.iter().all(|field| field.is_none())
             && self.continuity.is_none()
@@ -267,6 +272,21 @@ fn parse_zone(name: &str) -> Result<Tz, JobError> {
             "Unknown time zone '{name}': use an IANA name such as Europe/Berlin or America/New_York"
         ))
     })
+}
+
+/// The sandbox levels a job may name (docs/SAFETY.md, "Sandbox").
+pub const SANDBOX_LEVELS: [&str; 3] = ["strict", "standard", "off"];
+
+/// A sandbox level as stored (lower case), or the one-line error every door gives.
+pub fn check_sandbox(level: &str) -> Result<String, JobError> {
+    let lower = level.trim().to_ascii_lowercase();
+    if SANDBOX_LEVELS.contains(&lower.as_str()) {
+        return Ok(lower);
+    }
+    Err(JobError::Invalid(format!(
+        "Invalid sandbox '{}': use strict, standard or off",
+        level.trim()
+    )))
 }
 
 fn check_workdir(dir: &str) -> Result<(), JobError> {
@@ -495,6 +515,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     if let Some(dir) = non_empty(&new.workdir) {
         check_workdir(dir)?;
     }
+    let sandbox = non_empty(&new.sandbox).map(check_sandbox).transpose()?;
     let reasoning_effort = match &new.reasoning_effort {
         Some(text) => parse_effort(text)?,
         None => None,
@@ -582,6 +603,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     if overlap.is_some() {
         job.set_overlap(overlap);
     }
+    if let Some(level) = &sandbox {
+        job.set_text(TextField::Sandbox, Some(level));
+    }
     store.insert_job(ctx, job.clone()).await?;
     Ok(job)
 }
@@ -666,6 +690,9 @@ impl CheckedEdit {
         }
         if let Some(dir) = non_empty(&edit.workdir) {
             check_workdir(dir)?;
+        }
+        if let Some(level) = non_empty(&edit.sandbox) {
+            check_sandbox(level)?;
         }
         if let Some(script) = non_empty(&edit.script) {
             check_script(script)?;
@@ -858,6 +885,10 @@ impl CheckedEdit {
         }
         if let Some(interpreter) = &edit.interpreter {
             set_optional(job, TextField::Interpreter, interpreter);
+        }
+        if let Some(level) = &edit.sandbox {
+            let level = level.trim().to_ascii_lowercase();
+            set_optional(job, TextField::Sandbox, &level);
         }
         if let Some(on) = edit.continuity {
             job.set_continuity(on);

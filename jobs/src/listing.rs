@@ -191,6 +191,8 @@ pub struct JobSummary<'a> {
     pub start_at: Option<DateTime<Utc>>,
     pub until: Option<DateTime<Utc>>,
     pub jitter_secs: u64,
+    /// The job's own sandbox level, as stored (`None`: `cron.sandbox` decides).
+    pub sandbox: Option<Cow<'a, str>>,
 }
 
 impl JobSummary<'_> {
@@ -225,6 +227,7 @@ impl JobSummary<'_> {
         "start_at",
         "until",
         "jitter",
+        "sandbox",
     ];
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
@@ -258,6 +261,7 @@ impl JobSummary<'_> {
             start_at: job.instant("start_at", ctx),
             until: job.instant("until", ctx),
             jitter_secs: job.jitter_secs(),
+            sandbox: text("sandbox"),
         }
     }
 }
@@ -310,6 +314,10 @@ pub(crate) fn plain_summary<'a>(
         jitter_secs: extra_value(&scratch.extras, "jitter")
             .and_then(|v| v.as_u64())
             .unwrap_or(0),
+        sandbox: match scratch.extras.iter().find(|(key, _)| *key == "sandbox") {
+            Some((_, value)) => text_field(Some(value))?,
+            None => None,
+        },
     })
 }
 

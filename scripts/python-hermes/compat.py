@@ -565,8 +565,8 @@ def part_c(w):
                         "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
                         "--after", a, "--on", "failure",
                         "--start-at", "2026-01-01T08:00:00+09:00", "--until", "2099-01-01T08:00:00+09:00",
-                        "--jitter", "5m", "--overlap", "queue"))
-    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost --after alpha --on failure --start-at/--until/--jitter --overlap")
+                        "--jitter", "5m", "--overlap", "queue", "--sandbox", "strict"))
+    both_read(w, "2 ours add beta --tz Asia/Tokyo --max-turns/-runtime/-tokens/-cost --after alpha --on failure --start-at/--until/--jitter --overlap --sandbox")
     chain = {x["id"]: x for x in w.store()["jobs"]}[b]
     chain = {k: chain.get(k) for k in ("after", "after_since")}
     must("C python edit beta", w.py_cli("cron", "edit", b, "--name", "beta2"))
@@ -575,8 +575,8 @@ def part_c(w):
     j = {x["id"]: x for x in w.store()["jobs"]}[b]
     caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5,
             "start_at": "2026-01-01T08:00:00+09:00", "until": "2099-01-01T08:00:00+09:00", "jitter": 300,
-            "overlap": "queue"}
-    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, after, window, overlap)",
+            "overlap": "queue", "sandbox": "strict"}
+    check("C 3 Python's edit, pause and resume keep our keys (timezone, failure_streak, caps, after, window, overlap, sandbox)",
           j.get("timezone") == "Asia/Tokyo" and "failure_streak" in j and j["name"] == "beta2"
           and all(j.get(k) == v for k, v in caps.items())
           and j.get("after") == {"job": a, "on": "failure"} and chain["after"] == j.get("after")

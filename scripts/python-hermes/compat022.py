@@ -243,7 +243,7 @@ def part_g(rust, venv, work):
     tz = w.rs("cron", "add", "0 8 * * *", "tokyo", "--tz", "Asia/Tokyo", "--failure-deliver", "local",
               "--max-turns", "3", "--max-runtime", "10m", "--max-tokens", "9000", "--max-cost", "0.5",
               "--start-at", "2026-01-01T08:00:00+09:00", "--until", "2099-01-01T08:00:00+09:00", "--jitter", "5m",
-              "--overlap", "replace",
+              "--overlap", "replace", "--sandbox", "strict",
               *chain, now=T0)
     if must("G ours add --tz", tz):
         ids["tz"] = created_id(tz)
@@ -270,9 +270,9 @@ def part_g(rust, venv, work):
         j = {x["id"]: x for x in w.store()["jobs"]}[jid]
         caps = {"max_turns": 3, "max_runtime_seconds": 600, "max_tokens": 9000, "max_cost_usd": 0.5,
                 "start_at": "2026-01-01T08:00:00+09:00", "until": "2099-01-01T08:00:00+09:00", "jitter": 300,
-                "overlap": "replace"}
+                "overlap": "replace", "sandbox": "strict"}
         after = {"job": upstream, "on": "always"} if upstream else None
-        check("G 0.22's edit, pause and resume keep our keys (timezone, caps, after, window, overlap) and 0.22's (failure_deliver)",
+        check("G 0.22's edit, pause and resume keep our keys (timezone, caps, after, window, overlap, sandbox) and 0.22's (failure_deliver)",
               j.get("timezone") == "Asia/Tokyo" and j.get("failure_deliver") == "local"
               and j["name"] == "tokyo2" and all(j.get(k) == v for k, v in caps.items())
               and j.get("after") == after and (after is None or j.get("after_since")),

@@ -25,7 +25,7 @@ pub mod skills;
 pub mod system_prompt;
 pub mod tools;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ pub fn reply_result(text: String) -> RunResult {
     }
 }
 
-/// The job's workdir, else the Hermes home.
+/// The job's workdir, else the Hermes home (where an external agent command runs).
 fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
     job.text_field("workdir")
         .map(PathBuf::from)
@@ -159,7 +159,24 @@ async fn agent_loop(
     spend: budget::Spend,
 ) -> RunOutcome {
     let enabled = enabled_toolsets(job);
-    let workdir = workdir(job, env);
+    let level = match crate::sandbox::level_of(job, &env.config) {
+        Ok(level) => level,
+        Err(e) => return RunOutcome::failed(prompt, e),
+    };
+    let workdir = match job
+        .text_field("workdir")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+    {
+        Some(dir) => dir,
+        // A confined job without a work directory gets a private one, never the home.
+        None if level.confined() => crate::sandbox::private_workdir(job.id()),
+        None => env.home.clone(),
+    };
+    let sandbox = level.confined().then(|| tools::RunSandbox {
+        level,
+        workdir: workdir.clone(),
+    });
     let mcp = mcp::for_run(
         env,
         enabled.as_deref(),
@@ -182,9 +199,15 @@ async fn agent_loop(
             .timeout
             .filter(|s| *s > 0)
             .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
+        redactor: Arc::new(crate::redact::Redactor::for_home(&env.home)),
+        sandbox,
+        backend: tools::backend::Backend::of(&env.config),
+        network: level != crate::sandbox::Level::Strict,
     };
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);
-    let system = system_message(job, env, settings, !offered.is_empty());
+    // The directory the tools work in: under a sandbox, a job without a workdir has a
+    // private one, and the model is told that one.
+    let system = system_message(job, env, settings, !offered.is_empty(), &ctx.workdir);
     let opening = Opening { system, prompt };
     let outcome = converse(env, settings, opening, sleeper, &offered, &ctx, spend).await;
     mcp::finish(mcp, outcome).await
@@ -287,7 +310,13 @@ async fn converse(
 
 /// The run's system message (docs/AGENT.md, "The system message"), named after the
 /// primary endpoint: a fallback keeps it unchanged, so its cache survives a switch.
-fn system_message(job: &Job, env: &RunEnv, settings: &AgentConfig, has_tools: bool) -> String {
+fn system_message(
+    job: &Job,
+    env: &RunEnv,
+    settings: &AgentConfig,
+    has_tools: bool,
+    cwd: &Path,
+) -> String {
     let skills = skills::index(&env.home);
     let workdir = job
         .text_field("workdir")
@@ -302,11 +331,10 @@ fn system_message(job: &Job, env: &RunEnv, settings: &AgentConfig, has_tools: bo
         .endpoints
         .first()
         .map_or(("", ""), |e| (e.model.as_str(), e.provider.as_str()));
-    let cwd = self::workdir(job, env);
     system_prompt::build(&system_prompt::SystemInputs {
         home: &env.home,
         workdir: workdir.as_deref(),
-        cwd: &cwd,
+        cwd,
         has_tools,
         skills: &skills,
         platform: platform.as_deref(),

@@ -6,7 +6,9 @@
 //! `skills_list`, `skill_view`, `todo`, and `execute_code` when `approvals.cron_mode:
 //! approve`; `tools/child.rs` holds the guards of every child process a tool starts.
 //! Results are JSON strings; a refused call says it was refused and why, so the model
-//! can tell the user.
+//! can tell the user. Every result is redacted (`redact`) before the model sees it, and
+//! under a sandbox level other than `off` every process a tool starts is confined and
+//! the file tools check paths against the same policy (`crate::sandbox`).
 //!
 //! Nobody is there to approve a dangerous command in a cron run, so `terminal` refuses
 //! them outright; `web_fetch` refuses private and loopback addresses unless
@@ -18,6 +20,7 @@
 //! The tools of the run's MCP servers (`mcp__<server>__<tool>`, see `mcp`) are offered
 //! after the built-in ones and their calls are handed to `mcp`.
 
+pub mod backend;
 mod child;
 mod execute_code;
 mod list_directory;
@@ -43,7 +46,9 @@ use serde_json::{json, Value};
 
 use super::mcp::McpServers;
 use super::model_api::ToolSpec;
+use crate::redact::Redactor;
 use crate::runner::Activity;
+use crate::sandbox::{Level, Policy};
 
 pub use self::execute_code::DEFAULT_TIMEOUT as DEFAULT_CODE_TIMEOUT;
 pub use self::todo::TodoList;
@@ -69,6 +74,37 @@ pub struct ToolContext {
     pub execute_code: bool,
     /// How long one `execute_code` script may run (`code_execution.timeout`).
     pub code_timeout: Duration,
+    /// Masks every secret in a tool's result before the model sees it.
+    pub redactor: Arc<Redactor>,
+    /// The run's confinement; `None` under `sandbox: off`.
+    pub sandbox: Option<RunSandbox>,
+    /// Where tool processes start (`terminal.backend`).
+    pub backend: backend::Backend,
+    /// Under `strict`: no network for tool processes (also in a container).
+    pub network: bool,
+}
+
+/// The confinement of one run (docs/SAFETY.md, "Sandbox").
+#[derive(Debug, Clone)]
+pub struct RunSandbox {
+    pub level: Level,
+    /// The job's work directory (or its private one): the one writable directory,
+    /// whatever `terminal`'s `workdir` argument says.
+    pub workdir: PathBuf,
+}
+
+impl ToolContext {
+    /// The policy the file tools check paths against (no temporary directory of their
+    /// own: they may write in the work directory only).
+    pub fn file_policy(&self) -> Option<Policy> {
+        let sandbox = self.sandbox.as_ref()?;
+        Some(Policy::new(
+            sandbox.level,
+            &self.home,
+            &sandbox.workdir,
+            &sandbox.workdir,
+        ))
+    }
 }
 
 /// What a tool call comes to: the JSON text the model gets back.
@@ -220,14 +256,15 @@ pub async fn dispatch(
     if let (Some(mcp), Value::Object(map)) = (mcp, &args) {
         // A tool of a server that could not start is not offered, but a call of it
         // still gets that server's error rather than a bare refusal.
-        return mcp.call(name, map.clone()).await;
+        return ctx.redactor.redact(&mcp.call(name, map.clone()).await);
     }
     let result = match BUILT_IN.iter().find(|tool| tool.schema(ctx).name == name) {
         Some(tool) => tool.run(&args, ctx).await,
         None => refused(format!("unknown tool '{name}'")),
     };
     ctx.activity.touch();
-    result
+    // No secret reaches the model: the same rules as output documents.
+    ctx.redactor.redact(&result)
 }
 
 /// The files below `root`, depth first, not entering the folders `skipped` names: at
@@ -261,6 +298,24 @@ fn files_below(
     (files, false)
 }
 
+/// `path` as a file tool may use it: under a sandbox, resolved (`..`, symlinks) and
+/// checked against the run's policy, else the refusal the model gets; unchanged under
+/// `sandbox: off`.
+fn sandboxed(ctx: &ToolContext, path: PathBuf, write: bool) -> Result<PathBuf, String> {
+    let Some(policy) = ctx.file_policy() else {
+        return Ok(path);
+    };
+    if let Some(conflict) = policy.conflict() {
+        return Err(refused(conflict));
+    }
+    let checked = if write {
+        crate::sandbox::paths::writable(&policy, &path)
+    } else {
+        crate::sandbox::paths::readable(&policy, &path)
+    };
+    checked.map_err(refused)
+}
+
 fn resolve(workdir: &Path, path: &str) -> PathBuf {
     let path = match path.strip_prefix("~/") {
         Some(rest) => std::env::var_os("HOME")
@@ -291,6 +346,10 @@ pub(crate) mod testing {
             todos: Arc::default(),
             execute_code: true,
             code_timeout,
+            redactor: Arc::default(),
+            sandbox: None,
+            backend: backend::Backend::Local,
+            network: true,
         }
     }
 

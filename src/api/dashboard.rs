@@ -218,6 +218,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         after_on: after.1,
         window: window_of(body, false)?,
         overlap: text(body, "overlap")?,
+        sandbox: text(body, "sandbox")?,
         ..NewJob::default()
     })
 }

@@ -41,6 +41,7 @@ pub const UPDATABLE: &[&str] = &[
     "until",
     "jitter",
     "overlap",
+    "sandbox",
 ];
 
 pub fn routes() -> Router<Arc<ApiState>> {
@@ -192,6 +193,7 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         after_on: after.1,
         window: window_of(body, false)?,
         overlap: text(body, "overlap")?.map(str::to_string),
+        sandbox: text(body, "sandbox")?.map(str::to_string),
         ..NewJob::default()
     })
 }
@@ -310,6 +312,7 @@ pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Fa
     (edit.after, edit.after_on) = after_of(body)?;
     edit.window = window_of(body, true)?;
     edit.overlap = text(body, "overlap")?.map(str::to_string);
+    edit.sandbox = text(body, "sandbox")?.map(str::to_string);
     Ok((edit, enabled))
 }
 

@@ -314,6 +314,27 @@ hermes cron backfill daily-report --from 2026-03-01T00:00:00Z --to 2026-03-07T23
         #[command(subcommand)]
         verb: StoreVerb,
     },
+    /// How a job's runs are confined (docs/SAFETY.md, "Sandbox").
+    #[command(after_help = "Example:\n  hermes cron sandbox explain nightly-report --json")]
+    Sandbox {
+        #[command(subcommand)]
+        verb: SandboxVerb,
+    },
+}
+
+/// `hermes cron sandbox` verbs.
+#[derive(Debug, Subcommand)]
+pub enum SandboxVerb {
+    /// The effective policy of a job's runs: level, writable and hidden paths, network,
+    /// limits, and what the kernel supports.
+    #[command(after_help = "Example:\n  hermes cron sandbox explain nightly-report")]
+    Explain {
+        /// The job's id or name.
+        job: String,
+        /// Print the policy as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How `hermes cron cost` groups the spend.
@@ -418,6 +439,10 @@ pub struct JobFields {
     /// Absolute path of an existing directory the job works in.
     #[arg(long)]
     pub workdir: Option<String>,
+    /// How confined the job's runs are: strict, standard or off (default: cron.sandbox,
+    /// else standard; with edit, "" returns to the default).
+    #[arg(long, value_name = "LEVEL")]
+    pub sandbox: Option<String>,
     /// The model this job's agent calls, instead of the configured one.
     #[arg(long)]
     pub model: Option<String>,

@@ -18,7 +18,15 @@ pub async fn list(session: &Session, all: bool, as_json: bool) -> Result<(), Cli
     if as_json {
         return list_json(session, all).await;
     }
+    let default_sandbox = session
+        .config
+        .cron
+        .sandbox
+        .as_deref()
+        .and_then(crate::sandbox::Level::parse)
+        .unwrap_or_default();
     let listing = Arc::new(Mutex::new(Listing {
+        default_sandbox,
         all,
         now: session.ctx.now,
         out: String::new(),
@@ -135,6 +143,8 @@ pub async fn list_page(
 
 /// The text listing, rendered as the summaries come.
 struct Listing {
+    /// `cron.sandbox`: the level of a job without its own.
+    default_sandbox: crate::sandbox::Level,
     all: bool,
     now: DateTime<Utc>,
     out: String,
@@ -147,6 +157,7 @@ impl SummarySink for Listing {
         if self.all || is_listed(job.state) {
             self.shown += 1;
             render_job(&mut self.out, self.now, job);
+            render_sandbox(&mut self.out, job, self.default_sandbox);
         } else {
             self.hidden += 1;
         }
@@ -300,6 +311,29 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
             push_shown(out, text);
             out.push('\n');
         }
+    }
+}
+
+/// A job whose runs are not confined says so; `strict` is shown too. A level that is
+/// none of the three is shown as it is (its runs fail until it is fixed).
+fn render_sandbox(out: &mut String, job: &JobSummary<'_>, default: crate::sandbox::Level) {
+    use crate::sandbox::Level;
+    let level = match job.sandbox.as_deref() {
+        Some(text) => match Level::parse(text) {
+            Some(level) => level,
+            None => {
+                out.push_str("    Sandbox:  ");
+                push_shown(out, text);
+                out.push_str(" (not a level: its runs fail; use strict, standard or off)\n");
+                return;
+            }
+        },
+        None => default,
+    };
+    match level {
+        Level::Off => out.push_str("    Sandbox:  off (runs unconfined)\n"),
+        Level::Strict => out.push_str("    Sandbox:  strict (no network; scripts confined too)\n"),
+        Level::Standard => {}
     }
 }
 

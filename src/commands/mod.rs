@@ -11,6 +11,7 @@ mod list;
 mod next;
 mod pause_cmd;
 mod runs_cmd;
+mod sandbox_cmd;
 pub mod scheduler_cmd;
 mod status;
 mod store_cmd;
@@ -263,6 +264,9 @@ async fn run_verb(verb: CronVerb, session: Session) -> Result<(), CliError> {
         }
         CronVerb::Doctor => status::doctor(&session).await,
         CronVerb::Store { verb } => store_cmd::store(&session, verb).await,
+        CronVerb::Sandbox {
+            verb: crate::cli::SandboxVerb::Explain { job, json },
+        } => sandbox_cmd::explain(&session, &job, json).await,
         CronVerb::Incidents {
             state,
             json,

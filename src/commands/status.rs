@@ -411,6 +411,7 @@ pub async fn doctor(session: &Session) -> Result<(), CliError> {
     for job in &jobs {
         checkup.job(job, &mut problems);
     }
+    sandbox_checkup(session, &jobs, &mut problems);
     if problems.is_empty() {
         say!("All good: the scheduler is running and no job needs attention.");
         return Ok(());
@@ -447,6 +448,38 @@ fn failover_problem(failover: &jobs::store::Failover) -> Option<String> {
         problem.push_str(occurrence);
     }
     Some(problem)
+}
+
+/// What `doctor` says of the sandbox (docs/SAFETY.md, "Sandbox"): the kernel's Landlock
+/// ABI and seccomp, each job that runs unconfined, and, as a problem, a kernel that
+/// cannot confine the jobs that ask for it or a level that is not one.
+fn sandbox_checkup(session: &Session, jobs: &[jobs::Job], problems: &mut Vec<String>) {
+    use crate::sandbox::{level_of, Level, Support};
+    let support = Support::probe();
+    say!(
+        "Sandbox: Landlock {}, seccomp {}",
+        support
+            .landlock_abi
+            .map_or("absent".to_string(), |abi| format!("ABI {abi}")),
+        if support.seccomp { "on" } else { "absent" }
+    );
+    let mut confined = 0;
+    for job in jobs {
+        match level_of(job, &session.config) {
+            Ok(Level::Off) => say!(
+                "! job {} ({}) runs unconfined (sandbox off)",
+                job.id(),
+                job.name()
+            ),
+            Ok(_) => confined += 1,
+            Err(e) => problems.push(format!("job {} ({}): {e}", job.id(), job.name())),
+        }
+    }
+    if let (Some(missing), true) = (support.missing(), confined > 0) {
+        problems.push(format!(
+            "{confined} sandboxed job(s) cannot run their tools: {missing}"
+        ));
+    }
 }
 
 /// `hermes cron output RUN`: the output document of one run, wherever the store keeps it.

@@ -191,6 +191,10 @@ pub struct CronSection {
     /// `cron.delivery`: how results are sent.
     #[serde(deserialize_with = "forgiving::read")]
     pub delivery: CronDeliverySection,
+    /// `cron.sandbox`: `strict`, `standard` (the default) or `off`, the confinement of
+    /// a job without its own `sandbox` (docs/SAFETY.md, "Sandbox"; checked where used).
+    #[serde(deserialize_with = "forgiving::read")]
+    pub sandbox: Option<String>,
     #[serde(skip)]
     pub extra: Mapping,
 }

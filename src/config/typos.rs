@@ -39,7 +39,8 @@ const CRON: &[&str] = &[
     "failure_repeat_alert_hours", "max_parallel_jobs", "media_send_timeout_seconds",
     "metrics_job_series",
     "mirror_delivery", "model", "model_provider", "output_retention", "preflight",
-    "provider", "require_restart_safe_scope", "retry_unreachable", "script_timeout_seconds",
+    "provider", "require_restart_safe_scope", "retry_unreachable", "sandbox",
+    "script_timeout_seconds",
     "session_db_timeout_seconds", "store", "wrap_response",
 ];
 

@@ -61,6 +61,8 @@ pub struct Arguments {
     pub script: Option<String>,
     pub no_agent: Option<bool>,
     pub workdir: Option<String>,
+    /// `strict`, `standard` or `off` (docs/SAFETY.md, "Sandbox").
+    pub sandbox: Option<String>,
     pub model: Option<Value>,
     pub provider: Option<String>,
     pub timezone: Option<String>,

@@ -91,6 +91,7 @@ pub fn input_schema() -> Map<String, Value> {
             "description": "True: no model at all, the script's output is the message (empty output sends nothing). Needs script."
         },
         "workdir": string("Absolute path of an existing directory the job works in. On update, '' removes it."),
+        "sandbox": string("How confined the job's runs are: strict, standard or off (default: cron.sandbox, else standard). On update, '' returns to the default."),
         "pinned": {
             "type": "boolean",
             "description": "For create and update. ONLY set when the user explicitly asks to pin (or unpin) a job's model: true locks the currently configured model and its provider onto the job, false releases the lock. Never set it on your own initiative; a job's model is its owner's to choose."

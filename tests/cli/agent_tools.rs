@@ -194,7 +194,10 @@ fn execute_code_gets_the_environment_without_credential_named_variables() {
 
 #[test]
 fn a_hanging_execute_code_is_killed_with_its_group_at_its_timeout() {
-    let code = "import subprocess, time\nopen('child.pid', 'w').write(str(subprocess.Popen(['sleep', '300']).pid))\ntime.sleep(300)";
+    // The script runs in a PID namespace of its own (docs/SAFETY.md, "Sandbox"): its
+    // child is found from outside by a command line no other process has.
+    let marker = format!("300.{}", rand::random::<u32>());
+    let code = format!("import subprocess, time\nsubprocess.Popen(['sleep', '{marker}'])\nopen('started', 'w').write('1')\ntime.sleep(300)");
     let fake = Fake::start(vec![
         tools(&[("execute_code", json!({"code": code}))]),
         text("The script hung."),
@@ -219,11 +222,21 @@ fn a_hanging_execute_code_is_killed_with_its_group_at_its_timeout() {
     let result = &results(&fake.requests()[1])[0];
     assert_eq!(result["status"], "timeout", "{result}");
     assert_eq!(result["error"], "Script timed out after 5s and was killed.");
-    let pid = std::fs::read_to_string(work.path().join("child.pid")).unwrap();
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
     assert!(
-        stat.as_deref().map_or(true, |s| s.contains(") Z ")),
-        "the script's child process is gone: {stat:?}"
+        work.path().join("started").exists(),
+        "the script started its child"
+    );
+    let wanted = format!("sleep\0{marker}\0");
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted.as_bytes()))
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| !stat.contains(") Z "))
+        .collect();
+    assert!(
+        alive.is_empty(),
+        "the script's child process is gone: {alive:?}"
     );
 }
 

@@ -18,7 +18,7 @@ const TOKEN: &str = "123456789:AAtesttokentesttokentesttokentest12";
 
 /// Runs the SDK client against `hermes cron mcp` in this home with `calls`, and returns
 /// what it printed: `{"server", "tools", "results": [{"is_error", "reply"}]}`.
-fn client(hermes: &Hermes, calls: Value) -> Value {
+pub(crate) fn client(hermes: &Hermes, calls: Value) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/cron_client.py");
     let template = hermes.command(&[]);
     let mut command = Command::new(python());

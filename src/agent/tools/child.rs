@@ -2,7 +2,9 @@
 //! the work directory, the environment without credential-named variables, stdin from
 //! nothing (or the given text), a process group of its own that is killed with all its
 //! children on timeout and when the call ends, output capped, and the run's activity
-//! touched while output flows (and, for long quiet work, while it waits).
+//! touched while output flows (and, for long quiet work, while it waits). Under a
+//! sandbox level other than `off` the child starts through the sandbox's trampoline
+//! (`crate::sandbox`), or not at all.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -10,9 +12,11 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
-use super::ToolContext;
+use super::backend::Backend;
+use super::{RunSandbox, ToolContext};
 use crate::process::GroupKill;
 use crate::runner::Activity;
+use crate::sandbox::{Policy, PrivateTmp, Support};
 
 /// How often a quiet child that keeps the run alive touches its activity.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);
@@ -54,6 +58,9 @@ pub enum ChildError {
     },
     #[error("cannot capture the output of {program}")]
     NoOutput { program: String },
+    /// The sandbox cannot hold here: the call is refused, never run unconfined.
+    #[error("{0}")]
+    Unconfined(String),
 }
 
 /// How a child ended.
@@ -109,13 +116,65 @@ async fn read_head_tail(
     kept
 }
 
+/// The trampoline command that runs `child` confined by the run's sandbox, and the
+/// private temporary directory it writes in (removed when the call ends). Refused where
+/// the kernel cannot confine or the policy cannot hold.
+fn confined(
+    child: &Child<'_>,
+    sandbox: &RunSandbox,
+    ctx: &ToolContext,
+) -> Result<(tokio::process::Command, PrivateTmp), ChildError> {
+    if let Some(missing) = Support::probe().missing() {
+        return Err(ChildError::Unconfined(missing));
+    }
+    let tmp = PrivateTmp::create().map_err(|e| {
+        ChildError::Unconfined(format!(
+            "cannot make the sandbox's temporary directory: {e}"
+        ))
+    })?;
+    let policy = Policy::new(sandbox.level, &ctx.home, &sandbox.workdir, tmp.path());
+    if let Some(conflict) = policy.conflict() {
+        return Err(ChildError::Unconfined(conflict));
+    }
+    let (exe, argv) = crate::sandbox::wrap(&policy, child.program, child.args)
+        .map_err(|e| ChildError::Unconfined(format!("cannot start the sandbox: {e}")))?;
+    let mut cmd = tokio::process::Command::new(exe);
+    cmd.args(argv);
+    Ok((cmd, tmp))
+}
+
 /// Runs `child` in the run's work directory under the guards above.
 pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, ChildError> {
-    let mut cmd = tokio::process::Command::new(child.program);
-    cmd.args(child.args)
-        .current_dir(&ctx.workdir)
+    let mut tmp = None;
+    let mut cmd = match (&ctx.backend, &ctx.sandbox) {
+        (Backend::Refused(why), _) => return Err(ChildError::Unconfined(why.clone())),
+        (Backend::Container { cli, image }, _) => {
+            let argv = Backend::container_args(
+                image,
+                &ctx.workdir,
+                ctx.network,
+                child.stdin.is_some(),
+                child.program,
+                child.args,
+            );
+            let mut cmd = tokio::process::Command::new(cli);
+            cmd.args(argv);
+            cmd
+        }
+        (Backend::Local, None) => {
+            let mut cmd = tokio::process::Command::new(child.program);
+            cmd.args(child.args);
+            cmd
+        }
+        (Backend::Local, Some(sandbox)) => {
+            let (cmd, private) = confined(&child, sandbox, ctx)?;
+            tmp = Some(private);
+            cmd
+        }
+    };
+    cmd.current_dir(&ctx.workdir)
         .env_clear()
-        .envs(std::env::vars().filter(|(n, _)| !crate::redact::is_secret_name(n)))
+        .envs(std::env::vars().filter(|(n, v)| !crate::redact::is_kept_from_tools(n, v)))
         .stdin(if child.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -164,6 +223,7 @@ pub async fn run(child: Child<'_>, ctx: &ToolContext) -> Result<Ended, ChildErro
     };
     // Whatever it left running in its group goes with it, finished or not.
     group.kill_now();
+    drop(tmp);
     Ok(match finished {
         Ok((stdout, stderr, status)) => Ended::Exited {
             stdout,

@@ -57,6 +57,7 @@ async fn run(args: &Value, ctx: &ToolContext) -> String {
         keep_alive: true,
     };
     match child::run(script, ctx).await {
+        Err(why @ child::ChildError::Unconfined(_)) => super::refused(why.to_string()),
         Err(why) => json!({"status": "error", "error": why.to_string(), "tool_calls_made": 0, "duration_seconds": seconds()}).to_string(),
         Ok(Ended::TimedOut) => {
             let why = format!(

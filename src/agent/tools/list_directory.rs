@@ -5,14 +5,17 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, resolve, text, Schema, Tool, ToolContext, ToolFuture};
+use super::{error, ready, resolve, sandboxed, text, Schema, Tool, ToolContext, ToolFuture};
 
 pub struct ListDirectory;
 
 impl Tool for ListDirectory {
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let path = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
-        ready(list_directory(&path))
+        match sandboxed(ctx, path, false) {
+            Ok(path) => ready(list_directory(&path)),
+            Err(refusal) => ready(refusal),
+        }
     }
 
     fn schema(&self, _: &ToolContext) -> Schema {

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture};
+use super::{
+    error, ready, refused, resolve, sandboxed, text, Schema, Tool, ToolContext, ToolFuture,
+};
 
 /// Why a replacement cannot be made, in Hermes' words (the model reads them).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -26,6 +28,11 @@ pub struct Patch;
 
 impl Tool for Patch {
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
+        if let Some(path) = text(args, "path").filter(|p| !p.is_empty()) {
+            if let Err(refusal) = sandboxed(ctx, resolve(&ctx.workdir, path), true) {
+                return ready(refusal);
+            }
+        }
         ready(run(args, &ctx.workdir))
     }
 

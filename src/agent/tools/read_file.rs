@@ -6,7 +6,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{cap, error, ready, resolve, text, Schema, Tool, ToolContext, ToolFuture, RESULT_CAP};
+use super::{
+    cap, error, ready, resolve, sandboxed, text, Schema, Tool, ToolContext, ToolFuture, RESULT_CAP,
+};
 
 pub struct ReadFile;
 
@@ -23,7 +25,10 @@ impl Tool for ReadFile {
                 .unwrap_or(1)
                 .clamp(1, 2000),
         };
-        ready(read_file(&resolve(&ctx.workdir, path), lines))
+        match sandboxed(ctx, resolve(&ctx.workdir, path), false) {
+            Ok(path) => ready(read_file(&path, lines)),
+            Err(refusal) => ready(refusal),
+        }
     }
 
     fn schema(&self, _: &ToolContext) -> Schema {

@@ -10,7 +10,9 @@ use std::time::SystemTime;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::{cap, error, files_below, resolve, text, Schema, Tool, ToolContext, ToolFuture};
+use super::{
+    cap, error, files_below, resolve, sandboxed, text, Schema, Tool, ToolContext, ToolFuture,
+};
 
 const MAX_FILES: usize = 20_000;
 const MAX_FILE_BYTES: u64 = 2_000_000;
@@ -22,10 +24,16 @@ pub struct SearchFiles;
 impl Tool for SearchFiles {
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         let root = resolve(&ctx.workdir, text(args, "path").unwrap_or("."));
+        let root = match sandboxed(ctx, root, false) {
+            Ok(root) => root,
+            Err(refusal) => return Box::pin(std::future::ready(refusal)),
+        };
+        // Under a sandbox, what lies below the root in a hidden path is not searched.
+        let hidden = ctx.file_policy().map(|p| p.hidden).unwrap_or_default();
         let args = args.clone();
         // The walk reads up to 20,000 files: off the runtime's threads.
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || run(&args, &root))
+            tokio::task::spawn_blocking(move || run(&args, &root, &hidden))
                 .await
                 .unwrap_or_else(|e| error(format!("search failed: {e}")))
         })
@@ -75,12 +83,18 @@ fn glob_matches(glob: &Regex, has_slash: bool, root: &Path, path: &Path) -> bool
 }
 
 /// Every searchable file under `root` in path order, and whether the walk stopped early.
-fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
+fn walk(root: &Path, hidden: &[PathBuf]) -> (Vec<PathBuf>, bool) {
     if root.is_file() {
         return (vec![root.to_path_buf()], false);
     }
     let skipped = |name: &OsStr| matches!(name.to_str(), Some(".git" | "node_modules" | "target"));
     let (mut files, stopped) = files_below(root, skipped, MAX_FILES);
+    if !hidden.is_empty() {
+        files.retain(|f| {
+            let real = crate::sandbox::real(f);
+            !real.starts_with("/proc") && !hidden.iter().any(|h| real.starts_with(h))
+        });
+    }
     files.sort();
     (files, stopped)
 }
@@ -107,7 +121,7 @@ impl Page {
 }
 
 /// One call of `search_files`.
-fn run(args: &Value, root: &Path) -> String {
+fn run(args: &Value, root: &Path, hidden: &[PathBuf]) -> String {
     let number = |key: &str, default: u64| args.get(key).and_then(Value::as_u64).unwrap_or(default);
     let Some(pattern) = text(args, "pattern").filter(|p| !p.is_empty()) else {
         return error("search_files needs 'pattern'");
@@ -118,7 +132,7 @@ fn run(args: &Value, root: &Path) -> String {
             .clamp(1, 1000),
         offset: usize::try_from(number("offset", 0)).unwrap_or(0),
     };
-    let (files, stopped) = walk(root);
+    let (files, stopped) = walk(root, hidden);
     let result = match text(args, "target").unwrap_or("content") {
         "files" | "find" => find_files(pattern, root, &files, &page),
         "content" | "grep" => {
@@ -331,7 +345,7 @@ mod tests {
     use super::*;
 
     fn call(root: &Path, args: Value) -> Value {
-        serde_json::from_str(&run(&args, root)).unwrap()
+        serde_json::from_str(&run(&args, root, &[])).unwrap()
     }
 
     #[test]

@@ -109,6 +109,7 @@ async fn terminal(command: &str, timeout: Duration, ctx: &ToolContext) -> String
         keep_alive: false,
     };
     let (stdout, stderr, code) = match child::run(run, ctx).await {
+        Err(why @ child::ChildError::Unconfined(_)) => return refused(why.to_string()),
         Err(why) => return error(why.to_string()),
         Ok(Ended::TimedOut) => {
             return json!({

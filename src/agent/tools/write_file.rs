@@ -1,18 +1,26 @@
 //! `write_file` (Hermes' schema): a whole file written, parent folders created. It never
-//! writes under /etc.
+//! writes under /etc; under a sandbox, only inside the work directory (after `..` and
+//! symlinks are resolved).
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{error, ready, refused, resolve, text, Schema, Tool, ToolContext, ToolFuture};
+use super::{
+    error, ready, refused, resolve, sandboxed, text, Schema, Tool, ToolContext, ToolFuture,
+};
 
 pub struct WriteFile;
 
 impl Tool for WriteFile {
     fn run<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> ToolFuture<'a> {
         ready(match (text(args, "path"), text(args, "content")) {
-            (Some(path), Some(content)) => write_file(&resolve(&ctx.workdir, path), content),
+            (Some(path), Some(content)) => {
+                match sandboxed(ctx, resolve(&ctx.workdir, path), true) {
+                    Ok(path) => write_file(&path, content),
+                    Err(refusal) => refusal,
+                }
+            }
             _ => error("write_file needs 'path' and 'content'"),
         })
     }
