@@ -18,10 +18,11 @@ use crate::support::Hermes;
 const APPROVE: &str = "approvals:\n  cron_mode: approve\n";
 
 /// A home whose model first asks for a terminal command that starts a long `sleep` in
-/// the background of its shell (its pid written to `pidfile`) and waits for it: the run
+/// the background of its shell (a `sh` whose command line names `pidfile`, so that the
+/// test finds it from outside the run's sandbox) and waits for it: the run
 /// hangs in its tool, with a grandchild process, until stopped.
 fn hanging_home(pidfile: &Path) -> (Fake, Hermes) {
-    let command = format!("sleep 300 & echo $! > {}; wait", pidfile.display());
+    let command = format!("sh -c 'sleep 300; : {}' & wait", pidfile.display());
     let fake = Fake::start(vec![
         tools(&[("terminal", json!({"command": command, "timeout": 600}))]),
         text("done"),
@@ -42,12 +43,21 @@ fn start_run(hermes: &Hermes, id: &str, pidfile: &Path) -> (Child, i32) {
 }
 
 fn wait_for_pid(pidfile: &Path) -> i32 {
+    // The sleeper's `sh`, seen by its command line: the run's tools have a PID namespace
+    // of their own, so a pid they would write down means nothing out here.
+    let wanted = format!("sh\0-c\0sleep 300; : {}\0", pidfile.display());
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Some(pid) = std::fs::read_to_string(pidfile)
-            .ok()
-            .and_then(|t| t.trim().parse::<i32>().ok())
-        {
+        let found = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .find(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|line| line == wanted.as_bytes())
+            });
+        if let Some(pid) = found {
             return pid;
         }
         assert!(Instant::now() < deadline, "the tool never started");
