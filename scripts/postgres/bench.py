@@ -222,7 +222,8 @@ def bench_burst(a, work, base, binary):
     side = work / "burst-marks.txt"
     hosts = [Host(work / "burst", f"host-{c}", url, binary, a.burst_parallel) for c in "abc"]
     for host in hosts:
-        host.script("mark.sh", mark_script(side).replace("$HERMES_MACHINE_ID_MARK", host.name))
+        host.script("mark.sh", mark_script(side).replace("$HERMES_MACHINE_ID_MARK", host.name)
+                    + (f"sleep {a.burst_sleep}\n" if a.burst_sleep else ""))
     due_at = now().replace(microsecond=0) + dt.timedelta(seconds=20)
     store = work / "burst.json"
     store_file(store, n, due_at, script="mark.sh", minutes=1440)
@@ -342,6 +343,8 @@ def main():
                     help="pass: drop the indexes of schema version 2 (the tables before it)")
     ap.add_argument("--burst", type=int, default=1000)
     ap.add_argument("--burst-parallel", type=int, default=64)
+    ap.add_argument("--burst-sleep", type=float, default=0,
+                    help="seconds each burst job sleeps after its mark (1: one-second jobs)")
     ap.add_argument("--failover-jobs", type=int, default=200)
     ap.add_argument("--failover-parallel", type=int, default=10)
     ap.add_argument("--failover-sleep", type=float, default=3)

@@ -50,7 +50,7 @@ count=$(psql "$HERMES_CRON_STORE" -Atc "SELECT count(*) FROM hermes_cron_jobs")
 [ "$count" = "$N" ] || { echo "million: expected $N rows, got $count" >&2; exit 1; }
 echo "postgresql, $N jobs: inserted in $(printf '%.1f' "$(echo "$t1 - $t0" | bc)") s"
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() { python3 -c 'import sys,time; print(int(time.time()*1000))'; }
+ms() { echo $(($(date +%s%N) / 1000000)); }
 for args in "--limit 50" "--limit 50 --offset $((N / 2))"; do
     m=$(for _ in $(seq "$RUNS"); do a=$(ms); "$BIN" cron list $args >/dev/null; b=$(ms); echo $((b - a)); done | median)
     echo "hermes cron list $args: median ${m} ms"
