@@ -1,8 +1,8 @@
 //! The one door to persistence: every read and write of jobs, occurrence claims and the
 //! run ledger, the delivery outbox, output documents, failure incidents, job notepads,
-//! the global pause and the scheduler's heartbeat goes through [`Store`], the six rooms
-//! of this file ([`JobRecords`], [`RunLedger`], [`Outbox`], [`Outputs`], [`Notes`],
-//! [`Control`]). Backends implement them, one directory each with one file per room —
+//! the global pause and the scheduler's heartbeat goes through [`Store`], the seven rooms
+//! of this file ([`JobRecords`], [`JobViews`], [`RunLedger`], [`Outbox`], [`Outputs`],
+//! [`Notes`], [`Control`]). Backends implement them, one directory each with one file per room —
 //! [`FileStore`] (jobs.json shared with Python Hermes, `executions.db`, `output/`),
 //! [`PgStore`] (several hosts on one database) and [`MemoryStore`] (unit tests) — and
 //! nothing outside them knows where or how anything is kept; `conformance/` holds the
@@ -325,16 +325,20 @@ pub type BatchChange = Box<dyn FnMut(&mut Job) + Send>;
 /// future, as the binary's `Runner` and `Delivery` traits do by hand. A room's calls
 /// need that room's trait in scope, on a `dyn Store` too: `use jobs::store::prelude::*`
 /// brings all six.
-pub trait Store: JobRecords + RunLedger + Outbox + Outputs + Notes + Control {}
+pub trait Store: JobRecords + JobViews + RunLedger + Outbox + Outputs + Notes + Control {}
 
-impl<T: JobRecords + RunLedger + Outbox + Outputs + Notes + Control + ?Sized> Store for T {}
+impl<T: JobRecords + JobViews + RunLedger + Outbox + Outputs + Notes + Control + ?Sized> Store
+    for T
+{
+}
 
-/// The six rooms of [`Store`], for `use jobs::store::prelude::*`: their calls work on any
+/// The seven rooms of [`Store`], for `use jobs::store::prelude::*`: their calls work on any
 /// store, `dyn Store` included, without naming each trait (imported as `_`, so none of
 /// their names can clash with a caller's own).
 pub mod prelude {
     pub use super::{
-        Control as _, JobRecords as _, Notes as _, Outbox as _, Outputs as _, RunLedger as _, Store,
+        Control as _, JobRecords as _, JobViews as _, Notes as _, Outbox as _, Outputs as _,
+        RunLedger as _, Store,
     };
 }
 
@@ -345,29 +349,6 @@ pub mod prelude {
 pub trait JobRecords: Send + Sync {
     /// Every job, as stored (unhealed snapshot, no lock).
     async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError>;
-
-    /// Every job reduced to `keys` (at least `id`; a store may give more): what a reader
-    /// that shows or decides on a few fields needs, at a fraction of the memory.
-    async fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        let _ = keys;
-        self.load_jobs(ctx).await
-    }
-
-    /// The layout a new job is written in ([`Layout::of_store`] of the stored jobs).
-    /// Asked once per create, so a backend that can answer it without building every
-    /// job should.
-    async fn layout(&self, ctx: &Context) -> Result<Layout, StoreError> {
-        Ok(Layout::of_store(
-            &self.load_view(ctx, Layout::PROBE_KEYS).await?,
-        ))
-    }
-
-    /// One page of the listing, in store order, and how many jobs match in all: what
-    /// `list --limit`, the paged API and the dashboard show of a large store. A backend
-    /// that can answer without building every job should.
-    async fn job_page(&self, ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
-        Ok(JobPage::of(self.load_jobs(ctx).await?, query))
-    }
 
     /// One job by id.
     async fn get_job(&self, ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
@@ -409,13 +390,6 @@ pub trait JobRecords: Send + Sync {
         ChangeMark(0)
     }
 
-    /// The store's own faster way to list every job, when it has one (jobs.json reads
-    /// listings straight from the file's text). Others are listed from built jobs: see
-    /// [`list_summaries`] and [`list_normalized`], which every caller goes through.
-    fn listing(&self) -> Option<&dyn Listing> {
-        None
-    }
-
     /// One scheduler pass: decide which jobs are due (the pure rules of
     /// [`crate::due::plan_pass`]), move their schedules forward and claim their
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
@@ -442,6 +416,40 @@ pub trait JobRecords: Send + Sync {
         occurrence: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<i64>, StoreError>;
+}
+
+/// Read views of the jobs: a few fields of each, the layout a new job is written in, a
+/// page of the listing with its count, and the fast listing where the store has one.
+/// Each has a default built on [`JobRecords::load_jobs`]; a backend that can answer
+/// without building every job overrides it.
+#[async_trait::async_trait]
+pub trait JobViews: JobRecords {
+    /// Every job reduced to `keys` (at least `id`; a store may give more): what a reader
+    /// that shows or decides on a few fields needs, at a fraction of the memory.
+    async fn load_view(&self, ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        let _ = keys;
+        self.load_jobs(ctx).await
+    }
+    /// The layout a new job is written in ([`Layout::of_store`] of the stored jobs).
+    /// Asked once per create, so a backend that can answer it without building every
+    /// job should.
+    async fn layout(&self, ctx: &Context) -> Result<Layout, StoreError> {
+        Ok(Layout::of_store(
+            &self.load_view(ctx, Layout::PROBE_KEYS).await?,
+        ))
+    }
+    /// One page of the listing, in store order, and how many jobs match in all: what
+    /// `list --limit`, the paged API and the dashboard show of a large store. A backend
+    /// that can answer without building every job should.
+    async fn job_page(&self, ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
+        Ok(JobPage::of(self.load_jobs(ctx).await?, query))
+    }
+    /// The store's own faster way to list every job, when it has one (jobs.json reads
+    /// listings straight from the file's text). Others are listed from built jobs: see
+    /// [`list_summaries`] and [`list_normalized`], which every caller goes through.
+    fn listing(&self) -> Option<&dyn Listing> {
+        None
+    }
 }
 
 /// The run ledger: closing runs, reading them back, pruning old history, and what runs

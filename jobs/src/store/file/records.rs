@@ -25,7 +25,7 @@ use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scrat
 use crate::notepad::NotepadBook;
 use crate::store::{
     append_normalized_job, claim_planned, BatchChange, ChangeMark, DuePass, DueScan, ExtraField,
-    JobChange, JobRecords, Keep, Listed, Listing, SharedSink, StoreError, SummarySink,
+    JobChange, JobRecords, JobViews, Keep, Listed, Listing, SharedSink, StoreError, SummarySink,
 };
 
 use super::{io_unavailable, lock, on_one_thread, FileStamp, FileStore, Files};
@@ -512,19 +512,6 @@ impl JobRecords for FileStore {
         self.blocking(Files::load_jobs).await
     }
 
-    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
-        self.blocking(|files| files.layout()).await
-    }
-
-    async fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
-        self.blocking(move |files| {
-            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-            files.load_view(&keys)
-        })
-        .await
-    }
-
     async fn insert_job(&self, ctx: &Context, job: Job) -> Result<(), JobError> {
         if !on_one_thread() {
             let files = &self.files;
@@ -579,10 +566,6 @@ impl JobRecords for FileStore {
             .unwrap_or_default()
     }
 
-    fn listing(&self) -> Option<&dyn Listing> {
-        Some(self)
-    }
-
     async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError> {
         let (ctx, scan) = (*ctx, OwnedScan::of(scan));
         self.blocking(move |files| files.claim_due(&ctx, &scan.scan()))
@@ -608,6 +591,26 @@ impl JobRecords for FileStore {
         let job_id = job_id.to_string();
         self.blocking(move |files| files.claim_manual(&job_id, now))
             .await
+    }
+}
+
+#[async_trait::async_trait]
+impl JobViews for FileStore {
+    async fn load_view(&self, _ctx: &Context, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
+        let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+        self.blocking(move |files| {
+            let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+            files.load_view(&keys)
+        })
+        .await
+    }
+
+    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
+        self.blocking(|files| files.layout()).await
+    }
+
+    fn listing(&self) -> Option<&dyn Listing> {
+        Some(self)
     }
 }
 

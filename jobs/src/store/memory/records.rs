@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use crate::job::{Context, Job};
 use crate::ledger::ledger_time;
 use crate::lifecycle::JobError;
-use crate::store::{BatchChange, ChangeMark, DuePass, DueScan, JobChange, JobRecords, StoreError};
+use crate::store::{
+    BatchChange, ChangeMark, DuePass, DueScan, JobChange, JobRecords, JobViews, StoreError,
+};
 
 use super::MemoryStore;
 
@@ -128,3 +130,6 @@ impl JobRecords for MemoryStore {
         Ok(true)
     }
 }
+
+#[async_trait::async_trait]
+impl JobViews for MemoryStore {}

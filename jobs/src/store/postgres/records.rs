@@ -18,99 +18,13 @@ use crate::ledger::RunStatus;
 use crate::lifecycle::JobError;
 use crate::store::{
     prepare_claims, BatchChange, ChangeMark, Claimed, DuePass, DueScan, JobChange, JobPage,
-    JobRecords, Occurrence, OwnedClaim, PageQuery, PendingClaim, StoreError,
+    JobRecords, JobViews, Occurrence, OwnedClaim, PageQuery, PendingClaim, StoreError,
 };
 
 #[async_trait::async_trait]
 impl JobRecords for PgStore {
     async fn load_jobs(&self, ctx: &Context) -> Result<Vec<Job>, StoreError> {
         self.load(ctx).await
-    }
-
-    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
-        // The first record with `monitor_state` settles it (on a store of 0.22's layout,
-        // the first row read); only without one is `provider_snapshot` looked for. `->`
-        // gives SQL NULL only for a missing key (a JSON null is 'null').
-        let row = self
-            .client()
-            .await?
-            .query_one(
-                "SELECT CASE
-                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
-                                   WHERE record -> 'monitor_state' IS NOT NULL) THEN 2
-                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
-                                   WHERE record -> 'provider_snapshot' IS NOT NULL) THEN 1
-                     ELSE 0 END",
-                &[],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        let found: i32 = row.get(0);
-        Ok(Layout::of_keys(found == 2, found == 1))
-    }
-
-    async fn job_page(&self, _ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
-        // A row a build without these columns wrote has no state yet: listed, never
-        // taken for completed.
-        const MATCHING: &str = "($1 OR state IS DISTINCT FROM 'completed')
-             AND (cardinality($2::text[]) = 0 OR state = ANY($2))
-             AND ($3::text IS NULL OR strpos(lower(id), $3) > 0
-                  OR strpos(lower(name), $3) > 0)
-             AND (NOT $4 OR json_typeof(record -> 'after') = 'object')";
-        let state: Vec<&str> = query.states.iter().map(|s| s.as_str()).collect();
-        let search = query.search.as_deref().map(str::to_lowercase);
-        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
-        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
-        let client = self.client().await?;
-        // Without a search the count is the kept counts' sum (a million rows are not
-        // counted for it); a search counts its matches.
-        let total: i64 = if search.is_none() && !query.chained {
-            client
-                .query_one(
-                    "SELECT COALESCE(sum(jobs), 0)::bigint FROM hermes_cron_job_counts
-                     WHERE ($1 OR state <> 'completed')
-                       AND (cardinality($2::text[]) = 0 OR state = ANY($2))",
-                    &[&query.completed, &state],
-                )
-                .await
-        } else {
-            client
-                .query_one(
-                    &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
-                    &[&query.completed, &state, &search, &query.chained],
-                )
-                .await
-        }
-        .map_err(|e| self.fail(e))?
-        .get(0);
-        let rows = if limit == 0 {
-            Vec::new()
-        } else {
-            client
-                .query(
-                    &format!(
-                        "SELECT record FROM hermes_cron_jobs WHERE {MATCHING}
-                         ORDER BY position LIMIT $5 OFFSET $6"
-                    ),
-                    &[
-                        &query.completed,
-                        &state,
-                        &search,
-                        &query.chained,
-                        &limit,
-                        &offset,
-                    ],
-                )
-                .await
-                .map_err(|e| self.fail(e))?
-        };
-        Ok(JobPage {
-            jobs: rows
-                .iter()
-                .map(|row| job_of(row, "record"))
-                .collect::<Result<_, _>>()?,
-            total: usize::try_from(total).unwrap_or(0),
-        })
     }
 
     async fn get_job(&self, _ctx: &Context, id: &str) -> Result<Option<Job>, StoreError> {
@@ -314,6 +228,95 @@ impl JobRecords for PgStore {
             .map_err(|e| self.fail(e))?;
         row.map(|r| r.get(0)).ok_or_else(|| {
             JobError::Invalid("a manual run was started at the same millisecond; try again".into())
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl JobViews for PgStore {
+    async fn layout(&self, _ctx: &Context) -> Result<Layout, StoreError> {
+        // The first record with `monitor_state` settles it (on a store of 0.22's layout,
+        // the first row read); only without one is `provider_snapshot` looked for. `->`
+        // gives SQL NULL only for a missing key (a JSON null is 'null').
+        let row = self
+            .client()
+            .await?
+            .query_one(
+                "SELECT CASE
+                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
+                                   WHERE record -> 'monitor_state' IS NOT NULL) THEN 2
+                     WHEN EXISTS (SELECT 1 FROM hermes_cron_jobs
+                                   WHERE record -> 'provider_snapshot' IS NOT NULL) THEN 1
+                     ELSE 0 END",
+                &[],
+            )
+            .await
+            .map_err(|e| self.fail(e))?;
+        let found: i32 = row.get(0);
+        Ok(Layout::of_keys(found == 2, found == 1))
+    }
+
+    async fn job_page(&self, _ctx: &Context, query: &PageQuery) -> Result<JobPage, StoreError> {
+        // A row a build without these columns wrote has no state yet: listed, never
+        // taken for completed.
+        const MATCHING: &str = "($1 OR state IS DISTINCT FROM 'completed')
+             AND (cardinality($2::text[]) = 0 OR state = ANY($2))
+             AND ($3::text IS NULL OR strpos(lower(id), $3) > 0
+                  OR strpos(lower(name), $3) > 0)
+             AND (NOT $4 OR json_typeof(record -> 'after') = 'object')";
+        let state: Vec<&str> = query.states.iter().map(|s| s.as_str()).collect();
+        let search = query.search.as_deref().map(str::to_lowercase);
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(query.offset).unwrap_or(i64::MAX);
+        let client = self.client().await?;
+        // Without a search the count is the kept counts' sum (a million rows are not
+        // counted for it); a search counts its matches.
+        let total: i64 = if search.is_none() && !query.chained {
+            client
+                .query_one(
+                    "SELECT COALESCE(sum(jobs), 0)::bigint FROM hermes_cron_job_counts
+                     WHERE ($1 OR state <> 'completed')
+                       AND (cardinality($2::text[]) = 0 OR state = ANY($2))",
+                    &[&query.completed, &state],
+                )
+                .await
+        } else {
+            client
+                .query_one(
+                    &format!("SELECT count(*) FROM hermes_cron_jobs WHERE {MATCHING}"),
+                    &[&query.completed, &state, &search, &query.chained],
+                )
+                .await
+        }
+        .map_err(|e| self.fail(e))?
+        .get(0);
+        let rows = if limit == 0 {
+            Vec::new()
+        } else {
+            client
+                .query(
+                    &format!(
+                        "SELECT record FROM hermes_cron_jobs WHERE {MATCHING}
+                         ORDER BY position LIMIT $5 OFFSET $6"
+                    ),
+                    &[
+                        &query.completed,
+                        &state,
+                        &search,
+                        &query.chained,
+                        &limit,
+                        &offset,
+                    ],
+                )
+                .await
+                .map_err(|e| self.fail(e))?
+        };
+        Ok(JobPage {
+            jobs: rows
+                .iter()
+                .map(|row| job_of(row, "record"))
+                .collect::<Result<_, _>>()?,
+            total: usize::try_from(total).unwrap_or(0),
         })
     }
 }
