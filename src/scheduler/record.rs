@@ -392,24 +392,7 @@ impl Scheduler {
                     .unwrap_or(chrono::Duration::hours(6)),
         };
         let books = &books;
-        let track = |target: String, payload: String| -> BoxFuture<'_, Tracked> {
-            Box::pin(async move {
-                let kept = self
-                    .store()
-                    .keep_delivery(&books.item(&target, &payload), true)
-                    .await;
-                let row = kept
-                    .map_err(|e| {
-                        tracing::error!(
-                            job = job.id(),
-                            "cannot keep the delivery in the outbox: {e}"
-                        )
-                    })
-                    .ok()
-                    .flatten()?;
-                Some((row, self.flight_recorder(row)))
-            })
-        };
+        let track = |target, payload| self.track(books, job, target, payload);
         let streak = job.failure_streak();
         let report = self
             .parts
@@ -534,5 +517,33 @@ impl Scheduler {
         if let Err(e) = self.store().update_jobs(&ctx, ids, apply).await {
             tracing::error!("cannot record {count} run(s) in the store: {e}");
         }
+    }
+}
+
+impl Scheduler {
+    /// Keeps one destination's send in the outbox before its first request.
+    pub(super) fn track<'a>(
+        &'a self,
+        books: &'a Bookkeeping<'a>,
+        job: &'a Job,
+        target: String,
+        payload: String,
+    ) -> BoxFuture<'a, Tracked> {
+        Box::pin(async move {
+            let kept = self
+                .store()
+                .keep_delivery(&books.item(&target, &payload), true)
+                .await;
+            let row = kept
+                .map_err(|e| {
+                    tracing::error!(
+                        job = job.id(),
+                        "cannot keep the delivery in the outbox: {e}"
+                    )
+                })
+                .ok()
+                .flatten()?;
+            Some((row, self.flight_recorder(row)))
+        })
     }
 }

@@ -15,12 +15,12 @@
 use std::sync::Arc;
 
 use jobs::ledger::{ledger_time, RunRow, RunStatus};
-use jobs::{Job, JobError};
+use jobs::JobError;
 
 use super::record::Bookkeeping;
-use super::{BoxFuture, RunReport, Scheduler, SchedulerError};
+use super::{RunReport, Scheduler, SchedulerError};
 use crate::agent::prompt::{is_silent, response_part};
-use crate::delivery::{Delivered, RunDelivery, Tracked};
+use crate::delivery::{Delivered, RunDelivery};
 use crate::environment::Environment;
 use crate::redact::Redactor;
 
@@ -122,32 +122,6 @@ impl Scheduler {
             output: None,
             response: None,
             delivery: Some(report.summary),
-        })
-    }
-
-    /// Keeps one destination's send in the outbox before its first request.
-    fn track<'a>(
-        &'a self,
-        books: &'a Bookkeeping<'a>,
-        job: &'a Job,
-        target: String,
-        payload: String,
-    ) -> BoxFuture<'a, Tracked> {
-        Box::pin(async move {
-            let kept = self
-                .store()
-                .keep_delivery(&books.item(&target, &payload), true)
-                .await;
-            let row = kept
-                .map_err(|e| {
-                    tracing::error!(
-                        job = job.id(),
-                        "cannot keep the delivery in the outbox: {e}"
-                    )
-                })
-                .ok()
-                .flatten()?;
-            Some((row, self.flight_recorder(row)))
         })
     }
 }
