@@ -554,7 +554,9 @@ fn sum(rows: &[Value], key: &str) -> f64 {
 fn what_runs_spent_shows_in_runs_cost_the_api_and_metrics() {
     let model = Fake::start(vec![spending_answer()]);
     let pricing = "pricing:\n  test-model:\n    input_per_mtok: 10\n    output_per_mtok: 10\n";
-    let hermes = home_with(&format!("{}{pricing}", openai_config(&model.base)));
+    // One job with spend series of its own: the next ones count as `_other`.
+    let series = "cron:\n  metrics_job_series: 1\n";
+    let hermes = home_with(&format!("{}{pricing}{series}", openai_config(&model.base)));
     let priced = hermes.add("every 1h", "priced work", &["--name", "priced"]);
     let unpriced = hermes.add("every 1h", "other work", &["--model", "other-model"]);
     for id in [&priced, &unpriced, &priced] {
@@ -640,4 +642,20 @@ fn what_runs_spent_shows_in_runs_cost_the_api_and_metrics() {
     ] {
         assert!(metrics.contains(&line), "{line} missing:\n{metrics}");
     }
+    // Past `cron.metrics_job_series` jobs, the spend counts under `job="_other"`.
+    let started = api.send("POST", &format!("/api/jobs/{unpriced}/run"), &[], "{}");
+    assert_eq!(started.status, 200, "{}", started.body);
+    let waited = Instant::now();
+    while runs(&hermes, &unpriced)[0]["status"] == "running" {
+        assert!(waited.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let metrics = api.send("GET", "/metrics", &[], "").body;
+    let other =
+        "hermes_cron_tokens_total{job=\"_other\",model=\"other-model\",kind=\"prompt\"} 1000\n";
+    assert!(metrics.contains(other), "{other} missing:\n{metrics}");
+    assert!(
+        !metrics.contains(&format!("job=\"{unpriced}\"")),
+        "{metrics}"
+    );
 }
