@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::agent::{home_with, openai_config, runs, text, tools, user_prompt, Fake};
 use crate::api::{serve, KEY};
-use crate::support::Hermes;
+use crate::support::{alive, Hermes};
 
 const APPROVE: &str = "approvals:\n  cron_mode: approve\n";
 
@@ -62,17 +62,6 @@ fn wait_for_pid(pidfile: &Path) -> i32 {
         }
         assert!(Instant::now() < deadline, "the tool never started");
         std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Whether `pid` is a live process (a zombie waiting for its reaper counts as gone).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
     }
 }
 

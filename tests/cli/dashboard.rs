@@ -14,7 +14,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::agent::{openai_config, text, Fake};
-use crate::support::Hermes;
+use crate::support::{alive, Hermes};
 use crate::webdriver::{free_port, http_json, Browser};
 
 const KEY: &str = "dashboard-test-key-0123456789abcdef";
@@ -426,7 +426,7 @@ fn the_dashboard_cancels_a_running_job_with_its_cancel_button() {
     let sleeper = loop {
         if let Some(pid) = std::fs::read_to_string(&pidfile)
             .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok())
+            .and_then(|t| t.trim().parse::<i32>().ok())
         {
             break pid;
         }
@@ -439,12 +439,10 @@ fn the_dashboard_cancels_a_running_job_with_its_cancel_button() {
             == "cancelled"
     });
     assert!(browser.eval("return document.querySelector('#d-cancel').hidden") == true);
-    let stat = std::fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
-    let running = stat
-        .rsplit(')')
-        .next()
-        .is_some_and(|rest| !rest.trim_start().starts_with('Z'));
-    assert!(!running, "the script's sleep {sleeper} is still running");
+    assert!(
+        !alive(sleeper),
+        "the script's sleep {sleeper} is still running"
+    );
     assert_eq!(hermes.job(&id)["next_run_at"], next_before);
     assert_eq!(hermes.job(&id)["last_status"], "cancelled");
     browser.screenshot(&screenshots().join("dashboard-cancelled.png"));

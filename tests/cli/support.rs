@@ -354,6 +354,18 @@ pub fn instant(text: &str) -> DateTime<FixedOffset> {
 }
 
 /// True for 12 lowercase hex characters.
+/// Whether `pid` is a live process: gone from /proc, or a zombie waiting for its reaper,
+/// counts as gone.
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
 pub fn is_job_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
