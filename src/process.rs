@@ -62,14 +62,18 @@ type SpawnRequest = (
     tokio::sync::oneshot::Sender<std::io::Result<tokio::process::Child>>,
 );
 
+/// How many threads fork children: forks wait for the child's `exec`, which on a busy
+/// machine waits for a CPU, so a burst of runs starting at once is forked side by side.
+const SPAWNERS: usize = 4;
+
 /// Starts `command` so the kernel kills it (SIGKILL) when this process dies, even by
 /// SIGKILL or a crash: a script never outlives its daemon.
 ///
 /// Linux sends that signal when the *thread* that forked the child ends, not the process,
 /// and a runtime's threads come and go (a worker that blocks in place ends up in the
 /// blocking pool, whose idle threads exit after 10 s). Forked from such a thread, a long
-/// script would be killed for nothing; so every one is forked by one thread that lives as
-/// long as the process.
+/// script would be killed for nothing; so every one is forked by one of [`SPAWNERS`]
+/// threads that live as long as the process.
 pub async fn spawn_dying_with_process(
     mut command: tokio::process::Command,
 ) -> std::io::Result<tokio::process::Child> {
@@ -77,20 +81,33 @@ pub async fn spawn_dying_with_process(
         std::sync::OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (requests, incoming) = std::sync::mpsc::channel::<SpawnRequest>();
-        std::thread::Builder::new()
-            .name("hermes-spawner".into())
-            .spawn(move || {
-                for (mut command, runtime, reply) in incoming {
+        let incoming = std::sync::Arc::new(std::sync::Mutex::new(incoming));
+        let mut started = 0;
+        for n in 0..SPAWNERS {
+            let incoming = std::sync::Arc::clone(&incoming);
+            let thread = std::thread::Builder::new()
+                .name(format!("hermes-spawner-{n}"))
+                .spawn(move || loop {
+                    // The lock is held while waiting for a request only, not while forking.
+                    let next = match incoming.lock() {
+                        Ok(incoming) => incoming.recv(),
+                        Err(poisoned) => poisoned.into_inner().recv(),
+                    };
+                    let Ok((mut command, runtime, reply)) = next else {
+                        return;
+                    };
                     let _entered = runtime.enter();
                     // This thread serves every later spawn too: a panic is an answer.
                     let spawned =
                         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| command.spawn()))
                             .unwrap_or_else(|_| Err(std::io::Error::other("starting it panicked")));
                     let _ = reply.send(spawned);
-                }
-            })
-            .ok()
-            .map(|_| requests)
+                });
+            if thread.is_ok() {
+                started += 1;
+            }
+        }
+        (started > 0).then_some(requests)
     });
     let runtime = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
     let parent = std::process::id();

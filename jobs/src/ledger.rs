@@ -386,13 +386,20 @@ impl Ledger {
 
     /// The claimed run starts now: its `started_at` becomes `now` when that is later than
     /// the claim (a run waits for a free slot after its claim).
-    pub fn start(&self, id: i64, now: DateTime<Utc>) -> Result<(), LedgerError> {
+    pub fn start(
+        &self,
+        id: i64,
+        now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<(), LedgerError> {
         let now = ledger_time(now);
         self.conn
             .execute(
-                "UPDATE runs SET started_at = ?2
-                 WHERE id = ?1 AND status = 'running' AND started_at < ?2",
-                params![id, now],
+                "UPDATE runs SET started_at = CASE WHEN started_at < ?2 THEN ?2 ELSE started_at END,
+                     run_prompt = ?3, run_model = ?4, replay_of = ?5,
+                     source = CASE WHEN ?5 IS NULL THEN source ELSE 'replay' END
+                 WHERE id = ?1 AND status = 'running'",
+                params![id, now, request.prompt, request.model, request.replay_of],
             )
             .map_err(|e| self.wrap(e))?;
         Ok(())
@@ -572,19 +579,24 @@ impl Ledger {
         Ok(ids)
     }
 
-    /// Whether a cancel of run `id` was requested.
-    pub fn cancel_requested(&self, id: i64) -> Result<bool, LedgerError> {
+    /// Those of runs `ids` whose cancel was requested.
+    pub fn cancels_requested(&self, ids: &[i64]) -> Result<Vec<i64>, LedgerError> {
         use rusqlite::OptionalExtension;
-        let mark: Option<Option<String>> = self
+        let mut look = self
             .conn
-            .query_row(
-                "SELECT cancel_requested FROM runs WHERE id = ?1",
-                params![id],
-                |r| r.get(0),
-            )
-            .optional()
+            .prepare_cached("SELECT cancel_requested IS NOT NULL FROM runs WHERE id = ?1")
             .map_err(|e| self.wrap(e))?;
-        Ok(mark.flatten().is_some())
+        let mut asked = Vec::new();
+        for id in ids {
+            let marked: Option<bool> = look
+                .query_row(params![id], |r| r.get(0))
+                .optional()
+                .map_err(|e| self.wrap(e))?;
+            if marked == Some(true) {
+                asked.push(*id);
+            }
+        }
+        Ok(asked)
     }
 
     /// Notes what run `id` was asked with; a replay's source becomes `replay`.

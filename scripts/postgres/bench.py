@@ -248,6 +248,30 @@ def bench_burst(a, work, base, binary):
                        "count(*) FILTER (WHERE status = 'ok') FROM hermes_cron_runs").split("|")
     twice = sum(1 for c in per_job.values() if c > 1)
     claims = [ms for h in hosts for ms, k in h.passes() if k > 0]
+    # Where a wave's time goes, from the ledger and the marks: the run's start in the
+    # ledger to its script's first line, and its script's end (mark + sleep) to the
+    # run's end in the ledger; then, per host, a run's end to the next run's start.
+    rows = psql(url, "SELECT job_id, host, extract(epoch FROM started_at), "
+                     "extract(epoch FROM finished_at) FROM hermes_cron_runs "
+                     "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL")
+    mark_at = {job: float(t) for job, _, t in lines}
+    before, after, ends, begins = [], [], {}, {}
+    for row in rows.splitlines():
+        job, host, started, finished = row.split("|")
+        started, finished = float(started), float(finished)
+        if job in mark_at:
+            before.append(mark_at[job] - started)
+            after.append(finished - (mark_at[job] + a.burst_sleep))
+        ends.setdefault(host, []).append(finished)
+        begins.setdefault(host, []).append(started)
+    handoff = []
+    for host, host_begins in begins.items():
+        host_ends = sorted(ends[host])
+        for begin in sorted(host_begins)[a.burst_parallel:]:
+            ended = [e for e in host_ends if e <= begin]
+            if ended:
+                handoff.append(begin - ended[-1])
+    med = lambda v: statistics.median(v) * 1000 if v else float("nan")
     print(f"\n### {n:,} occurrences due at the same second on three daemons\n")
     print(f"Each daemon with `HERMES_CRON_MAX_PARALLEL={a.burst_parallel}`; the job's script writes "
           "its job id, host and start instant. Times are from the due second.\n")
@@ -259,6 +283,8 @@ def bench_burst(a, work, base, binary):
           f"{starts[-1] if starts else float('nan'):.2f} s | "
           f"{' / '.join(str(per_host[h.name]) for h in hosts)} | {twice} | {' / '.join(ledger)} | "
           f"{len(claims)}, {max(claims) if claims else 0:.0f} ms |")
+    print(f"\nPer run (median ms): ledger start to script start {med(before):.0f}, script end to "
+          f"ledger end {med(after):.0f}, a run's end to the next start on its host {med(handoff):.0f}")
     log(f"burst: {len(per_job)}/{n} started, last at {starts[-1] if starts else 'n/a'} s, twice {twice}")
     sys.stdout.flush()
 

@@ -2,17 +2,23 @@
 //! cancel`, `POST /api/jobs/{id}/cancel`, the MCP `cancel` action, or a newer occurrence
 //! under `overlap: replace`). The request is written to the store, so the process
 //! running the run sees it wherever it runs — this host, or another host on a shared
-//! PostgreSQL store: it looks every [`CANCEL_LOOK`] while the run goes on. Stopping
-//! drops the run's future, and with it the agent's request, its tools and their process
-//! groups (every child a tool starts is killed with its group when dropped).
+//! PostgreSQL store: one look a second asks the store about every run going in this
+//! process ([`CancelWatch`]). Stopping drops the run's future, and with it the agent's
+//! request, its tools and their process groups (every child a tool starts is killed with
+//! its group when dropped).
 //!
 //! A cancelled run is recorded `cancelled`: its output document keeps what it produced
 //! so far, no failure incident is opened and nothing is delivered; the job gets its
 //! `last_run_at` and `last_status: cancelled`, its schedule, its error streak and its
 //! re-run plans untouched.
 
+use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use tokio::sync::Notify;
 
 use chrono::{DateTime, Utc};
 
@@ -21,38 +27,93 @@ use jobs::output::OutputDocument;
 
 use super::execute::ClaimedRun;
 use super::record::JobRecord;
-use super::{RunReport, Scheduler};
+use super::{lock, RunReport, Scheduler};
 use crate::environment::Environment;
 use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome};
 
-/// How often a running run's cancel mark is looked at.
+/// How often the running runs' cancel marks are looked at.
 const CANCEL_LOOK: Duration = Duration::from_secs(1);
 
 /// The error a cancelled run is recorded with.
 pub const CANCELLED: &str =
     "cancelled on request: the run was stopped with its tools and child processes";
 
+/// The runs going in this process and how each is told to stop. A watcher task looks at
+/// the store once a second for all of them while there are any, and ends when there
+/// are none.
+#[derive(Default)]
+pub(super) struct CancelWatch {
+    runs: Mutex<HashMap<i64, Arc<Notify>>>,
+    watching: AtomicBool,
+}
+
+/// Takes a run off the watch when its future ends, however it ends.
+struct Watched<'a> {
+    watch: &'a CancelWatch,
+    run: i64,
+}
+
+impl Drop for Watched<'_> {
+    fn drop(&mut self) {
+        lock(&self.watch.runs).remove(&self.run);
+    }
+}
+
 impl Scheduler {
     /// Runs `work` to its end, unless a cancel of ledger row `run` is requested first:
     /// then `work` is dropped (stopping everything it started) and `None` returned.
     pub(super) async fn unless_cancelled(
-        &self,
+        self: &Arc<Self>,
         run: i64,
         work: impl Future<Output = RunOutcome>,
     ) -> Option<RunOutcome> {
-        tokio::pin!(work);
+        let stop = Arc::new(Notify::new());
+        lock(&self.cancels.runs).insert(run, Arc::clone(&stop));
+        let _watched = Watched {
+            watch: &self.cancels,
+            run,
+        };
+        if !self.cancels.watching.swap(true, Ordering::AcqRel) {
+            tokio::spawn(Arc::clone(self).watch_cancels());
+        }
+        tokio::select! {
+            outcome = work => Some(outcome),
+            () = stop.notified() => None,
+        }
+    }
+
+    /// The watcher: every [`CANCEL_LOOK`], one question to the store for all the runs
+    /// going here; each run asked to stop is told so. Ends when no run is left.
+    async fn watch_cancels(self: Arc<Self>) {
         let mut look = tokio::time::interval(CANCEL_LOOK);
         look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        look.tick().await;
         loop {
-            tokio::select! {
-                outcome = &mut work => return Some(outcome),
-                _ = look.tick() => match self.store().cancel_requested(run).await {
-                    Ok(true) => return None,
-                    Ok(false) => {}
-                    // The run goes on: a store that cannot be read cannot ask to stop it.
-                    Err(e) => tracing::warn!(run, "cannot look for a cancel request: {e}"),
-                },
+            look.tick().await;
+            let runs: Vec<i64> = lock(&self.cancels.runs).keys().copied().collect();
+            if runs.is_empty() {
+                self.cancels.watching.store(false, Ordering::Release);
+                // A run that came in meanwhile either saw the watcher still on (and
+                // counts on this one) or started another.
+                let empty = lock(&self.cancels.runs).is_empty();
+                if empty || self.cancels.watching.swap(true, Ordering::AcqRel) {
+                    return;
+                }
+                continue;
+            }
+            match self.store().cancels_requested(&runs).await {
+                Ok(asked) => {
+                    let watched = lock(&self.cancels.runs);
+                    for run in asked {
+                        if let Some(stop) = watched.get(&run) {
+                            // Kept for the run if it is not waiting yet.
+                            stop.notify_one();
+                        }
+                    }
+                }
+                // The runs go on: a store that cannot be read cannot ask them to stop.
+                Err(e) => tracing::warn!("cannot look for cancel requests: {e}"),
             }
         }
     }

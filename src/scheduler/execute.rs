@@ -66,9 +66,29 @@ impl Scheduler {
             _ => None,
         };
         drop(claimed.queued.take());
+        // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
+        // on the job: this fire appends it, and removes it once recorded.
+        let forwarded = match claimed.source {
+            RunSource::Scheduler => claimed.job.manual_run_prompt().map(str::to_string),
+            _ => None,
+        };
+        if let Some(context) = &forwarded {
+            claimed.job = claimed.job.clone().with_run_context(context);
+        }
+        // What the run is asked with, for a later `hermes cron replay` of it: noted by
+        // the same write that starts it.
+        let request = RunRequest {
+            prompt: Some(claimed.job.prompt().to_string()),
+            model: claimed.job.model().map(str::to_string),
+            replay_of: claimed.replay_of,
+        };
         // A shared store may have given the occurrence to another host while this one
         // waited (for a permit, or stopped): then it is theirs to run.
-        match self.store().start_run(claimed.run, self.now()).await {
+        match self
+            .store()
+            .start_run(claimed.run, self.now(), &request)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => return self.not_ours(&claimed, "taken over by another host".into()),
             Err(e) => return self.not_ours(&claimed, format!("cannot start the run: {e}")),
@@ -90,27 +110,6 @@ impl Scheduler {
             progress: crate::runner::Progress::default(),
             upstream: claimed.upstream.clone(),
         };
-        // A manual run Hermes 0.22 forwarded through the store left its per-run prompt
-        // on the job: this fire appends it, and removes it once recorded.
-        let forwarded = match claimed.source {
-            RunSource::Scheduler => claimed.job.manual_run_prompt().map(str::to_string),
-            _ => None,
-        };
-        if let Some(context) = &forwarded {
-            claimed.job = claimed.job.clone().with_run_context(context);
-        }
-        // What the run is asked with, for a later `hermes cron replay` of it.
-        let request = RunRequest {
-            prompt: Some(claimed.job.prompt().to_string()),
-            model: claimed.job.model().map(str::to_string),
-            replay_of: claimed.replay_of,
-        };
-        if let Err(e) = self.store().note_run_request(claimed.run, &request).await {
-            tracing::warn!(
-                job = claimed.job.id(),
-                "cannot note the run's prompt and model: {e}"
-            );
-        }
         let heartbeat =
             (claimed.source == RunSource::Scheduler && claimed.job.is_one_shot()).then(|| {
                 let this = Arc::clone(&self);

@@ -165,6 +165,9 @@ pub struct Scheduler {
     /// The chained jobs as last read, with the store's change mark before that read
     /// and when it was read: passes reuse them while no job changed ([`chain`]).
     chained: Mutex<Option<chain::Chained>>,
+    /// The runs going in this process, each with how it is told to stop: one look at
+    /// the store a second serves them all ([`cancel`]).
+    cancels: cancel::CancelWatch,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -278,6 +281,7 @@ impl Scheduler {
             manual: Mutex::new(JoinSet::new()),
             pause_noted: std::sync::atomic::AtomicBool::new(false),
             chained: Mutex::new(None),
+            cancels: cancel::CancelWatch::default(),
         }))
     }
 

@@ -399,8 +399,14 @@ pub trait JobRecords: Send + Sync {
     /// The claimed run is starting now: its `started_at` becomes the start (a run may
     /// wait for a free slot after its claim). `false` when it is no longer this process's
     /// to run (a shared store gave it to another host while this one was stopped): run
-    /// nothing.
-    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError>;
+    /// nothing. The same write notes what the run is asked with (as
+    /// [`RunLedger::note_run_request`]).
+    async fn start_run(
+        &self,
+        run: i64,
+        now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<bool, StoreError>;
 
     /// Claims a manual run (`hermes cron run`); refused with [`JobError::Running`] while
     /// the job is running.
@@ -518,8 +524,9 @@ pub trait RunLedger: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<Vec<i64>, StoreError>;
 
-    /// Whether a cancel of `run` was requested.
-    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError>;
+    /// Those of `runs` whose cancel was requested, in one look however many run (a
+    /// process asks once a second for all its running runs).
+    async fn cancels_requested(&self, runs: &[i64]) -> Result<Vec<i64>, StoreError>;
 
     /// Notes what `run` was asked with (its prompt and model); with `replay_of`, the run
     /// becomes a `replay` of that one.

@@ -23,7 +23,17 @@ async fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
     let Claimed::Run { run } = pass.occurrences[0].claimed else {
         panic!("not claimed");
     };
-    assert!(one.start_run(run, c.now).await.unwrap());
+    let asked = RunRequest {
+        prompt: Some("check the feeds".into()),
+        model: Some("model-b".into()),
+        replay_of: None,
+    };
+    assert!(one.start_run(run, c.now, &asked).await.unwrap());
+    // The start notes what the run is asked with, for a replay of it.
+    assert_eq!(
+        two.run_request(run).await.unwrap(),
+        Some(("aaaaaaaaaaaa".to_string(), asked))
+    );
     assert_eq!(
         two.interrupt_dead_runs(c.now, false).await.unwrap(),
         0,
@@ -242,7 +252,11 @@ async fn a_cancel_request_marks_running_runs_for_every_process_to_see(backend: &
         .await
         .unwrap();
     let other = one.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
-    assert!(!one.cancel_requested(running).await.unwrap());
+    assert!(one
+        .cancels_requested(&[running, other])
+        .await
+        .unwrap()
+        .is_empty());
     // A finished run is not asked; by job, only its running run; by run id, that one.
     assert!(two
         .request_cancel(CancelTarget::Run(done), now)
@@ -255,15 +269,23 @@ async fn a_cancel_request_marks_running_runs_for_every_process_to_see(backend: &
             .unwrap(),
         [running]
     );
-    assert!(one.cancel_requested(running).await.unwrap());
-    assert!(!one.cancel_requested(other).await.unwrap());
+    assert_eq!(
+        one.cancels_requested(&[running, other]).await.unwrap(),
+        [running]
+    );
     assert_eq!(
         two.request_cancel(CancelTarget::Run(other), now)
             .await
             .unwrap(),
         [other]
     );
-    assert!(one.cancel_requested(other).await.unwrap());
+    let mut asked = one
+        .cancels_requested(&[other, running, 999_999])
+        .await
+        .unwrap();
+    asked.sort_unstable();
+    assert_eq!(asked, [running, other]);
+    assert!(one.cancels_requested(&[]).await.unwrap().is_empty());
     one.finish_run(running, RunStatus::Cancelled, now, &RunEnd::default())
         .await
         .unwrap();

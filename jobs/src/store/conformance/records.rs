@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::due::Decision;
 use crate::fields::Layout;
 use crate::job::JobState;
-use crate::ledger::{RunEnd, RunStatus};
+use crate::ledger::{RunEnd, RunRequest, RunStatus};
 use crate::lifecycle::JobError;
 use crate::output::OutputDocument;
 use crate::store::Claimed;
@@ -144,7 +144,10 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
         .unwrap()
         .occurrences
         .is_empty());
-    assert!(one.start_run(run, c.now).await.unwrap());
+    assert!(one
+        .start_run(run, c.now, &RunRequest::default())
+        .await
+        .unwrap());
     let rows = two.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].status, "running");
@@ -299,8 +302,15 @@ async fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Ba
     // Whatever the split, each occurrence starts in one process only: the owner's
     // start is refused for a claim handed on, the new holder's goes ahead.
     for run in &claimed {
-        let by_one = one.start_run(*run, c.now).await.unwrap();
-        let by_two = handed.contains(run) && two.start_run(*run, c.now).await.unwrap();
+        let by_one = one
+            .start_run(*run, c.now, &RunRequest::default())
+            .await
+            .unwrap();
+        let by_two = handed.contains(run)
+            && two
+                .start_run(*run, c.now, &RunRequest::default())
+                .await
+                .unwrap();
         assert!(by_one != by_two, "run {run}: one {by_one}, two {by_two}");
     }
     // Started runs are nobody's to take; nothing waits any more.
@@ -327,7 +337,10 @@ async fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend:
     let [first] = runs_of(&store.claim_due(&c, &scan(&running)).await.unwrap())[..] else {
         panic!("not claimed");
     };
-    assert!(store.start_run(first, c.now).await.unwrap());
+    assert!(store
+        .start_run(first, c.now, &RunRequest::default())
+        .await
+        .unwrap());
     store
         .finish_run(first, RunStatus::Ok, c.now, &RunEnd::default())
         .await

@@ -215,8 +215,12 @@ impl RunLedger for FileStore {
         .await
     }
 
-    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
-        self.blocking(move |files| files.with_ledger(|ledger| ledger.cancel_requested(run)))
+    async fn cancels_requested(&self, runs: &[i64]) -> Result<Vec<i64>, StoreError> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let runs = runs.to_vec();
+        self.blocking(move |files| files.with_ledger(|ledger| ledger.cancels_requested(&runs)))
             .await
     }
 

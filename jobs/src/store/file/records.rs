@@ -20,6 +20,7 @@ use crate::jsonfile::{
     DocumentError,
 };
 use crate::jsonscan::{walk_jobs, walk_jobs_in_parallel, KeyIndex, Walk};
+use crate::ledger::RunRequest;
 use crate::lifecycle::JobError;
 use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
 use crate::notepad::NotepadBook;
@@ -497,11 +498,16 @@ impl Files {
             })
     }
 
-    fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
+    fn start_run(
+        &self,
+        run: i64,
+        now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<bool, StoreError> {
         // On this store a claim is this process's run: a ledger that cannot take the
         // start time keeps the claim's, and the run goes ahead (recording its end meets
         // the same ledger and reports what is wrong with it).
-        let _ = self.with_ledger(|ledger| ledger.start(run, now));
+        let _ = self.with_ledger(|ledger| ledger.start(run, now, request));
         Ok(true)
     }
 }
@@ -572,8 +578,15 @@ impl JobRecords for FileStore {
             .await
     }
 
-    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        self.blocking(move |files| files.start_run(run, now)).await
+    async fn start_run(
+        &self,
+        run: i64,
+        now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<bool, StoreError> {
+        let request = request.clone();
+        self.blocking(move |files| files.start_run(run, now, &request))
+            .await
     }
 
     async fn claim_chained(

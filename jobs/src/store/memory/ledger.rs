@@ -174,8 +174,13 @@ impl RunLedger for MemoryStore {
         Ok(ids)
     }
 
-    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
-        Ok(self.lock().cancels.contains(&run))
+    async fn cancels_requested(&self, runs: &[i64]) -> Result<Vec<i64>, StoreError> {
+        let inner = self.lock();
+        Ok(runs
+            .iter()
+            .copied()
+            .filter(|run| inner.cancels.contains(run))
+            .collect())
     }
 
     async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {

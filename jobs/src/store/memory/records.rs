@@ -6,8 +6,9 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 
 use crate::job::{Context, Job};
-use crate::ledger::ledger_time;
+use crate::ledger::{ledger_time, RunRequest};
 use crate::lifecycle::JobError;
+use crate::store::RunLedger;
 use crate::store::{
     BatchChange, ChangeMark, DuePass, DueScan, JobChange, JobRecords, JobViews, StoreError,
 };
@@ -119,14 +120,22 @@ impl JobRecords for MemoryStore {
         })
     }
 
-    async fn start_run(&self, run: i64, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let mut inner = self.lock();
-        let now = ledger_time(now);
-        if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
-            if row.status == "running" && row.started_at.as_ref().is_some_and(|at| *at < now) {
-                row.started_at = Some(now);
+    async fn start_run(
+        &self,
+        run: i64,
+        now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<bool, StoreError> {
+        {
+            let mut inner = self.lock();
+            let now = ledger_time(now);
+            if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
+                if row.status == "running" && row.started_at.as_ref().is_some_and(|at| *at < now) {
+                    row.started_at = Some(now);
+                }
             }
         }
+        self.note_run_request(run, request).await?;
         Ok(true)
     }
 }

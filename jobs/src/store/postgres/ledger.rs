@@ -299,16 +299,20 @@ impl RunLedger for PgStore {
         Ok(ids)
     }
 
-    async fn cancel_requested(&self, run: i64) -> Result<bool, StoreError> {
+    async fn cancels_requested(&self, runs: &[i64]) -> Result<Vec<i64>, StoreError> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
         let client = self.client().await?;
-        let row = client
-            .query_opt(
-                "SELECT cancel_requested IS NOT NULL FROM hermes_cron_runs WHERE id = $1",
-                &[&run],
+        let rows = client
+            .query(
+                "SELECT id FROM hermes_cron_runs
+                  WHERE id = ANY($1) AND cancel_requested IS NOT NULL",
+                &[&runs],
             )
             .await
             .map_err(|e| self.fail(e))?;
-        Ok(row.is_some_and(|r| r.get(0)))
+        Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
     async fn note_run_request(&self, run: i64, request: &RunRequest) -> Result<(), StoreError> {

@@ -14,7 +14,7 @@ use super::{columns, job_of, PgStore, CHANNEL, CLAIM_BATCH, LEASE};
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::fields::Layout;
 use crate::job::{Context, Job};
-use crate::ledger::RunStatus;
+use crate::ledger::{RunRequest, RunStatus};
 use crate::lifecycle::JobError;
 use crate::store::{
     prepare_claims, BatchChange, ChangeMark, Claimed, DuePass, DueScan, JobChange, JobPage,
@@ -143,15 +143,28 @@ impl JobRecords for PgStore {
         self.claim(ctx, scan).await
     }
 
-    async fn start_run(&self, run: i64, _now: DateTime<Utc>) -> Result<bool, StoreError> {
+    async fn start_run(
+        &self,
+        run: i64,
+        _now: DateTime<Utc>,
+        request: &RunRequest,
+    ) -> Result<bool, StoreError> {
         let client = self.client().await?;
         let started = client
             .execute(
                 "UPDATE hermes_cron_runs
                      SET status = 'running',
-                         started_at = CASE status WHEN 'claimed' THEN now() ELSE started_at END
+                         started_at = CASE status WHEN 'claimed' THEN now() ELSE started_at END,
+                         run_prompt = $3, run_model = $4, replay_of = $5,
+                         source = CASE WHEN $5::bigint IS NULL THEN source ELSE 'replay' END
                      WHERE id = $1 AND status IN ('claimed', 'running') AND instance = $2",
-                &[&run, &self.instance],
+                &[
+                    &run,
+                    &self.instance,
+                    &request.prompt,
+                    &request.model,
+                    &request.replay_of,
+                ],
             )
             .await
             .map_err(|e| self.fail(e))?;
