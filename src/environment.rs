@@ -1,6 +1,7 @@
 //! The environment a run sees: the real environment over `<home>/.env` (real variables
-//! win), read afresh for every run so that a new key, token or home channel applies on
-//! the next run without a restart. The one `.env` parser. Read-only: nothing here ever
+//! win). A run gets it from its [`crate::world::World`], read again whenever `.env`
+//! changes, so that a new key, token or home channel applies on the next run without a
+//! restart. The one `.env` parser. Read-only: nothing here ever
 //! writes `.env`.
 
 use std::collections::HashMap;
@@ -18,13 +19,18 @@ pub struct Environment {
 impl Environment {
     /// `<home>/.env` overlaid with the process environment.
     pub fn load(home: &Path) -> Environment {
-        let mut vars = match std::fs::read_to_string(home.join(".env")) {
+        let dotenv = match std::fs::read_to_string(home.join(".env")) {
             Ok(text) => parse_dotenv(&text),
             Err(_) => HashMap::new(),
         };
-        vars.extend(std::env::vars());
+        Environment::over_dotenv(dotenv, home)
+    }
+
+    /// The process environment over `dotenv`, the pairs of `<home>/.env` as read.
+    pub fn over_dotenv(mut dotenv: HashMap<String, String>, home: &Path) -> Environment {
+        dotenv.extend(std::env::vars());
         Environment {
-            vars,
+            vars: dotenv,
             home: Some(home.to_path_buf()),
         }
     }

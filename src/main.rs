@@ -28,6 +28,7 @@ mod runner;
 mod sandbox;
 mod scheduler;
 mod script;
+mod world;
 
 use std::process::ExitCode;
 

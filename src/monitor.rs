@@ -46,7 +46,7 @@ pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdic
             ScriptResult::Output(out) => python_strip(&out).to_string(),
             ScriptResult::Failed(error) => return Verdict::Failed(error),
         },
-        MonitorSource::Url(url) => match fetch(url, &env.home).await {
+        MonitorSource::Url(url) => match fetch(url, &env.world.config.delivery).await {
             Ok(body) => body,
             Err(error) => return Verdict::Failed(error),
         },
@@ -88,7 +88,7 @@ fn python_strip(text: &str) -> &str {
 /// the body decoded as UTF-8 (undecodable bytes replaced). An error status is a failure,
 /// and so is a redirect: it is not followed (its target was never checked), and its empty
 /// body would otherwise pass for the page.
-async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
+async fn fetch(url: &str, delivery: &crate::config::DeliverySection) -> Result<String, String> {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
         return Err(format!("monitor_url must be http(s): '{url}'"));
@@ -97,7 +97,8 @@ async fn fetch(url: &str, home: &std::path::Path) -> Result<String, String> {
         crate::outbound::redact_url_secrets(url, &format!("monitor_url fetch failed: {e}"))
     };
     let parsed = reqwest::Url::parse(url).map_err(|e| failed(&e))?;
-    let policy = crate::outbound::AddressPolicy::for_home(home, crate::outbound::Door::MonitorUrl);
+    let policy =
+        crate::outbound::AddressPolicy::for_delivery(delivery, crate::outbound::Door::MonitorUrl);
     let addresses = policy.addresses(&parsed).await.map_err(|e| failed(&e))?;
     let builder = reqwest::Client::builder()
         .timeout(URL_TIMEOUT)

@@ -28,8 +28,8 @@ const KEY_OPTIONAL: &[&str] = &["openrouter", "openai", "custom", "lmstudio"];
 /// Why the job cannot run as configured; `Ok` when nothing clearly stands in its way.
 pub fn check(job: &Job, env: &crate::runner::RunEnv) -> Result<(), String> {
     provider(job, env)?;
-    skills_ready(job, &env.home)?;
-    delivery(job, &Environment::load(&env.home))
+    skills_ready(job, &env.home, &env.world.vars)?;
+    delivery(job, &env.world.environment)
 }
 
 /// The outcome of a blocked run: no model call, the reason as its error, and the
@@ -72,11 +72,10 @@ fn provider(job: &Job, env: &crate::runner::RunEnv) -> Result<(), String> {
     let pinned = ["provider", "model", "base_url"]
         .iter()
         .any(|key| job.text_field(key).is_some());
-    if !pinned && !env.config.fallback_providers.is_empty() {
+    if !pinned && !env.world.config.fallback_providers.is_empty() {
         return Ok(());
     }
-    let vars = Vars::load(&env.home);
-    let settings = match inference::resolve(job, &env.config, &vars, &env.home) {
+    let settings = match inference::resolve(job, &env.world.config, &env.world.vars, &env.home) {
         Ok(settings) => settings,
         Err(
             e
@@ -108,8 +107,7 @@ fn provider(job: &Job, env: &crate::runner::RunEnv) -> Result<(), String> {
 /// A skill's front matter declares what it needs set up (Hermes 0.22's readiness
 /// fields): variables that must be set, and files that must exist in the home. A skill
 /// that is missing altogether is not a block (the run says it is missing).
-fn skills_ready(job: &Job, home: &Path) -> Result<(), String> {
-    let vars = Vars::load(home);
+fn skills_ready(job: &Job, home: &Path, vars: &Vars) -> Result<(), String> {
     for (name, front) in skills::front_matters(home, &job.skills()) {
         let mut missing: Vec<String> = required_variables(&front)
             .into_iter()

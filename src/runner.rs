@@ -12,8 +12,8 @@ use std::time::Duration;
 use jobs::store::Store;
 use jobs::{Context, Job};
 
-use crate::config::Config;
 use crate::scheduler::settings::CronSettings;
+use crate::world::World;
 
 /// The last moment a run showed life (a model response, tool or script output), on the
 /// monotonic timer: wall-clock jumps never make a run look idle or busy.
@@ -121,8 +121,9 @@ pub struct RunEnv {
     pub store: Arc<dyn Store>,
     /// "Now" and the zones as the run started.
     pub ctx: Context,
-    /// config.yaml as read once for this run.
-    pub config: Arc<Config>,
+    /// config.yaml, `.env` and what is made of them, as read for this run (read again
+    /// only when a file changes: [`crate::world`]).
+    pub world: Arc<World>,
     /// What the run has produced and spent so far.
     pub progress: Progress,
     /// The upstream run a chained run follows: its output is given to the prompt as

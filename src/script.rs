@@ -70,7 +70,7 @@ pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult 
     // Under `strict` the job's scripts are confined like its agent's tools: they run
     // from a copy in a private temporary directory (the scripts folder is inside the
     // hidden home), in the job's work directory or its private one.
-    let strict = match crate::sandbox::level_of(job, &env.config) {
+    let strict = match crate::sandbox::level_of(job, &env.world.config) {
         Ok(level) => level == crate::sandbox::Level::Strict,
         Err(e) => return ScriptResult::Failed(e),
     };

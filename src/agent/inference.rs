@@ -125,9 +125,12 @@ impl Vars {
     /// Reads `<home>/.env` (a missing file is empty).
     pub fn load(home: &Path) -> Vars {
         let text = std::fs::read_to_string(home.join(".env")).unwrap_or_default();
-        Vars {
-            dotenv: parse_dotenv(&text),
-        }
+        Vars::from_dotenv(parse_dotenv(&text))
+    }
+
+    /// The pairs of `.env` as read.
+    pub fn from_dotenv(dotenv: HashMap<String, String>) -> Vars {
+        Vars { dotenv }
     }
 
     /// The `.env` pairs the real environment does not already set.

@@ -355,13 +355,16 @@ pub async fn for_run(
     disabled_toolsets: &[String],
     workdir: &Path,
 ) -> Option<Arc<McpServers>> {
-    let servers = chosen(&env.config.mcp_servers, enabled_toolsets, disabled_toolsets);
+    let servers = chosen(
+        &env.world.config.mcp_servers,
+        enabled_toolsets,
+        disabled_toolsets,
+    );
     if servers.is_empty() {
         return None;
     }
-    let vars = Vars::load(&env.home);
     let setup = Setup {
-        vars: &vars,
+        vars: &env.world.vars,
         workdir,
         disabled_toolsets,
         activity: &env.activity,

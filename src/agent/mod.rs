@@ -32,7 +32,7 @@ use std::time::Duration;
 use jobs::Job;
 use serde_json::Value;
 
-use self::inference::{AgentConfig, Backend, Vars};
+use self::inference::{AgentConfig, Backend};
 use self::model_api::{ChatRequest, Message, ToolSpec};
 use self::prompt::{assemble, is_silent, ScriptSection};
 use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
@@ -95,9 +95,9 @@ pub async fn run_agent_with(
     sleeper: &dyn Sleeper,
 ) -> RunOutcome {
     let raw_prompt = job.prompt().to_string();
-    // config.yaml was read once for this run, so an edit applies from the next run on.
-    let vars = Vars::load(&env.home);
-    let settings = match inference::resolve(job, &env.config, &vars, &env.home) {
+    // config.yaml and .env were read for this run, so an edit applies from the next run on.
+    let vars = &env.world.vars;
+    let settings = match inference::resolve(job, &env.world.config, vars, &env.home) {
         Ok(s) => s,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
     };
@@ -123,7 +123,7 @@ pub async fn run_agent_with(
             RunOutcome::of(prompt, result)
         }
         Backend::BuiltIn => {
-            let spend = match budget::Spend::for_run(job, &env.config, &settings.endpoints) {
+            let spend = match budget::Spend::for_run(job, &env.world.config, &settings.endpoints) {
                 Ok(spend) => spend,
                 Err(refused) => return RunOutcome::failed(prompt, refused),
             };
@@ -159,7 +159,7 @@ async fn agent_loop(
     spend: budget::Spend,
 ) -> RunOutcome {
     let enabled = enabled_toolsets(job);
-    let level = match crate::sandbox::level_of(job, &env.config) {
+    let level = match crate::sandbox::level_of(job, &env.world.config) {
         Ok(level) => level,
         Err(e) => return RunOutcome::failed(prompt, e),
     };
@@ -192,8 +192,9 @@ async fn agent_loop(
         home: env.home.clone(),
         todos: Arc::default(),
         // Hermes' `tools/approval.py`: arbitrary code in a cron run only when the user said so.
-        execute_code: env.config.approvals.cron_mode == Some(CronApproval::Approve),
+        execute_code: env.world.config.approvals.cron_mode == Some(CronApproval::Approve),
         code_timeout: env
+            .world
             .config
             .code_execution
             .timeout
@@ -201,7 +202,7 @@ async fn agent_loop(
             .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
         redactor: Arc::new(crate::redact::Redactor::for_home(&env.home)),
         sandbox,
-        backend: tools::backend::Backend::of(&env.config),
+        backend: tools::backend::Backend::of(&env.world.config),
         network: level != crate::sandbox::Level::Strict,
     };
     let offered = tools::offered(enabled.as_deref(), &settings.disabled_toolsets, &ctx);

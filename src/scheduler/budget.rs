@@ -115,7 +115,7 @@ impl Scheduler {
     /// window it falls in is spent (`None`: there is room, or no cap). The first such
     /// run of a window on the store carries the window's one notice.
     async fn global_budget_spent(&self, job: &Job, env: &RunEnv) -> Option<RunOutcome> {
-        let caps = global_caps(&env.config);
+        let caps = global_caps(&env.world.config);
         let now = self.now();
         let mut spent = Vec::new();
         for (window, cap) in caps.windows(now) {

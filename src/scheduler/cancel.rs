@@ -28,8 +28,6 @@ use jobs::output::OutputDocument;
 use super::execute::ClaimedRun;
 use super::record::JobRecord;
 use super::{lock, RunReport, Scheduler};
-use crate::environment::Environment;
-use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome};
 
 /// How often the running runs' cancel marks are looked at.
@@ -134,7 +132,7 @@ impl Scheduler {
         };
         let zone = job.zone(&ctx);
         let (so_far, spent) = env.progress.so_far();
-        let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &env.config);
+        let redactor = &env.world.redactor;
         let text = match so_far.trim() {
             "" => CANCELLED.to_string(),
             so_far => format!("{CANCELLED}\n\n### Produced so far\n\n{so_far}"),

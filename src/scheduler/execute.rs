@@ -14,6 +14,7 @@ use jobs::Job;
 use super::settings::CronSettings;
 use super::{lock, RunReport, Scheduler, SchedulerError};
 use crate::runner::{Activity, RunEnv, RunOutcome, Runner};
+use crate::world::World;
 
 /// How often a running one-shot's `run_claim` is refreshed (Python Hermes: every minute).
 const RUN_CLAIM_HEARTBEAT: Duration = Duration::from_secs(60);
@@ -96,9 +97,12 @@ impl Scheduler {
         let started = self.now();
         let timer = tokio::time::Instant::now();
         let loaded = self.loaded();
-        let (ctx, config) = match &loaded {
-            Ok((ctx, _, config)) => (*ctx, Arc::clone(config)),
-            Err(_) => (self.context_or_default(&claimed.settings).0, Arc::default()),
+        let (ctx, world) = match &loaded {
+            Ok((ctx, _, world)) => (*ctx, Arc::clone(world)),
+            Err(_) => (
+                self.context_or_default(&claimed.settings).0,
+                Arc::new(World::fixed(&self.parts.home, claimed.settings.clone())),
+            ),
         };
         let env = RunEnv {
             home: self.parts.home.clone(),
@@ -106,7 +110,7 @@ impl Scheduler {
             activity: Activity::new(),
             store: Arc::clone(&self.parts.store),
             ctx,
-            config,
+            world,
             progress: crate::runner::Progress::default(),
             upstream: claimed.upstream.clone(),
         };

@@ -61,10 +61,11 @@ use jobs::store::Store;
 use jobs::{Context, Job, JobError, StoreError};
 
 use crate::clock::Clock;
-use crate::config::{Config, ConfigError};
+use crate::config::ConfigError;
 use crate::delivery::http::Failure;
 use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::runner::Runner;
+use crate::world::World;
 use settings::CronSettings;
 
 pub use backfill::{BackfillOccurrence, Backfilled};
@@ -168,6 +169,8 @@ pub struct Scheduler {
     /// The runs going in this process, each with how it is told to stop: one look at
     /// the store a second serves them all ([`cancel`]).
     cancels: cancel::CancelWatch,
+    /// The home's files as passes and runs see them, read again when one changes.
+    world: crate::world::WorldCache,
 }
 
 /// What one finished run looked like, for logs and `hermes cron run`.
@@ -271,6 +274,7 @@ impl Scheduler {
                 .config()?,
             ),
         };
+        let home = parts.home.clone();
         Ok(Arc::new(Scheduler {
             permits: settings.max_parallel.map(|n| Arc::new(Semaphore::new(n))),
             queued: Arc::new(AtomicUsize::new(0)),
@@ -282,6 +286,7 @@ impl Scheduler {
             pause_noted: std::sync::atomic::AtomicBool::new(false),
             chained: Mutex::new(None),
             cancels: cancel::CancelWatch::default(),
+            world: crate::world::WorldCache::new(&home),
         }))
     }
 
@@ -324,24 +329,20 @@ impl Scheduler {
         self.loaded().map(|(ctx, settings, _)| (ctx, settings))
     }
 
-    /// [`Scheduler::context`] with the config it was read from, for a run to pass down.
-    fn loaded(&self) -> Result<(Context, CronSettings, Arc<Config>), SchedulerError> {
-        let now = self.now();
-        if let Some(settings) = &self.parts.settings {
+    /// [`Scheduler::context`] with the world it was read from, for a run to pass down:
+    /// the home's files are read again only when one of them changed ([`crate::world`]).
+    fn loaded(&self) -> Result<(Context, CronSettings, Arc<World>), SchedulerError> {
+        let world = match &self.parts.settings {
             // Fixed settings (tests): every time in UTC.
-            let ctx = Context {
-                now,
-                zone: chrono_tz::UTC,
-                legacy_zone: chrono_tz::UTC,
-            };
-            return Ok((ctx, settings.clone(), Arc::new(Config::default())));
-        }
-        let home = crate::home::Home {
-            root: self.parts.home.clone(),
+            Some(settings) => Arc::new(World::fixed(&self.parts.home, settings.clone())),
+            None => self.world.get()?,
         };
-        let (ctx, config) = crate::home::load_context(&home, now)?;
-        let settings = CronSettings::from_config(&config);
-        Ok((ctx, settings, Arc::new(config)))
+        let ctx = Context {
+            now: self.now(),
+            zone: world.zone,
+            legacy_zone: world.legacy_zone,
+        };
+        Ok((ctx, world.settings.clone(), world))
     }
 
     /// The context for bookkeeping after a run: a config that became unreadable while

@@ -26,7 +26,6 @@ use super::{lock, BoxFuture, RunReport, Scheduler};
 use crate::agent::prompt::cron_failure_evidence;
 use crate::delivery::http::{self, FlightRecorder};
 use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
-use crate::environment::Environment;
 use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
 
@@ -174,7 +173,7 @@ impl Texts {
 /// A finished run on its way to the record.
 struct Finished<'a> {
     claimed: &'a ClaimedRun,
-    redactor: Redactor,
+    redactor: Arc<Redactor>,
     started: DateTime<Utc>,
     /// The job's zone: its times are written in it.
     zone: Tz,
@@ -227,7 +226,7 @@ impl Scheduler {
             ..env.ctx
         };
         let settings = claimed.settings.clone();
-        let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &env.config);
+        let redactor = Arc::clone(&env.world.redactor);
         let mut texts = Texts::of(&outcome, &redactor, !claimed.job.no_agent());
         let after = aftermath::decide(claimed, &outcome, texts.error.is_some(), &ctx, &settings);
         if let Some(error) = &after.error {
@@ -262,7 +261,7 @@ impl Scheduler {
         };
         let delivery = match (joined.as_ref().and_then(Joined::withheld), exhausted) {
             (_, Some(true)) => {
-                let notified = budget::notice_job(job, &env.config);
+                let notified = budget::notice_job(job, &env.world.config);
                 self.deliver(&run, &notified).await
             }
             (_, Some(false)) => DeliveryReport {

@@ -21,8 +21,6 @@ use super::record::Bookkeeping;
 use super::{RunReport, Scheduler, SchedulerError};
 use crate::agent::prompt::{is_silent, response_part};
 use crate::delivery::{Delivered, RunDelivery};
-use crate::environment::Environment;
-use crate::redact::Redactor;
 
 fn refused(message: String) -> SchedulerError {
     SchedulerError::Job(JobError::Invalid(message))
@@ -45,7 +43,7 @@ impl Scheduler {
         let to = to
             .map(|to| jobs::target::validate_deliver(to).map_err(|e| refused(format!("--to: {e}"))))
             .transpose()?;
-        let (ctx, settings, config) = self.loaded()?;
+        let (ctx, settings, world) = self.loaded()?;
         let store = self.store();
         let Some(mut job) = store.get_job(&ctx, &row.job_id).await? else {
             return Err(refused(format!(
@@ -73,7 +71,7 @@ impl Scheduler {
             job.set_deliver(to);
             job.set_text(jobs::job::TextField::FailureDeliver, None);
         }
-        let redactor = Redactor::from_sources(&Environment::load(&self.parts.home), &config);
+        let redactor = Arc::clone(&world.redactor);
         let zone = job.zone(&ctx);
         let books = Bookkeeping {
             // Its own outbox key: each redelivery is a delivery of its own.
