@@ -119,7 +119,7 @@ pub async fn run_agent_with(
     };
     match &settings.backend {
         Backend::Command(argv) => {
-            let result = command::run(argv, &prompt, &workdir(job, env), job, env, &vars).await;
+            let result = command::run(argv, &prompt, &workdir(job, env), job, env, vars).await;
             RunOutcome::of(prompt, result)
         }
         Backend::BuiltIn => {
