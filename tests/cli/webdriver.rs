@@ -171,8 +171,11 @@ impl Browser {
             );
             let id = reply["value"][ELEMENT].as_str().map(str::to_string);
             let shown = match (status, &id) {
+                // An element the page replaced meanwhile is looked for again.
                 (200, Some(id)) => {
-                    self.call("GET", &format!("/element/{id}/displayed"), None) == json!(true)
+                    let path = format!("/session/{}/element/{id}/displayed", self.session);
+                    let (status, reply) = http_json(self.port, "GET", &path, None);
+                    status == 200 && reply["value"] == json!(true)
                 }
                 _ => false,
             };
@@ -184,9 +187,21 @@ impl Browser {
         found.unwrap_or_default()
     }
 
+    /// Clicks the element matching `css`; when the page re-renders it between finding
+    /// and clicking (a refreshed list), the new one is found and clicked.
     pub fn click(&self, css: &str) {
-        let id = self.find(css);
-        self.call("POST", &format!("/element/{id}/click"), Some(json!({})));
+        for _ in 0..20 {
+            let id = self.find(css);
+            let path = format!("/session/{}/element/{id}/click", self.session);
+            let (status, reply) = http_json(self.port, "POST", &path, Some(&json!({})));
+            if status == 200 {
+                return;
+            }
+            let stale = reply["value"]["error"] == json!("stale element reference");
+            assert!(stale, "POST {path}: {reply}");
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("{css} was replaced by the page at every click");
     }
 
     pub fn type_into(&self, css: &str, text: &str) {
