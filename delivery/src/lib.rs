@@ -176,8 +176,7 @@ pub enum SettledAs {
 /// Called for each destination before its first request, with the target key and the
 /// message as JSON: returns the row that tracks the send and the recorder of its
 /// requests, or `None` to send it untracked.
-pub type Track<'a> =
-    &'a (dyn Fn(String, String) -> crate::BoxFuture<'a, Tracked> + Sync);
+pub type Track<'a> = &'a (dyn Fn(String, String) -> crate::BoxFuture<'a, Tracked> + Sync);
 
 /// What [`Track`] gives: the outbox row of a send and the recorder of its requests.
 pub type Tracked = Option<(i64, http::FlightRecorder)>;
