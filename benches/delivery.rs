@@ -2,8 +2,8 @@
 //!
 //! 1. render + split throughput: a 20 kB reply (prose with emphasis and links, lists,
 //!    code blocks, a table) parsed, rendered and split for each rendering at its
-//!    platform's limit, timed over many rounds (the module is compiled in from
-//!    `src/delivery/format.rs`, the code the binary runs);
+//!    platform's limit, timed over many rounds (the delivery crate's `format`, the
+//!    code the binary runs);
 //! 2. Discord pacing: the real binary delivers a long reply (`PARTS`, default 30 parts)
 //!    to a local fake that enforces a bucket of 5 messages per second per channel with
 //!    Discord's rate-limit headers and answers 429 over it; prints messages per second
@@ -21,13 +21,8 @@ use std::time::{Duration, Instant};
 // Shared with the other benches, which use the rest of it.
 #[allow(unused)]
 mod common;
-// The binary's own module, compiled in; the bench uses part of it (and, under `cargo
-// test --benches`, its unit tests are compiled but not run).
-#[path = "../src/delivery/format.rs"]
-#[allow(unused)]
-mod format;
-
-use format::Rendering;
+// The delivery crate's own formatting, the code the binary runs.
+use delivery::format::{self, Rendering};
 
 /// A platform's length of a text (characters, UTF-16 units).
 type Measure = dyn Fn(&str) -> usize;

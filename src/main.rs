@@ -8,27 +8,26 @@ mod api;
 mod cli;
 mod clock;
 mod commands;
-mod config;
-mod delivery;
-mod environment;
 mod global_pause;
 mod hermes_runner;
 mod home;
 mod job_service;
-mod logged;
 mod mcp_server;
 mod monitor;
-mod outbound;
 mod preflight;
 mod pricing;
 mod process;
 mod python_cli;
-mod redact;
 mod runner;
 mod sandbox;
 mod scheduler;
 mod script;
 mod world;
+
+// The foundation and delivery crates under the paths the binary has always used
+// (`crate::config::Config`, `crate::redact::Redactor`, `crate::delivery::…`).
+use ::delivery;
+use foundation::{config, environment, logged, outbound, redact};
 
 use std::process::ExitCode;
 

@@ -2,15 +2,8 @@
 //! alive, and a guard that kills a whole process group (a script and its children) when
 //! the run that owns it ends, times out or is cancelled.
 
-/// This machine's host name, for ledger rows (pids only mean something on their host).
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_string())
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".to_string())
-}
+/// This machine's host name (delivery greets SMTP servers with it too).
+pub use foundation::host::host_name;
 
 /// Is a process with this pid alive on this host?
 pub fn pid_alive(pid: i64) -> bool {

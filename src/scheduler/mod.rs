@@ -46,9 +46,7 @@ pub mod settings;
 mod tests;
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -62,8 +60,6 @@ use jobs::{Context, Job, JobError, StoreError};
 
 use crate::clock::Clock;
 use crate::config::ConfigError;
-use crate::delivery::http::Failure;
-use crate::delivery::{DeliveryReport, RunDelivery};
 use crate::runner::Runner;
 use crate::world::World;
 use settings::CronSettings;
@@ -72,23 +68,9 @@ pub use backfill::{BackfillOccurrence, Backfilled};
 pub use daemon::run;
 pub use observe::Observer;
 
-/// A boxed future, for the object-safe [`Delivery`] trait.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Sends what runs produced. [`crate::delivery::HttpDelivery`] speaks to the real chat
-/// APIs; tests pass a fake.
-pub trait Delivery: Send + Sync {
-    /// Sends one finished run's result to its job's targets.
-    fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport>;
-    /// Sends a kept message again to one target key, skipping the `skip` items that
-    /// arrived before. `Ok` when it arrived; else the failure and the items now arrived.
-    fn retry<'a>(
-        &'a self,
-        target: &'a str,
-        payload: &'a str,
-        skip: usize,
-    ) -> BoxFuture<'a, Result<(), (Failure, usize)>>;
-}
+/// The delivery crate owns its trait (and the boxed future its calls return); the
+/// scheduler holds an `Arc<dyn Delivery>`.
+pub use crate::delivery::{BoxFuture, Delivery};
 
 /// Why the scheduler could not do what was asked. Every message says what to do.
 #[derive(Debug, thiserror::Error)]

@@ -1,6 +1,6 @@
 //! `web_fetch`: one GET of an http(s) page or text resource, following up to five
 //! redirects, answered with its text (at most 200,000 characters). Every hop's host is
-//! resolved once and connected to at exactly the checked addresses (src/outbound.rs); a
+//! resolved once and connected to at exactly the checked addresses (foundation/src/outbound.rs); a
 //! private or loopback address is refused unless `tools.web_fetch.allow_private: true`,
 //! a link-local or cloud-metadata one always.
 

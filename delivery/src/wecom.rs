@@ -20,7 +20,7 @@ use super::format::{Part, Rendering};
 use super::http::{report, Failure, Flight, Link, Pacing, Request, Verdict};
 use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
 use super::websocket::{connect, Lost, Socket};
-use crate::scheduler::BoxFuture;
+use crate::BoxFuture;
 
 /// Hermes' WeCom message limit, in characters.
 pub const MAX_CHARS: usize = 4000;

@@ -326,7 +326,7 @@ pub struct CodeExecutionSection {
 
 // `mcp_servers:` (docs/CONFIG.md, "mcp_servers"), with Python Hermes' keys. Whether an
 // entry is a stdio or an HTTP server, and what `${VAR}` references stand for, is decided
-// where the servers are started (src/agent/mcp.rs): this part only reads what is written.
+// where the servers are started (src/agent/mcp/): this part only reads what is written.
 
 /// One entry of `mcp_servers:`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -14,8 +14,8 @@ use sha2::Sha256;
 
 use super::http::{client_builder, snippet, Answer, Failure, Link, Pace};
 use super::{Message, Shared};
-use crate::environment::Environment;
-use crate::outbound::{pinned, redact_url_secrets, AddressPolicy, OutboundError};
+use foundation::environment::Environment;
+use foundation::outbound::{pinned, redact_url_secrets, AddressPolicy, OutboundError};
 
 /// The signature header value for a body.
 pub fn signature(secret: &str, body: &[u8]) -> String {

@@ -20,7 +20,7 @@ use super::http::{report, snippet, Answer, Failure, Flight, Link, Verdict};
 use super::sender::{as_parts, opened, Attachments, Description, Open, Opened, Sender, Sending};
 use super::websocket::{connect, Lost, Socket};
 use super::yuanbao_proto::{self as pb, Head, Login};
-use crate::scheduler::BoxFuture;
+use crate::BoxFuture;
 
 /// Hermes' Yuanbao message limit, in characters.
 pub const MAX_CHARS: usize = 4000;

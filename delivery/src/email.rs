@@ -27,7 +27,7 @@ use super::sender::{
     as_parts, opened, read_media, settings, Attachments, Description, Home, Open, Opened, Sender,
     Sending,
 };
-use crate::environment::Environment;
+use foundation::environment::Environment;
 
 /// Hermes' limit on one email body; a longer reply becomes several emails.
 pub const MAX_CHARS: usize = 50_000;
@@ -333,7 +333,7 @@ async fn attempt(smtp: &Smtp, envelope: &Envelope, message: &[u8]) -> Result<(),
 /// Everything before the message data: connect (TLS from the start, or STARTTLS),
 /// log in, then `MAIL FROM`, `RCPT TO`, `DATA`. Nothing here can deliver the message.
 async fn connect(smtp: &Smtp, envelope: &Envelope) -> Result<AsyncSmtpConnection, Failure> {
-    let hello = ClientId::Domain(crate::process::host_name());
+    let hello = ClientId::Domain(foundation::host::host_name());
     let implicit = match smtp.tls {
         Tls::Implicit => Some(smtp.tls_parameters()?),
         Tls::StartTls => None,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::http::Failure;
 use super::{deliver_run, retry, DeliveryReport, RunDelivery, Shared};
-use crate::scheduler::{BoxFuture, Delivery};
+use crate::{BoxFuture, Delivery};
 
 /// Delivery to the chat APIs and webhooks configured in one Hermes home.
 pub struct PlatformDelivery {

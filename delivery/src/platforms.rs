@@ -53,7 +53,7 @@ pub fn is_platform_secret(name: &str) -> bool {
             .iter()
             .chain(d.aliases.iter().map(|(_, alias)| alias));
         named.clone().any(|var| *var == name)
-            || (crate::redact::is_secret_name(name)
+            || (foundation::redact::is_secret_name(name)
                 && named
                     .filter_map(|var| prefix(var))
                     .any(|p| name.starts_with(&p)))

@@ -12,7 +12,7 @@ use jobs::target::{deliver_items, Platform, Target};
 use jobs::Job;
 
 use super::platforms;
-use crate::environment::Environment;
+use foundation::environment::Environment;
 
 /// One resolved place to send to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

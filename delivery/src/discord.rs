@@ -19,7 +19,7 @@ use jobs::target::Platform;
 use super::format::{Part, Rendering};
 use super::http::{Answer, Failure, Limiter, Link, Pace, Verdict};
 use super::sender::{read_media, ready, Description, Home, Open, Opened, Sender, Sending};
-use crate::scheduler::BoxFuture;
+use crate::BoxFuture;
 
 pub const MAX_CHARS: usize = 2000;
 

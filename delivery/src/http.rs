@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Shared;
-use crate::scheduler::BoxFuture;
+use crate::BoxFuture;
 
 /// Attempts per request within a run for transient failures (connection refused, 5xx).
 pub const MAX_ATTEMPTS: u32 = 3;
@@ -132,7 +132,7 @@ pub enum Flight {
 /// Receives the [`Flight`] events of the requests sent inside [`recording_flights`]; a
 /// request goes out once its `Out` is recorded (the returned future is done).
 pub type FlightRecorder =
-    std::sync::Arc<dyn Fn(Flight) -> crate::scheduler::BoxFuture<'static, ()> + Send + Sync>;
+    std::sync::Arc<dyn Fn(Flight) -> crate::BoxFuture<'static, ()> + Send + Sync>;
 
 tokio::task_local! {
     static FLIGHTS: FlightRecorder;

@@ -1,7 +1,7 @@
 //! The environment a run sees: the real environment over `<home>/.env` (real variables
-//! win). A run gets it from its [`crate::world::World`], read again whenever `.env`
-//! changes, so that a new key, token or home channel applies on the next run without a
-//! restart. The one `.env` parser. Read-only: nothing here ever
+//! win). A run gets it from its world (the binary's `src/world.rs`), read again whenever
+//! `.env` changes, so that a new key, token or home channel applies on the next run
+//! without a restart. The one `.env` parser. Read-only: nothing here ever
 //! writes `.env`.
 
 use std::collections::HashMap;
@@ -35,8 +35,8 @@ impl Environment {
         }
     }
 
-    /// A fixed set of variables (tests).
-    #[cfg(test)]
+    /// A fixed set of variables, loaded from no home (tests of this crate and the
+    /// crates that use it build theirs with it).
     pub fn from_pairs(pairs: &[(&str, &str)]) -> Environment {
         Environment {
             vars: pairs

@@ -12,8 +12,8 @@ use jobs::target::Platform;
 use super::format::{render, split_parts, utf16_len, Part, Rendering};
 use super::http::{Failure, Link, Pace, Pacing};
 use super::{platforms, Message, Shared};
-use crate::environment::Environment;
-use crate::scheduler::BoxFuture;
+use crate::BoxFuture;
+use foundation::environment::Environment;
 
 /// What a request of a sender comes to.
 pub type Sending<'a> = BoxFuture<'a, Result<(), Failure>>;

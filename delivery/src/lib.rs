@@ -10,7 +10,7 @@
 //!   bare reply); a failed run sends a one-line notice naming the error class, with a
 //!   nudge from the third failure in a row, to `failure_deliver` when the job has one
 //!   (`local` mutes it); a silent run sends nothing. Everything sent
-//!   is secret-redacted ([`crate::redact`]). `MEDIA:/path` lines become attachments.
+//!   is secret-redacted ([`foundation::redact`]). `MEDIA:/path` lines become attachments.
 //! * Webhooks get `{job_id, name, scheduled_at, status, text}` with the unwrapped text.
 //! * Transient failures (connection refused, 429, 5xx) are retried within the run;
 //!   what still failed is returned as [`PendingDelivery`] for the outbox, retried on
@@ -18,8 +18,10 @@
 //!   (403, unknown chat, missing token) and sends whose outcome is unknown (a timeout
 //!   after the request went out) are recorded and never repeated.
 //!
-//! This module never touches jobs.json or the ledger: the scheduler records what it
-//! returns.
+//! This crate never touches jobs.json or the ledger: the scheduler records what it
+//! returns. It depends on `jobs` (the job and its targets) and `foundation` (`.env`,
+//! config.yaml, redaction, the address policy), never on the binary: the scheduler uses
+//! its [`Delivery`] trait from here.
 
 pub mod bluebubbles;
 pub mod channels;
@@ -51,7 +53,9 @@ pub mod whatsapp_cloud;
 pub mod yuanbao;
 pub mod yuanbao_proto;
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -59,12 +63,30 @@ use serde::{Deserialize, Serialize};
 
 use jobs::Job;
 
-use crate::environment::Environment;
-use crate::logged::logged;
-use crate::outbound::{AddressPolicy, Door};
-use crate::redact::Redactor;
+use foundation::environment::Environment;
+use foundation::logged::logged;
+use foundation::outbound::{AddressPolicy, Door};
+use foundation::redact::Redactor;
 use http::Failure;
 use target::Destination;
+
+/// A boxed future, for the object-safe [`Delivery`] trait.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends what runs produced. [`platform_delivery::PlatformDelivery`] speaks to the real chat APIs; the
+/// scheduler holds an `Arc<dyn Delivery>`, so its tests pass a fake.
+pub trait Delivery: Send + Sync {
+    /// Sends one finished run's result to its job's targets.
+    fn deliver<'a>(&'a self, run: RunDelivery<'a>) -> BoxFuture<'a, DeliveryReport>;
+    /// Sends a kept message again to one target key, skipping the `skip` items that
+    /// arrived before. `Ok` when it arrived; else the failure and the items now arrived.
+    fn retry<'a>(
+        &'a self,
+        target: &'a str,
+        payload: &'a str,
+        skip: usize,
+    ) -> BoxFuture<'a, Result<(), (Failure, usize)>>;
+}
 
 /// What every send of a delivery shares, for as long as the delivery lives (the daemon's
 /// lifetime): built once with the delivery, never a process-wide global, so a test
@@ -154,8 +176,7 @@ pub enum SettledAs {
 /// Called for each destination before its first request, with the target key and the
 /// message as JSON: returns the row that tracks the send and the recorder of its
 /// requests, or `None` to send it untracked.
-pub type Track<'a> =
-    &'a (dyn Fn(String, String) -> crate::scheduler::BoxFuture<'a, Tracked> + Sync);
+pub type Track<'a> = &'a (dyn Fn(String, String) -> crate::BoxFuture<'a, Tracked> + Sync);
 
 /// What [`Track`] gives: the outbox row of a send and the recorder of its requests.
 pub type Tracked = Option<(i64, http::FlightRecorder)>;

@@ -18,7 +18,7 @@ use jobs::target::Platform;
 use super::http::{seconds, snippet, Answer, Failure, Judge, Link, Pace, Verdict};
 use super::sender::{base, settings, Description};
 use super::Shared;
-use crate::environment::Environment;
+use foundation::environment::Environment;
 
 /// How long a resolved name is trusted. A name missing from the cache, or older than
 /// this, is looked up again, so a channel renamed or recreated under the same name is
