@@ -17,9 +17,12 @@ use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, Rear
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::home::{load_context, Home};
-use crate::scheduler::{RunReport, Scheduler, SchedulerError};
+use crate::run_report::RunReport;
 
+mod ports;
 mod runs;
+
+pub use ports::{Facts, Pending, Runs};
 
 /// Why a job operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -31,10 +34,10 @@ pub enum ServiceError {
     /// A run asked for a paused job, where the door refuses rather than resumes.
     #[error("Job {0} is paused; resume it first with 'hermes cron resume {0}'")]
     Paused(String),
-    /// The scheduler would not start the run (the job is running, here or on another
-    /// host).
-    #[error(transparent)]
-    NotStarted(SchedulerError),
+    /// The run did not start: the job has a run going in this process (a run going on
+    /// another host is [`JobError::Running`]).
+    #[error("Job {0} is already running")]
+    AlreadyRunning(String),
     /// A cancel found nothing of the job (or the run) running.
     #[error("{0}")]
     NothingRunning(String),
@@ -74,14 +77,14 @@ impl ServiceError {
             ServiceError::Job(JobError::NotFound(_))
             | ServiceError::NoIncident(_)
             | ServiceError::NoRun(_) => ErrorKind::NotFound,
-            ServiceError::NothingRunning(_) => ErrorKind::Conflict,
+            ServiceError::NothingRunning(_)
+            | ServiceError::AlreadyRunning(_)
+            | ServiceError::Job(JobError::Running(_)) => ErrorKind::Conflict,
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
             ServiceError::Job(e) if e.is_internal() => ErrorKind::Internal,
             ServiceError::Config(ConfigError::Unreadable { .. }) => ErrorKind::Internal,
-            ServiceError::NotStarted(e) if e.is_already_running() => ErrorKind::Conflict,
-            ServiceError::NotStarted(_) => ErrorKind::Internal,
             _ => ErrorKind::Invalid,
         }
     }
@@ -125,19 +128,27 @@ impl Acked {
     }
 }
 
-/// The job operations of one home on one store, "now" read from one clock.
+/// The job operations of one home on one store, "now" read from one clock; what only
+/// the agent and the scheduler know comes from `facts`.
 pub struct JobService {
     home: PathBuf,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    facts: Arc<dyn Facts>,
 }
 
 impl JobService {
-    pub fn new(home: &Path, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> JobService {
+    pub fn new(
+        home: &Path,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        facts: Arc<dyn Facts>,
+    ) -> JobService {
         JobService {
             home: home.to_path_buf(),
             store,
             clock,
+            facts,
         }
     }
 
@@ -171,8 +182,7 @@ impl JobService {
     }
 
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
-        let vars = crate::agent::inference::Vars::load(&self.home);
-        crate::agent::inference::inference_now(config, &vars, &self.home)
+        self.facts.inference_now(&self.home, config)
     }
 
     /// The job with exactly this id.
@@ -273,7 +283,7 @@ impl JobService {
     /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
     pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
         let (ctx, _) = self.context()?;
-        let timeout = crate::scheduler::settings::inactivity_timeout();
+        let timeout = self.facts.inactivity_timeout();
         let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
         let job = jobs::rearm_one_shot(&*self.store, reference, at, ttl, &ctx).await?;
         Ok(Changed { job, ctx })
@@ -373,7 +383,7 @@ impl JobService {
     /// prompt).
     pub async fn run_now(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         reference: &str,
         when_paused: WhenPaused,
         run_context: Option<&str>,
@@ -381,7 +391,7 @@ impl JobService {
         let (_, job) = self
             .to_run_with(reference, when_paused, run_context)
             .await?;
-        scheduler.run_now(job).await.map_err(not_started)
+        runs.run_now(job).await
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
@@ -389,7 +399,7 @@ impl JobService {
     /// `run_context`, which only that run sees).
     pub async fn start_now(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         reference: &str,
         when_paused: WhenPaused,
         run_context: Option<&str>,
@@ -397,7 +407,7 @@ impl JobService {
         let (changed, job) = self
             .to_run_with(reference, when_paused, run_context)
             .await?;
-        scheduler.start_now(job).await.map_err(not_started)?;
+        runs.start_now(job).await?;
         Ok(changed)
     }
 }
@@ -405,10 +415,10 @@ impl JobService {
 impl JobService {
     /// Delivers finished run `run`'s stored output again, with no model request: to
     /// `to` (a `deliver` value; blank = none) or its job's targets. The outcome is
-    /// recorded on the run (see [`crate::scheduler`]'s `resend`).
+    /// recorded on the run (the scheduler's `resend`, through [`Runs::resend`]).
     pub async fn redeliver(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         run: i64,
         to: Option<&str>,
     ) -> Result<RunReport, ServiceError> {
@@ -417,17 +427,6 @@ impl JobService {
         }
         let row = self.store.run(run).await?.ok_or(ServiceError::NoRun(run))?;
         let to = to.filter(|t| !t.trim().is_empty());
-        scheduler.resend(&row, to).await.map_err(not_started)
-    }
-}
-
-/// The scheduler's refusal of a manual run: a running job stays the scheduler's error
-/// (a conflict); a config or store failure is the service's own kind of it.
-fn not_started(e: SchedulerError) -> ServiceError {
-    match e {
-        e if e.is_already_running() => ServiceError::NotStarted(e),
-        SchedulerError::Config(e) => ServiceError::Config(e),
-        SchedulerError::Job(e) => ServiceError::Job(e),
-        e => ServiceError::NotStarted(e),
+        runs.resend(&row, to).await
     }
 }

@@ -24,10 +24,12 @@ mod pricing;
 mod process;
 mod python_cli;
 mod redact;
+mod run_report;
 mod runner;
 mod sandbox;
 mod scheduler;
 mod script;
+mod wiring;
 
 use std::process::ExitCode;
 
