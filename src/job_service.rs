@@ -19,6 +19,7 @@ use crate::config::{Config, ConfigError};
 use crate::home::{load_context, Home};
 use crate::run_report::RunReport;
 
+mod control;
 mod ports;
 mod runs;
 
@@ -47,6 +48,9 @@ pub enum ServiceError {
     /// An acknowledgement named an incident the store does not hold.
     #[error("No incident '{0}': see the ids with hermes cron incidents")]
     NoIncident(String),
+    /// A notepad read or delete named a key the job's notepad does not hold.
+    #[error("No notepad key '{key}' for job {job_id}")]
+    NoNote { job_id: String, key: String },
 }
 
 impl From<jobs::StoreError> for ServiceError {
@@ -76,7 +80,8 @@ impl ServiceError {
         match self {
             ServiceError::Job(JobError::NotFound(_))
             | ServiceError::NoIncident(_)
-            | ServiceError::NoRun(_) => ErrorKind::NotFound,
+            | ServiceError::NoRun(_)
+            | ServiceError::NoNote { .. } => ErrorKind::NotFound,
             ServiceError::NothingRunning(_)
             | ServiceError::AlreadyRunning(_)
             | ServiceError::Job(JobError::Running(_)) => ErrorKind::Conflict,

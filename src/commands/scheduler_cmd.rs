@@ -118,7 +118,7 @@ pub(crate) fn print_report(report: &RunReport) {
 
 pub async fn tick(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session, None)?;
-    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
+    let paused = session.service().global_pause().await?;
     let reports = scheduler.tick().await?;
     match (reports, paused) {
         (None, _) => say!("Another scheduler is running a pass; nothing done."),

@@ -61,7 +61,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx).await?;
     let daemon = daemon_state(session).await?;
-    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
+    let paused = session.service().global_pause().await?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
