@@ -133,6 +133,17 @@ impl Acked {
     }
 }
 
+/// How a door names a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// An exact id, else a case-insensitive name (the CLI, the MCP tool).
+    #[default]
+    IdOrName,
+    /// An exact id only; a name is not found (both HTTP route families, which address
+    /// jobs by id).
+    Id,
+}
+
 /// The job operations of one home on one store, "now" read from one clock; what only
 /// the agent and the scheduler know comes from `facts`.
 pub struct JobService {
@@ -140,6 +151,7 @@ pub struct JobService {
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
     facts: Arc<dyn Facts>,
+    addressing: Addressing,
 }
 
 impl JobService {
@@ -154,7 +166,42 @@ impl JobService {
             store,
             clock,
             facts,
+            addressing: Addressing::default(),
         }
+    }
+
+    /// The same service, naming jobs as `addressing` says.
+    pub fn addressed_by(mut self, addressing: Addressing) -> JobService {
+        self.addressing = addressing;
+        self
+    }
+
+    /// With [`Addressing::Id`], that a job has exactly this id (else
+    /// [`JobError::NotFound`]); by id or name, the lifecycle finds the job itself.
+    async fn addressed(&self, reference: &str) -> Result<(), ServiceError> {
+        match self.addressing {
+            Addressing::Id => self.get(reference).await.map(drop),
+            Addressing::IdOrName => Ok(()),
+        }
+    }
+
+    /// What a new job is judged by first, for every door in Python Hermes' order: the
+    /// field limits (name, then prompt, then the rest), then the prompt scan — before the
+    /// schedule is parsed. The lifecycle judges the rest (and these again).
+    fn judge_new(new: &NewJob) -> Result<(), ServiceError> {
+        jobs::limits::check_new(new)?;
+        jobs::threats::scan_prompt(&new.prompt).map_err(JobError::from)?;
+        Ok(())
+    }
+
+    /// What an edit is judged by before its job is looked for (Python Hermes' order: a
+    /// bad name or prompt is refused even for a job that does not exist).
+    fn judge_edit(edit: &JobEdit) -> Result<(), ServiceError> {
+        jobs::limits::check_edit(edit)?;
+        if let Some(prompt) = &edit.prompt {
+            jobs::threats::scan_prompt(prompt).map_err(JobError::from)?;
+        }
+        Ok(())
     }
 
     pub fn store(&self) -> &dyn Store {
@@ -201,8 +248,12 @@ impl JobService {
         Ok(Changed { job, ctx })
     }
 
-    /// The job a reference names: an exact id, else a case-insensitive name.
+    /// The job a reference names: an exact id, else (unless addressed by id only) a
+    /// case-insensitive name.
     pub async fn find(&self, reference: &str) -> Result<Changed, ServiceError> {
+        if self.addressing == Addressing::Id {
+            return self.get(reference).await;
+        }
         let (ctx, _) = self.context()?;
         let jobs = self.store.load_jobs(&ctx).await?;
         let job = jobs::find_job(&jobs, reference)?.clone();
@@ -210,6 +261,7 @@ impl JobService {
     }
 
     pub async fn create(&self, mut new: NewJob) -> Result<Changed, ServiceError> {
+        Self::judge_new(&new)?;
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
@@ -221,6 +273,8 @@ impl JobService {
     /// Applies an edit. The gateway guard reads the script the job will run once
     /// edited: the one the edit sets, else the one it has.
     pub async fn edit(&self, reference: &str, mut edit: JobEdit) -> Result<Changed, ServiceError> {
+        Self::judge_edit(&edit)?;
+        self.addressed(reference).await?;
         let (ctx, config) = self.context()?;
         if edit.prompt.is_some() || edit.script.is_some() {
             let script = match &edit.script {
@@ -274,12 +328,14 @@ impl JobService {
         reference: &str,
         reason: Option<&str>,
     ) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::pause_job(&*self.store, reference, reason, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     pub async fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::resume_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
@@ -287,6 +343,7 @@ impl JobService {
 
     /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
     pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let timeout = self.facts.inactivity_timeout();
         let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
@@ -296,6 +353,7 @@ impl JobService {
 
     /// Removes a job and its output documents; returns it as it was.
     pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
