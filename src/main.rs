@@ -23,6 +23,7 @@ mod preflight;
 mod pricing;
 mod process;
 mod python_cli;
+mod readiness;
 mod redact;
 mod run_report;
 mod runner;
