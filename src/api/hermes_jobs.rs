@@ -265,11 +265,13 @@ async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Res
 
 /// The edit a Hermes PATCH body asks for (allowed fields only), and `enabled`.
 pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
-    let mut edit = JobEdit::default();
-    edit.name = text(body, "name")?.map(str::to_string);
-    edit.prompt = text(body, "prompt")?.map(str::to_string);
-    edit.schedule = text(body, "schedule")?.map(str::to_string);
-    edit.deliver = text(body, "deliver")?.map(str::to_string);
+    let mut edit = JobEdit {
+        name: text(body, "name")?.map(str::to_string),
+        prompt: text(body, "prompt")?.map(str::to_string),
+        schedule: text(body, "schedule")?.map(str::to_string),
+        deliver: text(body, "deliver")?.map(str::to_string),
+        ..JobEdit::default()
+    };
     match (body.get("skills"), body.get("skill")) {
         (Some(skills), _) | (None, Some(skills)) => match skills_of(Some(skills))? {
             Some(skills) if !skills.is_empty() => edit.skills = Some(skills),
