@@ -1,11 +1,16 @@
 //! The one door for every change to a job: create, edit, pause, resume, remove, run
-//! now, and acknowledging a job's failure incident. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
-//! translate their requests into [`NewJob`] / [`JobEdit`] and their answers out of
-//! [`Changed`] and [`ServiceError`]; the rules — field limits, schedule, targets, script
-//! confinement, the prompt scan and the gateway guard, on create and on edit alike —
-//! live in the `jobs` lifecycle this service feeds, so the same bad input gets the same
-//! refusal from every door. It reads what only the binary knows (the script's text, the
-//! model an unpinned job would use now) and never formats a door's reply.
+//! now, cancel and replay ([`runs`]), acknowledging a job's failure incident, and the
+//! control operations — the global pause and a job's notepad ([`control`]). The CLI,
+//! Python Hermes' REST routes, the dashboard's routes and the MCP tool translate their
+//! requests into [`NewJob`] / [`JobEdit`] and their answers out of [`Changed`] and
+//! [`ServiceError`]; the rules — field limits, schedule, targets, script confinement,
+//! the prompt scan and the gateway guard, on create and on edit alike — are judged here
+//! (the limits and the scan first, in Python Hermes' order) and in the `jobs` lifecycle
+//! this service feeds, so the same bad input gets the same refusal from every door. It
+//! reads what only the binary knows (the script's text, and through [`Facts`] the model
+//! an unpinned job would use now) and never formats a door's reply. It imports neither
+//! the scheduler nor the agent: runs go through the [`Runs`] a door passes in
+//! ([`ports`]; `crate::wiring` implements both with the scheduler and the agent).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
