@@ -70,3 +70,22 @@ impl Runs for Arc<Scheduler> {
         Box::pin(async move { Scheduler::resend(self, row, to).await.map_err(refused) })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use jobs::JobError;
+
+    use super::*;
+    use crate::job_service::ErrorKind;
+
+    #[test]
+    fn a_job_running_here_or_on_another_host_is_a_conflict_and_the_rest_keeps_its_kind() {
+        let here = refused(SchedulerError::AlreadyRunning("abc".into()));
+        assert_eq!(here.kind(), ErrorKind::Conflict);
+        assert_eq!(here.to_string(), "Job abc is already running");
+        let elsewhere = refused(SchedulerError::Job(JobError::Running("abc".into())));
+        assert_eq!(elsewhere.kind(), ErrorKind::Conflict);
+        let gone = refused(SchedulerError::Job(JobError::NotFound("abc".into())));
+        assert_eq!(gone.kind(), ErrorKind::NotFound);
+    }
+}
