@@ -1,11 +1,16 @@
 //! The one door for every change to a job: create, edit, pause, resume, remove, run
-//! now, and acknowledging a job's failure incident. The CLI, Python Hermes' REST routes, the dashboard's routes and the MCP tool
-//! translate their requests into [`NewJob`] / [`JobEdit`] and their answers out of
-//! [`Changed`] and [`ServiceError`]; the rules — field limits, schedule, targets, script
-//! confinement, the prompt scan and the gateway guard, on create and on edit alike —
-//! live in the `jobs` lifecycle this service feeds, so the same bad input gets the same
-//! refusal from every door. It reads what only the binary knows (the script's text, the
-//! model an unpinned job would use now) and never formats a door's reply.
+//! now, cancel and replay ([`runs`]), acknowledging a job's failure incident, and the
+//! control operations — the global pause and a job's notepad ([`control`]). The CLI,
+//! Python Hermes' REST routes, the dashboard's routes and the MCP tool translate their
+//! requests into [`NewJob`] / [`JobEdit`] and their answers out of [`Changed`] and
+//! [`ServiceError`]; the rules — field limits, schedule, targets, script confinement,
+//! the prompt scan and the gateway guard, on create and on edit alike — are judged here
+//! (the limits and the scan first, in Python Hermes' order) and in the `jobs` lifecycle
+//! this service feeds, so the same bad input gets the same refusal from every door. It
+//! reads what only the binary knows (the script's text, and through [`Facts`] the model
+//! an unpinned job would use now) and never formats a door's reply. It imports neither
+//! the scheduler nor the agent: runs go through the [`Runs`] a door passes in
+//! ([`ports`]; `crate::wiring` implements both with the scheduler and the agent).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,9 +22,13 @@ use jobs::{BareDuration, Context, Job, JobEdit, JobError, JobState, NewJob, Rear
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError};
 use crate::home::{load_context, Home};
-use crate::scheduler::{RunReport, Scheduler, SchedulerError};
+use crate::run_report::RunReport;
 
+mod control;
+mod ports;
 mod runs;
+
+pub use ports::{Facts, Pending, Runs};
 
 /// Why a job operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -31,10 +40,10 @@ pub enum ServiceError {
     /// A run asked for a paused job, where the door refuses rather than resumes.
     #[error("Job {0} is paused; resume it first with 'hermes cron resume {0}'")]
     Paused(String),
-    /// The scheduler would not start the run (the job is running, here or on another
-    /// host).
-    #[error(transparent)]
-    NotStarted(SchedulerError),
+    /// The run did not start: the job has a run going in this process (a run going on
+    /// another host is [`JobError::Running`]).
+    #[error("Job {0} is already running")]
+    AlreadyRunning(String),
     /// A cancel found nothing of the job (or the run) running.
     #[error("{0}")]
     NothingRunning(String),
@@ -44,6 +53,9 @@ pub enum ServiceError {
     /// An acknowledgement named an incident the store does not hold.
     #[error("No incident '{0}': see the ids with hermes cron incidents")]
     NoIncident(String),
+    /// A notepad read or delete named a key the job's notepad does not hold.
+    #[error("No notepad key '{key}' for job {job_id}")]
+    NoNote { job_id: String, key: String },
 }
 
 impl From<jobs::StoreError> for ServiceError {
@@ -73,15 +85,16 @@ impl ServiceError {
         match self {
             ServiceError::Job(JobError::NotFound(_))
             | ServiceError::NoIncident(_)
-            | ServiceError::NoRun(_) => ErrorKind::NotFound,
-            ServiceError::NothingRunning(_) => ErrorKind::Conflict,
+            | ServiceError::NoRun(_)
+            | ServiceError::NoNote { .. } => ErrorKind::NotFound,
+            ServiceError::NothingRunning(_)
+            | ServiceError::AlreadyRunning(_)
+            | ServiceError::Job(JobError::Running(_)) => ErrorKind::Conflict,
             ServiceError::Job(JobError::Store(jobs::StoreError::Unreadable(_))) => {
                 ErrorKind::Unreadable
             }
             ServiceError::Job(e) if e.is_internal() => ErrorKind::Internal,
             ServiceError::Config(ConfigError::Unreadable { .. }) => ErrorKind::Internal,
-            ServiceError::NotStarted(e) if e.is_already_running() => ErrorKind::Conflict,
-            ServiceError::NotStarted(_) => ErrorKind::Internal,
             _ => ErrorKind::Invalid,
         }
     }
@@ -125,20 +138,75 @@ impl Acked {
     }
 }
 
-/// The job operations of one home on one store, "now" read from one clock.
+/// How a door names a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Addressing {
+    /// An exact id, else a case-insensitive name (the CLI, the MCP tool).
+    #[default]
+    IdOrName,
+    /// An exact id only; a name is not found (both HTTP route families, which address
+    /// jobs by id).
+    Id,
+}
+
+/// The job operations of one home on one store, "now" read from one clock; what only
+/// the agent and the scheduler know comes from `facts`.
 pub struct JobService {
     home: PathBuf,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
+    facts: Arc<dyn Facts>,
+    addressing: Addressing,
 }
 
 impl JobService {
-    pub fn new(home: &Path, store: Arc<dyn Store>, clock: Arc<dyn Clock>) -> JobService {
+    pub fn new(
+        home: &Path,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock>,
+        facts: Arc<dyn Facts>,
+    ) -> JobService {
         JobService {
             home: home.to_path_buf(),
             store,
             clock,
+            facts,
+            addressing: Addressing::default(),
         }
+    }
+
+    /// The same service, naming jobs as `addressing` says.
+    pub fn addressed_by(mut self, addressing: Addressing) -> JobService {
+        self.addressing = addressing;
+        self
+    }
+
+    /// With [`Addressing::Id`], that a job has exactly this id (else
+    /// [`JobError::NotFound`]); by id or name, the lifecycle finds the job itself.
+    async fn addressed(&self, reference: &str) -> Result<(), ServiceError> {
+        match self.addressing {
+            Addressing::Id => self.get(reference).await.map(drop),
+            Addressing::IdOrName => Ok(()),
+        }
+    }
+
+    /// What a new job is judged by first, for every door in Python Hermes' order: the
+    /// field limits (name, then prompt, then the rest), then the prompt scan — before the
+    /// schedule is parsed. The lifecycle judges the rest (and these again).
+    fn judge_new(new: &NewJob) -> Result<(), ServiceError> {
+        jobs::limits::check_new(new)?;
+        jobs::threats::scan_prompt(&new.prompt).map_err(JobError::from)?;
+        Ok(())
+    }
+
+    /// What an edit is judged by before its job is looked for (Python Hermes' order: a
+    /// bad name or prompt is refused even for a job that does not exist).
+    fn judge_edit(edit: &JobEdit) -> Result<(), ServiceError> {
+        jobs::limits::check_edit(edit)?;
+        if let Some(prompt) = &edit.prompt {
+            jobs::threats::scan_prompt(prompt).map_err(JobError::from)?;
+        }
+        Ok(())
     }
 
     pub fn store(&self) -> &dyn Store {
@@ -171,8 +239,7 @@ impl JobService {
     }
 
     fn inference_now(&self, config: &Config) -> jobs::InferenceNow {
-        let vars = crate::agent::inference::Vars::load(&self.home);
-        crate::agent::inference::inference_now(config, &vars, &self.home)
+        self.facts.inference_now(&self.home, config)
     }
 
     /// The job with exactly this id.
@@ -186,8 +253,12 @@ impl JobService {
         Ok(Changed { job, ctx })
     }
 
-    /// The job a reference names: an exact id, else a case-insensitive name.
+    /// The job a reference names: an exact id, else (unless addressed by id only) a
+    /// case-insensitive name.
     pub async fn find(&self, reference: &str) -> Result<Changed, ServiceError> {
+        if self.addressing == Addressing::Id {
+            return self.get(reference).await;
+        }
         let (ctx, _) = self.context()?;
         let jobs = self.store.load_jobs(&ctx).await?;
         let job = jobs::find_job(&jobs, reference)?.clone();
@@ -195,6 +266,7 @@ impl JobService {
     }
 
     pub async fn create(&self, mut new: NewJob) -> Result<Changed, ServiceError> {
+        Self::judge_new(&new)?;
         let (ctx, config) = self.context()?;
         new.script_text = self.script_text(new.script.as_deref());
         new.inference_now = self.inference_now(&config);
@@ -206,6 +278,8 @@ impl JobService {
     /// Applies an edit. The gateway guard reads the script the job will run once
     /// edited: the one the edit sets, else the one it has.
     pub async fn edit(&self, reference: &str, mut edit: JobEdit) -> Result<Changed, ServiceError> {
+        Self::judge_edit(&edit)?;
+        self.addressed(reference).await?;
         let (ctx, config) = self.context()?;
         if edit.prompt.is_some() || edit.script.is_some() {
             let script = match &edit.script {
@@ -259,12 +333,14 @@ impl JobService {
         reference: &str,
         reason: Option<&str>,
     ) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::pause_job(&*self.store, reference, reason, &ctx).await?;
         Ok(Changed { job, ctx })
     }
 
     pub async fn resume(&self, reference: &str) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::resume_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
@@ -272,8 +348,9 @@ impl JobService {
 
     /// Re-arms a one-shot to run at `at` (`hermes cron resume --at/--run-now`).
     pub async fn rearm(&self, reference: &str, at: &RearmAt) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
-        let timeout = crate::scheduler::settings::inactivity_timeout();
+        let timeout = self.facts.inactivity_timeout();
         let ttl = jobs::due::run_claim_ttl(timeout.map(|t| t.as_secs()));
         let job = jobs::rearm_one_shot(&*self.store, reference, at, ttl, &ctx).await?;
         Ok(Changed { job, ctx })
@@ -281,6 +358,7 @@ impl JobService {
 
     /// Removes a job and its output documents; returns it as it was.
     pub async fn remove(&self, reference: &str) -> Result<Changed, ServiceError> {
+        self.addressed(reference).await?;
         let (ctx, _) = self.context()?;
         let job = jobs::remove_job(&*self.store, reference, &ctx).await?;
         Ok(Changed { job, ctx })
@@ -373,7 +451,7 @@ impl JobService {
     /// prompt).
     pub async fn run_now(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         reference: &str,
         when_paused: WhenPaused,
         run_context: Option<&str>,
@@ -381,7 +459,7 @@ impl JobService {
         let (_, job) = self
             .to_run_with(reference, when_paused, run_context)
             .await?;
-        scheduler.run_now(job).await.map_err(not_started)
+        runs.run_now(job).await
     }
 
     /// Starts the job now and returns once its run is claimed in the ledger; the run
@@ -389,7 +467,7 @@ impl JobService {
     /// `run_context`, which only that run sees).
     pub async fn start_now(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         reference: &str,
         when_paused: WhenPaused,
         run_context: Option<&str>,
@@ -397,7 +475,7 @@ impl JobService {
         let (changed, job) = self
             .to_run_with(reference, when_paused, run_context)
             .await?;
-        scheduler.start_now(job).await.map_err(not_started)?;
+        runs.start_now(job).await?;
         Ok(changed)
     }
 }
@@ -405,10 +483,10 @@ impl JobService {
 impl JobService {
     /// Delivers finished run `run`'s stored output again, with no model request: to
     /// `to` (a `deliver` value; blank = none) or its job's targets. The outcome is
-    /// recorded on the run (see [`crate::scheduler`]'s `resend`).
+    /// recorded on the run (the scheduler's `resend`, through [`Runs::resend`]).
     pub async fn redeliver(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         run: i64,
         to: Option<&str>,
     ) -> Result<RunReport, ServiceError> {
@@ -417,17 +495,6 @@ impl JobService {
         }
         let row = self.store.run(run).await?.ok_or(ServiceError::NoRun(run))?;
         let to = to.filter(|t| !t.trim().is_empty());
-        scheduler.resend(&row, to).await.map_err(not_started)
-    }
-}
-
-/// The scheduler's refusal of a manual run: a running job stays the scheduler's error
-/// (a conflict); a config or store failure is the service's own kind of it.
-fn not_started(e: SchedulerError) -> ServiceError {
-    match e {
-        e if e.is_already_running() => ServiceError::NotStarted(e),
-        SchedulerError::Config(e) => ServiceError::Config(e),
-        SchedulerError::Job(e) => ServiceError::Job(e),
-        e => ServiceError::NotStarted(e),
+        runs.resend(&row, to).await
     }
 }

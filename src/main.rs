@@ -18,10 +18,13 @@ mod preflight;
 mod pricing;
 mod process;
 mod python_cli;
+mod readiness;
+mod run_report;
 mod runner;
 mod sandbox;
 mod scheduler;
 mod script;
+mod wiring;
 mod world;
 
 // The foundation and delivery crates under the paths the binary has always used

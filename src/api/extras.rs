@@ -286,7 +286,7 @@ async fn status_of(state: &ApiState) -> Result<Value, Failure> {
         .filter_map(|j| j.next_run_at(&ctx))
         .min();
     let info = store.describe().await?;
-    let paused = crate::global_pause::engaged(&state.home, store).await?;
+    let paused = state.jobs.global_pause().await?;
     Ok(json!({
         "version": env!("CARGO_PKG_VERSION"),
         "now": format_instant(ctx.now, ctx.zone),

@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 
 use jobs::{JobEdit, NewJob};
 
-use super::ops::{blocked_message, Failure, Paging};
+use super::ops::{Failure, Paging};
 use super::{read_object, ApiState};
 use crate::logged::logged;
 
@@ -127,18 +127,6 @@ fn text<'a>(body: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, 
     }
 }
 
-/// The job service's name limit, checked where Python Hermes checks it (before the
-/// schedule is looked at).
-fn check_name(name: &str) -> Result<(), Failure> {
-    Ok(jobs::limits::check_name(name)?)
-}
-
-/// Length, then the threat scan: the job service's rules, in Python Hermes' order.
-fn check_prompt(prompt: &str) -> Result<(), Failure> {
-    jobs::limits::check_prompt(prompt)?;
-    jobs::threats::scan_prompt(prompt).map_err(|b| Failure::bad_request(blocked_message(&b)))
-}
-
 fn skills_of(value: Option<&Value>) -> Result<Option<Vec<String>>, Failure> {
     match value {
         None | Some(Value::Null) => Ok(None),
@@ -155,19 +143,18 @@ fn skills_of(value: Option<&Value>) -> Result<Option<Vec<String>>, Failure> {
     }
 }
 
-/// The new job a Hermes create body asks for, checked in Python Hermes' order.
+/// The new job a Hermes create body asks for: its shape checked here (what is required,
+/// what type each field is), its values judged by the job service.
 fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
     let name = text(body, "name")?.unwrap_or("").trim().to_string();
     if name.is_empty() {
         return Err(Failure::bad_request("Name is required"));
     }
-    check_name(&name)?;
     let schedule = text(body, "schedule")?.unwrap_or("").trim().to_string();
     if schedule.is_empty() {
         return Err(Failure::bad_request("Schedule is required"));
     }
     let prompt = text(body, "prompt")?.unwrap_or("").to_string();
-    check_prompt(&prompt)?;
     let repeat = match body.get("repeat") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => Some(n.to_string()),
@@ -278,17 +265,13 @@ async fn show(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> Res
 
 /// The edit a Hermes PATCH body asks for (allowed fields only), and `enabled`.
 pub fn job_edit(body: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
-    let mut edit = JobEdit::default();
-    if let Some(name) = text(body, "name")? {
-        check_name(name)?;
-        edit.name = Some(name.to_string());
-    }
-    if let Some(prompt) = text(body, "prompt")? {
-        check_prompt(prompt)?;
-        edit.prompt = Some(prompt.to_string());
-    }
-    edit.schedule = text(body, "schedule")?.map(str::to_string);
-    edit.deliver = text(body, "deliver")?.map(str::to_string);
+    let mut edit = JobEdit {
+        name: text(body, "name")?.map(str::to_string),
+        prompt: text(body, "prompt")?.map(str::to_string),
+        schedule: text(body, "schedule")?.map(str::to_string),
+        deliver: text(body, "deliver")?.map(str::to_string),
+        ..JobEdit::default()
+    };
     match (body.get("skills"), body.get("skill")) {
         (Some(skills), _) | (None, Some(skills)) => match skills_of(Some(skills))? {
             Some(skills) if !skills.is_empty() => edit.skills = Some(skills),
@@ -372,7 +355,8 @@ async fn resume(State(state): State<Arc<ApiState>>, Path(id): Path<String>) -> R
 }
 
 /// Starts the job now (Python Hermes only marks it due for its next tick). An optional
-/// `{"prompt": …}` is appended to this run's prompt only, checked as a stored prompt is;
+/// `{"prompt": …}` is appended to this run's prompt only, judged by the job service as a
+/// stored prompt is;
 /// a body that is not a JSON object is ignored, as Hermes 0.22 ignores it.
 async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>, body: Body) -> Response {
     let result = async {
@@ -387,9 +371,6 @@ async fn run(State(state): State<Arc<ApiState>>, Path(id): Path<String>, body: B
             Some(Value::String(prompt)) => Some(prompt.as_str()),
             Some(_) => return Err(Failure::bad_request("prompt must be a string")),
         };
-        if let Some(prompt) = run_context {
-            check_prompt(prompt)?;
-        }
         Ok(json!({ "job": state.run_job(&id, run_context).await? }))
     }
     .await;

@@ -278,30 +278,27 @@ impl ApiState {
     }
 
     /// Applies `edit` (when it changes anything), then pauses or resumes the job when
-    /// `enabled` says so.
+    /// `enabled` says so. The service judges the edit before it looks for the job, as
+    /// Python Hermes does.
     pub async fn update_job(
         &self,
         id: &str,
         edit: JobEdit,
         enabled: Option<bool>,
     ) -> Result<Record, Failure> {
-        self.jobs.get(id).await?;
         Ok(record(self.jobs.update(id, edit, enabled).await?))
     }
 
     pub async fn pause_job(&self, id: &str) -> Result<Record, Failure> {
-        self.jobs.get(id).await?;
         Ok(record(self.jobs.pause(id, None).await?))
     }
 
     pub async fn resume_job(&self, id: &str) -> Result<Record, Failure> {
-        self.jobs.get(id).await?;
         Ok(record(self.jobs.resume(id).await?))
     }
 
     /// Removes the job; returns the jobs whose chain waited on it (id, name).
     pub async fn remove_job(&self, id: &str) -> Result<Vec<(String, String)>, Failure> {
-        self.jobs.get(id).await?;
         self.jobs.remove(id).await?;
         Ok(self.jobs.waiting_on(id).await)
     }
@@ -311,7 +308,6 @@ impl ApiState {
     /// does; a job already running is refused (409).
     /// `run_context` is appended to this run's prompt only.
     pub async fn run_job(&self, id: &str, run_context: Option<&str>) -> Result<Record, Failure> {
-        self.jobs.get(id).await?;
         Ok(record(
             self.jobs
                 .start_now(&self.scheduler, id, WhenPaused::Resume, run_context)

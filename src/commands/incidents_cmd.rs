@@ -3,9 +3,7 @@
 
 use serde_json::json;
 
-use jobs::find_job;
 use jobs::incident::{Incident, IncidentState};
-use jobs::notepad::Note;
 
 use super::error::CliError;
 use super::Session;
@@ -109,20 +107,14 @@ async fn ack(session: &Session, id: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The id a notepad is kept under: a stored job's id or name resolves to its id. Anything
-/// else is refused, so no note is kept under an id no job has (`../../x` included).
+/// The id a notepad is kept under (see [`crate::job_service::JobService::notepad_owner`]).
 async fn notepad_owner(session: &Session, reference: &str) -> Result<String, CliError> {
-    let reference = reference.trim();
-    if reference.is_empty() {
+    if reference.trim().is_empty() {
         return Err(CliError::user(
             "A job ID is required: hermes cron notepad <job_id> list",
         ));
     }
-    let jobs = session
-        .store
-        .load_view(&session.ctx, &["id", "name"])
-        .await?;
-    Ok(find_job(&jobs, reference)?.id().to_string())
+    Ok(session.service().notepad_owner(reference).await?)
 }
 
 pub async fn notepad(
@@ -134,12 +126,12 @@ pub async fn notepad(
     as_json: bool,
 ) -> Result<(), CliError> {
     let job_id = notepad_owner(session, reference).await?;
-    let store = &session.store;
+    let service = session.service();
     let usage = |args: &str| CliError::user(format!("Usage: hermes cron notepad <job_id> {args}"));
     let missing = |key: &str| CliError::user(format!("No notepad key '{key}' for job {job_id}"));
     match action {
         NotepadAction::List => {
-            let notes = store.notes(&job_id).await?;
+            let notes = service.notes(&job_id).await?;
             if as_json {
                 say!("{}", json!({ "job_id": job_id, "notes": notes }));
             } else if notes.is_empty() {
@@ -156,7 +148,7 @@ pub async fn notepad(
         }
         NotepadAction::Get => {
             let key = key.ok_or_else(|| usage("get <key>"))?;
-            let notes = store.notes(&job_id).await?;
+            let notes = service.notes(&job_id).await?;
             let note = notes
                 .iter()
                 .find(|n| n.key == key)
@@ -167,20 +159,12 @@ pub async fn notepad(
             let (Some(key), Some(value)) = (key, value) else {
                 return Err(usage("set <key> <value>"));
             };
-            let note = Note {
-                job_id: job_id.clone(),
-                key,
-                value,
-                updated_at: session.ctx.now_text(),
-            };
-            store.set_note(&note).await?;
+            let note = service.set_note(&job_id, key, value).await?;
             say!("Set notepad key '{}' for job {job_id}.", note.key);
         }
         NotepadAction::Delete => {
             let key = key.ok_or_else(|| usage("delete <key>"))?;
-            if !store.delete_note(&job_id, &key).await? {
-                return Err(missing(&key));
-            }
+            service.delete_note(&job_id, &key).await?;
             say!("Deleted notepad key '{key}' for job {job_id}.");
         }
     }

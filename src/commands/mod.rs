@@ -68,6 +68,7 @@ impl Session {
             &self.home.root,
             Arc::clone(&self.store),
             Arc::clone(&self.clock),
+            Arc::new(crate::wiring::AgentFacts),
         )
     }
 }

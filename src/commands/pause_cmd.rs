@@ -1,9 +1,8 @@
 //! `hermes pause` and `hermes resume`: the global pause of every scheduler on this
-//! store (see [`crate::global_pause`]).
+//! store (see [`crate::global_pause`]), through the job service.
 
 use super::error::CliError;
 use super::Session;
-use crate::global_pause;
 
 /// Where the pause is kept, in the user's words.
 async fn kept_in(session: &Session) -> Result<String, CliError> {
@@ -18,9 +17,7 @@ async fn kept_in(session: &Session) -> Result<String, CliError> {
 }
 
 pub async fn pause(session: &Session, reason: Option<&str>) -> Result<(), CliError> {
-    let root = &session.home.root;
-    let (pause, already) =
-        global_pause::engage(root, &*session.store, reason, session.ctx.now).await?;
+    let (pause, already) = session.service().pause_all(reason).await?;
     let verb = if already {
         "Still paused"
     } else {
@@ -36,7 +33,7 @@ pub async fn pause(session: &Session, reason: Option<&str>) -> Result<(), CliErr
 }
 
 pub async fn resume(session: &Session) -> Result<(), CliError> {
-    if global_pause::lift(&session.home.root, &*session.store).await? {
+    if session.service().resume_all().await? {
         say!("Hermes resumed — jobs left due fire at the next pass.");
     } else {
         say!("Hermes is not paused.");

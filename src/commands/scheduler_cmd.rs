@@ -64,7 +64,10 @@ pub async fn daemon(session: Session) -> Result<(), CliError> {
     let metrics = Arc::new(crate::api::Metrics::with_job_series(job_series));
     let observer: Arc<dyn scheduler::Observer> = metrics.clone();
     let scheduler = scheduler_for(&session, Some(observer))?;
-    let jobs = session.service();
+    // Both HTTP route families address jobs by id.
+    let jobs = session
+        .service()
+        .addressed_by(crate::job_service::Addressing::Id);
     {
         let signal = stop_signal().await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -118,7 +121,7 @@ pub(crate) fn print_report(report: &RunReport) {
 
 pub async fn tick(session: Session) -> Result<(), CliError> {
     let scheduler = scheduler_for(&session, None)?;
-    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
+    let paused = session.service().global_pause().await?;
     let reports = scheduler.tick().await?;
     match (reports, paused) {
         (None, _) => say!("Another scheduler is running a pass; nothing done."),

@@ -1,7 +1,5 @@
 //! `status`, `runs` and `doctor`: read-only views of the scheduler's health and history.
 
-use std::path::Path;
-
 use serde_json::json;
 
 use jobs::due::earliest_next_run;
@@ -10,10 +8,8 @@ use jobs::{find_job, JobState};
 use super::error::CliError;
 use super::timefmt::absolute_and_relative;
 use super::Session;
-use crate::agent::budget::Spend;
-use crate::agent::inference::Backend;
-use crate::delivery::target::{unready, Unready};
 use crate::process::pid_alive;
+use crate::readiness;
 
 /// A heartbeat older than this means the daemon is gone (it writes one at least every
 /// 60 s, before each sleep).
@@ -61,7 +57,7 @@ pub async fn status(session: &Session, as_json: bool) -> Result<(), CliError> {
     let ctx = &session.ctx;
     let jobs = session.store.load_jobs(ctx).await?;
     let daemon = daemon_state(session).await?;
-    let paused = crate::global_pause::engaged(&session.home.root, &*session.store).await?;
+    let paused = session.service().global_pause().await?;
     let active = jobs
         .iter()
         .filter(|j| j.state() == JobState::Scheduled)
@@ -242,62 +238,23 @@ struct Checkup<'a> {
 impl Checkup<'_> {
     fn job(&self, job: &jobs::Job, problems: &mut Vec<String>) {
         let label = format!("job {} ({})", job.id(), job.name());
-        if matches!(job.state(), JobState::Scheduled | JobState::Paused) {
-            if !job.no_agent() {
-                self.agent(job, &label, problems);
-            }
-            self.delivery(job, &label, problems);
-        }
+        let found = match job.state() {
+            JobState::Scheduled | JobState::Paused => self.readiness(job),
+            _ => readiness::files_only(job, &self.session.home.root),
+        };
+        problems.extend(found.into_iter().map(|f| format!("{label}: {}", f.reason)));
         self.history(job, &label, problems);
-        self.files(job, &label, problems);
     }
 
-    /// The agent can start: a model resolves and every skill is there.
-    fn agent(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
-        let root = &self.session.home.root;
-        // config.yaml as the command read it (an unreadable one already stopped it).
-        match crate::agent::inference::resolve(job, &self.session.config, &self.vars, root) {
-            Err(e) => problems.push(format!("{label} cannot start its agent: {e}")),
-            Ok(agent) if agent.backend == Backend::BuiltIn => {
-                let config = &self.session.config;
-                if let Err(refused) = Spend::for_run(job, config, &agent.endpoints) {
-                    problems.push(format!(
-                        "{label} will be refused before any model request: {refused}"
-                    ));
-                }
-                if let Some(primary) = agent.endpoints.first() {
-                    if let Some(vars) = &primary.missing_key {
-                        problems.push(format!(
-                            "{label} uses provider {} but {vars} is not set: add it to the environment or {}",
-                            primary.provider,
-                            root.join(".env").display()
-                        ));
-                    }
-                }
-            }
-            Ok(_) => {}
-        }
-        let (_, missing) = crate::agent::skills::load_skills(root, &job.skills());
-        if !missing.is_empty() {
-            problems.push(format!(
-                "{label} uses missing skill(s): {}",
-                missing.join(", ")
-            ));
-        }
-    }
-
-    /// Every target resolves, to a platform this build sends to, with what that
-    /// platform needs set (its credentials; the home channel of a bare platform).
-    fn delivery(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
-        for unready in unready(job, &self.env) {
-            problems.push(match unready {
-                Unready::Target(error) => format!("{label}: {error}"),
-                Unready::Unset { platform, var } => format!(
-                    "{label} delivers to {platform} but {var} is not set: add it to the environment or {}",
-                    self.session.home.root.join(".env").display()
-                ),
-            });
-        }
+    /// What the one readiness judge finds in the job's way (see [`crate::readiness`]).
+    fn readiness(&self, job: &jobs::Job) -> Vec<readiness::Finding> {
+        let around = readiness::Surroundings {
+            home: &self.session.home.root,
+            config: &self.session.config,
+            env: &self.env,
+            vars: &self.vars,
+        };
+        readiness::judge(job, &around)
     }
 
     /// Overdue, failed last run, failed delivery.
@@ -332,45 +289,22 @@ impl Checkup<'_> {
             problems.push(format!("{label} could not deliver: {error}"));
         }
     }
-
-    /// The script and the workdir exist.
-    fn files(&self, job: &jobs::Job, label: &str, problems: &mut Vec<String>) {
-        let scripts_dir = self.session.home.root.join("scripts");
-        if let Some(script) = job.script() {
-            if crate::script::resolve_script(&scripts_dir, script).is_err() {
-                problems.push(format!(
-                    "{label} uses script '{script}', which is missing from {}",
-                    scripts_dir.display()
-                ));
-            }
-        }
-        if let Some(workdir) = job.text_field("workdir") {
-            if !Path::new(workdir).is_dir() {
-                problems.push(format!(
-                    "{label} has a workdir that does not exist: {workdir}"
-                ));
-            }
-        }
-    }
 }
 
-/// What `doctor` would flag about a job just created or edited (its model, provider
-/// key, skills, delivery credentials, script), one line each, for `add` and `edit` to
-/// warn about while still saving the job.
+/// What `doctor` would flag about a job just created or edited (the one readiness
+/// judge's findings: provider and key, skills, delivery, script), one line each, for
+/// `add` and `edit` to warn about while still saving the job.
 pub fn advice(session: &Session, job: &jobs::Job) -> Vec<String> {
     let checkup = Checkup {
         session,
         env: crate::environment::Environment::load(&session.home.root),
         vars: crate::agent::inference::Vars::load(&session.home.root),
     };
-    let mut problems = Vec::new();
-    let label = "this job";
-    if !job.no_agent() {
-        checkup.agent(job, label, &mut problems);
-    }
-    checkup.delivery(job, label, &mut problems);
-    checkup.files(job, label, &mut problems);
-    problems
+    checkup
+        .readiness(job)
+        .into_iter()
+        .map(|f| format!("this job: {}", f.reason))
+        .collect()
 }
 
 pub async fn doctor(session: &Session) -> Result<(), CliError> {

@@ -1,15 +1,13 @@
 //! Runs as things to act on, for every door: cancel a job's run (or one run by its id)
 //! and replay a run. The request to cancel is a mark in the store's ledger, seen by
-//! whichever process runs the run ([`crate::scheduler`]'s cancel); a replay is a new
+//! whichever process runs the run (the scheduler's cancel); a replay is a new
 //! manual run with the prompt and model the original run was asked with.
-
-use std::sync::Arc;
 
 use jobs::ledger::{CancelTarget, RunRequest};
 use jobs::{Job, JobError, JobState};
 
-use super::{not_started, Changed, JobService, ServiceError};
-use crate::scheduler::{RunReport, Scheduler};
+use super::{Changed, JobService, Runs, ServiceError};
+use crate::run_report::RunReport;
 
 /// What a cancel request reached.
 #[derive(Debug, Clone)]
@@ -139,14 +137,11 @@ impl JobService {
     /// Replays run `run` now and waits for its outcome (`hermes cron replay`).
     pub async fn replay_now(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         run: i64,
     ) -> Result<(Replay, RunReport), ServiceError> {
         let replay = self.replay_of(run).await?;
-        let report = scheduler
-            .replay_now(replay.job.clone(), run)
-            .await
-            .map_err(not_started)?;
+        let report = runs.replay_now(replay.job.clone(), run).await?;
         Ok((replay, report))
     }
 
@@ -154,14 +149,11 @@ impl JobService {
     /// new run id (the API and the dashboard).
     pub async fn start_replay(
         &self,
-        scheduler: &Arc<Scheduler>,
+        runs: &dyn Runs,
         run: i64,
     ) -> Result<(Replay, i64), ServiceError> {
         let replay = self.replay_of(run).await?;
-        let id = scheduler
-            .start_replay(replay.job.clone(), run)
-            .await
-            .map_err(not_started)?;
+        let id = runs.start_replay(replay.job.clone(), run).await?;
         Ok((replay, id))
     }
 }

@@ -93,16 +93,6 @@ impl From<StoreError> for SchedulerError {
     }
 }
 
-impl SchedulerError {
-    /// A manual run refused because the job is running, here or anywhere the store sees.
-    pub fn is_already_running(&self) -> bool {
-        matches!(
-            self,
-            SchedulerError::AlreadyRunning(_) | SchedulerError::Job(JobError::Running(_))
-        )
-    }
-}
-
 /// Everything a scheduler is made of.
 pub struct Parts {
     /// The Hermes home: config.yaml, `.env`, skills and scripts (never the store).
@@ -155,20 +145,9 @@ pub struct Scheduler {
     world: crate::world::WorldCache,
 }
 
-/// What one finished run looked like, for logs and `hermes cron run`.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    pub job_id: String,
-    pub job_name: String,
-    pub occurrence: String,
-    pub status: RunStatus,
-    pub error: Option<String>,
-    /// Where the output document was saved.
-    pub output: Option<String>,
-    pub response: Option<String>,
-    /// What delivery did ("local", "silent", "sent: telegram:…", or the failure).
-    pub delivery: Option<String>,
-}
+/// What one finished run looked like (declared beside the job service, which hands it
+/// to the doors).
+pub use crate::run_report::RunReport;
 
 /// Work a pass claimed: an occurrence to run or a kept delivery to retry.
 pub enum Pending {

@@ -434,6 +434,59 @@ fn a_misconfigured_job_is_blocked_before_any_model_call_and_alerts_once() {
     assert!(job.get("preflight_alerted").is_none(), "{job}");
 }
 
+/// One readiness judge: the same broken job gets the same reasons from `add`'s warnings,
+/// the run's pre-run check (the first one that blocks) and `doctor`.
+#[test]
+fn add_the_pre_run_check_and_doctor_give_the_same_reason_for_the_same_broken_job() {
+    let model = Model::start(vec![text("Done.")]);
+    let hermes = live_home(&model_config(&model.base), &[]);
+    crate::agent::skill(&hermes, "weather", "weather", "Check the weather.");
+    std::fs::write(
+        hermes.home().join("skills/weather/SKILL.md"),
+        "---\nname: weather\ndescription: test\nrequired_environment_variables: [WEATHER_TOKEN]\n---\nCheck the weather.\n",
+    )
+    .unwrap();
+    let added = hermes.cron(&[
+        "add",
+        "every 1h",
+        "Forecast",
+        "--name",
+        "forecast",
+        "--skill",
+        "weather",
+        "--deliver",
+        "telegram:123",
+    ]);
+    let id = crate::support::created_id(added.ok());
+    let skill = "attached skill 'weather' is not ready: missing env $WEATHER_TOKEN. Provide the missing prerequisites or detach the skill from this job.";
+    let telegram = format!(
+        "delivery platform 'telegram' has no credentials configured (TELEGRAM_BOT_TOKEN not set). Set them in {}, or change the job's `deliver` target.",
+        hermes.home().join(".env").display()
+    );
+    let warned: Vec<&str> = added
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("warning: this job: "))
+        .collect();
+    assert_eq!(warned, [skill, telegram.as_str()], "{}", added.stderr);
+    hermes.cron(&["run", &id]);
+    assert_eq!(model.count(), 0);
+    assert_eq!(
+        hermes.job(&id)["last_error"],
+        format!("[blocked_config] {skill}")
+    );
+    let doctor = hermes.cron(&["doctor"]);
+    for reason in [skill, telegram.as_str()] {
+        assert!(
+            doctor
+                .stdout
+                .contains(&format!("✗ job {id} (forecast): {reason}")),
+            "{}",
+            doctor.stdout
+        );
+    }
+}
+
 #[test]
 fn the_pre_run_check_refuses_an_unready_skill_and_an_uncredentialed_platform_unless_turned_off() {
     let model = Model::start(vec![text("Done.")]);

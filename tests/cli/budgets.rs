@@ -327,7 +327,7 @@ fn a_cost_cap_on_a_model_without_a_price_makes_no_request() {
     let hermes = capped_home(&model, &chat, "");
     let added = hermes.cron(&["add", "every 1h", "spend", "--max-cost", "1"]);
     assert!(
-        added.stderr.contains("warning: this job will be refused before any model request: max_cost_usd is set but model 'test-model' has no known price"),
+        added.stderr.contains("warning: this job: refused before any model request: max_cost_usd is set but model 'test-model' has no known price"),
         "{}",
         added.stderr
     );

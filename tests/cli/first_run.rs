@@ -37,20 +37,20 @@ fn add_saves_the_job_and_warns_about_each_thing_doctor_would_flag() {
         warnings(&run.stderr),
         [
             format!(
-                "this job uses provider openrouter but OPENROUTER_API_KEY is not set: add it to the environment or {}",
+                "this job: provider credential missing: no usable credentials found for provider 'openrouter'; set OPENROUTER_API_KEY in {} (or the environment), or pin a working provider with 'hermes cron edit {id} --provider <p>'",
                 env.display()
             ),
-            "this job uses missing skill(s): nosuchskill".to_string(),
+            "this job: missing skill(s): nosuchskill".to_string(),
             format!(
-                "this job delivers to discord but DISCORD_HOME_CHANNEL is not set: add it to the environment or {}",
-                env.display()
-            ),
-            format!(
-                "this job delivers to discord but DISCORD_BOT_TOKEN is not set: add it to the environment or {}",
+                "this job: delivery platform 'discord' has no credentials configured (DISCORD_BOT_TOKEN not set). Set them in {}, or change the job's `deliver` target.",
                 env.display()
             ),
             format!(
-                "this job uses script 'missing.sh', which is missing from {}",
+                "this job: delivery to discord has no home channel: DISCORD_HOME_CHANNEL is not set; add it to the environment or {}",
+                env.display()
+            ),
+            format!(
+                "this job: script 'missing.sh' is missing from {}",
                 scripts.display()
             ),
         ],
@@ -61,7 +61,7 @@ fn add_saves_the_job_and_warns_about_each_thing_doctor_would_flag() {
     let doctor = hermes.cron(&["doctor"]);
     assert!(
         doctor.stdout.contains(&format!(
-            "job {id} (inbox) uses provider openrouter but OPENROUTER_API_KEY is not set"
+            "job {id} (inbox): provider credential missing: no usable credentials found for provider 'openrouter'"
         )),
         "{}",
         doctor.stdout

@@ -1343,15 +1343,11 @@ fn doctor_names_each_platforms_missing_credential_and_home_channel() {
         assert!(
             out.stdout
                 .lines()
-                .any(|l| l.contains(id.as_str()) && l.contains(&format!("{var} is not set"))),
+                .any(|l| l.contains(id.as_str()) && l.contains(var) && l.contains("not set")),
             "{id} {var}:\n{}",
             out.stdout
         );
     }
-    assert!(
-        !out.stdout.contains("SIGNAL_HTTP_URL is not set"),
-        "{}",
-        out.stdout
-    );
+    assert!(!out.stdout.contains("SIGNAL_HTTP_URL"), "{}", out.stdout);
     assert!(!out.stdout.contains("_BOT_TOKEN"), "{}", out.stdout);
 }
