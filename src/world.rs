@@ -63,6 +63,15 @@ impl World {
 }
 
 impl World {
+    /// The home's `.env` without its config.yaml (one that cannot be read): the
+    /// defaults of an empty config.
+    pub fn without_config(home: &Path) -> World {
+        let mut world = World::fixed(home, CronSettings::from_config(&Config::default()));
+        world.zone = configured_zone(&world.config);
+        world.legacy_zone = system_zone();
+        world
+    }
+
     /// A world of fixed settings over the home's `.env`, every time in UTC and no
     /// config.yaml (tests).
     pub fn fixed(home: &Path, settings: CronSettings) -> World {

@@ -63,6 +63,7 @@ use serde::{Deserialize, Serialize};
 
 use jobs::Job;
 
+use foundation::config::Config;
 use foundation::environment::Environment;
 use foundation::logged::logged;
 use foundation::outbound::{AddressPolicy, Door};
@@ -82,6 +83,7 @@ pub trait Delivery: Send + Sync {
     /// arrived before. `Ok` when it arrived; else the failure and the items now arrived.
     fn retry<'a>(
         &'a self,
+        files: HomeFiles<'a>,
         target: &'a str,
         payload: &'a str,
         skip: usize,
@@ -204,8 +206,8 @@ pub struct Message {
 /// Everything delivery needs about one finished run.
 pub struct RunDelivery<'a> {
     pub home: &'a Path,
-    /// The secrets of this run's environment and config, masked in everything sent.
-    pub redactor: &'a Redactor,
+    /// The run's variables, secrets and config, as the run was given them.
+    pub files: HomeFiles<'a>,
     pub job: &'a Job,
     pub scheduled_at: DateTime<Utc>,
     pub result: Delivered<'a>,
@@ -218,6 +220,24 @@ pub struct RunDelivery<'a> {
     /// destination before its first request, so a crash mid-delivery leaves a row the
     /// next pass can resolve). `None`: untracked.
     pub track: Option<Track<'a>>,
+}
+
+/// What delivery uses of the home's files, as its caller read them (the scheduler reads
+/// config.yaml and `.env` once per change, not per send): the variables targets and
+/// credentials come from, the secrets masked in everything sent, and the config whose
+/// `delivery` section sets the outbound address policy.
+#[derive(Clone, Copy)]
+pub struct HomeFiles<'a> {
+    pub environment: &'a Environment,
+    pub redactor: &'a Redactor,
+    pub config: &'a Config,
+}
+
+impl HomeFiles<'_> {
+    /// The outbound address policy of webhook targets.
+    fn webhook_policy(&self) -> AddressPolicy {
+        AddressPolicy::for_delivery(&self.config.delivery, Door::Webhook)
+    }
 }
 
 /// Builds the message of a run (redacted) — `None` for a silent run.
@@ -308,14 +328,14 @@ pub fn cannot_send(platform: &str) -> String {
 
 /// Resolves the job's targets and sends the run's message to each, in order.
 pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> DeliveryReport {
-    let Some(message) = build_message(&run, run.redactor) else {
+    let Some(message) = build_message(&run, run.files.redactor) else {
         return DeliveryReport {
             summary: "silent".to_string(),
             ..DeliveryReport::default()
         };
     };
-    let env = Environment::load(run.home);
-    let policy = AddressPolicy::for_home(run.home, Door::Webhook);
+    let env = run.files.environment;
+    let policy = run.files.webhook_policy();
     // Failure notices take the job's failure lane; replies always `deliver`.
     let lane = match run.result {
         Delivered::Failed(_) | Delivered::Notice(_) | Delivered::Declared(_) => {
@@ -323,12 +343,12 @@ pub async fn deliver_run(shared: &Arc<Shared>, run: RunDelivery<'_>) -> Delivery
         }
         _ => run.job.deliver(),
     };
-    let resolution = target::resolve(run.job, &lane, &env);
+    let resolution = target::resolve(run.job, &lane, env);
     let payload = serde_json::to_string(&message).unwrap_or_default();
     let outcomes = send_all(
         shared,
         &resolution.destinations,
-        (env, policy),
+        (env.clone(), policy),
         message,
         &payload,
         run.track,
@@ -440,7 +460,7 @@ impl Tally {
             }
             Err(failed) => failed,
         };
-        let text = run.redactor.redact(failure.message());
+        let text = run.files.redactor.redact(failure.message());
         tracing::warn!(job = run.job.id(), target = %name, "delivery failed: {}", logged(&text));
         match failure {
             Failure::Transient(_) => {
@@ -483,7 +503,7 @@ impl Tally {
 /// how many items have now been delivered.
 pub async fn retry(
     shared: &Shared,
-    home: &Path,
+    files: HomeFiles<'_>,
     target_key: &str,
     payload: &str,
     sent_parts: usize,
@@ -500,10 +520,9 @@ pub async fn retry(
             sent_parts,
         )
     })?;
-    let env = Environment::load(home);
-    let redactor = Redactor::for_home(home);
-    let policy = AddressPolicy::for_home(home, Door::Webhook);
-    send_to(shared, &destination, &env, &policy, &message, sent_parts)
+    let (env, redactor) = (files.environment, files.redactor);
+    let policy = files.webhook_policy();
+    send_to(shared, &destination, env, &policy, &message, sent_parts)
         .await
         .map(|_| ())
         .map_err(|(failure, n)| {

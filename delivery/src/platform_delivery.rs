@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::http::Failure;
-use super::{deliver_run, retry, DeliveryReport, RunDelivery, Shared};
+use super::{deliver_run, retry, DeliveryReport, HomeFiles, RunDelivery, Shared};
 use crate::{BoxFuture, Delivery};
 
 /// Delivery to the chat APIs and webhooks configured in one Hermes home.
@@ -33,10 +33,11 @@ impl Delivery for PlatformDelivery {
 
     fn retry<'a>(
         &'a self,
+        files: HomeFiles<'a>,
         target: &'a str,
         payload: &'a str,
         skip: usize,
     ) -> BoxFuture<'a, Result<(), (Failure, usize)>> {
-        Box::pin(retry(&self.shared, &self.home, target, payload, skip))
+        Box::pin(retry(&self.shared, files, target, payload, skip))
     }
 }

@@ -165,16 +165,6 @@ impl AddressPolicy {
         AddressPolicy::new(section.allow_private_targets == Some(true), allowed, remedy)
     }
 
-    /// Webhook targets or monitor URLs (`door`) of the home at `home`, by its
-    /// config.yaml read now; an unreadable config allows public addresses only.
-    pub fn for_home(home: &std::path::Path, door: Door) -> AddressPolicy {
-        let config = crate::config::Config::read(&home.join("config.yaml")).unwrap_or_else(|e| {
-            tracing::warn!("webhooks and monitor URLs reach public addresses only: {e}");
-            crate::config::Config::default()
-        });
-        AddressPolicy::for_delivery(&config.delivery, door)
-    }
-
     /// `Err` with the kind of address when `ip` may not be reached.
     pub fn check(&self, ip: IpAddr) -> Result<(), &'static str> {
         let ip = ip.to_canonical();

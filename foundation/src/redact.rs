@@ -79,7 +79,9 @@ fn shapes() -> &'static [(Regex, &'static str)] {
     })
 }
 
-/// Masks secrets in text. Build one per run with [`Redactor::for_home`] so a key added
+/// Masks secrets in text. A run gets one built with the home's files (the binary's
+/// `World`, rebuilt when config.yaml or `.env` changes; a door builds one with
+/// [`Redactor::for_home`]) so a key added
 /// to `.env` is masked from the next run on.
 #[derive(Debug, Clone, Default)]
 pub struct Redactor {

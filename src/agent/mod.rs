@@ -200,7 +200,7 @@ async fn agent_loop(
             .timeout
             .filter(|s| *s > 0)
             .map_or(tools::DEFAULT_CODE_TIMEOUT, Duration::from_secs),
-        redactor: Arc::new(crate::redact::Redactor::for_home(&env.home)),
+        redactor: Arc::clone(&env.world.redactor),
         sandbox,
         backend: tools::backend::Backend::of(&env.world.config),
         network: level != crate::sandbox::Level::Strict,

@@ -25,9 +25,10 @@ use super::settings::CronSettings;
 use super::{lock, BoxFuture, RunReport, Scheduler};
 use crate::agent::prompt::cron_failure_evidence;
 use crate::delivery::http::{self, FlightRecorder};
-use crate::delivery::{Delivered, DeliveryReport, RunDelivery, SettledAs, Tracked};
+use crate::delivery::{Delivered, DeliveryReport, HomeFiles, RunDelivery, SettledAs, Tracked};
 use crate::redact::Redactor;
 use crate::runner::{RunEnv, RunOutcome, RunResult};
+use crate::world::World;
 
 /// What a finished run changes in its job.
 pub(super) struct JobRecord {
@@ -173,7 +174,8 @@ impl Texts {
 /// A finished run on its way to the record.
 struct Finished<'a> {
     claimed: &'a ClaimedRun,
-    redactor: Arc<Redactor>,
+    /// The home's files as the run was given them (its redactor among them).
+    world: Arc<World>,
     started: DateTime<Utc>,
     /// The job's zone: its times are written in it.
     zone: Tz,
@@ -226,18 +228,18 @@ impl Scheduler {
             ..env.ctx
         };
         let settings = claimed.settings.clone();
-        let redactor = Arc::clone(&env.world.redactor);
-        let mut texts = Texts::of(&outcome, &redactor, !claimed.job.no_agent());
+        let redactor = &env.world.redactor;
+        let mut texts = Texts::of(&outcome, redactor, !claimed.job.no_agent());
         let after = aftermath::decide(claimed, &outcome, texts.error.is_some(), &ctx, &settings);
         if let Some(error) = &after.error {
-            texts.recorded_as(error, &redactor);
+            texts.recorded_as(error, redactor);
         }
         let run = Finished {
             claimed,
             started,
             zone: claimed.job.zone(&ctx),
             texts,
-            redactor,
+            world: Arc::clone(&env.world),
             ctx,
             settings,
             outcome,
@@ -342,7 +344,7 @@ impl Scheduler {
         let gate = run.outcome.signals.gate.as_ref();
         let detail = gate
             .and_then(|g| g.detail.as_deref())
-            .map(|d| run.redactor.redact(d));
+            .map(|d| run.world.redactor.redact(d));
         let result = run.texts.result.as_deref().map_err(String::as_str);
         let doc = OutputDocument {
             job_id: job.id(),
@@ -398,7 +400,11 @@ impl Scheduler {
             .delivery
             .deliver(RunDelivery {
                 home: &self.parts.home,
-                redactor: &run.redactor,
+                files: HomeFiles {
+                    environment: &run.world.environment,
+                    redactor: &run.world.redactor,
+                    config: &run.world.config,
+                },
                 job,
                 scheduled_at: claimed.scheduled_at.unwrap_or(run.started),
                 result: run.texts.delivered(&run.outcome, &run.after.notice),

@@ -13,6 +13,8 @@ use jobs::outbox::{OutboxItem, OutboxState};
 use super::{RunReport, Scheduler};
 use crate::delivery::http::{self, Failure};
 use crate::delivery::target::Destination;
+use crate::delivery::HomeFiles;
+use crate::world::World;
 
 /// Outbox deliveries retried per pass, at most.
 const OUTBOX_PER_PASS: usize = 50;
@@ -50,11 +52,23 @@ impl Scheduler {
     /// `delivery_failed` becomes `ok` with the delivery error cleared.
     pub(super) async fn redeliver(self: Arc<Self>, item: OutboxItem) -> RunReport {
         let skip = usize::try_from(item.sent_parts).unwrap_or(0);
+        // A config.yaml that cannot be read leaves webhooks the public addresses only.
+        let world = match self.loaded() {
+            Ok((_, _, world)) => world,
+            Err(_) => Arc::new(World::without_config(&self.parts.home)),
+        };
+        let files = HomeFiles {
+            environment: &world.environment,
+            redactor: &world.redactor,
+            config: &world.config,
+        };
         // Every request is marked in the row while it is out, so a crash mid-retry
         // leaves a row another pass can tell apart: given back, or unknown.
         let result = http::recording_flights(
             self.flight_recorder(item.id),
-            self.parts.delivery.retry(&item.target, &item.payload, skip),
+            self.parts
+                .delivery
+                .retry(files, &item.target, &item.payload, skip),
         )
         .await;
         self.finish_redelivery(item, result).await

@@ -20,7 +20,7 @@ use jobs::JobError;
 use super::record::Bookkeeping;
 use super::{RunReport, Scheduler, SchedulerError};
 use crate::agent::prompt::{is_silent, response_part};
-use crate::delivery::{Delivered, RunDelivery};
+use crate::delivery::{Delivered, HomeFiles, RunDelivery};
 
 fn refused(message: String) -> SchedulerError {
     SchedulerError::Job(JobError::Invalid(message))
@@ -71,7 +71,7 @@ impl Scheduler {
             job.set_deliver(to);
             job.set_text(jobs::job::TextField::FailureDeliver, None);
         }
-        let redactor = Arc::clone(&world.redactor);
+
         let zone = job.zone(&ctx);
         let books = Bookkeeping {
             // Its own outbox key: each redelivery is a delivery of its own.
@@ -88,7 +88,11 @@ impl Scheduler {
             .delivery
             .deliver(RunDelivery {
                 home: &self.parts.home,
-                redactor: &redactor,
+                files: HomeFiles {
+                    environment: &world.environment,
+                    redactor: &world.redactor,
+                    config: &world.config,
+                },
                 job: &job,
                 scheduled_at: scheduled_at(row).unwrap_or(ctx.now),
                 result,

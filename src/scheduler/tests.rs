@@ -117,6 +117,7 @@ impl Delivery for FakeDelivery {
 
     fn retry<'a>(
         &'a self,
+        _files: crate::delivery::HomeFiles<'a>,
         target: &'a str,
         payload: &'a str,
         _skip: usize,
