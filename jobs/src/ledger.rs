@@ -273,20 +273,37 @@ pub(crate) fn open_table(
     let wrap = in_file(path);
     let conn = open_private(path).map_err(&wrap)?;
     conn.execute_batch(schema).map_err(&wrap)?;
-    let existing: Vec<String> = conn
-        .prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
-        .and_then(|mut stmt| {
-            stmt.query_map([], |r| r.get::<_, String>(0))?
-                .collect::<Result<_, _>>()
-        })
-        .map_err(&wrap)?;
-    for (name, definition) in columns {
-        if !existing.iter().any(|c| c == name) {
+    let existing = |conn: &Connection| -> Result<Vec<String>, rusqlite::Error> {
+        conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}')"))
+            .and_then(|mut stmt| {
+                stmt.query_map([], |r| r.get::<_, String>(0))?
+                    .collect::<Result<_, _>>()
+            })
+    };
+    let lacks = |have: &[String]| {
+        columns
+            .iter()
+            .filter(|(name, _)| !have.iter().any(|c| c == name))
+            .copied()
+            .collect::<Vec<_>>()
+    };
+    if lacks(&existing(&conn).map_err(&wrap)?).is_empty() {
+        return Ok(conn);
+    }
+    // Two processes opening an older database at once must not both add a column: the
+    // columns are read again and added under the write lock.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(&wrap)?;
+    let added = existing(&conn).and_then(|have| {
+        for (name, definition) in lacks(&have) {
             conn.execute_batch(&format!(
                 "ALTER TABLE {table} ADD COLUMN {name} {definition}"
-            ))
-            .map_err(&wrap)?;
+            ))?;
         }
+        conn.execute_batch("COMMIT")
+    });
+    if let Err(e) = added {
+        let _ = conn.execute_batch("ROLLBACK");
+        return Err(wrap(e));
     }
     Ok(conn)
 }
