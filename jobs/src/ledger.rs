@@ -228,6 +228,10 @@ pub struct Claim<'a> {
 /// Opens `executions.db` in WAL mode, readable by its owner only: a new database is
 /// created 0600 before SQLite opens it, so the `-wal` and `-shm` files SQLite makes
 /// beside it take the same mode; files an older build left 0644 are narrowed.
+/// How long a connection waits for another process's lock.
+const BUSY_WAIT: Duration = Duration::from_secs(10);
+const BUSY_STEP: Duration = Duration::from_millis(20);
+
 pub(crate) fn open_private(path: &Path) -> rusqlite::Result<Connection> {
     #[cfg(unix)]
     {
@@ -240,8 +244,22 @@ pub(crate) fn open_private(path: &Path) -> rusqlite::Result<Connection> {
             .open(path);
     }
     let conn = Connection::open(path)?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.busy_timeout(BUSY_WAIT)?;
+    // Switching a new database to WAL while another process does the same is refused
+    // at once (SQLite's busy handler does not wait for it): tried again, within the
+    // same 10 s as any other lock.
+    let mut waited = Duration::ZERO;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && waited < BUSY_WAIT =>
+            {
+                std::thread::sleep(BUSY_STEP);
+                waited += BUSY_STEP;
+            }
+            done => break done?,
+        }
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -852,6 +870,26 @@ mod tests {
             pid,
             host: "host-a",
             error: None,
+        }
+    }
+
+    /// A new database opened by several processes at once: each adds the later
+    /// columns only if no other did (the daemon and a CLI command starting together).
+    #[test]
+    fn several_openers_of_a_new_database_add_each_column_once() {
+        for _ in 0..10 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("executions.db");
+            let openers: Vec<_> = (0..8)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Ledger::open(&path).map(|_| ()))
+                })
+                .collect();
+            for opener in openers {
+                let opened = opener.join().unwrap();
+                assert!(opened.is_ok(), "{opened:?}");
+            }
         }
     }
 
