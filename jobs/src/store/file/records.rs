@@ -1,5 +1,5 @@
 //! The file store's jobs and claims ([`JobRecords`], and the faster [`Listing`]): jobs
-//! in `cron/jobs.json`, read without a lock (the fast readers of `jsonscan` where the text
+//! in `cron/jobs.json`, read without a lock (the fast readers of `jsonjobs::scan` where the text
 //! allows) and changed under `.jobs.lock` through the group commit; a pass decided under
 //! `.tick.lock`, its occurrences claimed in the ledger of `executions.db`. It never writes
 //! jobs.json while it cannot read it.
@@ -9,20 +9,20 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::due::{
-    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
-    PROBE_KEYS,
-};
-use crate::fields::Layout;
-use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
-use crate::jsonfile::{
+use crate::jsonjobs::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
+use crate::jsonjobs::scan::{walk_jobs, walk_jobs_in_parallel, KeyIndex, Walk};
+use crate::jsonjobs::{
     canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
     DocumentError,
 };
-use crate::jsonscan::{walk_jobs, walk_jobs_in_parallel, KeyIndex, Walk};
+use crate::ledger::notepad::NotepadBook;
 use crate::lifecycle::JobError;
-use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
-use crate::notepad::NotepadBook;
+use crate::model::due::{
+    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
+    PROBE_KEYS,
+};
+use crate::model::fields::Layout;
+use crate::model::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
 use crate::store::{
     append_normalized_job, claim_planned, BatchChange, ChangeMark, DuePass, DueScan, ExtraField,
     JobChange, JobRecords, JobViews, Keep, Listed, Listing, SharedSink, StoreError, SummarySink,
@@ -179,7 +179,7 @@ fn job_text_error(bytes: &[u8], path: &Path, keep: Option<&[&str]>) -> StoreErro
     }
 }
 
-fn healed(records: Vec<crate::jsonfile::Record>, ctx: &Context) -> Vec<Job> {
+fn healed(records: Vec<crate::jsonjobs::Record>, ctx: &Context) -> Vec<Job> {
     records
         .into_iter()
         .map(|record| {
@@ -232,7 +232,7 @@ impl Files {
     }
 
     /// Each job's summary is read straight from its text in the file where it can be
-    /// ([`crate::listing`]), else from the job, and handed over from the second thread
+    /// ([`crate::jsonjobs::listing`]), else from the job, and handed over from the second thread
     /// as soon as it is read. A store that turns out not to be in the canonical shape is
     /// read again the long way.
     fn for_each_summary(
@@ -266,7 +266,7 @@ impl Files {
     }
 
     /// Each job the healing leaves as it is is written straight from its text in the
-    /// file ([`crate::listing`]); any other is built and normalized. A store not in the
+    /// file ([`crate::jsonjobs::listing`]); any other is built and normalized. A store not in the
     /// canonical shape is read the long way.
     fn write_normalized_jobs(
         &self,

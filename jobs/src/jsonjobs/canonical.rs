@@ -28,7 +28,7 @@ pub(super) fn canonical_parts(bytes: &[u8]) -> Option<raw_view::Parts<'_>> {
 /// nesting deeper than [`parse_document`] reads, unreadable): [`parse_document`] reads,
 /// repairs or refuses those.
 pub fn canonical_job_texts(bytes: &[u8]) -> Option<Vec<&serde_json::value::RawValue>> {
-    if crate::jsonscan::nests_too_deep(bytes) {
+    if crate::jsonjobs::scan::nests_too_deep(bytes) {
         return None;
     }
     canonical_parts(bytes).map(|top| top.jobs)
@@ -54,7 +54,7 @@ pub fn record_keeping(text: &str, keep: Option<&[&str]>) -> serde_json::Result<R
 
 /// The values of a few keys of every job of a store in the canonical shape, as JSON
 /// text borrowed from the file's bytes, read in one pass that checks the whole file
-/// ([`crate::jsonscan`]): nothing is built for the other keys nor for values no one asks about.
+/// ([`crate::jsonjobs::scan`]): nothing is built for the other keys nor for values no one asks about.
 #[derive(Debug)]
 pub struct PickedJobs<'a, 'k> {
     keys: &'k [&'k str],
@@ -94,13 +94,13 @@ pub fn pick_job_fields<'a, 'k>(bytes: &'a [u8], keys: &'k [&'k str]) -> Option<P
         return None;
     }
     let mut values = Vec::new();
-    let index = crate::jsonscan::KeyIndex::new(keys);
-    crate::jsonscan::walk_jobs(bytes, &mut |_, entries| {
+    let index = crate::jsonjobs::scan::KeyIndex::new(keys);
+    crate::jsonjobs::scan::walk_jobs(bytes, &mut |_, entries| {
         let base = values.len();
         values.resize(base + keys.len(), None);
         match index.pick(entries, &mut values[base..]) {
-            Some(()) => crate::jsonscan::Walk::Continue,
-            None => crate::jsonscan::Walk::Stop,
+            Some(()) => crate::jsonjobs::scan::Walk::Continue,
+            None => crate::jsonjobs::scan::Walk::Stop,
         }
     })?;
     Some(PickedJobs { keys, values })

@@ -663,14 +663,14 @@ mod tests {
                 format!("{{\"jobs\": [], \"x\": \"[[[{deep}\"}}"),
             ];
             for store in stores {
-                let whole = crate::jsonfile::parse_document(store.as_bytes(), path).is_ok();
+                let whole = crate::jsonjobs::parse_document(store.as_bytes(), path).is_ok();
                 assert_eq!(
                     !nests_too_deep(store.as_bytes()),
                     whole,
                     "depth {depth}: {store}"
                 );
                 if !whole {
-                    assert!(crate::jsonfile::canonical_job_texts(store.as_bytes()).is_none());
+                    assert!(crate::jsonjobs::canonical_job_texts(store.as_bytes()).is_none());
                 }
             }
         }

@@ -1,14 +1,17 @@
-//! The jobs.json document: tolerant reading, canonical rendering, atomic writes and the
-//! `.jobs.lock` read-modify-write protocol. Records stay raw JSON maps so keys written by
-//! other Hermes builds survive every rewrite; nothing here knows what a schedule is.
-//! It must never overwrite a file it could not read, and nothing outside this module
-//! opens jobs.json for writing.
+//! jobs.json, the file store's job document shared with Python Hermes: the one module
+//! that reads and writes its text. Records stay raw JSON maps so keys written by other
+//! Hermes builds survive every rewrite; nothing here knows what a schedule is. It must
+//! never overwrite a file it could not read, and nothing outside this module opens
+//! jobs.json for writing.
 //!
-//! - [`locked`]: [`JsonFile`], the store of one home and its locked read-modify-writes;
+//! - [`locked`]: [`JsonFile`], the store of one home and its read-modify-writes under
+//!   `.jobs.lock`;
 //! - [`read`]: the tolerant whole-document reader ([`parse_document`]) and its views;
 //! - [`repair`]: what that reader mends (raw control characters, an id-keyed map) and
 //!   how it reports a file it cannot read;
 //! - [`canonical`]: a store in the canonical shape read as each job's own text;
+//! - [`scan`]: the strict walk over a canonical store's text that builds no values;
+//! - [`listing`]: both listings written straight from that walk;
 //! - [`write`]: rendering and atomic writes.
 
 use std::io;
@@ -17,9 +20,11 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 mod canonical;
+pub mod listing;
 mod locked;
 mod read;
 mod repair;
+pub mod scan;
 mod write;
 
 pub use canonical::{

@@ -13,10 +13,10 @@ use serde_json::{json, Map, Value};
 
 use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 
-use crate::fields::{
+use crate::jsonjobs::Record;
+use crate::model::fields::{
     LastFailure, Layout, MonitorSource, MonitorState, ReasoningEffort, UnreachableRetry,
 };
-use crate::jsonfile::Record;
 
 mod heal;
 mod normalized;
@@ -116,7 +116,7 @@ pub fn new_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every key the due scan ([`crate::due::plan_pass`]), [`crate::due::earliest_next_run`]
+/// Every key the due scan ([`crate::model::due::plan_pass`]), [`crate::model::due::earliest_next_run`]
 /// and completed-job pruning read. A job reduced to these decides exactly as the whole
 /// record does (tested against the fixture stores); add a key here when one of them
 /// starts reading it.
