@@ -8,8 +8,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::canonical::canonical_parts;
-use super::write::{create_private_dir_if_missing, render_document, set_mode, write_atomic_locked};
+use serde_json::value::RawValue;
+
+use super::reader::{raw as raw_text, JobsText};
+use super::write::{
+    create_private_dir_if_missing, render, render_document, set_mode, write_atomic_locked,
+};
 use super::{
     io_error, parse_document, parse_document_keeping, DocumentError, Record, StoreDocument,
 };
@@ -177,14 +181,14 @@ impl JsonFile {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_error(&path, e).into()),
         };
-        let Some(raw) = RawDocument::parse(&bytes) else {
+        let Some(raw) = JobsText::new(&bytes, &path).stored() else {
             return Ok(None);
         };
         let stored: Vec<StoredJob<'_>> = raw
             .jobs
             .iter()
             .map(|job| StoredJob {
-                text: job.text.get(),
+                text: job.text,
                 id: job.id.as_deref(),
             })
             .collect();
@@ -192,28 +196,32 @@ impl JsonFile {
         let Some((jobs, updated_at)) = write else {
             return Ok(Some(value));
         };
+        let no_such_job = || {
+            io_error(
+                &path,
+                io::Error::new(io::ErrorKind::InvalidInput, "no such stored job"),
+            )
+        };
         let slots = jobs
             .iter()
             .map(|job| match job {
-                Written::Kept(i) => raw.jobs.get(*i).map(|job| Slot::Raw(job.text)),
+                Written::Kept(i) => raw
+                    .jobs
+                    .get(*i)
+                    .and_then(|job| raw_text(job.text))
+                    .map(Slot::Raw),
                 Written::Record(record) => Some(Slot::Record(record)),
             })
             .collect::<Option<Vec<Slot>>>()
-            .ok_or_else(|| {
-                io_error(
-                    &path,
-                    io::Error::new(io::ErrorKind::InvalidInput, "no such stored job"),
-                )
-            })?;
-        let mut out = Vec::with_capacity(bytes.len() + 4096);
-        let view = RawDocumentView {
-            jobs: slots,
-            updated_at: &updated_at,
-            extra: &raw.extra,
-        };
-        serde_json::to_writer_pretty(&mut out, &view)
+            .ok_or_else(no_such_job)?;
+        let extra = raw
+            .extra
+            .iter()
+            .map(|(key, value)| raw_text(value).map(|value| (*key, value)))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(no_such_job)?;
+        let out = render(&slots, Some(&updated_at), &extra, bytes.len() + 4096)
             .map_err(|e| io_error(&path, io::Error::other(e)))?;
-        out.push(b'\n');
         write_atomic_locked(&path, &out)?;
         drop(lock);
         Ok(Some(value))
@@ -246,7 +254,7 @@ fn record_id(record: &Record) -> Option<&str> {
 
 /// One job of a store being written: its untouched text, or the changed record.
 enum Slot<'a> {
-    Raw(&'a serde_json::value::RawValue),
+    Raw(&'a RawValue),
     Record(&'a Record),
 }
 
@@ -256,63 +264,6 @@ impl serde::Serialize for Slot<'_> {
             Slot::Raw(text) => text.serialize(serializer),
             Slot::Record(record) => record.serialize(serializer),
         }
-    }
-}
-
-/// The canonical top level written by [`JsonFile::update_records`].
-struct RawDocumentView<'a> {
-    jobs: Vec<Slot<'a>>,
-    updated_at: &'a str,
-    extra: &'a [(String, &'a serde_json::value::RawValue)],
-}
-
-impl serde::Serialize for RawDocumentView<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("jobs", &self.jobs)?;
-        map.serialize_entry("updated_at", self.updated_at)?;
-        for (key, value) in self.extra {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
-    }
-}
-
-/// A job store read for an update of a few records: every job stays its own JSON text
-/// unless it was chosen.
-pub(super) struct RawDocument<'a> {
-    jobs: Vec<RawJob<'a>>,
-    /// Top-level keys other than "jobs" and "updated_at", as text, in order.
-    extra: Vec<(String, &'a serde_json::value::RawValue)>,
-}
-
-struct RawJob<'a> {
-    text: &'a serde_json::value::RawValue,
-    id: Option<String>,
-}
-
-impl<'a> RawDocument<'a> {
-    /// The canonical shape only (an object with a `jobs` list of objects, no BOM, valid
-    /// JSON); `None` sends the caller to the whole-document path, which repairs the rest.
-    pub(super) fn parse(bytes: &'a [u8]) -> Option<RawDocument<'a>> {
-        #[derive(serde::Deserialize)]
-        struct IdOnly {
-            id: Option<Value>,
-        }
-        let top = canonical_parts(bytes)?;
-        let mut jobs = Vec::with_capacity(top.jobs.len());
-        for job in top.jobs {
-            let id = serde_json::from_str::<IdOnly>(job.get()).ok()?.id;
-            jobs.push(RawJob {
-                text: job,
-                id: id.and_then(|v| v.as_str().map(str::to_string)),
-            });
-        }
-        Some(RawDocument {
-            jobs,
-            extra: top.extra,
-        })
     }
 }
 

@@ -1,38 +1,43 @@
 //! jobs.json, the file store's job document shared with Python Hermes: the one module
 //! that reads and writes its text. Records stay raw JSON maps so keys written by other
-//! Hermes builds survive every rewrite; nothing here knows what a schedule is. It must
-//! never overwrite a file it could not read, and nothing outside this module opens
-//! jobs.json for writing.
+//! Hermes builds survive every rewrite; what a field means is the model's (the reader's
+//! modes ask it). It must never overwrite a file it could not read, and nothing outside
+//! this module opens jobs.json for writing.
 //!
+//! - [`reader`]: [`JobsText`], the one reader: every question asked of the jobs (the
+//!   jobs, a view, the due probe, both listings, the layout, the stored jobs a change
+//!   rewrites around) is a mode of it, each the strict walk first and the tolerant
+//!   reader for anything else;
 //! - [`locked`]: [`JsonFile`], the store of one home and its read-modify-writes under
 //!   `.jobs.lock`;
-//! - [`read`]: the tolerant whole-document reader ([`parse_document`]) and its views;
+//! - [`read`]: the tolerant whole-document reader ([`parse_document`]) and its views,
+//!   the reader's long way;
 //! - [`repair`]: what that reader mends (raw control characters, an id-keyed map) and
 //!   how it reports a file it cannot read;
-//! - [`canonical`]: a store in the canonical shape read as each job's own text;
-//! - [`scan`]: the strict walk over a canonical store's text that builds no values;
-//! - [`listing`]: both listings written straight from that walk;
-//! - [`write`]: rendering and atomic writes.
+//! - [`scan`]: the strict walk over a canonical store's text that builds no values, the
+//!   reader's short way;
+//! - [`listing`]: the values the listing modes read from a job's text, and how they
+//!   write them;
+//! - [`write`]: the one way jobs.json is written: one rendering of the top level for a
+//!   whole document and for a change of a few jobs, and atomic writes.
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-mod canonical;
 pub mod listing;
 mod locked;
 mod read;
+mod reader;
 mod repair;
 pub mod scan;
 mod write;
 
-pub use canonical::{
-    canonical_job_texts, pick_job_fields, picked_record, record_keeping, PickedJobs,
-};
 pub(crate) use locked::ensure_private_dir;
 pub use locked::{JsonFile, StoredJob, Written};
 pub use read::{parse_document, parse_document_keeping};
+pub use reader::{pick_job_fields, picked_record, record_keeping, JobsText, PickedJobs};
 pub use write::{render_document, write_atomic};
 
 /// One job as stored: a JSON object with every key kept, known or not.

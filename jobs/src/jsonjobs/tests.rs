@@ -532,13 +532,13 @@ fn update_records_leaves_an_unreadable_store_and_an_erring_change_alone() {
 fn one_job_read_alone_is_what_the_whole_document_reads() {
     let text = "{\"jobs\": [{\"id\": \"a\", \"st\\u0061te\": \"paused\", \"x\": {\"y\": [1]}, \"id\": \"b\"}, {\"next_run_at\": null}], \"k\": 1}";
     let path = Path::new("/h/cron/jobs.json");
-    let texts = canonical_job_texts(text.as_bytes()).unwrap();
+    let texts = JobsText::new(text.as_bytes(), path).job_texts().unwrap();
     let whole = parse_document(text.as_bytes(), path).unwrap();
     let kept = parse_document_keeping(text.as_bytes(), path, Some(&["id", "state"])).unwrap();
     for (i, job) in texts.iter().enumerate() {
-        assert_eq!(record_keeping(job.get(), None).unwrap(), whole.jobs[i]);
+        assert_eq!(record_keeping(job, None).unwrap(), whole.jobs[i]);
         assert_eq!(
-            record_keeping(job.get(), Some(&["id", "state"])).unwrap(),
+            record_keeping(job, Some(&["id", "state"])).unwrap(),
             kept.jobs[i]
         );
     }
@@ -566,7 +566,9 @@ fn one_job_read_alone_is_what_the_whole_document_reads() {
         "{\"jobs\": null}",
     ] {
         assert!(
-            canonical_job_texts(not_canonical.as_bytes()).is_none(),
+            JobsText::new(not_canonical.as_bytes(), path)
+                .job_texts()
+                .is_none(),
             "{not_canonical}"
         );
         assert!(
@@ -598,4 +600,18 @@ fn the_kept_keys_view_reads_what_the_full_parse_reads() {
         parse_document_keeping(b"[{\"id\": \"a\", \"p\": \"a\nb\"}]", path, Some(&["id"])).unwrap();
     assert!(repaired.repaired);
     assert_eq!(repaired.jobs, [rec(json!({"id": "a"}))]);
+}
+
+#[test]
+fn the_stored_jobs_a_change_rewrites_around_have_the_ids_the_whole_document_reads() {
+    let path = Path::new("/h/cron/jobs.json");
+    let text = "{\"jobs\": [{\"id\": \"a\", \"x\": 1}, {\"\\u0069d\": \"b\"}, {\"id\": 7}, {}], \"updated_at\": \"u\", \"k\": [1]}";
+    let stored = JobsText::new(text.as_bytes(), path).stored().unwrap();
+    let ids: Vec<Option<&str>> = stored.jobs.iter().map(|job| job.id.as_deref()).collect();
+    assert_eq!(ids, [Some("a"), Some("b"), None, None]);
+    assert_eq!(stored.jobs[0].text, "{\"id\": \"a\", \"x\": 1}");
+    assert_eq!(stored.extra, [("k", "[1]")]);
+    // Two ids in one job: which one counts is the whole-document reader's to say.
+    let twice = "{\"jobs\": [{\"id\": \"a\", \"id\": \"b\"}]}";
+    assert!(JobsText::new(twice.as_bytes(), path).stored().is_none());
 }

@@ -5,6 +5,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
+use serde::Serialize;
+use serde_json::Value;
+
 use super::{io_error, DocumentError, StoreDocument};
 
 /// Serialize: pretty-printed, 2-space indent, UTF-8 written literally (no \uXXXX escapes for CJK/emoji), keys "jobs" then "updated_at" then the extra keys, trailing newline.
@@ -13,31 +16,62 @@ use super::{io_error, DocumentError, StoreDocument};
 pub fn render_document(doc: &StoreDocument) -> Vec<u8> {
     // Serialized straight from the borrowed records: a store of 100,000 jobs is ~100 MB
     // of JSON and about ten times that as maps, so a cloned copy would double the peak.
-    let mut out = Vec::with_capacity(doc.jobs.len() * 1024 + 64);
+    let extra: Vec<(&str, &Value)> = doc
+        .extra
+        .iter()
+        .filter(|(key, _)| *key != "jobs" && *key != "updated_at")
+        .map(|(key, value)| (key.as_str(), value))
+        .collect();
     // Maps with string keys, finite numbers and a Vec writer: serializing cannot fail; an
     // empty fallback would risk writing an empty store, so fail loudly.
-    serde_json::to_writer_pretty(&mut out, &DocumentView(doc))
-        .expect("serializing JSON maps into memory cannot fail");
-    out.push(b'\n');
-    out
+    render(
+        &doc.jobs,
+        doc.updated_at.as_deref(),
+        &extra,
+        doc.jobs.len() * 1024 + 64,
+    )
+    .expect("serializing JSON maps into memory cannot fail")
 }
 
-/// The canonical top-level shape of a [`StoreDocument`], borrowed for serializing.
-struct DocumentView<'a>(&'a StoreDocument);
+/// The one rendering of jobs.json, for a whole document and for a change of a few jobs
+/// (whose other jobs are their stored text): pretty-printed, keys `jobs`, then
+/// `updated_at` when given, then the other top-level keys in order, trailing newline.
+pub(super) fn render<J: Serialize + ?Sized, V: Serialize>(
+    jobs: &J,
+    updated_at: Option<&str>,
+    extra: &[(&str, V)],
+    capacity: usize,
+) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(capacity);
+    serde_json::to_writer_pretty(
+        &mut out,
+        &Top {
+            jobs,
+            updated_at,
+            extra,
+        },
+    )?;
+    out.push(b'\n');
+    Ok(out)
+}
 
-impl serde::Serialize for DocumentView<'_> {
+/// The top level of jobs.json, borrowed for serializing.
+struct Top<'a, J: ?Sized, V> {
+    jobs: &'a J,
+    updated_at: Option<&'a str>,
+    extra: &'a [(&'a str, V)],
+}
+
+impl<J: Serialize + ?Sized, V: Serialize> Serialize for Top<'_, J, V> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let doc = self.0;
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("jobs", &doc.jobs)?;
-        if let Some(updated_at) = &doc.updated_at {
+        map.serialize_entry("jobs", self.jobs)?;
+        if let Some(updated_at) = self.updated_at {
             map.serialize_entry("updated_at", updated_at)?;
         }
-        for (key, value) in &doc.extra {
-            if key != "jobs" && key != "updated_at" {
-                map.serialize_entry(key, value)?;
-            }
+        for (key, value) in self.extra {
+            map.serialize_entry(key, value)?;
         }
         map.end()
     }
