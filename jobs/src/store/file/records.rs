@@ -130,13 +130,17 @@ fn healed(records: Vec<crate::jsonjobs::Record>, ctx: &Context) -> Vec<Job> {
 
 impl Files {
     fn load_jobs(&self) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .jobs
-            .load()?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
+        self.read_all(None)
+    }
+
+    /// Every job, whole or as a view of `keys`: the reader's jobs mode.
+    fn read_all(&self, keys: Option<&[&str]>) -> Result<Vec<Job>, StoreError> {
+        let bytes = self.read_jobs()?;
+        let path = self.jobs.jobs_path();
+        let mut jobs = Vec::new();
+        JobsText::new(&bytes, &path)
+            .jobs(keys, &mut |record| jobs.push(Job::from_record(record)))?;
+        Ok(jobs)
     }
 
     pub(super) fn for_each_job(
@@ -196,13 +200,7 @@ impl Files {
     }
 
     fn load_view(&self, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .jobs
-            .load_keeping(keys)?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
+        self.read_all(Some(keys))
     }
 
     // Job changes go through the group commit: changes made at the same time share one
