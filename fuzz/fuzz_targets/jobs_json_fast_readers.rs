@@ -553,6 +553,8 @@ async fn read(cron: &Path, store_text: &str, ctx: &Context) -> (Reading, Whole, 
             catch_up_missed: true,
             claim_owner: "fuzz:1",
             run_claim_ttl: Duration::minutes(30),
+            // cron.catch_up_spread's default.
+            catch_up_spread: Duration::minutes(5),
         },
         completed_retention: Duration::days(7),
         running_here: &running,

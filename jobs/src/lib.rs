@@ -2,29 +2,32 @@
 //! implementation shared with Python Hermes, job lifecycle and the prompt safety scan.
 //!
 //! Nothing here reads the clock: operations take a [`Context`] with "now" and the zones.
-pub mod caps;
-pub mod chain;
-pub mod due;
-pub mod estop;
-pub mod fields;
-pub mod gateway_guard;
-pub mod incident;
-pub mod job;
-pub mod jsonfile;
-pub mod jsonscan;
+//!
+//! The crate's rooms (docs/ARCHITECTURE.md):
+//! - [`model`]: the job record, its fields, and the pure decisions on it (due, chains);
+//! - [`checks`]: the limits, the threat scan, the gateway guard and the `deliver` grammar
+//!   every job change passes;
+//! - [`lifecycle`]: create, edit, pause, resume, remove — the checks, then one store call;
+//! - [`store`]: the store's capabilities (one trait per room) and its backends;
+//! - [`jsonjobs`]: jobs.json's text, read and written (the file store's job document);
+//! - [`ledger`]: what runs leave behind — runs, spend, incidents, the outbox, outputs and
+//!   notepads.
+pub mod checks;
+pub mod jsonjobs;
 pub mod ledger;
 pub mod lifecycle;
-pub mod limits;
-pub mod listing;
-pub mod notepad;
-pub mod outbox;
-pub mod output;
-pub mod overlap;
-pub mod spend;
+pub mod model;
 pub mod store;
-pub mod target;
-pub mod threats;
-pub mod window;
+
+// Each module also answers at the crate's root, under the name it had before the rooms
+// (`jobs::job::Job`, `jobs::jsonfile::JsonFile`, …), which the binary, the benches and
+// the fuzz targets use.
+pub use checks::{gateway_guard, limits, target, threats};
+pub use jsonjobs as jsonfile;
+pub use jsonjobs::{listing, scan as jsonscan};
+pub use ledger::{incident, notepad, outbox, output, spend};
+pub use model::{caps, chain, due, fields, job, overlap, window};
+pub use store::estop;
 
 pub use caps::{CapTexts, Caps};
 pub use fields::{BareDuration, Layout, ReasoningEffort, UnreachableRetry};

@@ -12,16 +12,16 @@ use serde_json::{json, Value};
 
 use schedules::{format_instant, parse_schedule, Schedule, ScheduleError, ONE_SHOT_GRACE};
 
-use crate::caps::{CapChange, CapTexts};
-use crate::fields::{schedule_text, BareDuration, MonitorSource, ReasoningEffort};
-use crate::gateway_guard;
-use crate::job::TextField;
-use crate::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
-use crate::overlap::Overlap;
+use crate::checks::gateway_guard;
+use crate::checks::target::{validate_deliver, Platform};
+use crate::checks::threats::{scan_prompt, PromptBlocked};
+use crate::model::caps::{CapChange, CapTexts};
+use crate::model::fields::{schedule_text, BareDuration, MonitorSource, ReasoningEffort};
+use crate::model::job::TextField;
+use crate::model::job::{new_id, parse_repeat_times, Context, Job, JobSpec, JobState, Repeat};
+use crate::model::overlap::Overlap;
+use crate::model::window::{check_window, WindowTexts};
 use crate::store::{JobChange, Store, StoreError};
-use crate::target::{validate_deliver, Platform};
-use crate::threats::{scan_prompt, PromptBlocked};
-use crate::window::{check_window, WindowTexts};
 use schedules::Planned;
 
 /// Why a job operation was refused or failed. Every message reads as an instruction.
@@ -40,20 +40,20 @@ pub enum JobError {
     /// A manual run of a job that has a run going (here or on another host).
     #[error("Job {0} is already running; wait for it to finish")]
     Running(String),
-    /// A text field longer than [`crate::limits`] allows.
+    /// A text field longer than [`crate::checks::limits`] allows.
     #[error("{field} must be ≤ {max_chars} characters")]
     TooLong {
         field: &'static str,
         max_chars: usize,
     },
-    /// A control character in a one-line field ([`crate::limits`]).
+    /// A control character in a one-line field ([`crate::checks::limits`]).
     #[error("{field} must not contain control characters (found U+{:04X}): give it on one line", u32::from(*found))]
     ControlCharacter { field: &'static str, found: char },
     /// An invisible or bidi-control character, or a line separator, in a one-line field
-    /// ([`crate::limits`], [`crate::threats::first_hidden_in_line`]).
+    /// ([`crate::checks::limits`], [`crate::checks::threats::first_hidden_in_line`]).
     #[error("{field} must not contain invisible or bidi-control characters (found U+{:04X}): type it without them", u32::from(*found))]
     HiddenCharacter { field: &'static str, found: char },
-    /// A list with more items than [`crate::limits`] allows.
+    /// A list with more items than [`crate::checks::limits`] allows.
     #[error("A job may load at most {max} {what}: keep the ones it needs, or split it into several jobs")]
     TooMany { what: &'static str, max: usize },
     #[error(transparent)]
@@ -156,7 +156,7 @@ pub struct NewJob {
     /// The job's own spending caps, as given.
     pub caps: CapTexts,
     /// `--after JOB`: run each time a run of that job ends with `after_on`
-    /// ([`crate::chain`]).
+    /// ([`crate::model::chain`]).
     pub after: Option<String>,
     /// `--on success|failure|always` (default `success`); needs `after`.
     pub after_on: Option<String>,
@@ -217,7 +217,7 @@ pub struct JobEdit {
     pub inference_now: InferenceNow,
     /// Caps to set or, with `""` or `0`, to clear.
     pub caps: CapTexts,
-    /// `--after JOB` sets the job's chain, `""` removes it ([`crate::chain`]).
+    /// `--after JOB` sets the job's chain, `""` removes it ([`crate::model::chain`]).
     pub after: Option<String>,
     /// `--on success|failure|always`: alone, changes the outcome of the job's chain.
     pub after_on: Option<String>,
@@ -452,7 +452,7 @@ fn configured_pin(now: &InferenceNow) -> (Option<String>, Option<String>) {
 
 /// Creates a job and stores it. Everything is validated before the store is locked.
 pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Result<Job, JobError> {
-    crate::limits::check_new(new)?;
+    crate::checks::limits::check_new(new)?;
     if new.paused_reason.is_some() && !new.paused {
         // Hermes 0.22's words, on every door (its CLI and API say the same).
         return Err(JobError::Invalid(
@@ -548,7 +548,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     let paused_reason = new
         .paused
         .then(|| non_empty(&new.paused_reason).unwrap_or(CREATED_PAUSED_REASON));
-    let after = crate::chain::resolve(
+    let after = crate::model::chain::resolve(
         store,
         ctx,
         None,
@@ -590,7 +590,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
     });
     caps.apply(&mut job);
     if let Some(Some(after)) = &after {
-        crate::chain::set(&mut job, Some(after), ctx.now);
+        crate::model::chain::set(&mut job, Some(after), ctx.now);
     }
     if !new.window.is_empty() {
         new.window.apply(&mut job, ctx)?;
@@ -681,7 +681,7 @@ struct CheckedEdit {
 
 impl CheckedEdit {
     fn check(edit: &JobEdit) -> Result<CheckedEdit, JobError> {
-        crate::limits::check_edit(edit)?;
+        crate::checks::limits::check_edit(edit)?;
         if let Some(prompt) = &edit.prompt {
             scan_prompt(prompt)?;
         }
@@ -970,14 +970,14 @@ pub async fn edit_job(
         (None, None) => None,
         (after, on) => {
             let jobs = store
-                .load_view(ctx, &["id", "name", crate::chain::AFTER])
+                .load_view(ctx, &["id", "name", crate::model::chain::AFTER])
                 .await?;
             let job = find_job(&jobs, reference)?;
-            crate::chain::resolve(
+            crate::model::chain::resolve(
                 store,
                 ctx,
                 Some(job.id()),
-                crate::chain::After::of(job),
+                crate::model::chain::After::of(job),
                 after.as_deref(),
                 on.as_deref(),
             )
@@ -989,7 +989,7 @@ pub async fn edit_job(
         checked.apply_schedule(job, &at)?;
         checked.apply_fields(job)?;
         if let Some(after) = &chain {
-            crate::chain::set(job, after.as_ref(), at.now);
+            crate::model::chain::set(job, after.as_ref(), at.now);
         }
         Ok(())
     });
@@ -1003,7 +1003,7 @@ pub async fn pause_job(
     reason: Option<&str>,
     ctx: &Context,
 ) -> Result<Job, JobError> {
-    crate::limits::check_reason(reason)?;
+    crate::checks::limits::check_reason(reason)?;
     let reason = reason.map(str::to_string);
     let at = *ctx;
     let change: JobChange = Box::new(move |job| {
@@ -1069,7 +1069,7 @@ const FIRE_CLAIM_TTL: chrono::Duration = chrono::Duration::seconds(300);
 /// future or unreadable does not count, as in Hermes.
 fn live_claim(job: &Job, key: &str, ttl: chrono::Duration, ctx: &Context) -> bool {
     let at = job.get(key).and_then(|c| c.get("at"));
-    crate::job::instant_of(at, ctx).is_some_and(|at| {
+    crate::model::job::instant_of(at, ctx).is_some_and(|at| {
         let age = ctx.now - at;
         age >= chrono::Duration::zero() && age < ttl
     })
@@ -1079,7 +1079,7 @@ fn live_claim(job: &Job, key: &str, ttl: chrono::Duration, ctx: &Context) -> boo
 /// not, as Hermes 0.22's `rearm_oneshot` does: a new `once` schedule, the run count back
 /// to zero, claims and pause markers cleared. Refused for a recurring job, for a time in
 /// the past, and while a scheduler holds a live claim on it (`run_claim_ttl`: the
-/// lifetime of a `run_claim`, see [`crate::due::run_claim_ttl`]).
+/// lifetime of a `run_claim`, see [`crate::model::due::run_claim_ttl`]).
 pub async fn rearm_one_shot(
     store: &dyn Store,
     reference: &str,
@@ -1088,7 +1088,7 @@ pub async fn rearm_one_shot(
     ctx: &Context,
 ) -> Result<Job, JobError> {
     if let RearmAt::At(text) = at {
-        crate::limits::check_schedule(text)?;
+        crate::checks::limits::check_schedule(text)?;
     }
     let at = at.clone();
     let ctx_at = *ctx;
@@ -1138,7 +1138,7 @@ pub async fn remove_job(
     let id = resolve(store, reference, ctx).await?;
     // The id names the job's output documents; one that could name anything else is
     // refused before any backend touches anything.
-    if !crate::job::is_safe_id(&id) {
+    if !crate::model::job::is_safe_id(&id) {
         return Err(JobError::Invalid(format!(
             "Job id '{id}' is not a safe file name; fix or remove it in jobs.json by hand"
         )));

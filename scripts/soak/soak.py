@@ -32,7 +32,7 @@ CLI_TIMEOUT = 60  # seconds; every CLI call is bounded
 # The key a soak message carries: a script run's occurrence, or an agent reply's tag and n.
 KEY_RE = re.compile(r"soak-run occ=\S+|soak-reply tag=\S+ n=\d+")
 PART_RE = re.compile(r"\((\d+)/(\d+)\)")  # a split message's part marker
-OUTBOX_FIRST_RETRY = 30  # jobs/src/outbox.rs retry_delay(0): a row is never claimed sooner
+OUTBOX_FIRST_RETRY = 30  # jobs/src/ledger/outbox.rs retry_delay(0): a row is never claimed sooner
 
 
 def ts(text):

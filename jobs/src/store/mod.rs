@@ -8,6 +8,7 @@
 //! nothing outside them knows where or how anything is kept; `conformance/` holds the
 //! one suite every backend passes, a module per room.
 
+pub mod estop;
 mod file;
 mod memory;
 mod postgres;
@@ -26,22 +27,22 @@ pub use memory::MemoryStore;
 pub use postgres::PgStore;
 pub use transfer::{export_jobs_json, import_jobs_json, Imported};
 
-use crate::due::{Decision, Planned, ScanOptions};
-use crate::estop::GlobalPause;
-use crate::fields::Layout;
-use crate::incident::{Incident, IncidentState, NewIncident, Transition};
-use crate::job::{Context, Job, JobState, NormalizedJob};
+use crate::jsonjobs::listing::JobSummary;
+pub use crate::jsonjobs::listing::ListedJob;
+use crate::ledger::incident::{Incident, IncidentState, NewIncident, Transition};
+use crate::ledger::notepad::Note;
+use crate::ledger::outbox::{NewOutboxItem, OutboxItem, OutboxState};
+use crate::ledger::output::OutputDocument;
+use crate::ledger::spend::Spend;
 use crate::ledger::{
     occurrence_key, CancelTarget, RunEnd, RunRequest, RunRow, RunSource, RunStatus,
 };
 use crate::lifecycle::JobError;
-use crate::listing::JobSummary;
-pub use crate::listing::ListedJob;
-use crate::notepad::Note;
-use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
-use crate::output::OutputDocument;
-use crate::overlap::Overlap;
-use crate::spend::Spend;
+use crate::model::due::{Decision, Planned, ScanOptions};
+use crate::model::fields::Layout;
+use crate::model::job::{Context, Job, JobState, NormalizedJob};
+use crate::model::overlap::Overlap;
+use crate::store::estop::GlobalPause;
 
 /// Why the store could not do what was asked. Backend-neutral: the message names what
 /// could not be read or reached and what to do about it.
@@ -391,7 +392,7 @@ pub trait JobRecords: Send + Sync {
     }
 
     /// One scheduler pass: decide which jobs are due (the pure rules of
-    /// [`crate::due::plan_pass`]), move their schedules forward and claim their
+    /// [`crate::model::due::plan_pass`]), move their schedules forward and claim their
     /// occurrences in the ledger, all before anything runs, so a crash can never fire an
     /// occurrence twice. Prunes old completed one-shots.
     async fn claim_due(&self, ctx: &Context, scan: &DueScan<'_>) -> Result<DuePass, StoreError>;
@@ -412,7 +413,7 @@ pub trait JobRecords: Send + Sync {
     /// the job is running.
     async fn claim_manual(&self, job_id: &str, now: DateTime<Utc>) -> Result<i64, JobError>;
 
-    /// Claims the chained run `occurrence` of `job_id` ([`crate::chain::occurrence`]) as
+    /// Claims the chained run `occurrence` of `job_id` ([`crate::model::chain::occurrence`]) as
     /// running now. `None` when the occurrence is in the ledger already (another process
     /// or an earlier pass claimed it: run nothing) or the job is running here or on
     /// another host (a later pass claims it).
@@ -512,7 +513,7 @@ pub trait RunLedger: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// Tokens and dollars of the runs that spent any and finished at or after `since`,
-    /// summed per job and model ([`crate::spend`]); on a shared store, every host's.
+    /// summed per job and model ([`crate::ledger::spend`]); on a shared store, every host's.
     async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError>;
 
     /// Asks the running runs of `target` to stop: each is marked in the ledger, where
@@ -659,11 +660,11 @@ pub trait Outputs: Send + Sync {
 /// Failure incidents (failed runs grouped by their error) and job notepads.
 #[async_trait::async_trait]
 pub trait Notes: Send + Sync {
-    /// Groups a failed run into its incident (see [`crate::incident::upserted`]) and
+    /// Groups a failed run into its incident (see [`crate::ledger::incident::upserted`]) and
     /// returns the incident as it now is.
     async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError>;
 
-    /// Moves incident `id` (see [`crate::incident::moved`]), stamped `at`; whether it
+    /// Moves incident `id` (see [`crate::ledger::incident::moved`]), stamped `at`; whether it
     /// changed (`false` for an unknown or closed one).
     async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError>;
 
@@ -677,7 +678,7 @@ pub trait Notes: Send + Sync {
     /// its job's removal).
     async fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError>;
 
-    /// Sets one entry; [`StoreError::Refused`] when a limit of [`crate::notepad::check`]
+    /// Sets one entry; [`StoreError::Refused`] when a limit of [`crate::ledger::notepad::check`]
     /// would break, with nothing written.
     async fn set_note(&self, note: &Note) -> Result<(), StoreError>;
 
@@ -1055,7 +1056,7 @@ impl ExtraField {
     /// `schedule_description`: the schedule in English ([`ListedJob::schedule_description`]),
     /// `null` when the stored schedule cannot be read.
     pub fn schedule_description() -> ExtraField {
-        let memo = crate::listing::DescriptionMemo::default();
+        let memo = crate::jsonjobs::listing::DescriptionMemo::default();
         ExtraField {
             key: "schedule_description",
             write: Arc::new(move |job: &ListedJob<'_>, out: &mut Vec<u8>| {

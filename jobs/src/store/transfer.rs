@@ -6,9 +6,9 @@
 use std::path::Path;
 
 use super::{Store, StoreError};
-use crate::job::{Context, Job};
-use crate::jsonfile::{parse_document, render_document, StoreDocument};
+use crate::jsonjobs::{parse_document, render_document, StoreDocument};
 use crate::lifecycle::JobError;
+use crate::model::job::{Context, Job};
 
 /// What an import did.
 #[derive(Debug, Default, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use crate::store::Beat;
 use super::Backend;
 
 async fn the_global_pause_holds_every_process(backend: &dyn Backend) {
-    use crate::estop::GlobalPause;
+    use crate::store::estop::GlobalPause;
     let (one, two) = (backend.process(1).await, backend.process(2).await);
     assert_eq!(two.global_pause().await.unwrap(), None);
     let pause = GlobalPause {

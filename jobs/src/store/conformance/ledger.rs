@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use chrono::Duration;
 
+use crate::ledger::spend::Spend;
 use crate::ledger::{CancelTarget, RunEnd, RunRequest, RunStatus, QUEUED, QUEUED_SUPERSEDED};
-use crate::overlap::Overlap;
-use crate::spend::Spend;
+use crate::model::overlap::Overlap;
 use crate::store::Claimed;
 
 use super::{ctx, hourly, scan, Backend};
@@ -145,7 +145,7 @@ async fn spend_is_summed_for_every_process_and_a_budget_notice_goes_once(backend
 async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &dyn Backend) {
     let (one, two) = (backend.process(1).await, backend.process(2).await);
     let now = backend.now();
-    let occurrence = crate::chain::occurrence("bbbbbbbbbbbb", 7);
+    let occurrence = crate::model::chain::occurrence("bbbbbbbbbbbb", 7);
     let manual = one.claim_manual("bbbbbbbbbbbb", now).await.unwrap();
     assert_eq!(
         two.claim_chained("bbbbbbbbbbbb", &occurrence, now)
@@ -356,7 +356,7 @@ async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dy
     for seconds in [5, 3] {
         let due = c.now - Duration::seconds(seconds);
         let ids = HashSet::from(["aaaaaaaaaaaa".to_string()]);
-        let set_due = Box::new(move |job: &mut crate::job::Job| {
+        let set_due = Box::new(move |job: &mut crate::model::job::Job| {
             job.set_next_run_at(Some(due), chrono_tz::UTC);
         });
         two.update_jobs(&c, ids, set_due).await.unwrap();

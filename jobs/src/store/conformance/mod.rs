@@ -9,8 +9,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
 use super::{DueScan, FileStore, MemoryStore, Owner, Store};
-use crate::due::ScanOptions;
-use crate::job::{Context, Job};
+use crate::model::due::ScanOptions;
+use crate::model::job::{Context, Job};
 
 /// Processes of one host sharing one backend's data.
 #[async_trait::async_trait]

@@ -4,7 +4,7 @@
 use super::{ctx, hourly, Backend};
 
 async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Backend) {
-    use crate::incident::{IncidentState, NewIncident, Transition};
+    use crate::ledger::incident::{IncidentState, NewIncident, Transition};
     let (one, two) = (backend.process(1).await, backend.process(2).await);
     let failure = |at: &str| NewIncident::of("aaaaaaaaaaaa", "HTTP 500 after 3s", None, at.into());
     let first = one
@@ -110,7 +110,7 @@ async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Bac
 }
 
 async fn notepads_keep_their_limits_and_go_with_their_job(backend: &dyn Backend) {
-    use crate::notepad::{Note, MAX_VALUE_BYTES};
+    use crate::ledger::notepad::{Note, MAX_VALUE_BYTES};
     let (one, two) = (backend.process(1).await, backend.process(2).await);
     let c = ctx(backend.now());
     one.insert_job(&c, hourly("aaaaaaaaaaaa", c.now))

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::outbox::{NewOutboxItem, OutboxState};
+use crate::ledger::outbox::{NewOutboxItem, OutboxState};
 use crate::store::Flight;
 
 use super::Backend;

@@ -3,7 +3,7 @@
 
 use chrono::Duration;
 
-use crate::output::OutputDocument;
+use crate::ledger::output::OutputDocument;
 
 use super::Backend;
 

@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use chrono::Duration;
 use serde_json::json;
 
-use crate::due::Decision;
-use crate::fields::Layout;
-use crate::job::JobState;
+use crate::ledger::output::OutputDocument;
 use crate::ledger::{RunEnd, RunRequest, RunStatus};
 use crate::lifecycle::JobError;
-use crate::output::OutputDocument;
+use crate::model::due::Decision;
+use crate::model::fields::Layout;
+use crate::model::job::JobState;
 use crate::store::Claimed;
 
 use super::{ctx, hourly, iso, job, scan, scan_with_slots, Backend};
@@ -387,7 +387,7 @@ async fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend:
 struct Summaries(Vec<(String, JobState)>);
 
 impl crate::store::SummarySink for Summaries {
-    fn summary(&mut self, job: &crate::listing::JobSummary<'_>) {
+    fn summary(&mut self, job: &crate::jsonjobs::listing::JobSummary<'_>) {
         self.0.push((job.id.to_string(), job.state));
     }
 

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::estop::GlobalPause;
-use crate::jsonfile::write_atomic;
+use crate::jsonjobs::write_atomic;
+use crate::store::estop::GlobalPause;
 use crate::store::{Beat, Control, Heartbeat, StoreError, StoreInfo};
 
 use super::{io_unavailable, FileStore, Files};
@@ -107,8 +107,8 @@ fn read_sentinel(path: &Path) -> Option<GlobalPause> {
 fn write_sentinel(path: &Path, pause: &GlobalPause) -> std::io::Result<()> {
     let body = serde_json::json!({"engaged_at": pause.engaged_at, "reason": pause.reason});
     let text = serde_json::to_string_pretty(&body).unwrap_or_default();
-    crate::jsonfile::write_atomic(path, format!("{text}\n").as_bytes()).map_err(|e| match e {
-        crate::jsonfile::DocumentError::Io { source, .. } => source,
+    crate::jsonjobs::write_atomic(path, format!("{text}\n").as_bytes()).map_err(|e| match e {
+        crate::jsonjobs::DocumentError::Io { source, .. } => source,
         other => std::io::Error::other(other.to_string()),
     })
 }

@@ -11,10 +11,10 @@
 use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::job::{Context, Job};
+use crate::model::job::{Context, Job};
 use std::collections::HashSet;
 
-use crate::jsonfile::{DocumentError, JsonFile, Record, StoreDocument, StoredJob, Written};
+use crate::jsonjobs::{DocumentError, JsonFile, Record, StoreDocument, StoredJob, Written};
 use crate::lifecycle::JobError;
 use crate::store::{JobChange, StoreError};
 
@@ -449,7 +449,7 @@ fn jobs_mut(entries: &mut [Entry]) -> impl Iterator<Item = &mut Job> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsonfile::{parse_document, render_document};
+    use crate::jsonjobs::{parse_document, render_document};
     use chrono::{DateTime, Utc};
     use serde_json::json;
 

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
+use crate::ledger::spend::Spend;
 use crate::ledger::{CancelTarget, Ledger, RunEnd, RunRequest, RunRow, RunStatus};
-use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
 
 use super::{FileStore, Files};

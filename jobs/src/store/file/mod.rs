@@ -1,5 +1,5 @@
 //! The embedded store of one Hermes home, shared with Python Hermes: jobs in
-//! `cron/jobs.json` (guarded by `.jobs.lock`, see [`crate::jsonfile`]), passes serialised
+//! `cron/jobs.json` (guarded by `.jobs.lock`, see [`crate::jsonjobs`]), passes serialised
 //! by `.tick.lock`, runs, the outbox and failure incidents in the SQLite
 //! `cron/executions.db`, job notepads in `cron/notepad.db`, output documents under
 //! `cron/output/<job_id>/`, heartbeats in small `ticker_*` files, the global pause in the
@@ -19,14 +19,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::{Liveness, Owner, StoreError};
-use crate::fields::Layout;
-use crate::incident::IncidentBook;
-use crate::job::{Context, Job};
-use crate::jsonfile::{DocumentError, JsonFile};
+use crate::jsonjobs::{DocumentError, JsonFile};
+use crate::ledger::incident::IncidentBook;
+use crate::ledger::notepad::NotepadBook;
+use crate::ledger::outbox::Outbox;
 use crate::ledger::{Claim, Ledger, LedgerError};
 use crate::lifecycle::JobError;
-use crate::notepad::NotepadBook;
-use crate::outbox::Outbox;
+use crate::model::fields::Layout;
+use crate::model::job::{Context, Job};
 
 mod control;
 mod group_commit;
@@ -215,7 +215,7 @@ impl Files {
     }
 
     fn ensure_dir(&self) -> Result<(), StoreError> {
-        crate::jsonfile::ensure_private_dir(self.cron_dir()).map_err(StoreError::from)
+        crate::jsonjobs::ensure_private_dir(self.cron_dir()).map_err(StoreError::from)
     }
 
     fn notepad_path(&self) -> PathBuf {

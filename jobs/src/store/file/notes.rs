@@ -1,8 +1,8 @@
 //! The file store's failure incidents (in `cron/executions.db`) and job notepads (in
 //! `cron/notepad.db`) ([`Notes`]). It never creates either database to answer a read.
 
-use crate::incident::{Incident, IncidentState, NewIncident, Transition};
-use crate::notepad::{Note, NoteWriteError, NotepadBook};
+use crate::ledger::incident::{Incident, IncidentState, NewIncident, Transition};
+use crate::ledger::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::store::{Notes, StoreError};
 
 use super::{FileStore, Files};

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::outbox::{NewOutboxItem, OutboxItem, OutboxState};
+use crate::ledger::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::store::{Flight, Outbox, StoreError};
 
 use super::{FileStore, Files};
@@ -62,11 +62,11 @@ impl Files {
         if !self.db_exists(&self.outbox, &self.db_path()) {
             return Ok(0);
         }
-        self.with_outbox(crate::outbox::Outbox::depth)
+        self.with_outbox(crate::ledger::outbox::Outbox::depth)
     }
 
     fn next_delivery_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        self.with_outbox(crate::outbox::Outbox::earliest_due)
+        self.with_outbox(crate::ledger::outbox::Outbox::earliest_due)
     }
 
     fn delivery_state(&self, occurrence: &str, target: &str) -> Result<Option<String>, StoreError> {

@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use crate::job::is_safe_id;
-use crate::jsonfile::write_atomic;
-use crate::output::{
+use crate::jsonjobs::write_atomic;
+use crate::ledger::output::{
     list_outputs, save_rendered, OutputDocument, RenderedOutput, MONITOR_SNAPSHOT_FILE,
 };
+use crate::model::job::is_safe_id;
 use crate::store::{Outputs, StoreError};
 
 use super::{io_unavailable, FileStore, Files};

@@ -1,32 +1,25 @@
 //! The file store's jobs and claims ([`JobRecords`], and the faster [`Listing`]): jobs
-//! in `cron/jobs.json`, read without a lock (the fast readers of `jsonscan` where the text
+//! in `cron/jobs.json`, read without a lock (the fast readers of `jsonjobs::scan` where the text
 //! allows) and changed under `.jobs.lock` through the group commit; a pass decided under
 //! `.tick.lock`, its occurrences claimed in the ledger of `executions.db`. It never writes
 //! jobs.json while it cannot read it.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use crate::due::{
-    self, earliest_next_run, plan_pass, prune_completed_one_shots, Planned, Probe, ScanOptions,
-    PROBE_KEYS,
-};
-use crate::fields::Layout;
-use crate::job::{is_safe_id, Context, Job, SCHEDULING_KEYS};
-use crate::jsonfile::{
-    canonical_job_texts, parse_document_keeping, pick_job_fields, picked_record, record_keeping,
-    DocumentError,
-};
-use crate::jsonscan::{walk_jobs, walk_jobs_in_parallel, KeyIndex, Walk};
+use crate::jsonjobs::{DocumentError, JobsText};
+use crate::ledger::notepad::NotepadBook;
 use crate::ledger::RunRequest;
 use crate::lifecycle::JobError;
-use crate::listing::{plain_summary, write_plain_job, JobSummary, NotPlain, Scratch};
-use crate::notepad::NotepadBook;
+use crate::model::due::{
+    earliest_next_run, plan_pass, prune_completed_one_shots, Planned, ScanOptions,
+};
+use crate::model::fields::Layout;
+use crate::model::job::{is_safe_id, Context, Job};
 use crate::store::{
-    append_normalized_job, claim_planned, BatchChange, ChangeMark, DuePass, DueScan, ExtraField,
-    JobChange, JobRecords, JobViews, Keep, Listed, Listing, SharedSink, StoreError, SummarySink,
+    claim_planned, BatchChange, ChangeMark, DuePass, DueScan, ExtraField, JobChange, JobRecords,
+    JobViews, Keep, Listed, Listing, SharedSink, StoreError, SummarySink,
 };
 
 use super::{io_unavailable, lock, on_one_thread, FileStamp, FileStore, Files};
@@ -110,56 +103,14 @@ impl Files {
     }
 
     /// The jobs a pass must decide on, as scheduling views, and the earliest next run
-    /// of all the others. Each job is first judged on a few fields ([`due::probe`]);
-    /// only the undecided ones (due, completed, unreadable next run) are built.
+    /// of all the others: the reader's due probe ([`JobsText::scheduling`]).
     fn undecided_jobs(
         &self,
         ctx: &Context,
     ) -> Result<(Vec<Job>, Option<DateTime<Utc>>), StoreError> {
         let bytes = self.read_jobs()?;
         let path = self.jobs.jobs_path();
-        let keys = KeyIndex::new(SCHEDULING_KEYS);
-        let at = PROBE_KEYS.map(|key| keys.find(key));
-        let mut undecided = Vec::new();
-        let mut settled_wake = None;
-        let mut value_unreadable = false;
-        let mut values = vec![None; SCHEDULING_KEYS.len()];
-        // The file is read on this thread while each job is judged on another.
-        let walked = walk_jobs_in_parallel(&bytes, &mut |_, entries| {
-            values.iter_mut().for_each(|v| *v = None);
-            if keys.pick(entries, &mut values).is_none() {
-                return Walk::Stop;
-            }
-            let mut fields = [const { None }; PROBE_KEYS.len()];
-            for (field, i) in fields.iter_mut().zip(at) {
-                if let Some(text) = i.and_then(|i| values[i]) {
-                    let Ok(value) = serde_json::from_str(text) else {
-                        value_unreadable = true;
-                        return Walk::Stop;
-                    };
-                    *field = Some(value);
-                }
-            }
-            match due::probe(&fields, ctx) {
-                Probe::Settled { wake } => settled_wake = earliest(settled_wake, wake),
-                Probe::Undecided => match picked_record(SCHEDULING_KEYS, &values) {
-                    Ok(record) => undecided.push(Job::from_record(record)),
-                    Err(_) => {
-                        value_unreadable = true;
-                        return Walk::Stop;
-                    }
-                },
-            }
-            Walk::Continue
-        });
-        if walked.is_some() {
-            return Ok((undecided, settled_wake));
-        }
-        if value_unreadable {
-            return Err(job_text_error(&bytes, &path, Some(SCHEDULING_KEYS)));
-        }
-        let doc = parse_document_keeping(&bytes, &path, Some(SCHEDULING_KEYS))?;
-        Ok((doc.jobs.into_iter().map(Job::from_record).collect(), None))
+        JobsText::new(&bytes, &path).scheduling(ctx)
     }
 }
 
@@ -167,20 +118,7 @@ fn earliest(a: Option<DateTime<Utc>>, b: Option<DateTime<Utc>>) -> Option<DateTi
     [a, b].into_iter().flatten().min()
 }
 
-/// The error for a job of a checked store that still cannot be read alone (nested
-/// deeper than the JSON reader allows): the whole-document reader's own, with its
-/// position, so the message is the one any other reader of this store gives.
-fn job_text_error(bytes: &[u8], path: &Path, keep: Option<&[&str]>) -> StoreError {
-    match parse_document_keeping(bytes, path, keep) {
-        Err(e) => e.into(),
-        Ok(_) => StoreError::Unreadable(format!(
-            "cannot read job store {}: a job cannot be read; the file was left unchanged",
-            path.display()
-        )),
-    }
-}
-
-fn healed(records: Vec<crate::jsonfile::Record>, ctx: &Context) -> Vec<Job> {
+fn healed(records: Vec<crate::jsonjobs::Record>, ctx: &Context) -> Vec<Job> {
     records
         .into_iter()
         .map(|record| {
@@ -193,13 +131,17 @@ fn healed(records: Vec<crate::jsonfile::Record>, ctx: &Context) -> Vec<Job> {
 
 impl Files {
     fn load_jobs(&self) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .jobs
-            .load()?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
+        self.read_all(None)
+    }
+
+    /// Every job, whole or as a view of `keys`: the reader's jobs mode.
+    fn read_all(&self, keys: Option<&[&str]>) -> Result<Vec<Job>, StoreError> {
+        let bytes = self.read_jobs()?;
+        let path = self.jobs.jobs_path();
+        let mut jobs = Vec::new();
+        JobsText::new(&bytes, &path)
+            .jobs(keys, &mut |record| jobs.push(Job::from_record(record)))?;
+        Ok(jobs)
     }
 
     pub(super) fn for_each_job(
@@ -210,65 +152,21 @@ impl Files {
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
         let path = self.jobs.jobs_path();
-        if let Some(picked) = keys.and_then(|keys| pick_job_fields(&bytes, keys)) {
-            let unreadable = || job_text_error(&bytes, &path, keys);
-            for values in picked.jobs() {
-                each(Job::from_record(
-                    picked.record(values).map_err(|_| unreadable())?,
-                ));
-            }
-            return Ok(());
-        }
-        let Some(texts) = canonical_job_texts(&bytes) else {
-            let doc = parse_document_keeping(&bytes, &path, keys)?;
-            doc.jobs.into_iter().map(Job::from_record).for_each(each);
-            return Ok(());
-        };
-        for text in texts {
-            let record = record_keeping(text.get(), keys)
-                .map_err(|_| job_text_error(&bytes, &path, keys))?;
-            each(Job::from_record(record));
-        }
-        Ok(())
+        JobsText::new(&bytes, &path).jobs(keys, &mut |record| each(Job::from_record(record)))
     }
 
-    /// Each job's summary is read straight from its text in the file where it can be
-    /// ([`crate::listing`]), else from the job, and handed over from the second thread
-    /// as soon as it is read. A store that turns out not to be in the canonical shape is
-    /// read again the long way.
+    /// The reader's text listing ([`JobsText::summaries`]).
     fn for_each_summary(
         &self,
         ctx: &Context,
         sink: &mut dyn SummarySink,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
-        let mut scratch = Scratch::default();
-        let mut started = false;
-        let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
-            started = true;
-            match plain_summary(entries, ctx, &mut scratch) {
-                Ok(summary) => sink.summary(&summary),
-                Err(NotPlain) => match record_keeping(text, Some(JobSummary::KEYS)) {
-                    Ok(record) => sink.summary(&JobSummary::of(&Job::from_record(record), ctx)),
-                    Err(_) => return Walk::Stop,
-                },
-            }
-            Walk::Continue
-        });
-        if walked.is_some() {
-            return Ok(());
-        }
-        if started {
-            sink.restart();
-        }
-        self.for_each_job(ctx, Some(JobSummary::KEYS), &mut |job| {
-            sink.summary(&JobSummary::of(&job, ctx))
-        })
+        let path = self.jobs.jobs_path();
+        JobsText::new(&bytes, &path).summaries(ctx, sink)
     }
 
-    /// Each job the healing leaves as it is is written straight from its text in the
-    /// file ([`crate::listing`]); any other is built and normalized. A store not in the
-    /// canonical shape is read the long way.
+    /// The reader's `list --json` listing ([`JobsText::normalized`]).
     fn write_normalized_jobs(
         &self,
         ctx: &Context,
@@ -277,39 +175,8 @@ impl Files {
         out: &mut Vec<u8>,
     ) -> Result<(), StoreError> {
         let bytes = self.read_jobs()?;
-        // The listing is about as long as the file (no indentation, a few more fields):
-        // reserved once rather than grown by copying.
-        out.reserve(bytes.len());
-        let mark = out.len();
-        let mut scratch = Scratch::default();
-        let mut first = true;
-        let walked = walk_jobs_in_parallel(&bytes, &mut |text, entries| {
-            let at = out.len();
-            let appended =
-                match write_plain_job(entries, ctx, keep, extras, first, &mut scratch, out) {
-                    Ok(appended) => appended,
-                    Err(NotPlain) => {
-                        out.truncate(at);
-                        let Ok(record) = record_keeping(text, None) else {
-                            return Walk::Stop;
-                        };
-                        let job = Job::from_record(record);
-                        match append_normalized_job(job, ctx, keep, extras, first, out) {
-                            Ok(appended) => appended,
-                            Err(_) => return Walk::Stop,
-                        }
-                    }
-                };
-            first &= !appended;
-            Walk::Continue
-        });
-        if walked.is_some() {
-            return Ok(());
-        }
-        out.truncate(mark);
-        crate::store::write_normalized(ctx, keep, extras, out, &mut |each| {
-            self.for_each_job(ctx, None, each)
-        })
+        let path = self.jobs.jobs_path();
+        JobsText::new(&bytes, &path).normalized(ctx, keep, extras, out)
     }
 
     fn layout(&self) -> Result<Layout, StoreError> {
@@ -327,39 +194,14 @@ impl Files {
             }
         }
         // Stamped before the reading: a file replaced meanwhile is read again next time.
-        // The keys are looked for in the text, no job built; a store that needs repairs
-        // is read whole.
         let bytes = self.read_jobs()?;
-        let keys = KeyIndex::new(Layout::PROBE_KEYS);
-        let at = ["monitor_state", "provider_snapshot"].map(|key| keys.find(key));
-        let mut has = [false; 2];
-        let mut values = [None; Layout::PROBE_KEYS.len()];
-        let walked = walk_jobs(&bytes, &mut |_, entries| {
-            values.fill(None);
-            if keys.pick(entries, &mut values).is_none() {
-                return Walk::Stop;
-            }
-            for (has, i) in has.iter_mut().zip(at) {
-                *has |= i.is_some_and(|i| values[i].is_some());
-            }
-            Walk::Continue
-        });
-        let layout = match walked {
-            Some(()) => Layout::of_keys(has[0], has[1]),
-            None => Layout::of_store(&self.load_view(Layout::PROBE_KEYS)?),
-        };
+        let layout = JobsText::new(&bytes, &path).layout()?;
         *known = Some((stamp, layout));
         Ok(layout)
     }
 
     fn load_view(&self, keys: &[&str]) -> Result<Vec<Job>, StoreError> {
-        Ok(self
-            .jobs
-            .load_keeping(keys)?
-            .jobs
-            .into_iter()
-            .map(Job::from_record)
-            .collect())
+        self.read_all(Some(keys))
     }
 
     // Job changes go through the group commit: changes made at the same time share one

@@ -1,6 +1,6 @@
 //! The memory store's global pause and heartbeat ([`Control`]).
 
-use crate::estop::GlobalPause;
+use crate::store::estop::GlobalPause;
 use crate::store::{Beat, Control, Heartbeat, StoreError, StoreInfo};
 
 use super::MemoryStore;

@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
+use crate::ledger::outbox::OutboxState;
+use crate::ledger::spend::Spend;
 use crate::ledger::{ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus};
-use crate::outbox::OutboxState;
-use crate::spend::Spend;
 use crate::store::{RunLedger, StoreError};
 
 use super::MemoryStore;
@@ -117,7 +117,7 @@ impl RunLedger for MemoryStore {
     }
 
     async fn spend_since(&self, since: DateTime<Utc>) -> Result<Vec<Spend>, StoreError> {
-        Ok(crate::spend::sum_rows(&self.lock().runs, since))
+        Ok(crate::ledger::spend::sum_rows(&self.lock().runs, since))
     }
 
     async fn claim_budget_notice(

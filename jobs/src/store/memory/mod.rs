@@ -12,13 +12,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, Utc};
 
 use super::{claim_planned, ClaimRequest, DuePass, DueScan, Heartbeat, Owner, StoreError};
-use crate::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
-use crate::estop::GlobalPause;
-use crate::incident::Incident;
-use crate::job::{Context, Job};
+use crate::ledger::incident::Incident;
+use crate::ledger::notepad::Note;
+use crate::ledger::outbox::{OutboxItem, OutboxState};
 use crate::ledger::{ledger_time, RunRow, RunStatus};
-use crate::notepad::Note;
-use crate::outbox::{OutboxItem, OutboxState};
+use crate::model::due::{earliest_next_run, plan_pass, prune_completed_one_shots};
+use crate::model::job::{Context, Job};
+use crate::store::estop::GlobalPause;
 
 mod control;
 mod ledger;

@@ -1,8 +1,8 @@
 //! The memory store's failure incidents and job notepads ([`Notes`]), by the rules of
-//! [`crate::incident`] and [`crate::notepad`].
+//! [`crate::ledger::incident`] and [`crate::ledger::notepad`].
 
-use crate::incident::{self, Incident, IncidentState, NewIncident, Transition};
-use crate::notepad::{self, Note};
+use crate::ledger::incident::{self, Incident, IncidentState, NewIncident, Transition};
+use crate::ledger::notepad::{self, Note};
 use crate::store::{Notes, StoreError};
 
 use super::MemoryStore;

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
+use crate::ledger::outbox::{retry_delay, NewOutboxItem, OutboxItem, OutboxState};
 use crate::store::{Flight, Outbox, StoreError};
 
 use super::{Delivery, MemoryStore};

@@ -1,6 +1,6 @@
 //! The memory store's output documents and monitor snapshots ([`Outputs`]).
 
-use crate::output::OutputDocument;
+use crate::ledger::output::OutputDocument;
 use crate::store::{Outputs, StoreError};
 
 use super::MemoryStore;
@@ -12,7 +12,7 @@ impl Outputs for MemoryStore {
         doc: &OutputDocument<'_>,
         keep: usize,
     ) -> Result<String, StoreError> {
-        if !crate::job::is_safe_id(doc.job_id) {
+        if !crate::model::job::is_safe_id(doc.job_id) {
             return Err(StoreError::Refused(format!(
                 "job id '{}' is not a safe file name",
                 doc.job_id

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::job::{Context, Job};
 use crate::ledger::{ledger_time, RunRequest};
 use crate::lifecycle::JobError;
+use crate::model::job::{Context, Job};
 use crate::store::RunLedger;
 use crate::store::{
     BatchChange, ChangeMark, DuePass, DueScan, JobChange, JobRecords, JobViews, StoreError,

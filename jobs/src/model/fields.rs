@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::job::Job;
+use crate::model::job::Job;
 
 /// A job's pinned reasoning (thinking) effort, `reasoning_effort` in the record. The
 /// levels and their spelling are Hermes 0.22's; the model's own support is not checked
@@ -336,7 +336,7 @@ mod tests {
             record[*key] = json!({"kept": key});
         }
         let mut job = job(record);
-        let ctx = crate::job::Context {
+        let ctx = crate::model::job::Context {
             now: chrono::DateTime::parse_from_rfc3339("2026-03-01T10:00:00Z")
                 .unwrap()
                 .to_utc(),

@@ -10,7 +10,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{params, Connection};
 use serde::Serialize;
 
-use crate::spend::Spend;
+use crate::ledger::spend::Spend;
 
 #[derive(Debug, thiserror::Error)]
 #[error("run ledger {path}: {source}")]
@@ -25,7 +25,7 @@ pub struct LedgerError {
 pub enum RunSource {
     Scheduler,
     Manual,
-    /// A chained run: a run of the job its `after` names ended ([`crate::chain`]).
+    /// A chained run: a run of the job its `after` names ended ([`crate::model::chain`]).
     Chain,
     /// An occurrence in the past run by `hermes cron backfill`.
     Backfill,

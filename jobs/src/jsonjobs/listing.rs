@@ -16,9 +16,11 @@ use chrono_tz::Tz;
 use schedules::parse_stored_instant;
 use serde_json::Value;
 
-use crate::caps::Caps;
-use crate::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
-use crate::jsonscan::{array_items, object_entries, plain_string, write_compact, Entry, KeyIndex};
+use crate::jsonjobs::scan::{
+    array_items, object_entries, plain_string, write_compact, Entry, KeyIndex,
+};
+use crate::model::caps::Caps;
+use crate::model::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
 use crate::store::{ExtraField, Listed};
 use crate::{Context, Job};
 
@@ -331,7 +333,7 @@ fn extra_value(extras: &[(&str, &str)], key: &str) -> Option<serde_json::Value> 
 /// reads it.
 fn extra_instant(extras: &[(&str, &str)], key: &str, ctx: &Context) -> Option<DateTime<Utc>> {
     let value = extra_value(extras, key)?;
-    crate::job::instant_of(Some(&value), ctx)
+    crate::model::job::instant_of(Some(&value), ctx)
 }
 
 /// The caps among a job's keys outside [`NORMALIZED_KEYS`], read as [`Job::caps`] reads
@@ -339,7 +341,7 @@ fn extra_instant(extras: &[(&str, &str)], key: &str, ctx: &Context) -> Option<Da
 fn extra_caps(extras: &[(&str, &str)]) -> Caps {
     let values: Vec<(&str, serde_json::Value)> = extras
         .iter()
-        .filter(|(key, _)| crate::caps::KEYS.contains(key))
+        .filter(|(key, _)| crate::model::caps::KEYS.contains(key))
         .filter_map(|(key, text)| Some((*key, serde_json::from_str(text).ok()?)))
         .collect();
     Caps::read(|key| values.iter().find(|(k, _)| *k == key).map(|(_, v)| v))
@@ -785,7 +787,7 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::jsonscan::object_entries;
+    use crate::jsonjobs::scan::object_entries;
 
     fn ctx() -> Context {
         Context {
@@ -798,7 +800,7 @@ mod tests {
     /// The record shapes stores hold: Python Hermes 0.19's, one with every extra a newer
     /// version may add, and the bare one of old versions.
     fn bases() -> Vec<Value> {
-        let newer = include_str!("../../tests/fixtures/newer_full_store.json");
+        let newer = include_str!("../../../tests/fixtures/newer_full_store.json");
         let newer: Value = serde_json::from_str(newer).unwrap();
         let mut bases: Vec<Value> = newer["jobs"].as_array().unwrap().clone();
         bases.push(json!({
@@ -899,7 +901,7 @@ mod tests {
     /// Reads `text`'s summary both ways; `true` when the short way read it.
     fn summaries_agree(text: &str) -> bool {
         let ctx = ctx();
-        let Ok(record) = crate::jsonfile::record_keeping(text, Some(JobSummary::KEYS)) else {
+        let Ok(record) = crate::jsonjobs::record_keeping(text, Some(JobSummary::KEYS)) else {
             return false;
         };
         let long = JobSummary::of(&Job::from_record(record), &ctx);
@@ -919,7 +921,7 @@ mod tests {
     fn agrees(text: &str) -> bool {
         let summarized = summaries_agree(text);
         let ctx = ctx();
-        let record = match crate::jsonfile::record_keeping(text, None) {
+        let record = match crate::jsonjobs::record_keeping(text, None) {
             Ok(record) => record,
             Err(_) => return false,
         };

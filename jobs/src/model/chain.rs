@@ -20,8 +20,8 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::job::{Context, Job};
 use crate::lifecycle::JobError;
+use crate::model::job::{Context, Job};
 use crate::store::Store;
 
 /// The job field that names the upstream job.

@@ -54,7 +54,7 @@ pub enum NotepadError {
     #[error("{source} (in the notepad entry '{key}'): nothing was written")]
     Blocked {
         key: String,
-        source: crate::threats::PromptBlocked,
+        source: crate::checks::threats::PromptBlocked,
     },
 }
 
@@ -78,7 +78,7 @@ pub fn check(note: &Note, others: usize) -> Result<(), NotepadError> {
     }
     // The entry as the prompt shows it, scanned as the run's prompt scans its notepad:
     // refused now, it can never stop a run of the job later.
-    crate::threats::scan_injected(&format!("- {}: {}", note.key, note.value)).map_err(
+    crate::checks::threats::scan_injected(&format!("- {}: {}", note.key, note.value)).map_err(
         |source| NotepadError::Blocked {
             key: note.key.clone(),
             source,

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::job::Job;
+use crate::model::job::Job;
 
 /// The record keys of the caps, in the order they are shown.
 pub const KEYS: [&str; 4] = [

@@ -164,7 +164,7 @@ impl TextLimit {
             });
         }
         // The prompt's own check, with the marks and separators that matter on one line.
-        match crate::threats::first_hidden_in_line(text) {
+        match crate::checks::threats::first_hidden_in_line(text) {
             Some(found) => Err(JobError::HiddenCharacter {
                 field: self.field,
                 found,

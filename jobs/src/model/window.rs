@@ -13,8 +13,8 @@ use schedules::{
     Schedule,
 };
 
-use crate::job::{Context, Job};
 use crate::lifecycle::JobError;
+use crate::model::job::{Context, Job};
 
 /// The window fields a create or an edit gives, as typed (`Some("")` clears on an edit).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

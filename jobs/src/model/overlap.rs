@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::job::Job;
+use crate::model::job::Job;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Overlap {

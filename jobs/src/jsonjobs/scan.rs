@@ -69,6 +69,16 @@ pub fn walk_jobs<'a>(
     bytes: &'a [u8],
     each: &mut dyn FnMut(&'a str, &[Entry<'a>]) -> Walk,
 ) -> Option<()> {
+    walk_document(bytes, &mut |_, _| {}, each)
+}
+
+/// [`walk_jobs`] that also hands `top` every other top-level key (`updated_at`
+/// included) and its value's text, in file order.
+pub fn walk_document<'a>(
+    bytes: &'a [u8],
+    top: &mut dyn FnMut(&'a str, &'a str),
+    each: &mut dyn FnMut(&'a str, &[Entry<'a>]) -> Walk,
+) -> Option<()> {
     if LONG_WAY.get() {
         return None;
     }
@@ -83,7 +93,7 @@ pub fn walk_jobs<'a>(
             return None;
         }
         if key != "jobs" {
-            return cursor.value(1).map(drop);
+            return cursor.value(1).map(|value| top(key, value));
         }
         // A second `jobs` would replace the first: the whole-document reader decides.
         if std::mem::replace(&mut seen_jobs, true) {
@@ -172,36 +182,6 @@ pub fn walk_jobs_in_parallel<'a>(
         Some(walked) => walked,
         None => walk_jobs(bytes, each),
     }
-}
-
-/// Does the JSON text nest containers deeper than the whole-document reader reads?
-/// serde_json refuses a 128th level; a reader that takes values as raw text (and so never
-/// counts levels) asks this first, to leave such a store to the reader that refuses it.
-pub fn nests_too_deep(bytes: &[u8]) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &byte in bytes {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth >= 128 {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
 }
 
 /// The entries of one JSON object's text (a value an [`Entry`] holds), checked as JSON;
@@ -663,14 +643,10 @@ mod tests {
                 format!("{{\"jobs\": [], \"x\": \"[[[{deep}\"}}"),
             ];
             for store in stores {
-                let whole = crate::jsonfile::parse_document(store.as_bytes(), path).is_ok();
-                assert_eq!(
-                    !nests_too_deep(store.as_bytes()),
-                    whole,
-                    "depth {depth}: {store}"
-                );
+                let whole = crate::jsonjobs::parse_document(store.as_bytes(), path).is_ok();
                 if !whole {
-                    assert!(crate::jsonfile::canonical_job_texts(store.as_bytes()).is_none());
+                    let text = crate::jsonjobs::JobsText::new(store.as_bytes(), path);
+                    assert!(text.job_texts().is_none(), "depth {depth}: {store}");
                 }
             }
         }

@@ -10,7 +10,7 @@ use schedules::{
     format_instant, grace_period, Planned as Next, RunWindow, Schedule, ONE_SHOT_GRACE,
 };
 
-use crate::job::{Context, Job, JobState};
+use crate::model::job::{Context, Job, JobState};
 
 /// What the pass decided for one job.
 #[derive(Debug, Clone, PartialEq)]
@@ -135,10 +135,10 @@ pub enum Probe {
 /// nothing due, an idle pass builds no job at all.
 pub fn probe(fields: &[Option<serde_json::Value>; 4], ctx: &Context) -> Probe {
     let [state, enabled, paused_at, next_run_at] = fields;
-    match crate::job::state_of(state.as_ref(), enabled.as_ref(), paused_at.as_ref()) {
+    match crate::model::job::state_of(state.as_ref(), enabled.as_ref(), paused_at.as_ref()) {
         JobState::Paused | JobState::Error => Probe::Settled { wake: None },
         JobState::Completed => Probe::Undecided,
-        JobState::Scheduled => match crate::job::instant_of(next_run_at.as_ref(), ctx) {
+        JobState::Scheduled => match crate::model::job::instant_of(next_run_at.as_ref(), ctx) {
             Some(next) if next > ctx.now => Probe::Settled { wake: Some(next) },
             _ => Probe::Undecided,
         },
@@ -452,7 +452,7 @@ fn broken(job: &mut Job, reason: String) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jsonfile::Record;
+    use crate::jsonjobs::Record;
     use serde_json::{json, Value};
 
     fn at(s: &str) -> DateTime<Utc> {
@@ -615,8 +615,8 @@ mod tests {
     /// same decisions with the same store changes and the same wake-up as whole records.
     #[test]
     fn the_scheduling_view_decides_like_whole_records_on_every_fixture_store() {
-        use crate::job::SCHEDULING_KEYS;
-        use crate::jsonfile::parse_document_keeping;
+        use crate::jsonjobs::parse_document_keeping;
+        use crate::model::job::SCHEDULING_KEYS;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
         let (mut stores, mut decided) = (0, 0);
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -684,7 +684,7 @@ mod tests {
     /// probe's instant.
     #[test]
     fn a_job_the_probe_settles_is_one_the_pass_leaves_alone() {
-        use crate::jsonfile::parse_document_keeping;
+        use crate::jsonjobs::parse_document_keeping;
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures");
         let mut jobs: Vec<Job> = Vec::new();
         for entry in std::fs::read_dir(&dir).unwrap() {

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use serde::Serialize;
 
-use crate::caps::usd_text;
 use crate::ledger::RunRow;
+use crate::model::caps::usd_text;
 
 /// Days a run that spent tokens is kept in the ledger at least, whatever the per-job
 /// row limit: the monthly window and `hermes cron cost --since 60d` count every one.

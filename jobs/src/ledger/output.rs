@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
-use crate::job::is_safe_id;
-use crate::jsonfile::{write_atomic, DocumentError};
+use crate::jsonjobs::{write_atomic, DocumentError};
+use crate::model::job::is_safe_id;
 
 /// What one run produced, in the words of the document.
 #[derive(Debug, Clone)]
