@@ -249,6 +249,7 @@ fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
 }
 
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn a_chain_owed_when_the_daemon_is_killed_fires_once_after_the_restart() {
     let mut hermes = home("", &[]);
     hermes.now = None;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::support::{created_id, Hermes};
 
 #[test]
+#[ignore = "slow (3-6 s of real time): .ci/run runs it once"]
 fn eight_processes_adding_fifteen_jobs_each_keep_all_one_hundred_twenty() {
     let hermes = Arc::new(Hermes::new());
     let workers: Vec<_> = (0..8)

@@ -63,6 +63,7 @@ fn pause_and_resume_say_what_they_did_and_status_shows_the_pause() {
 }
 
 #[test]
+#[ignore = "slow (3-6 s of real time): .ci/run runs it once"]
 fn on_a_home_the_pause_is_python_hermes_estop_file() {
     let hermes = Hermes::new();
     if !hermes.on_files() {

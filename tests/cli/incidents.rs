@@ -264,6 +264,7 @@ pub(crate) fn hermes_022(hermes: &Hermes, args: &[&str]) -> Run {
 }
 
 #[test]
+#[ignore = "slow (3-6 s of real time): .ci/run runs it once"]
 fn python_hermes_022_lists_our_incidents_and_we_list_and_ack_its() {
     if crate::support::on_postgres() {
         return; // Python Hermes keeps its incidents in a home's executions.db only.

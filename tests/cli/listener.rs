@@ -106,6 +106,7 @@ fn with_file_budget(files: u64) -> impl FnOnce(&mut std::process::Command) {
 }
 
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn a_slow_head_is_cut_off_at_ten_seconds_a_quiet_connection_at_five_a_slow_body_at_thirty() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);
@@ -186,6 +187,7 @@ fn a_slow_head_is_cut_off_at_ten_seconds_a_quiet_connection_at_five_a_slow_body_
 /// they take every descriptor, `/healthz` hangs and the scheduler's passes fail with
 /// "Too many open files".
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn half_open_connections_past_the_file_budget_starve_neither_healthz_nor_the_scheduler() {
     let (hermes, id, due) = home_with_job_due_in(Duration::from_secs(5));
     let api = serve_with(&hermes, &[], with_file_budget(256));
@@ -283,6 +285,7 @@ fn cpu_time(pid: u32) -> Duration {
 /// Twenty wrong keys held back at once, most for longer than the five quiet seconds
 /// after which a connection may be closed: the daemon waits for them without spinning.
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn wrong_keys_held_back_past_the_quiet_time_cost_the_daemon_no_cpu() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);

@@ -150,6 +150,7 @@ fn the_notepad_is_the_prompt_s_first_section_after_the_cron_notice() {
 }
 
 #[test]
+#[ignore = "slow (3-6 s of real time): .ci/run runs it once"]
 fn python_hermes_022_reads_our_notepad_and_we_read_its() {
     if crate::support::on_postgres() {
         return; // Python Hermes keeps notepads in a home's notepad.db only.

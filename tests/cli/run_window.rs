@@ -238,6 +238,7 @@ impl Drop for Daemon {
 }
 
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn twenty_overdue_jobs_at_start_are_spread_over_the_window_oldest_first() {
     let mut hermes = home(Hermes::new());
     std::fs::write(

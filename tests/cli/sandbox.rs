@@ -749,6 +749,7 @@ fn a_terminal_backend_that_cannot_be_honoured_is_refused_and_docker_runs_in_a_co
 }
 
 #[test]
+#[ignore = "slow (8-30 s of real time): .ci/run runs it once"]
 fn the_daemon_survives_bombs_and_a_job_due_at_the_same_time_fires_on_time() {
     let mut hermes = Hermes::new();
     hermes.now = None;
