@@ -5,7 +5,8 @@
 //! (docs/AGENT.md, "The pre-run check") and the agent (docs/AGENT.md) with what the
 //! monitor and the script left for it.
 
-use jobs::Job;
+use jobs::fields::MonitorSource;
+use jobs::{Job, JobKind};
 
 use crate::agent::prompt::ScriptSection;
 use crate::agent::run_agent;
@@ -27,17 +28,18 @@ fn silent(prompt: String, text: String) -> RunOutcome {
 }
 
 /// A monitor's verdict as the run's outcome, or the block its agent runs with.
-async fn monitor_gate(job: &Job, env: &RunEnv) -> Result<Option<String>, RunOutcome> {
-    let Some(source) = job.monitor_source() else {
-        return Ok(None);
-    };
+async fn monitor_gate(
+    job: &Job,
+    source: MonitorSource<'_>,
+    env: &RunEnv,
+) -> Result<String, RunOutcome> {
     let note = |status: &str| GateNote {
         mode: Some("monitor"),
         status: status.to_string(),
         detail: None,
     };
     match monitor::check(job, source, env).await {
-        Verdict::Wake(block) => Ok(Some(block)),
+        Verdict::Wake(block) => Ok(block),
         Verdict::Unchanged => {
             let mut outcome = silent(job.prompt().to_string(), String::new());
             outcome.signals.gate = Some(note("no_change (agent run suppressed)"));
@@ -54,21 +56,22 @@ async fn monitor_gate(job: &Job, env: &RunEnv) -> Result<Option<String>, RunOutc
 
 async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
     let prompt = job.prompt().to_string();
+    let kind = job.kind();
     // Hermes runs a script-only job before and without any monitor.
-    let monitor = match job.no_agent() {
-        true => None,
-        false => match monitor_gate(job, env).await {
-            Ok(block) => block,
+    let monitor = match kind {
+        JobKind::Monitored(source) => match monitor_gate(job, source, env).await {
+            Ok(block) => Some(block),
             Err(outcome) => return outcome,
         },
+        JobKind::Agent | JobKind::ScriptOnly => None,
     };
     let mut section = ScriptSection::None;
     if let Some(script) = job.script() {
         match run_for_job(job, script, env).await {
-            ScriptResult::Failed(error) if job.no_agent() => {
+            ScriptResult::Failed(error) if kind == JobKind::ScriptOnly => {
                 return RunOutcome::failed(format!("script: {script}"), error);
             }
-            ScriptResult::Output(out) if job.no_agent() => {
+            ScriptResult::Output(out) if kind == JobKind::ScriptOnly => {
                 let label = format!("script: {script}");
                 return match out.trim().is_empty() {
                     true => silent(label, out),

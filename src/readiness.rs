@@ -91,7 +91,7 @@ pub struct Surroundings<'a> {
 /// Everything that stands in the job's way, in the order above.
 pub fn judge(job: &Job, around: &Surroundings<'_>) -> Vec<Finding> {
     let mut found = Vec::new();
-    if !job.no_agent() {
+    if job.kind().runs_agent() {
         provider(job, around, &mut found);
         skills_ready(job, around, &mut found);
     }

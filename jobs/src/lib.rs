@@ -31,7 +31,7 @@ pub use store::estop;
 
 pub use caps::{CapTexts, Caps};
 pub use fields::{BareDuration, Layout, ReasoningEffort, UnreachableRetry};
-pub use job::{Context, Job, JobState, Repeat};
+pub use job::{Context, Job, JobKind, JobState, Repeat};
 pub use lifecycle::{
     create_job, edit_job, find_job, pause_job, rearm_one_shot, remove_job, resume_job,
     InferenceNow, JobEdit, JobError, NewJob, RearmAt,

@@ -83,7 +83,7 @@ impl Scheduler {
     /// at its `max_runtime_seconds`.
     pub(super) async fn run_within_budget(&self, claimed: &ClaimedRun, env: &RunEnv) -> RunOutcome {
         let job = &claimed.job;
-        if !job.no_agent() {
+        if job.kind().runs_agent() {
             if let Some(kept) = self.global_budget_spent(job, env).await {
                 return kept;
             }

@@ -229,7 +229,7 @@ impl Scheduler {
         };
         let settings = claimed.settings.clone();
         let redactor = &env.world.redactor;
-        let mut texts = Texts::of(&outcome, redactor, !claimed.job.no_agent());
+        let mut texts = Texts::of(&outcome, redactor, claimed.job.kind().runs_agent());
         let after = aftermath::decide(claimed, &outcome, texts.error.is_some(), &ctx, &settings);
         if let Some(error) = &after.error {
             texts.recorded_as(error, redactor);

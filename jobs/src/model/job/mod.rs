@@ -274,6 +274,24 @@ pub struct Job {
     record: Record,
 }
 
+/// What a run of a job is ([`Job::kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobKind<'a> {
+    /// The agent, with the job's script (if any) feeding its prompt.
+    Agent,
+    /// The agent, run only when the monitored output changed.
+    Monitored(MonitorSource<'a>),
+    /// The job's script alone; its output is the result.
+    ScriptOnly,
+}
+
+impl JobKind<'_> {
+    /// Whether a run asks a model (and so spends, and needs a provider).
+    pub fn runs_agent(&self) -> bool {
+        !matches!(self, JobKind::ScriptOnly)
+    }
+}
+
 impl Job {
     pub fn from_record(record: Record) -> Job {
         Job { record }
@@ -586,6 +604,19 @@ impl Job {
         self.flag("no_agent").unwrap_or(false)
     }
 
+    /// What a run of this job is, decided once from its fields: a script alone
+    /// (`no_agent`; Hermes runs it before and without any monitor), an agent whose run a
+    /// monitor gates (`monitor_script` or `monitor_url`), or a plain agent.
+    pub fn kind(&self) -> JobKind<'_> {
+        if self.no_agent() {
+            return JobKind::ScriptOnly;
+        }
+        match self.monitor_source() {
+            Some(source) => JobKind::Monitored(source),
+            None => JobKind::Agent,
+        }
+    }
+
     pub fn enabled(&self) -> bool {
         self.flag("enabled").unwrap_or(true)
     }
@@ -712,5 +743,38 @@ impl Job {
     /// The chat the job came from; a non-object origin is ignored.
     pub fn origin(&self) -> Option<&Map<String, Value>> {
         self.record.get("origin").and_then(Value::as_object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn job(fields: Value) -> Job {
+        let Value::Object(record) = fields else {
+            unreachable!("a test job is an object");
+        };
+        Job::from_record(record)
+    }
+
+    #[test]
+    fn a_job_is_an_agent_a_monitored_agent_or_a_script_alone() {
+        assert_eq!(job(json!({"prompt": "p"})).kind(), JobKind::Agent);
+        assert_eq!(
+            job(json!({"prompt": "p", "monitor_url": "https://example.org/feed"})).kind(),
+            JobKind::Monitored(MonitorSource::Url("https://example.org/feed"))
+        );
+        assert_eq!(
+            job(json!({"monitor_script": "watch.sh", "monitor_url": "https://x.test"})).kind(),
+            JobKind::Monitored(MonitorSource::Script("watch.sh"))
+        );
+        // A script-only job runs without its monitor, as in Hermes.
+        let script_only =
+            job(json!({"script": "s.sh", "no_agent": true, "monitor_url": "https://x.test"}));
+        assert_eq!(script_only.kind(), JobKind::ScriptOnly);
+        assert!(!script_only.kind().runs_agent());
+        assert!(JobKind::Agent.runs_agent());
     }
 }
