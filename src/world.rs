@@ -44,47 +44,59 @@ impl World {
             root: home.to_path_buf(),
         }
         .config()?;
-        let dotenv = match std::fs::read_to_string(home.join(".env")) {
-            Ok(text) => parse_dotenv(&text),
-            Err(_) => HashMap::new(),
-        };
-        let environment = Environment::over_dotenv(dotenv.clone(), home);
-        let redactor = Redactor::from_sources(&environment, &config);
-        Ok(World {
-            settings: CronSettings::from_config(&config),
-            zone: configured_zone(&config),
-            legacy_zone: system_zone(),
-            config: Arc::new(config),
-            environment: Arc::new(environment),
-            vars: Arc::new(Vars::from_dotenv(dotenv)),
-            redactor: Arc::new(redactor),
-        })
+        let settings = CronSettings::from_config(&config);
+        let zone = configured_zone(&config);
+        Ok(World::over_dotenv(
+            home,
+            config,
+            settings,
+            zone,
+            system_zone(),
+        ))
     }
-}
 
-impl World {
     /// The home's `.env` without its config.yaml (one that cannot be read): the
     /// defaults of an empty config.
     pub fn without_config(home: &Path) -> World {
-        let mut world = World::fixed(home, CronSettings::from_config(&Config::default()));
-        world.zone = configured_zone(&world.config);
-        world.legacy_zone = system_zone();
-        world
+        let config = Config::default();
+        let (settings, zone) = (CronSettings::from_config(&config), configured_zone(&config));
+        World::over_dotenv(home, config, settings, zone, system_zone())
     }
 
     /// A world of fixed settings over the home's `.env`, every time in UTC and no
     /// config.yaml (tests).
     pub fn fixed(home: &Path, settings: CronSettings) -> World {
-        let environment = Environment::load(home);
-        let config = Config::default();
+        World::over_dotenv(
+            home,
+            Config::default(),
+            settings,
+            chrono_tz::UTC,
+            chrono_tz::UTC,
+        )
+    }
+
+    /// `config` with the home's `.env`, read once for the environment, the variables and
+    /// the redactor.
+    fn over_dotenv(
+        home: &Path,
+        config: Config,
+        settings: CronSettings,
+        zone: Tz,
+        legacy_zone: Tz,
+    ) -> World {
+        let dotenv = match std::fs::read_to_string(home.join(".env")) {
+            Ok(text) => parse_dotenv(&text),
+            Err(_) => HashMap::new(),
+        };
+        let environment = Environment::over_dotenv(dotenv.clone(), home);
         World {
             redactor: Arc::new(Redactor::from_sources(&environment, &config)),
-            vars: Arc::new(Vars::load(home)),
+            vars: Arc::new(Vars::from_dotenv(dotenv)),
             environment: Arc::new(environment),
             config: Arc::new(config),
             settings,
-            zone: chrono_tz::UTC,
-            legacy_zone: chrono_tz::UTC,
+            zone,
+            legacy_zone,
         }
     }
 }
