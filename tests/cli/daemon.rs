@@ -664,3 +664,37 @@ fn doctor_names_a_missing_bot_token_and_a_missing_model() {
     );
     assert!(line(&agent).contains("the agent cannot start"), "{text}");
 }
+
+/// The daemon keeps what it read of `.env` only while the file stays as it was: a key
+/// added while it runs is masked in the very next run's output, without a restart.
+#[test]
+#[ignore = "slow (3-6 s of real time): .ci/run runs it once"]
+fn a_key_added_to_dotenv_while_the_daemon_runs_is_masked_from_the_next_run_on() {
+    let home = Home::new();
+    let token = "tok-4242-abcdefghijklmnop";
+    home.script("say.sh", &format!("echo \"the token is {token}\"\n"));
+    let daemon = home.daemon();
+    let output_of = |id: &str| {
+        assert!(
+            wait_for(Duration::from_secs(15), || home.job(id)["state"]
+                == "completed"),
+            "{id} did not run"
+        );
+        let run = home.runs(Some(id))[0]["id"].to_string();
+        home.ok(&["cron", "output", &run])
+    };
+    let first = home.add(&[&iso(soon(2)), "--script", "say.sh", "--no-agent"]);
+    let before = output_of(&first);
+    assert!(before.contains(token), "{before}");
+
+    std::fs::write(
+        home.path().join(".env"),
+        format!("SERVICE_API_KEY={token}\n"),
+    )
+    .unwrap();
+    let second = home.add(&[&iso(soon(2)), "--script", "say.sh", "--no-agent"]);
+    let after = output_of(&second);
+    daemon.stop();
+    assert!(!after.contains(token), "{after}");
+    assert!(after.contains("the token is [REDACTED]"), "{after}");
+}
