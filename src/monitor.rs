@@ -1,10 +1,11 @@
 //! Monitor jobs (docs/AGENT.md, "Monitor jobs"): before any agent machinery, run the
 //! job's monitor source (`monitor_script`, run like `script`, or a bounded GET of
 //! `monitor_url`), hash its output and compare with the hash of the last change. The
-//! same output wakes nothing; a first or changed output is stored (hash in the job,
-//! text as the job's monitor snapshot) *before* the agent runs, and handed to it as the
-//! baseline or change block Hermes 0.22 writes. A failed source changes nothing stored.
-//! It never calls a model and never delivers.
+//! same output wakes nothing; a first or changed output is reported to the scheduler,
+//! which records it (hash in the job, text as the job's monitor snapshot) *before* the
+//! agent runs, and handed to it as the baseline or change block Hermes 0.22 writes. A
+//! failed source changes nothing stored. It never calls a model, never delivers and
+//! never touches the store.
 
 mod unified_diff;
 
@@ -12,10 +13,10 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use jobs::fields::{MonitorSource, MonitorState};
+use jobs::fields::MonitorSource;
 use jobs::Job;
 
-use crate::runner::RunEnv;
+use crate::runner::{MonitorChange, RunEnv};
 use crate::script::{run_for_job, ScriptResult};
 
 /// The diff shown to the agent is cut at this many characters.
@@ -34,7 +35,7 @@ pub enum Verdict {
     Failed(String),
     /// The output is the one seen last: no agent, no delivery.
     Unchanged,
-    /// A first or changed output, stored already: the agent runs with this block as
+    /// A first or changed output, recorded already: the agent runs with this block as
     /// its run context.
     Wake(String),
 }
@@ -59,19 +60,13 @@ pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdic
     let block = match last {
         None => baseline_block(&output),
         Some(_) => {
-            let previous = env
-                .store
-                .monitor_snapshot(job.id())
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::warn!(job = job.id(), "cannot read the monitor snapshot: {e}");
-                    None
-                })
-                .unwrap_or_default();
-            change_block(&previous, &output)
+            let previous = env.memory.monitor_snapshot(job.id()).await;
+            change_block(&previous.unwrap_or_default(), &output)
         }
     };
-    remember(job, hash, &output, env).await;
+    env.memory
+        .monitor_changed(job, MonitorChange { hash, output })
+        .await;
     Verdict::Wake(block)
 }
 
@@ -196,27 +191,6 @@ fn change_block(previous: &str, output: &str) -> String {
         "## MONITOR CHANGE DETECTED\n\nThe monitored source's output changed since the last run.\n\n### Diff (previous → current)\n\n```diff\n{diff}\n```\n\n{}",
         current_output(output)
     )
-}
-
-/// Stores the new output before the agent runs, so a failed agent run does not wake on
-/// the same content again: the snapshot, then the hash. Failures are logged: the agent
-/// still gets the change.
-async fn remember(job: &Job, hash: String, output: &str, env: &RunEnv) {
-    if let Err(e) = env.store.save_monitor_snapshot(job.id(), output).await {
-        tracing::warn!(job = job.id(), "cannot keep the monitor snapshot: {e}");
-    }
-    let ctx = env.ctx;
-    let state = MonitorState {
-        last_output_hash: hash,
-        last_changed_at: Some(schedules::format_instant(ctx.now, job.zone(&ctx))),
-    };
-    let change: jobs::store::JobChange = Box::new(move |stored: &mut Job| {
-        stored.set_monitor_state(Some(&state));
-        Ok(())
-    });
-    if let Err(e) = env.store.update_job(&ctx, job.id(), change).await {
-        tracing::warn!(job = job.id(), "cannot record the monitor state: {e}");
-    }
 }
 
 #[cfg(test)]

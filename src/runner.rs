@@ -119,6 +119,9 @@ pub struct RunEnv {
     pub activity: Activity,
     /// The store, for what a prompt draws from other jobs (their names and outputs).
     pub store: Arc<dyn Store>,
+    /// What earlier runs left that this run reads, and where it reports what it changed
+    /// beyond its outcome: the scheduler records it (a runner never writes the store).
+    pub memory: Arc<dyn RunMemory>,
     /// "Now" and the zones as the run started.
     pub ctx: Context,
     /// config.yaml, `.env` and what is made of them, as read for this run (read again
@@ -272,6 +275,28 @@ pub enum Preflight {
     Passed,
     /// The run was refused before its agent for this reason.
     Blocked(String),
+}
+
+/// A monitor job's new output (its first, or one that differs from the last): its
+/// SHA-256 in hex and its text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorChange {
+    pub hash: String,
+    pub output: String,
+}
+
+pub type MemoryFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The scheduler's side of a run's state between runs. Reads are best effort (`None`
+/// when nothing is kept or the store cannot answer); a report is recorded at once,
+/// while the run goes on.
+pub trait RunMemory: Send + Sync {
+    /// The output a monitor job saw when it last changed.
+    fn monitor_snapshot<'a>(&'a self, job_id: &'a str) -> MemoryFuture<'a, Option<String>>;
+    /// A monitor job's new output, found before its agent runs. Detection is the state
+    /// boundary (as in Hermes 0.22): it is recorded before the agent runs, so a failed
+    /// or stopped agent run does not wake on the same content again.
+    fn monitor_changed<'a>(&'a self, job: &'a Job, change: MonitorChange) -> MemoryFuture<'a, ()>;
 }
 
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;

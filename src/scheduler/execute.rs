@@ -109,6 +109,10 @@ impl Scheduler {
             settings: claimed.settings.clone(),
             activity: Activity::new(),
             store: Arc::clone(&self.parts.store),
+            memory: Arc::new(super::memory::StoreMemory {
+                store: Arc::clone(&self.parts.store),
+                ctx,
+            }),
             ctx,
             world,
             progress: crate::runner::Progress::default(),

@@ -6,6 +6,8 @@
 //! * [`claim`] — one pass: the store decides what is due and claims it before anything
 //!   runs (a crash can never fire an occurrence twice);
 //! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
+//! * [`memory`] — record what a run reports it changed beyond its outcome (a monitor
+//!   job's new output), while it runs;
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
 //! * [`aftermath`] — what the outcome does beyond that: an unreachable model's re-runs,
@@ -36,6 +38,7 @@ mod chain;
 mod claim;
 mod daemon;
 mod execute;
+mod memory;
 mod observe;
 mod overlap;
 mod record;

@@ -157,6 +157,44 @@ fn a_monitor_job_calls_the_model_only_when_its_source_changes() {
     assert_eq!(model.count(), 2);
 }
 
+#[test]
+fn a_monitor_change_whose_agent_run_failed_does_not_wake_the_agent_again() {
+    let refused = (
+        400,
+        vec![],
+        json!({"error": {"message": "the request was malformed"}}).to_string(),
+    );
+    let model = Model::start(vec![refused, text("Noted.")]);
+    let hermes = home(&model_config(&model.base), &[]);
+    script(&hermes, "watch.sh", "cat state.txt\n");
+    script(&hermes, "state.txt", "v1\n");
+    let id = hermes.add(
+        "every 1h",
+        "Report changes",
+        &["--name", "watch", "--monitor-script", "watch.sh"],
+    );
+    tick(&hermes, &at(11, 0));
+    assert_eq!(model.count(), 1);
+    let job = hermes.job(&id);
+    assert_eq!(job["last_status"], "error", "{job}");
+    assert_eq!(
+        job["monitor_state"]["last_output_hash"],
+        sha256("v1"),
+        "the change is recorded when it is seen, before the agent runs"
+    );
+    tick(&hermes, &at(12, 0));
+    assert_eq!(
+        model.count(),
+        1,
+        "the same output does not wake the agent again after a failed run"
+    );
+    let doc = hermes.latest_output(&id);
+    assert!(
+        doc.ends_with("**Status:** no_change (agent run suppressed)\n"),
+        "{doc}"
+    );
+}
+
 /// A local web page whose status and body the test sets.
 struct Page {
     base: String,
