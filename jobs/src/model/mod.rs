@@ -13,6 +13,7 @@
 pub mod caps;
 pub mod chain;
 pub mod due;
+pub mod field_table;
 pub mod fields;
 pub mod job;
 pub mod overlap;
