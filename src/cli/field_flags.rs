@@ -57,11 +57,16 @@ fn every_shared_field_flag_sets_a_field_of_the_table() {
     // `--on` is the outcome inside `after`.
     let beside = ["on"];
     let job_fields = <super::JobFields as clap::Args>::augment_args(clap::Command::new("fields"));
-    assert!(job_fields.get_arguments().any(|arg| arg.get_long() == Some("tz")));
+    assert!(job_fields
+        .get_arguments()
+        .any(|arg| arg.get_long() == Some("tz")));
     let stray: Vec<&str> = job_fields
         .get_arguments()
         .filter_map(|arg| arg.get_long())
         .filter(|flag| !named.contains(flag) && !beside.contains(flag))
         .collect();
-    assert!(stray.is_empty(), "flags with no field in the table: {stray:?}");
+    assert!(
+        stray.is_empty(),
+        "flags with no field in the table: {stray:?}"
+    );
 }

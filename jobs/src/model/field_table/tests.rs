@@ -17,7 +17,11 @@ use crate::store::{FileStore, Owner};
 fn every_key_is_in_the_table_once() {
     let mut seen = BTreeSet::new();
     for field in FIELDS {
-        assert!(seen.insert(field.key), "{} is in the table twice", field.key);
+        assert!(
+            seen.insert(field.key),
+            "{} is in the table twice",
+            field.key
+        );
     }
 }
 

@@ -345,9 +345,7 @@ impl Job {
                     Written::Always => true,
                     Written::WhenSet => !value.is_null(),
                     Written::Layout(layout) => layout == spec.layout,
-                    Written::LayoutElseWhenSet(layout) => {
-                        layout == spec.layout || !value.is_null()
-                    }
+                    Written::LayoutElseWhenSet(layout) => layout == spec.layout || !value.is_null(),
                     Written::Later => false,
                 };
                 written.then(|| (field.key.to_string(), value))
