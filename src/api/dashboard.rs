@@ -248,15 +248,7 @@ fn repeat_of(value: Option<&Value>) -> Result<Option<String>, Failure> {
 
 /// The fields the dashboard's edit form sends beyond Hermes' PATCH set.
 fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>), Failure> {
-    const BEYOND_PATCH: &[&str] = &[
-        "script",
-        "workdir",
-        "model",
-        "provider",
-        "no_agent",
-        "timezone",
-        "failure_deliver",
-    ];
+    const BEYOND_PATCH: &[&str] = jobs::field_table::DASHBOARD_KEYS;
     let known = |key: &str| UPDATABLE.contains(&key) || BEYOND_PATCH.contains(&key);
     if let Some(unknown) = updates.keys().find(|k| !known(k)) {
         return Err(Failure::bad_request(format!(

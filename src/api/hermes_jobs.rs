@@ -23,26 +23,7 @@ use crate::logged::logged;
 
 /// The fields a PATCH may change; anything else is ignored, as in Python Hermes. The
 /// dashboard's edit takes these and more.
-pub const UPDATABLE: &[&str] = &[
-    "name",
-    "schedule",
-    "prompt",
-    "deliver",
-    "skills",
-    "skill",
-    "repeat",
-    "enabled",
-    "max_turns",
-    "max_runtime_seconds",
-    "max_tokens",
-    "max_cost_usd",
-    "after",
-    "start_at",
-    "until",
-    "jitter",
-    "overlap",
-    "sandbox",
-];
+pub const UPDATABLE: &[&str] = jobs::field_table::PATCH_KEYS;
 
 pub fn routes() -> Router<Arc<ApiState>> {
     Router::new()

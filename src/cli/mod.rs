@@ -1,5 +1,7 @@
 //! Every verb and flag of the `hermes` command line, defined once (clap derive).
 
+#[cfg(test)]
+mod field_flags;
 mod man;
 
 pub use man::write_man_page;

@@ -19,14 +19,7 @@ use crate::scheduler::Scheduler;
 const NEXT_RUNS: usize = 3;
 
 /// The keys [`Cron::resolve`] reads to find a job and describe an ambiguous match.
-const REFERENCE_KEYS: &[&str] = &[
-    "id",
-    "name",
-    "schedule",
-    "schedule_display",
-    "next_run_at",
-    "timezone",
-];
+const REFERENCE_KEYS: &[&str] = jobs::field_table::REFERENCE_KEYS;
 
 /// Why an action did not happen, as the reply tells the model.
 #[derive(Debug)]

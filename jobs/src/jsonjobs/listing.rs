@@ -198,39 +198,9 @@ pub struct JobSummary<'a> {
 }
 
 impl JobSummary<'_> {
-    /// Every key a summary reads: a reader builds jobs reduced to these.
-    pub const KEYS: &'static [&'static str] = &[
-        "id",
-        "name",
-        "enabled",
-        "state",
-        "paused_at",
-        "paused_reason",
-        "schedule",
-        "schedule_display",
-        "timezone",
-        "repeat",
-        "next_run_at",
-        "last_run_at",
-        "last_status",
-        "last_error",
-        "last_delivery_error",
-        "deliver",
-        "origin",
-        "skills",
-        "skill",
-        "script",
-        "no_agent",
-        "workdir",
-        "max_turns",
-        "max_runtime_seconds",
-        "max_tokens",
-        "max_cost_usd",
-        "start_at",
-        "until",
-        "jitter",
-        "sandbox",
-    ];
+    /// Every key a summary reads: a reader builds jobs reduced to these (the
+    /// [`crate::model::field_table::LISTING`] fields).
+    pub const KEYS: &'static [&'static str] = crate::model::field_table::LISTING_KEYS;
 
     pub fn of(job: &Job, ctx: &Context) -> JobSummary<'static> {
         let text = |key| job.text_field(key).map(|t| Cow::Owned(t.to_string()));

@@ -166,23 +166,7 @@ impl UnreachableRetry {
     }
 }
 
-/// The fields Hermes 0.22's scheduler may leave in a record between runs. hermes-cron
-/// keeps each of them as it is through every list, edit and run (docs/STORE.md,
-/// "Hermes 0.22 fields").
-pub const HERMES_022_RUNTIME_KEYS: &[&str] = &[
-    "fire_claim",
-    "pending_slot",
-    "manual_run_at",
-    "manual_run_prompt",
-    "last_dispatch",
-    "last_fire_error",
-    "last_delivery_queued",
-    "last_delivery_unverified",
-    "preflight_alerted",
-    "unreachable_retry",
-    "quota_hold_until",
-    "quota_hold_cron_expr",
-];
+pub use crate::model::field_table::HERMES_022_RUNTIME_KEYS;
 
 /// Which Hermes version's record a new job is written as (docs/STORE.md, "Record
 /// layouts"): a store keeps the layout its records already have, so a Hermes 0.19 store

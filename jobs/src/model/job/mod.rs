@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 use schedules::{format_instant, parse_stored_instant, Schedule, ScheduleError};
 
 use crate::jsonjobs::Record;
+use crate::model::field_table::{Start, Written, FIELDS};
 use crate::model::fields::{
     LastFailure, Layout, MonitorSource, MonitorState, ReasoningEffort, UnreachableRetry,
 };
@@ -116,30 +117,7 @@ pub fn new_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Every key the due scan ([`crate::model::due::plan_pass`]), [`crate::model::due::earliest_next_run`]
-/// and completed-job pruning read. A job reduced to these decides exactly as the whole
-/// record does (tested against the fixture stores); add a key here when one of them
-/// starts reading it.
-pub const SCHEDULING_KEYS: &[&str] = &[
-    "id",
-    "name",
-    "enabled",
-    "state",
-    "paused_at",
-    "schedule",
-    "schedule_display",
-    "timezone",
-    "repeat",
-    "next_run_at",
-    "last_run_at",
-    "created_at",
-    "catch_up",
-    "run_claim",
-    "start_at",
-    "until",
-    "jitter",
-    "unreachable_retry",
-];
+pub use crate::model::field_table::SCHEDULING_KEYS;
 
 /// The optional text fields a user sets and clears.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,102 +270,86 @@ impl JobKind<'_> {
     }
 }
 
+/// The value a new record writes for a [`Start::Given`] field of [`FIELDS`]: what the
+/// job was made of, or what creating it decides (null when it was made without it);
+/// `None` for a key that is not such a field.
+fn given(spec: &JobSpec<'_>, key: &str) -> Option<Value> {
+    let monitor = |want_script: bool| match spec.monitor {
+        Some(MonitorSource::Script(script)) if want_script => Some(script),
+        Some(MonitorSource::Url(url)) if !want_script => Some(url),
+        _ => None,
+    };
+    Some(match key {
+        "id" => json!(spec.id),
+        "name" => json!(spec.name),
+        "prompt" => json!(spec.prompt),
+        "skills" => json!(spec.skills),
+        "skill" => json!(spec.skills.first()),
+        "model" => json!(spec.model),
+        "provider" => json!(spec.provider),
+        "provider_snapshot" => json!(spec.provider_snapshot),
+        "model_snapshot" => json!(spec.model_snapshot),
+        "script" => json!(spec.script),
+        "no_agent" => json!(spec.no_agent),
+        "monitor_script" => json!(monitor(true)),
+        "monitor_url" => json!(monitor(false)),
+        "context_from" => json!(spec.context_from),
+        "schedule" => spec.schedule.to_json(),
+        "schedule_display" => json!(spec.schedule.display()),
+        "repeat" => json!({"times": spec.times, "completed": 0}),
+        "enabled" => json!(spec.paused_at.is_none()),
+        "state" => json!(match spec.paused_at {
+            Some(_) => "paused",
+            None => "scheduled",
+        }),
+        "paused_at" => json!(spec.paused_at),
+        "paused_reason" => json!(spec.paused_reason),
+        "created_at" => json!(spec.created_at),
+        // A paused job has no next run in 0.22's record; 0.19's has no paused create and
+        // keeps the one computed.
+        "next_run_at" => match &spec.paused_at {
+            Some(_) if spec.layout == Layout::Hermes022 => Value::Null,
+            _ => json!(spec.next_run_at),
+        },
+        "deliver" => json!(spec.deliver),
+        "origin" => spec.origin.clone().unwrap_or(Value::Null),
+        "workdir" => json!(spec.workdir),
+        "reasoning_effort" => json!(spec.reasoning_effort.map(ReasoningEffort::as_str)),
+        "failure_deliver" => json!(spec.failure_deliver),
+        "interpreter" => json!(spec.interpreter),
+        "timezone" => json!(spec.timezone),
+        _ => return None,
+    })
+}
+
 impl Job {
     pub fn from_record(record: Record) -> Job {
         Job { record }
     }
 
-    /// A new job's record, every field in the order the layout's Hermes writes them:
-    /// keys a layout does not have are left out, and the keys Hermes 0.22 writes only
-    /// when set (`reasoning_effort`, `failure_deliver`, `interpreter`) come last when set.
+    /// A new job's record, every field in the order the layout's Hermes writes them
+    /// ([`FIELDS`]'s order): keys a layout does not have are left out, and the keys
+    /// written only when set (Hermes 0.22's `reasoning_effort`, `failure_deliver`,
+    /// `interpreter`, and `timezone`) come last when set.
     pub fn create(spec: &JobSpec<'_>) -> Job {
-        let v022 = spec.layout == Layout::Hermes022;
-        let (monitor_script, monitor_url) = match spec.monitor {
-            Some(MonitorSource::Script(script)) => (Some(script), None),
-            Some(MonitorSource::Url(url)) => (None, Some(url)),
-            None => (None, None),
-        };
-        // A paused job has no next run in 0.22's record; 0.19's has no paused create and
-        // keeps the one computed.
-        let next_run_at = match &spec.paused_at {
-            Some(_) if v022 => Value::Null,
-            _ => json!(spec.next_run_at),
-        };
-        // `Some(v)`: written; `None`: not a key of this record.
-        let always = Some;
-        let in_022 = |value: Value| v022.then_some(value);
-        let in_019 = |value: Value| (!v022).then_some(value);
-        let when_set = |value: Option<Value>| value.filter(|v| !v.is_null());
-        let fields: [(&str, Option<Value>); 38] = [
-            ("id", always(json!(spec.id))),
-            ("name", always(json!(spec.name))),
-            ("prompt", always(json!(spec.prompt))),
-            ("skills", always(json!(spec.skills))),
-            ("skill", always(json!(spec.skills.first()))),
-            ("model", always(json!(spec.model))),
-            ("provider", always(json!(spec.provider))),
-            ("provider_snapshot", in_019(json!(spec.provider_snapshot))),
-            ("model_snapshot", in_019(json!(spec.model_snapshot))),
-            ("base_url", always(Value::Null)),
-            ("script", always(json!(spec.script))),
-            ("no_agent", always(json!(spec.no_agent))),
-            (
-                "monitor_script",
-                in_022(json!(monitor_script)).or(when_set(Some(json!(monitor_script)))),
-            ),
-            (
-                "monitor_url",
-                in_022(json!(monitor_url)).or(when_set(Some(json!(monitor_url)))),
-            ),
-            ("monitor_state", in_022(Value::Null)),
-            ("context_from", always(json!(spec.context_from))),
-            ("schedule", always(spec.schedule.to_json())),
-            ("schedule_display", always(json!(spec.schedule.display()))),
-            (
-                "repeat",
-                always(json!({"times": spec.times, "completed": 0})),
-            ),
-            ("enabled", always(json!(spec.paused_at.is_none()))),
-            (
-                "state",
-                always(json!(match spec.paused_at {
-                    Some(_) => "paused",
-                    None => "scheduled",
-                })),
-            ),
-            ("paused_at", always(json!(spec.paused_at))),
-            ("paused_reason", always(json!(spec.paused_reason))),
-            ("created_at", always(json!(spec.created_at))),
-            ("next_run_at", always(next_run_at)),
-            ("last_run_at", always(Value::Null)),
-            ("last_status", always(Value::Null)),
-            ("last_error", always(Value::Null)),
-            ("last_delivery_error", always(Value::Null)),
-            ("last_delivery_unverified", in_022(Value::Null)),
-            ("last_failure", in_022(Value::Null)),
-            ("failure_streak", always(json!(0))),
-            ("deliver", always(json!(spec.deliver))),
-            ("origin", always(spec.origin.clone().unwrap_or(Value::Null))),
-            ("enabled_toolsets", always(Value::Null)),
-            ("workdir", always(json!(spec.workdir))),
-            (
-                "reasoning_effort",
-                when_set(Some(json!(spec
-                    .reasoning_effort
-                    .map(ReasoningEffort::as_str)))),
-            ),
-            (
-                "failure_deliver",
-                when_set(Some(json!(spec.failure_deliver))),
-            ),
-        ];
-        let record: Record = fields
-            .into_iter()
-            .chain([
-                ("interpreter", when_set(Some(json!(spec.interpreter)))),
-                ("timezone", when_set(Some(json!(spec.timezone)))),
-            ])
-            .filter_map(|(key, value)| value.map(|value| (key.to_string(), value)))
+        let record: Record = FIELDS
+            .iter()
+            .filter_map(|field| {
+                let value = match field.start {
+                    // Every `Given` field has its value (held by a test).
+                    Start::Given => given(spec, field.key).unwrap_or(Value::Null),
+                    Start::Null => Value::Null,
+                    Start::Zero => json!(0),
+                };
+                let written = match field.written {
+                    Written::Always => true,
+                    Written::WhenSet => !value.is_null(),
+                    Written::Layout(layout) => layout == spec.layout,
+                    Written::LayoutElseWhenSet(layout) => layout == spec.layout || !value.is_null(),
+                    Written::Later => false,
+                };
+                written.then(|| (field.key.to_string(), value))
+            })
             .collect();
         Job { record }
     }
@@ -776,5 +738,48 @@ mod tests {
         assert_eq!(script_only.kind(), JobKind::ScriptOnly);
         assert!(!script_only.kind().runs_agent());
         assert!(JobKind::Agent.runs_agent());
+    }
+
+    #[test]
+    fn every_given_field_of_the_table_has_its_value_in_a_new_record() {
+        let schedule = Schedule::from_json(
+            &json!({"kind": "interval", "minutes": 60, "display": "every 60m"}),
+            DateTime::UNIX_EPOCH,
+            Tz::UTC,
+            Tz::UTC,
+        )
+        .unwrap();
+        let spec = JobSpec {
+            id: "0123456789ab".into(),
+            name: "n".into(),
+            prompt: "p",
+            skills: &[],
+            model: None,
+            provider: None,
+            provider_snapshot: None,
+            model_snapshot: None,
+            script: None,
+            no_agent: false,
+            monitor: None,
+            context_from: None,
+            schedule: &schedule,
+            times: None,
+            paused_at: None,
+            paused_reason: None,
+            created_at: "2026-03-01T10:00:00+00:00".into(),
+            next_run_at: "2026-03-01T11:00:00+00:00".into(),
+            deliver: "local".into(),
+            origin: None,
+            workdir: None,
+            reasoning_effort: None,
+            failure_deliver: None,
+            interpreter: None,
+            timezone: None,
+            layout: Layout::Hermes022,
+        };
+        for field in FIELDS.iter().filter(|f| f.start == Start::Given) {
+            assert!(given(&spec, field.key).is_some(), "{}", field.key);
+        }
+        assert_eq!(given(&spec, "last_status"), None);
     }
 }
