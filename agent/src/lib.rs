@@ -10,7 +10,8 @@
 //! own caps (`budget`) are checked before every call; token usage and its cost from
 //! every call are summed into the run's outcome (the scheduler writes the ledger).
 //! With `agent.backend: command` the prompt goes to another agent program instead
-//! (`command`). This module never touches the store, delivery or the ledger.
+//! (`command`). This crate never touches the store, delivery or the ledger: what the
+//! prompt draws from the store comes in a [`prompt::PromptContext`] the caller gathers.
 
 pub mod budget;
 pub mod command;
@@ -24,6 +25,13 @@ pub mod retry;
 pub mod skills;
 pub mod system_prompt;
 pub mod tools;
+
+// The crates below under the paths these modules have always used
+// (`crate::runner::RunEnv`, `crate::sandbox::Policy`, `crate::config::Config`).
+use ::delivery;
+use ::runner;
+use foundation::{config, environment, logged, outbound, redact};
+use runner::{pricing, process, sandbox};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

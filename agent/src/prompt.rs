@@ -65,7 +65,7 @@ fn cut(text: &str, limit: usize) -> String {
 }
 
 /// The `## Response` part of an output document, else the whole document.
-pub(crate) fn response_part(document: &str) -> &str {
+pub fn response_part(document: &str) -> &str {
     match document.find("\n## Response\n") {
         Some(at) => document[at + "\n## Response\n".len()..].trim(),
         None => document.trim(),
