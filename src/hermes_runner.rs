@@ -3,12 +3,17 @@
 //! job's script (docs/AGENT.md, "Scripts and script-only jobs"), then — unless the
 //! script is the whole job or kept the agent asleep — the pre-run configuration check
 //! (docs/AGENT.md, "The pre-run check") and the agent (docs/AGENT.md) with what the
-//! monitor and the script left for it.
+//! monitor and the script left for it, and what its prompt draws from the store
+//! (gathered here: the agent never reads the store).
 
 use jobs::fields::MonitorSource;
+use jobs::store::Store;
 use jobs::{Job, JobKind};
 
-use crate::agent::prompt::ScriptSection;
+use crate::agent::prompt::{
+    context_sources, ContextOutput, ContextSource, PromptContext, ScriptSection,
+    CONTINUITY_LOOKBACK,
+};
 use crate::agent::run_agent;
 use crate::monitor::{self, Verdict};
 use crate::preflight;
@@ -89,9 +94,77 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
     if let Some(Err(reason)) = checked {
         return preflight::blocked(job, prompt, reason);
     }
-    let mut outcome = run_agent(job, env, section, monitor.as_deref()).await;
+    let context = prompt_context(job, env).await;
+    let mut outcome = run_agent(job, env, &context, section, monitor.as_deref()).await;
     if checked.is_some() {
         outcome.signals.preflight = Some(Preflight::Passed);
     }
     outcome
+}
+
+/// What the prompt of `job` draws from the store, read now (docs/AGENT.md, "Prompt
+/// assembly"): its notepad, the upstream run's output, then what `context_from` names.
+/// Best effort, as the prompt always took them: a part that cannot be read is left
+/// out (the notepad and the upstream output with a warning in the log).
+async fn prompt_context(job: &Job, env: &RunEnv) -> PromptContext {
+    let store: &dyn Store = &*env.store;
+    let notes = store.notes(job.id()).await.unwrap_or_else(|e| {
+        tracing::warn!(job = job.id(), "cannot read the job's notepad: {e}");
+        Vec::new()
+    });
+    let upstream = match &env.upstream {
+        Some(upstream) => {
+            let document = store
+                .run_output(upstream.run)
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::warn!(
+                        run = upstream.run,
+                        "cannot read the upstream run's output: {e}"
+                    );
+                    None
+                })
+                .flatten();
+            Some((upstream.clone(), document))
+        }
+        None => None,
+    };
+    let wanted = context_sources(job, env.upstream.as_ref());
+    let names = match wanted.iter().any(|s| matches!(s, ContextSource::Job(_))) {
+        true => job_names(store, env).await,
+        false => std::collections::HashMap::new(),
+    };
+    let mut outputs = Vec::with_capacity(wanted.len());
+    for source in wanted {
+        outputs.push(match source {
+            ContextSource::Own => ContextOutput::Own(match jobs::job::is_safe_id(job.id()) {
+                true => store
+                    .recent_outputs(job.id(), CONTINUITY_LOOKBACK)
+                    .await
+                    .unwrap_or_default(),
+                false => Vec::new(),
+            }),
+            ContextSource::Job(id) => ContextOutput::Job {
+                name: names.get(&id).cloned().unwrap_or_default(),
+                newest: store.latest_output(&id).await.ok().flatten(),
+                id,
+            },
+        });
+    }
+    PromptContext {
+        notes,
+        upstream,
+        outputs,
+    }
+}
+
+/// The names of jobs by id, for the headings of their outputs (best effort).
+async fn job_names(store: &dyn Store, env: &RunEnv) -> std::collections::HashMap<String, String> {
+    store
+        .load_view(&env.ctx, &["id", "name"])
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|job| (job.id().to_string(), job.name().to_string()))
+        .collect()
 }
