@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use crate::config::{Config, ConfigError};
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use jobs::Context;
+
+// The zones are read where a run's world is made (the runner crate).
+pub use runner::zone::{configured_zone, system_zone};
 
 pub struct Home {
     pub root: PathBuf,
@@ -90,41 +92,6 @@ pub fn load_context(home: &Home, now: DateTime<Utc>) -> Result<(Context, Config)
         legacy_zone: system_zone(),
     };
     Ok((ctx, config))
-}
-
-/// The system's IANA zone: `TZ` when it names one, else the OS setting, else UTC.
-pub fn system_zone() -> Tz {
-    std::env::var("TZ")
-        .ok()
-        .and_then(|tz| tz.trim_start_matches(':').parse::<Tz>().ok())
-        .or_else(|| {
-            iana_time_zone::get_timezone()
-                .ok()
-                .and_then(|name| name.parse().ok())
-        })
-        .unwrap_or(Tz::UTC)
-}
-
-/// The configured zone (docs/SCHEDULES.md, "Time zones"): HERMES_TIMEZONE → config `timezone:` → system → UTC.
-/// An invalid name is a warning on stderr, then the next source is tried.
-pub fn configured_zone(config: &Config) -> Tz {
-    let from_env = std::env::var("HERMES_TIMEZONE").ok();
-    let from_config = config.timezone.clone();
-    for (source, name) in [
-        ("HERMES_TIMEZONE", from_env),
-        ("config.yaml timezone", from_config),
-    ] {
-        let Some(name) = name.filter(|n| !n.trim().is_empty()) else {
-            continue;
-        };
-        match name.trim().parse::<Tz>() {
-            Ok(zone) => return zone,
-            Err(_) => eprintln!(
-                "warning: {source} '{name}' is not an IANA time zone (e.g. Europe/Berlin); ignoring it"
-            ),
-        }
-    }
-    system_zone()
 }
 
 /// `<root>/profiles/<name>` (the root itself for `default`), which must exist.

@@ -3,7 +3,6 @@
 
 #[macro_use]
 mod stdout;
-mod agent;
 mod api;
 mod cli;
 mod clock;
@@ -15,22 +14,21 @@ mod job_service;
 mod mcp_server;
 mod monitor;
 mod preflight;
-mod pricing;
-mod process;
 mod python_cli;
 mod readiness;
 mod run_report;
-mod runner;
-mod sandbox;
 mod scheduler;
 mod script;
 mod wiring;
-mod world;
 
-// The foundation and delivery crates under the paths the binary has always used
-// (`crate::config::Config`, `crate::redact::Redactor`, `crate::delivery::…`).
+// The workspace's crates under the paths the binary has always used
+// (`crate::config::Config`, `crate::redact::Redactor`, `crate::delivery::…`,
+// `crate::runner::RunEnv`, `crate::sandbox::Policy`, `crate::agent::run_agent`).
+use ::agent;
 use ::delivery;
+use ::runner;
 use foundation::{config, environment, logged, outbound, redact};
+use runner::{process, sandbox, world};
 
 use std::process::ExitCode;
 

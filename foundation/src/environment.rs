@@ -1,5 +1,5 @@
 //! The environment a run sees: the real environment over `<home>/.env` (real variables
-//! win). A run gets it from its world (the binary's `src/world.rs`), read again whenever
+//! win). A run gets it from its world (the runner crate's `world`), read again whenever
 //! `.env` changes, so that a new key, token or home channel applies on the next run
 //! without a restart. The one `.env` parser. Read-only: nothing here ever
 //! writes `.env`.
@@ -104,6 +104,44 @@ pub fn parse_dotenv(text: &str) -> HashMap<String, String> {
         vars.insert(key.to_string(), value);
     }
     vars
+}
+
+/// Environment lookups for the agent's model and tool calls: the real environment wins
+/// over `<home>/.env`. Here, beside the one `.env` parser, so that a run's world can hold
+/// it without reaching into the agent.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    dotenv: HashMap<String, String>,
+}
+
+impl Vars {
+    /// Reads `<home>/.env` (a missing file is empty).
+    pub fn load(home: &Path) -> Vars {
+        let text = std::fs::read_to_string(home.join(".env")).unwrap_or_default();
+        Vars::from_dotenv(parse_dotenv(&text))
+    }
+
+    /// The pairs of `.env` as read.
+    pub fn from_dotenv(dotenv: HashMap<String, String>) -> Vars {
+        Vars { dotenv }
+    }
+
+    /// The `.env` pairs the real environment does not already set.
+    pub fn dotenv_missing_from_env(&self) -> Vec<(String, String)> {
+        self.dotenv
+            .iter()
+            .filter(|(k, _)| std::env::var_os(k).is_none())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+
+    pub fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name)
+            .ok()
+            .or_else(|| self.dotenv.get(name).cloned())
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ mod overlap;
 mod record;
 mod redeliver;
 mod resend;
-pub mod settings;
+pub use runner::settings;
 #[cfg(test)]
 mod tests;
 

@@ -19,8 +19,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use super::{
     one_line, seconds, Link, Process, DEFAULT_CONNECT_TIMEOUT, SAFE_VARIABLES, STDERR_LINES,
 };
-use crate::agent::inference::Vars;
 use crate::config::McpServer;
+use crate::inference::Vars;
 use crate::logged::logged;
 use crate::process::GroupKill;
 

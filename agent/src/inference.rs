@@ -22,7 +22,6 @@
 //!
 //! Variables come from the real environment first, then `<home>/.env`.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -30,7 +29,8 @@ use jobs::{Job, ReasoningEffort};
 
 use super::provider_registry::{self, find_custom, CustomProvider, Provider};
 use crate::config::{AgentCommand, Config, FallbackProvider};
-use crate::environment::parse_dotenv;
+/// The `.env` lookups moved to the foundation crate, where `.env` is read.
+pub use crate::environment::Vars;
 
 /// Why an agent run cannot start with the configuration it was given; the text is the
 /// run's error (and `hermes cron status` shows it).
@@ -113,42 +113,6 @@ pub struct AgentConfig {
     /// The reasoning effort every call asks for: the job's `reasoning_effort`, else
     /// `agent.reasoning_effort`; `None` leaves it to the server.
     pub reasoning: Option<ReasoningEffort>,
-}
-
-/// Environment lookups: the real environment wins over `<home>/.env`.
-#[derive(Debug, Clone, Default)]
-pub struct Vars {
-    dotenv: HashMap<String, String>,
-}
-
-impl Vars {
-    /// Reads `<home>/.env` (a missing file is empty).
-    pub fn load(home: &Path) -> Vars {
-        let text = std::fs::read_to_string(home.join(".env")).unwrap_or_default();
-        Vars::from_dotenv(parse_dotenv(&text))
-    }
-
-    /// The pairs of `.env` as read.
-    pub fn from_dotenv(dotenv: HashMap<String, String>) -> Vars {
-        Vars { dotenv }
-    }
-
-    /// The `.env` pairs the real environment does not already set.
-    pub fn dotenv_missing_from_env(&self) -> Vec<(String, String)> {
-        self.dotenv
-            .iter()
-            .filter(|(k, _)| std::env::var_os(k).is_none())
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
-
-    pub fn get(&self, name: &str) -> Option<String> {
-        std::env::var(name)
-            .ok()
-            .or_else(|| self.dotenv.get(name).cloned())
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-    }
 }
 
 /// A count from the file, as the loop's counters hold it.
@@ -540,6 +504,7 @@ pub fn inference_now(config: &Config, vars: &Vars, home: &Path) -> jobs::Inferen
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::environment::parse_dotenv;
     use serde_json::json;
 
     fn job(fields: serde_json::Value) -> Job {
@@ -565,12 +530,12 @@ mod tests {
     }
 
     fn vars(pairs: &[(&str, &str)]) -> Vars {
-        Vars {
-            dotenv: pairs
+        Vars::from_dotenv(
+            pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-        }
+        )
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub fn turn_text(message: &Message) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::inference::ApiMode;
+    use crate::inference::ApiMode;
 
     fn endpoint(model: &str) -> Endpoint {
         Endpoint {

@@ -6,7 +6,7 @@
 //! without a restart, and a burst of a thousand runs reads them once.
 //!
 //! Nothing under a run reads config.yaml or `.env` itself: the run's [`World`] travels
-//! in its [`crate::runner::RunEnv`].
+//! in its [`crate::RunEnv`].
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -15,12 +15,11 @@ use std::sync::{Arc, Mutex};
 
 use chrono_tz::Tz;
 
-use crate::agent::inference::Vars;
 use crate::config::{Config, ConfigError};
-use crate::environment::{parse_dotenv, Environment};
-use crate::home::{configured_zone, system_zone, Home};
+use crate::environment::{parse_dotenv, Environment, Vars};
 use crate::redact::Redactor;
-use crate::scheduler::settings::CronSettings;
+use crate::settings::CronSettings;
+use crate::zone::{configured_zone, system_zone};
 
 /// The home's files as one run sees them.
 #[derive(Debug)]
@@ -40,10 +39,7 @@ pub struct World {
 impl World {
     /// Reads the home's files now.
     pub fn read(home: &Path) -> Result<World, ConfigError> {
-        let config = Home {
-            root: home.to_path_buf(),
-        }
-        .config()?;
+        let config = Config::read(&home.join("config.yaml"))?;
         let settings = CronSettings::from_config(&config);
         let zone = configured_zone(&config);
         Ok(World::over_dotenv(

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::{files_below, ready, Schema, Tool, ToolContext, ToolFuture};
-use crate::agent::skills::{front_matter, index};
+use crate::skills::{front_matter, index};
 
 pub struct SkillView;
 
@@ -295,7 +295,7 @@ fn parameters() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tools::testing::skill;
+    use crate::tools::testing::skill;
 
     fn call(f: fn(&Value, &Path) -> String, home: &Path, args: Value) -> Value {
         serde_json::from_str(&f(&args, home)).unwrap()

@@ -5,9 +5,9 @@
 use serde_json::{json, Map, Value};
 
 use super::{tool_name, Route};
-use crate::agent::model_api::ToolSpec;
 use crate::config::McpServer;
 use crate::logged::logged;
+use crate::model_api::ToolSpec;
 
 /// The tools of one server the run offers: `tools.include` (wins) or `tools.exclude`
 /// by the server's own names, then Hermes' resource and prompt helpers when the server

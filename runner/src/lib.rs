@@ -1,6 +1,23 @@
-//! The runner interface: what the scheduler calls to carry out one due job. Scripts and
-//! the LLM agent plug in here. A runner reports activity as it works so the scheduler can
-//! stop a run that went silent.
+//! What a run is made of, below the agent and the binary: the runner interface (what the
+//! scheduler calls to carry out one due job; scripts and the LLM agent plug in here — a
+//! runner reports activity as it works so the scheduler can stop a run that went
+//! silent), the run's [`world`] (config.yaml, `.env` and what is made of them) with its
+//! cron [`settings`] and [`zone`]s, the [`sandbox`] that confines what a run starts, the
+//! [`process`] groups that die with their run, and the [`pricing`] of its model calls.
+//!
+//! It builds on the `jobs` and `foundation` crates only: nothing here can reach the
+//! scheduler, the CLI, the API or the agent.
+
+pub mod pricing;
+pub mod process;
+pub mod sandbox;
+pub mod settings;
+pub mod world;
+pub mod zone;
+
+// The foundation crate under the paths these modules have always used
+// (`crate::config::Config`, `crate::redact::Redactor`).
+use foundation::{config, environment, logged, redact};
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -12,7 +29,7 @@ use std::time::Duration;
 use jobs::store::Store;
 use jobs::{Context, Job};
 
-use crate::scheduler::settings::CronSettings;
+use crate::settings::CronSettings;
 use crate::world::World;
 
 /// The last moment a run showed life (a model response, tool or script output), on the
@@ -28,6 +45,8 @@ struct ActivityMark {
 }
 
 impl Activity {
+    /// A mark that starts the clock now (no `Default`: that would hide the start).
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Activity {
         Activity(Arc::new(ActivityMark {
             start: tokio::time::Instant::now(),

@@ -7,7 +7,7 @@ use std::path::{Component, Path};
 use serde_json::{json, Value};
 
 use super::{ready, Schema, Tool, ToolContext, ToolFuture};
-use crate::agent::skills::{index, IndexEntry};
+use crate::skills::{index, IndexEntry};
 
 pub struct SkillsList;
 
@@ -112,7 +112,7 @@ fn parameters() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tools::testing::skill;
+    use crate::tools::testing::skill;
 
     fn call(f: fn(&Value, &Path) -> String, home: &Path, args: Value) -> Value {
         serde_json::from_str(&f(&args, home)).unwrap()

@@ -226,8 +226,8 @@ impl<'a> Caller<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::inference::ApiMode;
-    use crate::agent::model_api::Message;
+    use crate::inference::ApiMode;
+    use crate::model_api::Message;
     use std::sync::{Arc, Mutex};
 
     #[derive(Default)]

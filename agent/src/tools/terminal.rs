@@ -158,8 +158,8 @@ fn parameters() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tools::testing::context;
-    use crate::agent::tools::{dispatch, offered};
+    use crate::tools::testing::context;
+    use crate::tools::{dispatch, offered};
 
     #[test]
     fn dangerous_commands_are_recognised() {

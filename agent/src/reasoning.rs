@@ -127,7 +127,7 @@ pub fn anthropic_messages(body: &mut Value, model: &str, effort: ReasoningEffort
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::inference::ApiMode;
+    use crate::inference::ApiMode;
 
     fn endpoint(provider: &str, base_url: &str) -> Endpoint {
         Endpoint {

@@ -122,8 +122,8 @@ fn parameters() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::tools::testing::context;
-    use crate::agent::tools::{dispatch, offered};
+    use crate::tools::testing::context;
+    use crate::tools::{dispatch, offered};
 
     #[tokio::test]
     async fn execute_code_runs_python_and_reports_like_hermes() {

@@ -10,7 +10,8 @@
 //! own caps (`budget`) are checked before every call; token usage and its cost from
 //! every call are summed into the run's outcome (the scheduler writes the ledger).
 //! With `agent.backend: command` the prompt goes to another agent program instead
-//! (`command`). This module never touches the store, delivery or the ledger.
+//! (`command`). This crate never touches the store, delivery or the ledger: what the
+//! prompt draws from the store comes in a [`prompt::PromptContext`] the caller gathers.
 
 pub mod budget;
 pub mod command;
@@ -25,6 +26,13 @@ pub mod skills;
 pub mod system_prompt;
 pub mod tools;
 
+// The crates below under the paths these modules have always used
+// (`crate::runner::RunEnv`, `crate::sandbox::Policy`, `crate::config::Config`).
+use ::delivery;
+use ::runner;
+use foundation::{config, environment, logged, outbound, redact};
+use runner::{pricing, process, sandbox};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +42,7 @@ use serde_json::Value;
 
 use self::inference::{AgentConfig, Backend};
 use self::model_api::{ChatRequest, Message, ToolSpec};
-use self::prompt::{assemble, is_silent, ScriptSection};
+use self::prompt::{assemble, is_silent, PromptContext, ScriptSection};
 use self::retry::{Caller, ModelCallFailed, Sleeper, TokioSleeper};
 use self::tools::ToolContext;
 use crate::config::CronApproval;
@@ -77,19 +85,22 @@ fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
 }
 
 /// Runs the agent part of a job, after its script (if any) left `script` and its
-/// monitor (if any) the block of a first or changed output.
+/// monitor (if any) the block of a first or changed output, with what its prompt draws
+/// from the store gathered in `context`.
 pub async fn run_agent(
     job: &Job,
     env: &RunEnv,
+    context: &PromptContext,
     script: ScriptSection,
     monitor: Option<&str>,
 ) -> RunOutcome {
-    run_agent_with(job, env, script, monitor, &TokioSleeper).await
+    run_agent_with(job, env, context, script, monitor, &TokioSleeper).await
 }
 
 pub async fn run_agent_with(
     job: &Job,
     env: &RunEnv,
+    context: &PromptContext,
     script: ScriptSection,
     monitor: Option<&str>,
     sleeper: &dyn Sleeper,
@@ -103,16 +114,12 @@ pub async fn run_agent_with(
     };
     let sources = prompt::Sources {
         home: &env.home,
-        store: &*env.store,
-        ctx: &env.ctx,
-        upstream: env.upstream.as_ref(),
+        context,
     };
-    let assembled = assemble(job, &sources, &script)
-        .await
-        .and_then(|p| match monitor {
-            Some(block) => prompt::with_monitor_block(p, block),
-            None => Ok(p),
-        });
+    let assembled = assemble(job, &sources, &script).and_then(|p| match monitor {
+        Some(block) => prompt::with_monitor_block(p, block),
+        None => Ok(p),
+    });
     let prompt = match assembled {
         Ok(p) => p,
         Err(e) => return RunOutcome::failed(raw_prompt, e.to_string()),
