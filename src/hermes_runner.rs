@@ -255,6 +255,10 @@ mod tests {
             settings,
             activity: Activity::new(),
             store: store.clone(),
+            memory: Arc::new(crate::scheduler::StoreMemory {
+                store: store.clone(),
+                ctx,
+            }),
             ctx,
             progress: Progress::default(),
             upstream: Some(upstream.clone()),

@@ -109,7 +109,7 @@ impl Scheduler {
             settings: claimed.settings.clone(),
             activity: Activity::new(),
             store: Arc::clone(&self.parts.store),
-            memory: Arc::new(super::memory::StoreMemory {
+            memory: Arc::new(super::StoreMemory {
                 store: Arc::clone(&self.parts.store),
                 ctx,
             }),

@@ -10,7 +10,7 @@ use jobs::{Context, Job};
 use crate::runner::{MemoryFuture, MonitorChange, RunMemory};
 
 /// [`RunMemory`] over the scheduler's store, with the run's "now" and zones.
-pub(super) struct StoreMemory {
+pub struct StoreMemory {
     pub store: Arc<dyn Store>,
     pub ctx: Context,
 }

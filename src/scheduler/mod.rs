@@ -39,6 +39,7 @@ mod claim;
 mod daemon;
 mod execute;
 mod memory;
+pub use memory::StoreMemory;
 mod observe;
 mod overlap;
 mod record;
