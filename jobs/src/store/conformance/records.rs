@@ -15,7 +15,7 @@ use crate::model::fields::Layout;
 use crate::model::job::JobState;
 use crate::store::Claimed;
 
-use super::{ctx, hourly, iso, job, scan, scan_with_slots, Backend};
+use super::{at, ctx, hourly, iso, job, scan, scan_with_slots, Backend};
 
 async fn jobs_keep_every_field_through_row_operations(backend: &dyn Backend) {
     let store = backend.process(1).await;
@@ -150,7 +150,7 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
         .unwrap());
     let rows = two.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].status, "running");
+    assert_eq!(rows[0].status, RunStatus::Running);
     assert_eq!(
         rows[0].occurrence,
         format!(
@@ -177,7 +177,10 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
     one.finish_run(run, RunStatus::Ok, c.now, &end)
         .await
         .unwrap();
-    assert_eq!(two.recent_runs(None, 10).await.unwrap()[0].status, "ok");
+    assert_eq!(
+        two.recent_runs(None, 10).await.unwrap()[0].status,
+        RunStatus::Ok
+    );
     // Any process finds the run's document by the run.
     let document = two.run_output(run).await.unwrap().unwrap().unwrap();
     assert!(document.contains("the answer"), "{document}");
@@ -322,7 +325,10 @@ async fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Ba
     assert!(runs_of(&last).is_empty() && !last.backlog);
     let rows = third.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert!(rows.iter().all(|r| r.status == "running"), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.status == RunStatus::Running),
+        "{rows:?}"
+    );
 }
 
 async fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn Backend) {
@@ -408,7 +414,7 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
             &c,
             "aaaaaaaaaaaa",
             Box::new(|job| {
-                job.pause("2026-11-23T10:00:00+00:00", None);
+                job.pause(at("2026-11-23T10:00:00Z"), chrono_tz::UTC, None);
                 Ok(())
             }),
         )
@@ -484,7 +490,7 @@ async fn a_page_of_jobs_is_counted_and_cut_in_store_order(backend: &dyn Backend)
             "bbbbbbbbbbbb",
             Box::new(|job| {
                 job.set_name("Morning REPORT");
-                job.pause("2026-11-23T10:00:00+00:00", None);
+                job.pause(at("2026-11-23T10:00:00Z"), chrono_tz::UTC, None);
                 Ok(())
             }),
         )
