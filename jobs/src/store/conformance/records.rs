@@ -592,7 +592,67 @@ async fn the_layout_follows_the_stored_records(backend: &dyn Backend) {
     assert_eq!(one.layout(&c).await.unwrap(), Layout::Hermes019);
 }
 
+/// A `last_status` this build does not know (written by a newer Hermes) survives a write
+/// of another field unchanged, reads as itself and lists as itself.
+async fn an_unknown_last_status_survives_a_write(backend: &dyn Backend) {
+    #[derive(Default)]
+    struct Statuses(Vec<Option<RunStatus>>);
+    impl crate::store::SummarySink for Statuses {
+        fn summary(&mut self, job: &crate::jsonjobs::listing::JobSummary<'_>) {
+            self.0.push(job.last_status.clone());
+        }
+        fn restart(&mut self) {
+            self.0.clear();
+        }
+    }
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let mut newer = hourly("aaaaaaaaaaaa", c.now + Duration::hours(1));
+    newer.set("last_status", json!("quarantined"));
+    one.insert_job(&c, newer).await.unwrap();
+    one.update_job(
+        &c,
+        "aaaaaaaaaaaa",
+        Box::new(|job| {
+            job.set_name("renamed");
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap();
+    let read = two.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
+    assert_eq!(read.name(), "renamed");
+    assert_eq!(read.get("last_status"), Some(&json!("quarantined")));
+    assert_eq!(
+        read.last_status(),
+        Some(RunStatus::Other("quarantined".into()))
+    );
+    let sink = Arc::new(Mutex::new(Statuses::default()));
+    crate::store::list_summaries(&*two, &c, sink.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        sink.lock().unwrap().0,
+        [Some(RunStatus::Other("quarantined".into()))]
+    );
+    // A run of ours then writes its own status, as its text.
+    two.update_job(
+        &c,
+        "aaaaaaaaaaaa",
+        Box::new(|job| {
+            job.record_outcome(&RunStatus::DeliveryFailed, None, Some("HTTP 502"));
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap();
+    let read = one.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
+    assert_eq!(read.get("last_status"), Some(&json!("delivery_failed")));
+    assert_eq!(read.last_status(), Some(RunStatus::DeliveryFailed));
+}
+
 conformance!(
+    an_unknown_last_status_survives_a_write,
     jobs_keep_every_field_through_row_operations,
     listings_give_every_job_in_store_order,
     a_page_of_jobs_is_counted_and_cut_in_store_order,
