@@ -56,6 +56,11 @@ pub struct RunRow {
     pub pid: Option<i64>,
     pub host: Option<String>,
     pub status: RunStatus,
+    /// The row's times stay the ledger's text, deliberately: `runs --json` prints them as
+    /// stored, and the rows Python Hermes records beside ours
+    /// ([`Ledger::python_executions`]) carry its own ISO text (microseconds, its offset),
+    /// which a typed time would rewrite. Ours are [`ledger_time`] (UTC, milliseconds,
+    /// `Z`); the few readers that need an instant parse them where they use them.
     pub scheduled_at: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
