@@ -190,7 +190,9 @@ pub(super) struct Bookkeeping<'a> {
     /// The outbox occurrence: a manual run's key is made unique by its ledger row.
     pub(super) key: String,
     pub(super) job: &'a Job,
-    pub(super) run_at: String,
+    /// The run's `last_run_at`, kept with the zone it is written in.
+    pub(super) run_at: DateTime<Utc>,
+    pub(super) run_zone: Tz,
     pub(super) now: DateTime<Utc>,
     pub(super) expires: DateTime<Utc>,
 }
@@ -201,7 +203,8 @@ impl<'a> Bookkeeping<'a> {
             occurrence: &self.key,
             target,
             job_id: self.job.id(),
-            run_at: &self.run_at,
+            run_at: self.run_at,
+            run_zone: self.run_zone,
             payload,
             sent_parts: 0,
             error: "",
@@ -385,7 +388,8 @@ impl Scheduler {
                 }
             },
             job,
-            run_at: schedules::format_instant(run.started, run.zone),
+            run_at: run.started,
+            run_zone: run.zone,
             now: run.ctx.now,
             expires: run.ctx.now
                 + chrono::Duration::from_std(run.settings.delivery_retry)

@@ -77,7 +77,8 @@ impl Scheduler {
             // Its own outbox key: each redelivery is a delivery of its own.
             key: format!("{}#resend-{}", row.occurrence, ledger_time(ctx.now)),
             job: &job,
-            run_at: schedules::format_instant(ctx.now, zone),
+            run_at: ctx.now,
+            run_zone: zone,
             now: ctx.now,
             expires: ctx.now
                 + chrono::Duration::from_std(settings.delivery_retry)
