@@ -582,6 +582,30 @@ mod tests {
         NewIncident::of("abcdef123456", "boom", None, instant(at), chrono_tz::UTC)
     }
 
+    /// Incident times are written as zoned ISO text in the zone given, as Python Hermes
+    /// 0.22 writes them (whole seconds, the zone's offset).
+    #[test]
+    fn incident_times_are_written_in_the_zone_given() {
+        let zone: Tz = "America/Sao_Paulo".parse().unwrap();
+        let new = NewIncident::of(
+            "abcdef123456",
+            "boom",
+            None,
+            instant("2026-03-01T13:00:00.750Z"),
+            zone,
+        );
+        let first = upserted(None, &new);
+        assert_eq!(first.first_seen_at, "2026-03-01T10:00:00-03:00");
+        let acked = moved(
+            &first,
+            Transition::Acked,
+            instant("2026-03-01T14:30:00Z"),
+            zone,
+        )
+        .unwrap();
+        assert_eq!(acked.acked_at.as_deref(), Some("2026-03-01T11:30:00-03:00"));
+    }
+
     #[test]
     fn an_incident_goes_detected_alerted_resolved_and_reopens_until_closed() {
         let first = upserted(None, &new("2026-03-01T10:00:00+00:00"));
