@@ -387,7 +387,7 @@ impl JobService {
         let (ctx, _) = self.context()?;
         let moved = self
             .store
-            .move_incident(id, Transition::Acked, &ctx.now_text())
+            .move_incident(id, Transition::Acked, ctx.now, ctx.zone)
             .await?;
         let known = self.store.incidents(None).await?;
         let incident = known

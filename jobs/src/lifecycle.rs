@@ -1014,7 +1014,8 @@ pub async fn pause_job(
             )));
         }
         job.pause(
-            &at.now_text(),
+            at.now,
+            at.zone,
             reason.as_deref().map(str::trim).filter(|r| !r.is_empty()),
         );
         Ok(())

@@ -139,8 +139,8 @@ impl Default for Metrics {
 }
 
 impl Observer for Metrics {
-    fn run_ended(&self, status: RunStatus) {
-        if let Some(i) = OUTCOMES.iter().position(|o| *o == status) {
+    fn run_ended(&self, status: &RunStatus) {
+        if let Some(i) = OUTCOMES.iter().position(|o| o == status) {
             self.runs[i].fetch_add(1, Ordering::Relaxed);
         }
     }

@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
+use jobs::ledger::RunStatus;
 use jobs::store::{
     list_normalized, list_summaries, write_jobs_normalized, ExtraField, Keep, PageQuery,
     SummarySink,
@@ -293,7 +294,10 @@ fn render_job(out: &mut String, now: DateTime<Utc>, job: &JobSummary<'_>) {
     match job.last_run_at {
         Some(last) => {
             write_absolute_and_relative(out, last, now, job.zone);
-            let status = job.last_status.as_deref().unwrap_or("unknown");
+            let status = job
+                .last_status
+                .as_ref()
+                .map_or("unknown", RunStatus::as_str);
             let _ = writeln!(out, " — {status}");
         }
         None => out.push_str("never\n"),

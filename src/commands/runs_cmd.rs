@@ -32,7 +32,7 @@ pub async fn cancel(session: &Session, target: &str) -> Result<(), CliError> {
             .copied()
             .filter(|id| {
                 rows.iter()
-                    .any(|r| r.id == *id && r.status == RunStatus::Running.as_str())
+                    .any(|r| r.id == *id && r.status == RunStatus::Running)
             })
             .collect();
         if open.is_empty() {

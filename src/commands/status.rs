@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use jobs::due::earliest_next_run;
+use jobs::ledger::RunStatus;
 use jobs::{find_job, JobState};
 
 use super::error::CliError;
@@ -270,16 +271,16 @@ impl Checkup<'_> {
                 }
             }
         }
-        let last_status = job.text_field("last_status");
+        let last_status = job.last_status();
         let first_line = |error: &str| error.lines().next().unwrap_or("").to_string();
         let error = job.text_field("last_error").unwrap_or("unknown error");
-        if job.state() == JobState::Error || last_status == Some("error") {
+        if job.state() == JobState::Error || last_status == Some(RunStatus::Error) {
             problems.push(format!(
                 "{label} failed its last run: {}",
                 first_line(error)
             ));
         }
-        if let Some(stopped @ ("budget_exceeded" | "budget_exhausted")) = last_status {
+        if let Some(stopped) = last_status.filter(RunStatus::is_budget_stop) {
             problems.push(format!(
                 "{label} was stopped by a budget on its last run ({stopped}): {}",
                 first_line(error)

@@ -10,7 +10,7 @@
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 
-use jobs::ledger::RunSource;
+use jobs::ledger::{RunSource, RunStatus};
 use jobs::{Context, Job, JobState};
 use schedules::Schedule;
 
@@ -66,7 +66,7 @@ pub(super) struct Aftermath {
     /// (`[blocked_config] …`).
     pub error: Option<String>,
     /// `last_status` when it is not the usual one.
-    pub status: Option<&'static str>,
+    pub status: Option<RunStatus>,
     pub notice: Notice,
 }
 
@@ -121,7 +121,7 @@ pub(super) fn decide(
         Some(Preflight::Blocked(reason)) => {
             let told = job.preflight_alerted();
             after.preflight_alerted = Some(true);
-            after.status = Some("blocked_config");
+            after.status = Some(RunStatus::BlockedConfig);
             after.error = Some(match told {
                 true => format!("[blocked_config:silent] {reason}"),
                 false => format!("[blocked_config] {reason}"),

@@ -43,7 +43,7 @@ impl Scheduler {
         if is_blocked_config(error) {
             return None;
         }
-        let new = NewIncident::of(job.id(), error, output, ctx.now_text());
+        let new = NewIncident::of(job.id(), error, output, ctx.now, ctx.zone);
         let incident = match self.store().record_incident(&new).await {
             Ok(incident) => incident,
             Err(e) => {
@@ -72,7 +72,7 @@ impl Scheduler {
         }
         let moved = self
             .store()
-            .move_incident(&joined.id, Transition::Alerted, &ctx.now_text())
+            .move_incident(&joined.id, Transition::Alerted, ctx.now, ctx.zone)
             .await;
         if let Err(e) = moved {
             tracing::warn!(incident = %joined.id, "cannot mark the incident alerted: {e}");
@@ -83,7 +83,7 @@ impl Scheduler {
     pub(super) async fn resolve_incidents(&self, job: &Job, ctx: &Context) {
         let resolved = self
             .store()
-            .resolve_incidents(job.id(), &ctx.now_text())
+            .resolve_incidents(job.id(), ctx.now, ctx.zone)
             .await;
         match resolved {
             Ok(0) => {}

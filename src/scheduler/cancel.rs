@@ -183,7 +183,7 @@ impl Scheduler {
         {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
-        self.observe(|o| o.run_ended(RunStatus::Cancelled));
+        self.observe(|o| o.run_ended(&RunStatus::Cancelled));
         let outcome = RunOutcome::failed(String::new(), String::new()).with_spent(spent);
         self.observe_spend(job, &outcome);
         RunReport {

@@ -159,7 +159,7 @@ impl Scheduler {
                 }))
             }
             (Decision::Missed { scheduled_at }, Claimed::Recorded { status, reason }) => {
-                self.observe(|o| o.run_ended(status));
+                self.observe(|o| o.run_ended(&status));
                 self.leave_missed_note(&job, *scheduled_at, ctx, settings)
                     .await;
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
@@ -171,7 +171,7 @@ impl Scheduler {
                 ))
             }
             (decision, Claimed::Recorded { status, reason }) => {
-                self.observe(|o| o.run_ended(status));
+                self.observe(|o| o.run_ended(&status));
                 tracing::info!(job = %id, outcome = status.as_str(), "{reason}");
                 let occurrence = match decision {
                     Decision::Fire { scheduled_at, .. } => occurrence_key(&id, *scheduled_at),

@@ -333,7 +333,7 @@ impl Scheduler {
 
     fn observe_interrupted(&self, n: usize) {
         for _ in 0..n {
-            self.observe(|o| o.run_ended(RunStatus::Interrupted));
+            self.observe(|o| o.run_ended(&RunStatus::Interrupted));
         }
     }
 

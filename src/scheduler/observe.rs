@@ -13,7 +13,7 @@ use jobs::ledger::RunStatus;
 pub trait Observer: Send + Sync {
     /// A run or an occurrence reached its ledger outcome (`ok`, `error`, `skipped`,
     /// `missed`, `interrupted`, `budget_exceeded`, `budget_exhausted`).
-    fn run_ended(&self, status: RunStatus);
+    fn run_ended(&self, status: &RunStatus);
     /// A run of `job` answered by `model` used these tokens and cost this much (`None`:
     /// no known price). Told only of runs that reported usage.
     fn run_spent(&self, job: &str, model: &str, prompt: i64, completion: i64, cost: Option<f64>) {

@@ -102,9 +102,7 @@ impl Scheduler {
         let job_id = claimed.job.id();
         let open = |rows: &[jobs::ledger::RunRow]| -> Vec<i64> {
             rows.iter()
-                .filter(|r| {
-                    r.id != claimed.run && matches!(r.status.as_str(), "running" | "claimed")
-                })
+                .filter(|r| r.id != claimed.run && r.status.is_open())
                 .map(|r| r.id)
                 .collect()
         };

@@ -35,7 +35,7 @@ pub(super) struct JobRecord {
     job_id: String,
     last_run_at: DateTime<Utc>,
     zone: Tz,
-    last_status: &'static str,
+    last_status: RunStatus,
     error: Option<String>,
     delivery_error: Option<String>,
     source: RunSource,
@@ -59,7 +59,7 @@ impl JobRecord {
             job_id: job_id.to_string(),
             last_run_at,
             zone,
-            last_status: jobs::ledger::RunStatus::Cancelled.as_str(),
+            last_status: RunStatus::Cancelled,
             error: None,
             delivery_error: None,
             source,
@@ -94,13 +94,12 @@ impl JobRecord {
 
     fn apply_outcome(&self, stored: &mut Job, ctx: &Context) {
         stored.record_outcome(
-            self.last_status,
+            &self.last_status,
             self.error.as_deref(),
             self.delivery_error.as_deref(),
         );
         if let Some(error) = &self.error {
-            let at = schedules::format_instant(self.last_run_at, self.zone);
-            stored.stamp_failure(&at, error);
+            stored.stamp_failure(self.last_run_at, self.zone, error);
         }
         if let Some(alerted) = self.preflight_alerted {
             stored.set_preflight_alerted(alerted);
@@ -191,7 +190,9 @@ pub(super) struct Bookkeeping<'a> {
     /// The outbox occurrence: a manual run's key is made unique by its ledger row.
     pub(super) key: String,
     pub(super) job: &'a Job,
-    pub(super) run_at: String,
+    /// The run's `last_run_at`, kept with the zone it is written in.
+    pub(super) run_at: DateTime<Utc>,
+    pub(super) run_zone: Tz,
     pub(super) now: DateTime<Utc>,
     pub(super) expires: DateTime<Utc>,
 }
@@ -202,7 +203,8 @@ impl<'a> Bookkeeping<'a> {
             occurrence: &self.key,
             target,
             job_id: self.job.id(),
-            run_at: &self.run_at,
+            run_at: self.run_at,
+            run_zone: self.run_zone,
             payload,
             sent_parts: 0,
             error: "",
@@ -278,16 +280,16 @@ impl Scheduler {
         }
         let texts = &run.texts;
         let stopped = budget::status_of(&run.outcome);
-        let status = match (stopped, &texts.error) {
-            (Some(status), _) => status,
+        let status = match (&stopped, &texts.error) {
+            (Some(status), _) => status.clone(),
             (None, Some(_)) => RunStatus::Error,
             (None, None) => RunStatus::Ok,
         };
         let last_status = match (stopped, &texts.error, &delivery.error) {
-            (Some(status), _, _) => status.as_str(),
-            (None, Some(_), _) => run.after.status.unwrap_or("error"),
-            (None, None, Some(_)) => "delivery_failed",
-            (None, None, None) => "ok",
+            (Some(status), _, _) => status,
+            (None, Some(_), _) => run.after.status.clone().unwrap_or(RunStatus::Error),
+            (None, None, Some(_)) => RunStatus::DeliveryFailed,
+            (None, None, None) => RunStatus::Ok,
         };
         self.record_in_store(JobRecord {
             job_id: job.id().to_string(),
@@ -314,12 +316,12 @@ impl Scheduler {
         let finished = self.now();
         if let Err(e) = self
             .store()
-            .finish_run(claimed.run, status, finished, &end)
+            .finish_run(claimed.run, status.clone(), finished, &end)
             .await
         {
             tracing::error!(job = job.id(), "cannot record the run in the ledger: {e}");
         }
-        self.observe(|o| o.run_ended(status));
+        self.observe(|o| o.run_ended(&status));
         self.observe_spend(job, &run.outcome);
         RunReport {
             job_id: job.id().to_string(),
@@ -386,7 +388,8 @@ impl Scheduler {
                 }
             },
             job,
-            run_at: schedules::format_instant(run.started, run.zone),
+            run_at: run.started,
+            run_zone: run.zone,
             now: run.ctx.now,
             expires: run.ctx.now
                 + chrono::Duration::from_std(run.settings.delivery_retry)

@@ -138,7 +138,7 @@ impl Scheduler {
         let job_id = item.job_id.clone();
         let applies = move |job: &jobs::Job| {
             job.id() == job_id
-                && job.text_field("last_status") == Some("delivery_failed")
+                && job.last_status() == Some(RunStatus::DeliveryFailed)
                 && job.text_field("last_run_at").and_then(instant) == kept_run
         };
         // Decide on an unlocked read first: most retries have nothing to change.

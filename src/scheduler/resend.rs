@@ -35,7 +35,7 @@ impl Scheduler {
         to: Option<&str>,
     ) -> Result<RunReport, SchedulerError> {
         let id = row.id;
-        if matches!(row.status.as_str(), "running" | "claimed") {
+        if row.status.is_open() {
             return Err(refused(format!(
                 "Run {id} has not finished: redeliver it once it has"
             )));
@@ -58,13 +58,13 @@ impl Scheduler {
         };
         let answer = response_part(&document).to_string();
         let error = row.error.clone().unwrap_or_else(|| answer.clone());
-        let result = match row.status.as_str() {
-            "ok" if is_silent(&answer) || answer.is_empty() => {
+        let result = match row.status {
+            RunStatus::Ok if is_silent(&answer) || answer.is_empty() => {
                 return Err(refused(format!(
                 "Run {id} answered nothing to send ([SILENT]): there is nothing to deliver again"
             )))
             }
-            "ok" => Delivered::Reply(&answer),
+            RunStatus::Ok => Delivered::Reply(&answer),
             _ => Delivered::Failed(&error),
         };
         if let Some(to) = &to {
@@ -77,7 +77,8 @@ impl Scheduler {
             // Its own outbox key: each redelivery is a delivery of its own.
             key: format!("{}#resend-{}", row.occurrence, ledger_time(ctx.now)),
             job: &job,
-            run_at: schedules::format_instant(ctx.now, zone),
+            run_at: ctx.now,
+            run_zone: zone,
             now: ctx.now,
             expires: ctx.now
                 + chrono::Duration::from_std(settings.delivery_retry)

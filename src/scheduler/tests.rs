@@ -302,9 +302,9 @@ async fn an_occurrence_is_claimed_once_and_the_schedule_moves_before_it_runs() {
     }
     let runs = rig.runs(&id).await;
     assert_eq!(runs.len(), 1);
-    assert_eq!(runs[0].status, "ok");
+    assert_eq!(runs[0].status, RunStatus::Ok);
     let job = rig.job(&id).await;
-    assert_eq!(job.text_field("last_status"), Some("ok"));
+    assert_eq!(job.last_status(), Some(RunStatus::Ok));
     assert_eq!(
         rig.delivery.arrived.lock().unwrap().as_slice(),
         ["done: report"]
@@ -385,7 +385,7 @@ async fn with_catch_up_off_a_late_run_is_skipped_and_recorded() {
     assert_eq!(reports[0].status, RunStatus::Skipped);
     assert!(rig.started().is_empty());
     let runs = rig.runs(&id).await;
-    assert_eq!(runs[0].status, "skipped");
+    assert_eq!(runs[0].status, RunStatus::Skipped);
     assert_eq!(
         runs[0].error.as_deref(),
         Some("skipped: late and catch-up is off")
@@ -403,8 +403,8 @@ async fn a_one_shot_more_than_two_minutes_late_is_missed_not_run() {
     assert!(rig.started().is_empty(), "a missed one-shot never runs");
     let job = rig.job(&id).await;
     assert_eq!(job.state(), JobState::Completed);
-    assert_eq!(job.text_field("last_status"), Some("missed"));
-    assert_eq!(rig.runs(&id).await[0].status, "missed");
+    assert_eq!(job.last_status(), Some(RunStatus::Missed));
+    assert_eq!(rig.runs(&id).await[0].status, RunStatus::Missed);
     let note = rig.store.latest_output(&id).await.unwrap().unwrap();
     assert!(note.contains("was not run"), "{note}");
 }
@@ -428,7 +428,7 @@ async fn a_job_whose_run_is_still_going_is_not_started_again() {
         "the next occurrence waits for none"
     );
     let skipped = rig.runs(&id).await;
-    assert_eq!(skipped[0].status, "skipped");
+    assert_eq!(skipped[0].status, RunStatus::Skipped);
     assert_eq!(skipped[0].error.as_deref(), Some("skipped (still running)"));
     for handle in running {
         assert_eq!(handle.await.unwrap().status, RunStatus::Ok);
@@ -453,8 +453,8 @@ async fn a_run_without_activity_is_stopped_at_the_limit_and_recorded_failed() {
         "{error}"
     );
     assert!(stopped_after >= Duration::from_secs(30) && stopped_after <= Duration::from_secs(31));
-    assert_eq!(rig.runs(&id).await[0].status, "error");
-    assert_eq!(rig.job(&id).await.text_field("last_status"), Some("error"));
+    assert_eq!(rig.runs(&id).await[0].status, RunStatus::Error);
+    assert_eq!(rig.job(&id).await.last_status(), Some(RunStatus::Error));
     // The failure notice still reaches the chat.
     let arrived = rig.delivery.arrived.lock().unwrap().clone();
     assert!(
@@ -504,7 +504,7 @@ async fn a_delivery_cut_off_by_a_crash_is_sent_once_by_the_next_process() {
     );
     // The run itself never finished: the next daemon records it interrupted, not rerun.
     assert_eq!(next.scheduler.recover_interrupted().await.unwrap(), 1);
-    assert_eq!(next.runs(&id).await[0].status, "interrupted");
+    assert_eq!(next.runs(&id).await[0].status, RunStatus::Interrupted);
     assert_eq!(next.started().len(), 0);
 }
 
@@ -895,7 +895,7 @@ async fn a_cancel_from_another_process_stops_a_hanging_run_without_alert_or_deli
     let report = handles.remove(0).await.unwrap();
     assert_eq!(report.status, RunStatus::Cancelled);
     let runs = rig.runs(&id).await;
-    assert_eq!(runs[0].status, "cancelled");
+    assert_eq!(runs[0].status, RunStatus::Cancelled);
     assert_eq!(
         runs[0].delivery.as_deref(),
         Some("none: the run was cancelled")
@@ -903,7 +903,7 @@ async fn a_cancel_from_another_process_stops_a_hanging_run_without_alert_or_deli
     assert!(rig.delivery.arrived.lock().unwrap().is_empty());
     assert!(rig.store.incidents(None).await.unwrap().is_empty());
     let job = rig.job(&id).await;
-    assert_eq!(job.text_field("last_status"), Some("cancelled"));
+    assert_eq!(job.last_status(), Some(RunStatus::Cancelled));
     assert_eq!(job.failure_streak(), 0);
     assert_eq!(
         job.next_run_at(&rig.ctx()),

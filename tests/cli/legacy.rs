@@ -241,6 +241,38 @@ fn newer_full_store_lists_paused_jobs_with_their_reason() {
     assert!(all.contains("bot was blocked by the user"), "{all}");
 }
 
+/// A `last_status` this build does not know (a newer Hermes wrote it) is shown as itself
+/// by `list`, in `list --json` and the MCP-style listing, and survives an edit unchanged.
+#[test]
+fn an_unknown_last_status_lists_as_itself_and_survives_an_edit() {
+    let hermes = Hermes::new();
+    let store = json!({"jobs": [{
+        "id": "0a0b0c0d0e0f", "name": "newer", "prompt": "p",
+        "schedule": {"kind": "interval", "minutes": 60, "display": "every 60m"},
+        "schedule_display": "every 60m", "repeat": {"times": null, "completed": 3},
+        "enabled": true, "state": "scheduled", "deliver": "local",
+        "next_run_at": "2099-01-01T10:00:00+00:00",
+        "last_run_at": "2026-03-01T09:00:00+00:00", "last_status": "quarantined",
+        "last_error": null,
+    }]});
+    hermes.write_store(store.to_string().as_bytes());
+    let listing = hermes.cron(&["list"]).ok().to_string();
+    assert!(listing.contains(" — quarantined\n"), "{listing}");
+    let listed: Value = serde_json::from_str(hermes.cron(&["list", "--json"]).ok()).unwrap();
+    assert_eq!(
+        listed["jobs"][0]["last_status"], "quarantined",
+        "{listed:#}"
+    );
+    hermes
+        .cron(&["edit", "0a0b0c0d0e0f", "--name", "renamed"])
+        .ok();
+    let job = hermes.job("0a0b0c0d0e0f");
+    assert_eq!(job["name"], "renamed");
+    assert_eq!(job["last_status"], "quarantined");
+    let status = hermes.cron(&["status"]).ok().to_string();
+    assert!(!status.contains("failed its last run"), "{status}");
+}
+
 #[test]
 fn old_bare_list_store_is_read_and_healed_on_edit() {
     let hermes = Hermes::new();

@@ -19,6 +19,7 @@ use serde_json::Value;
 use crate::jsonjobs::scan::{
     array_items, object_entries, plain_string, write_compact, Entry, KeyIndex,
 };
+use crate::ledger::RunStatus;
 use crate::model::caps::Caps;
 use crate::model::job::{effective_state, JobState, Repeat, NORMALIZED_KEYS};
 use crate::store::{ExtraField, Listed};
@@ -178,7 +179,7 @@ pub struct JobSummary<'a> {
     pub zone: Tz,
     pub next_run_at: Option<DateTime<Utc>>,
     pub last_run_at: Option<DateTime<Utc>>,
-    pub last_status: Option<Cow<'a, str>>,
+    pub last_status: Option<RunStatus>,
     pub deliver: Cow<'a, str>,
     pub skills: Vec<Cow<'a, str>>,
     pub script: Option<Cow<'a, str>>,
@@ -220,7 +221,7 @@ impl JobSummary<'_> {
             zone: job.zone(ctx),
             next_run_at: job.next_run_at(ctx),
             last_run_at: job.last_run_at(ctx),
-            last_status: text("last_status"),
+            last_status: job.last_status(),
             deliver: Cow::Owned(job.deliver()),
             skills: job.skills().into_iter().map(Cow::Owned).collect(),
             script: text("script"),
@@ -271,7 +272,7 @@ pub(crate) fn plain_summary<'a>(
         zone,
         next_run_at: instant(slot!(slots, "next_run_at"))?,
         last_run_at: instant(slot!(slots, "last_run_at"))?,
-        last_status: text_field(slot!(slots, "last_status"))?,
+        last_status: text_field(slot!(slots, "last_status"))?.map(|t| RunStatus::parse(&t)),
         deliver: Cow::Borrowed(job.deliver),
         skills: scratch.skills.iter().map(|s| Cow::Borrowed(*s)).collect(),
         script: text_field(slot!(slots, "script"))?,

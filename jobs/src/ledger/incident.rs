@@ -9,10 +9,13 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use regex::Regex;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+
+use schedules::format_instant;
 
 use crate::ledger::{in_file, open_table, LedgerError};
 
@@ -110,8 +113,11 @@ pub struct NewIncident {
     /// The error as kept: at most [`MAX_ERROR_CHARS`].
     pub error: String,
     pub output_file: Option<String>,
-    /// When it was seen, as stored.
-    pub at: String,
+    /// When it was seen.
+    pub at: DateTime<Utc>,
+    /// The zone `at` is written in (the configured one): incident times are stored as
+    /// zoned ISO text, as Python Hermes 0.22 writes them.
+    pub zone: Tz,
 }
 
 /// The longest error text an incident keeps.
@@ -220,8 +226,15 @@ pub fn is_blocked_config(error: &str) -> bool {
 }
 
 impl NewIncident {
-    /// The incident a failure of `job_id` with `error` belongs to, seen `at`.
-    pub fn of(job_id: &str, error: &str, output_file: Option<&str>, at: String) -> NewIncident {
+    /// The incident a failure of `job_id` with `error` belongs to, seen `at` (written in
+    /// `zone`).
+    pub fn of(
+        job_id: &str,
+        error: &str,
+        output_file: Option<&str>,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> NewIncident {
         let error_sig = signature(job_id, error);
         NewIncident {
             id: incident_id(job_id, &error_sig),
@@ -231,6 +244,7 @@ impl NewIncident {
             error: error.chars().take(MAX_ERROR_CHARS).collect(),
             output_file: output_file.map(str::to_string),
             at,
+            zone,
         }
     }
 }
@@ -239,6 +253,7 @@ impl NewIncident {
 /// known one is seen again (its error and output refreshed) in its state, except that a
 /// `resolved` one opens again as `detected`, its alert and close forgotten.
 pub fn upserted(existing: Option<&Incident>, new: &NewIncident) -> Incident {
+    let seen = format_instant(new.at, new.zone);
     let Some(existing) = existing else {
         return Incident {
             id: new.id.clone(),
@@ -246,8 +261,8 @@ pub fn upserted(existing: Option<&Incident>, new: &NewIncident) -> Incident {
             error_sig: new.error_sig.clone(),
             state: IncidentState::Detected.as_str().to_string(),
             failure_type: new.failure_type.clone(),
-            first_seen_at: new.at.clone(),
-            last_seen_at: new.at.clone(),
+            first_seen_at: seen.clone(),
+            last_seen_at: seen,
             acked_at: None,
             alerted_at: None,
             closed_at: None,
@@ -256,7 +271,7 @@ pub fn upserted(existing: Option<&Incident>, new: &NewIncident) -> Incident {
         };
     };
     let mut incident = existing.clone();
-    incident.last_seen_at = new.at.clone();
+    incident.last_seen_at = seen;
     incident.error = new.error.clone();
     incident.output_file = new.output_file.clone();
     if existing.state() == Some(IncidentState::Resolved) {
@@ -278,24 +293,30 @@ pub enum Transition {
     Recovered,
 }
 
-/// The incident after `transition` at `at`, or `None` when it does not apply (a closed
-/// incident never changes; only open ones recover).
-pub fn moved(current: &Incident, transition: Transition, at: &str) -> Option<Incident> {
+/// The incident after `transition` at `at` (written in `zone`), or `None` when it does not
+/// apply (a closed incident never changes; only open ones recover).
+pub fn moved(
+    current: &Incident,
+    transition: Transition,
+    at: DateTime<Utc>,
+    zone: Tz,
+) -> Option<Incident> {
     let state = current.state();
     if state == Some(IncidentState::Closed) {
         return None;
     }
+    let at = format_instant(at, zone);
     let mut incident = current.clone();
     let set = |incident: &mut Incident, to: IncidentState| incident.state = to.as_str().to_string();
     match transition {
         Transition::Alerted => {
             set(&mut incident, IncidentState::Alerted);
-            incident.alerted_at = Some(at.to_string());
+            incident.alerted_at = Some(at);
         }
         Transition::Acked => {
             set(&mut incident, IncidentState::Closed);
-            incident.closed_at = Some(at.to_string());
-            incident.acked_at = Some(at.to_string());
+            incident.closed_at = Some(at.clone());
+            incident.acked_at = Some(at);
         }
         Transition::Recovered => {
             if !matches!(
@@ -305,7 +326,7 @@ pub fn moved(current: &Incident, transition: Transition, at: &str) -> Option<Inc
                 return None;
             }
             set(&mut incident, IncidentState::Resolved);
-            incident.closed_at = Some(at.to_string());
+            incident.closed_at = Some(at);
         }
     }
     Some(incident)
@@ -450,16 +471,27 @@ impl IncidentBook {
     }
 
     /// See [`crate::store::Notes::move_incident`].
-    pub fn move_one(&mut self, id: &str, to: Transition, at: &str) -> Result<bool, LedgerError> {
+    pub fn move_one(
+        &mut self,
+        id: &str,
+        to: Transition,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<bool, LedgerError> {
         let changed = self.change("id = ?1", id, &mut |rows| {
-            rows.iter().filter_map(|i| moved(i, to, at)).collect()
+            rows.iter().filter_map(|i| moved(i, to, at, zone)).collect()
         })?;
         Ok(!changed.is_empty())
     }
 
     /// See [`crate::store::Notes::resolve_incidents`]. A job with nothing open (the
     /// common case, on every good run) costs one read and no write.
-    pub fn resolve_job(&mut self, job_id: &str, at: &str) -> Result<usize, LedgerError> {
+    pub fn resolve_job(
+        &mut self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, LedgerError> {
         let open: bool = self
             .conn
             .query_row(
@@ -476,7 +508,7 @@ impl IncidentBook {
         }
         let changed = self.change("job_id = ?1", job_id, &mut |rows| {
             rows.iter()
-                .filter_map(|i| moved(i, Transition::Recovered, at))
+                .filter_map(|i| moved(i, Transition::Recovered, at, zone))
                 .collect()
         })?;
         Ok(changed.len())
@@ -542,15 +574,49 @@ mod tests {
         assert_eq!(failure_type(""), "unknown");
     }
 
+    fn instant(text: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(text).unwrap().to_utc()
+    }
+
     fn new(at: &str) -> NewIncident {
-        NewIncident::of("abcdef123456", "boom", None, at.to_string())
+        NewIncident::of("abcdef123456", "boom", None, instant(at), chrono_tz::UTC)
+    }
+
+    /// Incident times are written as zoned ISO text in the zone given, as Python Hermes
+    /// 0.22 writes them (whole seconds, the zone's offset).
+    #[test]
+    fn incident_times_are_written_in_the_zone_given() {
+        let zone: Tz = "America/Sao_Paulo".parse().unwrap();
+        let new = NewIncident::of(
+            "abcdef123456",
+            "boom",
+            None,
+            instant("2026-03-01T13:00:00.750Z"),
+            zone,
+        );
+        let first = upserted(None, &new);
+        assert_eq!(first.first_seen_at, "2026-03-01T10:00:00-03:00");
+        let acked = moved(
+            &first,
+            Transition::Acked,
+            instant("2026-03-01T14:30:00Z"),
+            zone,
+        )
+        .unwrap();
+        assert_eq!(acked.acked_at.as_deref(), Some("2026-03-01T11:30:00-03:00"));
     }
 
     #[test]
     fn an_incident_goes_detected_alerted_resolved_and_reopens_until_closed() {
         let first = upserted(None, &new("2026-03-01T10:00:00+00:00"));
         assert_eq!(first.state(), Some(IncidentState::Detected));
-        let alerted = moved(&first, Transition::Alerted, "2026-03-01T10:00:01+00:00").unwrap();
+        let alerted = moved(
+            &first,
+            Transition::Alerted,
+            instant("2026-03-01T10:00:01+00:00"),
+            chrono_tz::UTC,
+        )
+        .unwrap();
         let now = DateTime::parse_from_rfc3339("2026-03-01T11:00:00Z")
             .unwrap()
             .with_timezone(&Utc);
@@ -560,15 +626,43 @@ mod tests {
         let again = upserted(Some(&alerted), &new("2026-03-01T10:05:00+00:00"));
         assert_eq!(again.state(), Some(IncidentState::Alerted));
         assert_eq!(again.first_seen_at, "2026-03-01T10:00:00+00:00");
-        let resolved = moved(&again, Transition::Recovered, "2026-03-01T10:06:00+00:00").unwrap();
+        let resolved = moved(
+            &again,
+            Transition::Recovered,
+            instant("2026-03-01T10:06:00+00:00"),
+            chrono_tz::UTC,
+        )
+        .unwrap();
         assert_eq!(resolved.state(), Some(IncidentState::Resolved));
-        assert_eq!(moved(&resolved, Transition::Recovered, "x"), None);
+        assert_eq!(
+            moved(
+                &resolved,
+                Transition::Recovered,
+                instant("2026-03-01T10:10:00+00:00"),
+                chrono_tz::UTC
+            ),
+            None
+        );
         let reopened = upserted(Some(&resolved), &new("2026-03-01T10:07:00+00:00"));
         assert_eq!(reopened.state(), Some(IncidentState::Detected));
         assert_eq!(reopened.alerted_at, None);
-        let closed = moved(&reopened, Transition::Acked, "2026-03-01T10:08:00+00:00").unwrap();
+        let closed = moved(
+            &reopened,
+            Transition::Acked,
+            instant("2026-03-01T10:08:00+00:00"),
+            chrono_tz::UTC,
+        )
+        .unwrap();
         assert!(closed.withholds_notice(None, now));
-        assert_eq!(moved(&closed, Transition::Alerted, "x"), None);
+        assert_eq!(
+            moved(
+                &closed,
+                Transition::Alerted,
+                instant("2026-03-01T10:10:00+00:00"),
+                chrono_tz::UTC
+            ),
+            None
+        );
         let seen = upserted(Some(&closed), &new("2026-03-01T10:09:00+00:00"));
         assert_eq!(seen.state(), Some(IncidentState::Closed));
     }

@@ -13,5 +13,6 @@ pub mod outbox;
 pub mod output;
 pub mod runs;
 pub mod spend;
+pub mod status;
 
 pub use runs::*;

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::ledger::{ledger_time, LedgerError};
@@ -88,7 +89,10 @@ pub struct NewOutboxItem<'a> {
     pub job_id: &'a str,
     /// The job's `last_run_at` as that run recorded it: a later successful retry only
     /// clears the job's delivery error while this is still the job's last run.
-    pub run_at: &'a str,
+    pub run_at: DateTime<Utc>,
+    /// The zone `run_at` is kept in: the job's, as its `last_run_at` is written
+    /// ([`NewOutboxItem::run_at_text`]).
+    pub run_zone: Tz,
     /// What to send (the delivery module's own JSON).
     pub payload: &'a str,
     /// Parts already delivered (a long message split in parts resumes after them).
@@ -97,6 +101,13 @@ pub struct NewOutboxItem<'a> {
     pub now: DateTime<Utc>,
     pub first_retry: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+}
+
+impl NewOutboxItem<'_> {
+    /// `run_at` as the outbox keeps it: zoned ISO text, as the job's `last_run_at`.
+    pub fn run_at_text(&self) -> String {
+        schedules::format_instant(self.run_at, self.run_zone)
+    }
 }
 
 /// One claimed row.
@@ -196,7 +207,7 @@ impl Outbox {
                     item.occurrence,
                     item.target,
                     item.job_id,
-                    item.run_at,
+                    item.run_at_text(),
                     item.payload,
                     state.as_str(),
                     item.sent_parts,
@@ -449,7 +460,8 @@ mod tests {
             occurrence,
             target,
             job_id: "abc",
-            run_at: "2026-03-01T10:00:00+00:00",
+            run_at: at("2026-03-01T10:00:00Z"),
+            run_zone: chrono_tz::UTC,
             payload: "{}",
             sent_parts: 0,
             error: "connection refused",

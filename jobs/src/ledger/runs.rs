@@ -11,6 +11,7 @@ use rusqlite::{params, Connection};
 use serde::Serialize;
 
 use crate::ledger::spend::Spend;
+pub use crate::ledger::status::RunStatus;
 
 #[derive(Debug, thiserror::Error)]
 #[error("run ledger {path}: {source}")]
@@ -45,40 +46,6 @@ impl RunSource {
     }
 }
 
-/// Terminal and non-terminal states of a ledger row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Running,
-    Ok,
-    Error,
-    Skipped,
-    Missed,
-    Interrupted,
-    /// Stopped at one of the job's own caps (docs/AGENT.md, "Budgets").
-    BudgetExceeded,
-    /// Not sent to the model: the global spend cap of the day or month is reached.
-    BudgetExhausted,
-    /// Stopped on request (`hermes cron cancel`, or replaced by a newer occurrence under
-    /// `overlap: replace`): keeps what it produced, alerts and delivers nothing.
-    Cancelled,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Running => "running",
-            RunStatus::Ok => "ok",
-            RunStatus::Error => "error",
-            RunStatus::Skipped => "skipped",
-            RunStatus::Missed => "missed",
-            RunStatus::Interrupted => "interrupted",
-            RunStatus::BudgetExceeded => "budget_exceeded",
-            RunStatus::BudgetExhausted => "budget_exhausted",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
 /// One row, as `hermes cron runs --json` prints it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
@@ -88,7 +55,12 @@ pub struct RunRow {
     pub source: String,
     pub pid: Option<i64>,
     pub host: Option<String>,
-    pub status: String,
+    pub status: RunStatus,
+    /// The row's times stay the ledger's text, deliberately: `runs --json` prints them as
+    /// stored, and the rows Python Hermes records beside ours
+    /// ([`Ledger::python_executions`]) carry its own ISO text (microseconds, its offset),
+    /// which a typed time would rewrite. Ours are [`ledger_time`] (UTC, milliseconds,
+    /// `Z`); the few readers that need an instant parse them where they use them.
     pub scheduled_at: Option<String>,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
@@ -563,7 +535,7 @@ impl Ledger {
                     source: r.get(3)?,
                     pid: r.get(4)?,
                     host: r.get(5)?,
-                    status: r.get(6)?,
+                    status: RunStatus::parse(&r.get::<_, String>(6)?),
                     scheduled_at: r.get(7)?,
                     started_at: r.get(8)?,
                     finished_at: r.get(9)?,
@@ -761,12 +733,11 @@ impl Ledger {
                     pid: r.get(3)?,
                     host: None,
                     status: match status.as_str() {
-                        "completed" => "ok",
-                        "failed" => "error",
-                        "unknown" => "interrupted",
-                        _ => "running",
-                    }
-                    .to_string(),
+                        "completed" => RunStatus::Ok,
+                        "failed" => RunStatus::Error,
+                        "unknown" => RunStatus::Interrupted,
+                        _ => RunStatus::Running,
+                    },
                     scheduled_at: None,
                     started_at: started.or(claimed),
                     finished_at: r.get(7)?,
@@ -932,10 +903,13 @@ mod tests {
             .unwrap();
         assert_eq!(marked, 1);
         let rows = ledger.recent(Some("abc"), 10).unwrap();
-        assert_eq!(rows[0].status, "interrupted");
-        assert_eq!(rows[1].status, "ok");
+        assert_eq!(rows[0].status, RunStatus::Interrupted);
+        assert_eq!(rows[1].status, RunStatus::Ok);
         assert_eq!(rows[1].completion_tokens, Some(34));
-        assert_eq!(ledger.recent(Some("xyz"), 10).unwrap()[0].status, "running");
+        assert_eq!(
+            ledger.recent(Some("xyz"), 10).unwrap()[0].status,
+            RunStatus::Running
+        );
     }
 
     #[test]

@@ -252,6 +252,7 @@ pub fn exhausted(spent: &[(Window, f64, f64)]) -> Option<Exhausted> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ledger::RunStatus;
 
     fn at(s: &str) -> DateTime<Utc> {
         DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
@@ -271,7 +272,7 @@ mod tests {
             source: "scheduler".into(),
             pid: None,
             host: None,
-            status: "ok".into(),
+            status: RunStatus::Ok,
             scheduled_at: None,
             started_at: None,
             finished_at: Some(finished.into()),

@@ -20,6 +20,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use crate::ledger::RunStatus;
 use crate::lifecycle::JobError;
 use crate::model::job::{Context, Job};
 use crate::store::Store;
@@ -59,11 +60,13 @@ impl On {
     }
 
     /// Whether an upstream run that ended with ledger status `status` fires the chain.
-    pub fn fires_on(self, status: &str) -> bool {
+    pub fn fires_on(self, status: &RunStatus) -> bool {
         let outcome = match status {
-            "ok" => Outcome::Success,
-            "cancelled" => Outcome::Cancelled,
-            "running" | "claimed" | "skipped" | "missed" => return false,
+            RunStatus::Ok => Outcome::Success,
+            RunStatus::Cancelled => Outcome::Cancelled,
+            RunStatus::Running | RunStatus::Claimed | RunStatus::Skipped | RunStatus::Missed => {
+                return false
+            }
             _ => Outcome::Failure,
         };
         matches!(
@@ -290,18 +293,18 @@ mod tests {
 
     #[test]
     fn outcomes() {
-        assert!(On::Success.fires_on("ok"));
-        assert!(!On::Success.fires_on("error"));
-        assert!(On::Failure.fires_on("error"));
-        assert!(On::Failure.fires_on("interrupted"));
-        assert!(On::Failure.fires_on("something_new"));
-        assert!(!On::Failure.fires_on("ok"));
-        assert!(!On::Failure.fires_on("cancelled"));
-        assert!(!On::Success.fires_on("cancelled"));
-        assert!(On::Always.fires_on("cancelled"));
-        assert!(On::Always.fires_on("ok"));
-        assert!(!On::Always.fires_on("skipped"));
-        assert!(!On::Always.fires_on("running"));
+        assert!(On::Success.fires_on(&RunStatus::parse("ok")));
+        assert!(!On::Success.fires_on(&RunStatus::parse("error")));
+        assert!(On::Failure.fires_on(&RunStatus::parse("error")));
+        assert!(On::Failure.fires_on(&RunStatus::parse("interrupted")));
+        assert!(On::Failure.fires_on(&RunStatus::parse("something_new")));
+        assert!(!On::Failure.fires_on(&RunStatus::parse("ok")));
+        assert!(!On::Failure.fires_on(&RunStatus::parse("cancelled")));
+        assert!(!On::Success.fires_on(&RunStatus::parse("cancelled")));
+        assert!(On::Always.fires_on(&RunStatus::parse("cancelled")));
+        assert!(On::Always.fires_on(&RunStatus::parse("ok")));
+        assert!(!On::Always.fires_on(&RunStatus::parse("skipped")));
+        assert!(!On::Always.fires_on(&RunStatus::parse("running")));
         assert!(On::parse(" Failure ").is_ok());
         assert!(On::parse("sometimes").is_err());
     }

@@ -332,7 +332,7 @@ mod tests {
         job.set_continuity(true);
         job.set_reasoning_effort(Some(ReasoningEffort::High));
         job.set_pin(Some("custom"), Some("m"));
-        job.pause("2026-03-01T10:00:00+00:00", Some("why"));
+        job.pause(ctx.now, ctx.zone, Some("why"));
         job.unpause();
         for key in HERMES_022_RUNTIME_KEYS {
             assert_eq!(job.get(key), Some(&json!({"kept": key})), "{key}");

@@ -21,6 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 
 pub use file::{FileStore, HomeEstop};
 pub use memory::MemoryStore;
@@ -664,12 +665,25 @@ pub trait Notes: Send + Sync {
     /// returns the incident as it now is.
     async fn record_incident(&self, new: &NewIncident) -> Result<Incident, StoreError>;
 
-    /// Moves incident `id` (see [`crate::ledger::incident::moved`]), stamped `at`; whether it
-    /// changed (`false` for an unknown or closed one).
-    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError>;
+    /// Moves incident `id` (see [`crate::ledger::incident::moved`]), stamped `at` (written
+    /// in `zone`, as every incident time is); whether it changed (`false` for an unknown or
+    /// closed one).
+    async fn move_incident(
+        &self,
+        id: &str,
+        to: Transition,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<bool, StoreError>;
 
-    /// The job ran fine: its open incidents become resolved. Returns how many.
-    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError>;
+    /// The job ran fine at `at` (written in `zone`): its open incidents become resolved.
+    /// Returns how many.
+    async fn resolve_incidents(
+        &self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, StoreError>;
 
     /// The incidents in `state` (all without one), newest activity first.
     async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError>;
@@ -817,7 +831,7 @@ pub fn scheduled_at(decision: &Decision) -> Option<DateTime<Utc>> {
 }
 
 /// A ledger row to insert; the backend adds who claims it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ClaimRequest<'a> {
     pub job_id: &'a str,
     pub occurrence: &'a str,
@@ -917,7 +931,7 @@ impl OwnedClaim {
             job_id: &self.job_id,
             occurrence: &self.occurrence,
             source: RunSource::Scheduler,
-            status: self.status,
+            status: self.status.clone(),
             scheduled_at: Some(self.scheduled_at),
             started_at: self.started_at,
             error: self.error.as_deref(),
@@ -983,7 +997,9 @@ pub(crate) fn prepare_claims(
             let request = OwnedClaim {
                 job_id: job.id().to_string(),
                 occurrence: occurrence_key(job.id(), at),
-                status: recorded.as_ref().map_or(RunStatus::Running, |r| r.0),
+                status: recorded
+                    .as_ref()
+                    .map_or(RunStatus::Running, |r| r.0.clone()),
                 scheduled_at: at,
                 started_at: ctx.now,
                 error: recorded.as_ref().map(|r| r.1.clone()),

@@ -1,6 +1,7 @@
 //! The typed setters: the only ways a job's fields change outside this module.
 
 use super::*;
+use crate::ledger::RunStatus;
 
 impl Job {
     fn set_instant(&mut self, key: &str, at: Option<DateTime<Utc>>, zone: Tz) {
@@ -62,11 +63,11 @@ impl Job {
         self.set("last_error", json!(reason));
     }
 
-    /// Paused at `at` (written in the configured zone) with an optional reason.
-    pub fn pause(&mut self, at: &str, reason: Option<&str>) {
+    /// Paused at `at` (written in `zone`, the configured one) with an optional reason.
+    pub fn pause(&mut self, at: DateTime<Utc>, zone: Tz, reason: Option<&str>) {
         self.set_enabled(false);
         self.set_state(JobState::Paused);
-        self.set("paused_at", json!(at));
+        self.set_instant("paused_at", Some(at), zone);
         self.set_optional_text("paused_reason", reason);
     }
 
@@ -78,15 +79,25 @@ impl Job {
         self.set("paused_reason", Value::Null);
     }
 
+    /// What the job's last run ended as (`last_status`; none before its first run). A
+    /// status this build does not know reads as itself ([`RunStatus::Other`]).
+    pub fn last_status(&self) -> Option<RunStatus> {
+        self.text_field("last_status").map(RunStatus::parse)
+    }
+
+    fn set_last_status(&mut self, status: &RunStatus) {
+        self.set("last_status", json!(status.as_str()));
+    }
+
     /// The outcome fields of a run: status, error, delivery error and the failure
     /// streak (one more on error, else back to zero).
     pub fn record_outcome(
         &mut self,
-        status: &str,
+        status: &RunStatus,
         error: Option<&str>,
         delivery_error: Option<&str>,
     ) {
-        self.set("last_status", json!(status));
+        self.set_last_status(status);
         self.set_optional_text("last_error", error);
         self.set_optional_text("last_delivery_error", delivery_error);
         let streak = if error.is_some() {
@@ -100,18 +111,18 @@ impl Job {
     /// A run stopped on request: `last_status: cancelled`, the error of the run before
     /// cleared (this one did not fail), the failure streak kept as it was.
     pub fn record_cancelled(&mut self) {
-        self.set("last_status", json!("cancelled"));
+        self.set_last_status(&RunStatus::Cancelled);
         self.set_optional_text("last_error", None);
     }
 
     /// A failed run's sticky stamp, `last_failure` `{at, detail}`, which a later success
     /// keeps (Hermes 0.22 writes it so a job that failed once does not look always green).
     /// Only on a record that carries the field, as 0.22's records do: a 0.19 record gains
-    /// no key it never had.
-    pub fn stamp_failure(&mut self, at: &str, detail: &str) {
+    /// no key it never had. `at` is written in `zone`.
+    pub fn stamp_failure(&mut self, at: DateTime<Utc>, zone: Tz, detail: &str) {
         if self.record.contains_key("last_failure") {
             self.set_last_failure(Some(&LastFailure {
-                at: at.to_string(),
+                at: format_instant(at, zone),
                 detail: detail.to_string(),
             }));
         }
@@ -120,13 +131,13 @@ impl Job {
     /// A one-shot that was never run: completed with `last_status: missed`.
     pub fn mark_missed(&mut self, why: &str) {
         self.complete();
-        self.set("last_status", json!("missed"));
+        self.set_last_status(&RunStatus::Missed);
         self.set("last_error", json!(why));
     }
 
     /// A delivery retried later arrived: the last run is `ok` after all.
     pub fn clear_delivery_failure(&mut self) {
-        self.set("last_status", json!("ok"));
+        self.set_last_status(&RunStatus::Ok);
         self.set("last_delivery_error", Value::Null);
     }
 

@@ -43,7 +43,7 @@ async fn runs_of_dead_processes_become_interrupted(backend: &dyn Backend) {
     assert_eq!(two.interrupt_dead_runs(c.now, false).await.unwrap(), 1);
     assert_eq!(
         two.recent_runs(None, 1).await.unwrap()[0].status,
-        "interrupted"
+        RunStatus::Interrupted
     );
 }
 
@@ -64,7 +64,7 @@ async fn the_latest_run_of_each_job_reads_back(backend: &dyn Backend) {
     let latest = store.latest_runs(None).await.unwrap();
     assert_eq!(latest.len(), 2);
     assert_eq!(latest["aaaaaaaaaaaa"].id, second);
-    assert_eq!(latest["aaaaaaaaaaaa"].status, "running");
+    assert_eq!(latest["aaaaaaaaaaaa"].status, RunStatus::Running);
     assert_eq!(latest["bbbbbbbbbbbb"].id, other);
     let only = store
         .latest_runs(Some(&["bbbbbbbbbbbb".to_string()]))
@@ -186,7 +186,7 @@ async fn a_chained_run_is_claimed_once_and_a_run_takes_its_redelivery(backend: &
     one.set_run_delivery(run, "sent: telegram:1").await.unwrap();
     let row = two.run(run).await.unwrap().expect("the run reads back");
     assert_eq!(row.delivery.as_deref(), Some("sent: telegram:1"));
-    assert_eq!(row.status, "ok");
+    assert_eq!(row.status, RunStatus::Ok);
     assert!(one.run(run + 1000).await.unwrap().is_none());
 }
 
@@ -291,7 +291,7 @@ async fn a_cancel_request_marks_running_runs_for_every_process_to_see(backend: &
         .unwrap();
     assert_eq!(
         two.recent_runs(Some("aaaaaaaaaaaa"), 1).await.unwrap()[0].status,
-        "cancelled"
+        RunStatus::Cancelled
     );
 }
 
@@ -384,9 +384,9 @@ async fn a_queued_occurrence_is_taken_once_and_only_the_newest_runs(backend: &dy
     );
     let rows = two.recent_runs(Some("aaaaaaaaaaaa"), 3).await.unwrap();
     assert_eq!(rows[0].id, taken);
-    assert_eq!(rows[0].status, "running");
+    assert_eq!(rows[0].status, RunStatus::Running);
     assert_eq!(rows[0].error, None);
-    assert_eq!(rows[1].status, "skipped");
+    assert_eq!(rows[1].status, RunStatus::Skipped);
     assert_eq!(rows[1].error.as_deref(), Some(QUEUED_SUPERSEDED));
 }
 

@@ -1,19 +1,27 @@
 //! The conformance of failure incidents and job notepads ([`Notes`](crate::store::Notes)):
 //! every backend gives the same answers.
 
-use super::{ctx, hourly, Backend};
+use chrono_tz::UTC;
+
+use super::{at, ctx, hourly, Backend};
 
 async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Backend) {
     use crate::ledger::incident::{IncidentState, NewIncident, Transition};
     let (one, two) = (backend.process(1).await, backend.process(2).await);
-    let failure = |at: &str| NewIncident::of("aaaaaaaaaaaa", "HTTP 500 after 3s", None, at.into());
+    let failure =
+        |seen: &str| NewIncident::of("aaaaaaaaaaaa", "HTTP 500 after 3s", None, at(seen), UTC);
     let first = one
         .record_incident(&failure("2026-11-23T10:00:00+00:00"))
         .await
         .unwrap();
     assert_eq!(first.state(), Some(IncidentState::Detected));
     assert!(one
-        .move_incident(&first.id, Transition::Alerted, "2026-11-23T10:00:01+00:00")
+        .move_incident(
+            &first.id,
+            Transition::Alerted,
+            at("2026-11-23T10:00:01+00:00"),
+            UTC
+        )
         .await
         .unwrap());
     let again = two
@@ -21,7 +29,8 @@ async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Bac
             "aaaaaaaaaaaa",
             "HTTP 500 after 9s",
             Some("/o.md"),
-            "2026-11-23T11:00:00+00:00".into(),
+            at("2026-11-23T11:00:00+00:00"),
+            UTC,
         ))
         .await
         .unwrap();
@@ -41,7 +50,8 @@ async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Bac
             "bbbbbbbbbbbb",
             "script exited 3",
             None,
-            "2026-11-23T09:00:00+00:00".into(),
+            at("2026-11-23T09:00:00+00:00"),
+            UTC,
         ))
         .await
         .unwrap();
@@ -58,13 +68,13 @@ async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Bac
         "newest activity first"
     );
     assert_eq!(
-        two.resolve_incidents("aaaaaaaaaaaa", "2026-11-23T12:00:00+00:00")
+        two.resolve_incidents("aaaaaaaaaaaa", at("2026-11-23T12:00:00+00:00"), UTC)
             .await
             .unwrap(),
         1
     );
     assert_eq!(
-        two.resolve_incidents("aaaaaaaaaaaa", "2026-11-23T12:00:00+00:00")
+        two.resolve_incidents("aaaaaaaaaaaa", at("2026-11-23T12:00:00+00:00"), UTC)
             .await
             .unwrap(),
         0
@@ -76,15 +86,30 @@ async fn failures_group_into_incidents_that_every_process_sees(backend: &dyn Bac
     assert_eq!(reopened.state(), Some(IncidentState::Detected));
     assert_eq!(reopened.alerted_at, None);
     assert!(two
-        .move_incident(&first.id, Transition::Acked, "2026-11-23T13:30:00+00:00")
+        .move_incident(
+            &first.id,
+            Transition::Acked,
+            at("2026-11-23T13:30:00+00:00"),
+            UTC
+        )
         .await
         .unwrap());
     assert!(!one
-        .move_incident(&first.id, Transition::Alerted, "2026-11-23T14:00:00+00:00")
+        .move_incident(
+            &first.id,
+            Transition::Alerted,
+            at("2026-11-23T14:00:00+00:00"),
+            UTC
+        )
         .await
         .unwrap());
     assert!(!one
-        .move_incident("nosuch_000000000000", Transition::Acked, "x")
+        .move_incident(
+            "nosuch_000000000000",
+            Transition::Acked,
+            at("2026-11-23T14:00:00Z"),
+            UTC
+        )
         .await
         .unwrap());
     let closed = one.incidents(Some(IncidentState::Closed)).await.unwrap();

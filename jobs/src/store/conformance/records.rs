@@ -15,7 +15,7 @@ use crate::model::fields::Layout;
 use crate::model::job::JobState;
 use crate::store::Claimed;
 
-use super::{ctx, hourly, iso, job, scan, scan_with_slots, Backend};
+use super::{at, ctx, hourly, iso, job, scan, scan_with_slots, Backend};
 
 async fn jobs_keep_every_field_through_row_operations(backend: &dyn Backend) {
     let store = backend.process(1).await;
@@ -150,7 +150,7 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
         .unwrap());
     let rows = two.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].status, "running");
+    assert_eq!(rows[0].status, RunStatus::Running);
     assert_eq!(
         rows[0].occurrence,
         format!(
@@ -177,7 +177,10 @@ async fn a_due_occurrence_is_claimed_once_across_processes(backend: &dyn Backend
     one.finish_run(run, RunStatus::Ok, c.now, &end)
         .await
         .unwrap();
-    assert_eq!(two.recent_runs(None, 10).await.unwrap()[0].status, "ok");
+    assert_eq!(
+        two.recent_runs(None, 10).await.unwrap()[0].status,
+        RunStatus::Ok
+    );
     // Any process finds the run's document by the run.
     let document = two.run_output(run).await.unwrap().unwrap().unwrap();
     assert!(document.contains("the answer"), "{document}");
@@ -322,7 +325,10 @@ async fn a_claimed_occurrence_is_started_by_exactly_one_process(backend: &dyn Ba
     assert!(runs_of(&last).is_empty() && !last.backlog);
     let rows = third.recent_runs(None, 10).await.unwrap();
     assert_eq!(rows.len(), 3);
-    assert!(rows.iter().all(|r| r.status == "running"), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.status == RunStatus::Running),
+        "{rows:?}"
+    );
 }
 
 async fn an_occurrence_already_in_the_ledger_is_taken_beside_new_claims(backend: &dyn Backend) {
@@ -408,7 +414,7 @@ async fn listings_give_every_job_in_store_order(backend: &dyn Backend) {
             &c,
             "aaaaaaaaaaaa",
             Box::new(|job| {
-                job.pause("2026-11-23T10:00:00+00:00", None);
+                job.pause(at("2026-11-23T10:00:00Z"), chrono_tz::UTC, None);
                 Ok(())
             }),
         )
@@ -484,7 +490,7 @@ async fn a_page_of_jobs_is_counted_and_cut_in_store_order(backend: &dyn Backend)
             "bbbbbbbbbbbb",
             Box::new(|job| {
                 job.set_name("Morning REPORT");
-                job.pause("2026-11-23T10:00:00+00:00", None);
+                job.pause(at("2026-11-23T10:00:00Z"), chrono_tz::UTC, None);
                 Ok(())
             }),
         )
@@ -586,7 +592,67 @@ async fn the_layout_follows_the_stored_records(backend: &dyn Backend) {
     assert_eq!(one.layout(&c).await.unwrap(), Layout::Hermes019);
 }
 
+/// A `last_status` this build does not know (written by a newer Hermes) survives a write
+/// of another field unchanged, reads as itself and lists as itself.
+async fn an_unknown_last_status_survives_a_write(backend: &dyn Backend) {
+    #[derive(Default)]
+    struct Statuses(Vec<Option<RunStatus>>);
+    impl crate::store::SummarySink for Statuses {
+        fn summary(&mut self, job: &crate::jsonjobs::listing::JobSummary<'_>) {
+            self.0.push(job.last_status.clone());
+        }
+        fn restart(&mut self) {
+            self.0.clear();
+        }
+    }
+    let (one, two) = (backend.process(1).await, backend.process(2).await);
+    let c = ctx(backend.now());
+    let mut newer = hourly("aaaaaaaaaaaa", c.now + Duration::hours(1));
+    newer.set("last_status", json!("quarantined"));
+    one.insert_job(&c, newer).await.unwrap();
+    one.update_job(
+        &c,
+        "aaaaaaaaaaaa",
+        Box::new(|job| {
+            job.set_name("renamed");
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap();
+    let read = two.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
+    assert_eq!(read.name(), "renamed");
+    assert_eq!(read.get("last_status"), Some(&json!("quarantined")));
+    assert_eq!(
+        read.last_status(),
+        Some(RunStatus::Other("quarantined".into()))
+    );
+    let sink = Arc::new(Mutex::new(Statuses::default()));
+    crate::store::list_summaries(&*two, &c, sink.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        sink.lock().unwrap().0,
+        [Some(RunStatus::Other("quarantined".into()))]
+    );
+    // A run of ours then writes its own status, as its text.
+    two.update_job(
+        &c,
+        "aaaaaaaaaaaa",
+        Box::new(|job| {
+            job.record_outcome(&RunStatus::DeliveryFailed, None, Some("HTTP 502"));
+            Ok(())
+        }),
+    )
+    .await
+    .unwrap();
+    let read = one.get_job(&c, "aaaaaaaaaaaa").await.unwrap().unwrap();
+    assert_eq!(read.get("last_status"), Some(&json!("delivery_failed")));
+    assert_eq!(read.last_status(), Some(RunStatus::DeliveryFailed));
+}
+
 conformance!(
+    an_unknown_last_status_survives_a_write,
     jobs_keep_every_field_through_row_operations,
     listings_give_every_job_in_store_order,
     a_page_of_jobs_is_counted_and_cut_in_store_order,

@@ -302,7 +302,7 @@ impl Files {
             job_id: claim.job_id,
             occurrence: claim.occurrence,
             source: claim.source,
-            status: claim.status,
+            status: claim.status.clone(),
             scheduled_at: claim.scheduled_at,
             started_at: claim.started_at,
             pid: self.owner.pid,

@@ -1,6 +1,9 @@
 //! The file store's failure incidents (in `cron/executions.db`) and job notepads (in
 //! `cron/notepad.db`) ([`Notes`]). It never creates either database to answer a read.
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
 use crate::ledger::incident::{Incident, IncidentState, NewIncident, Transition};
 use crate::ledger::notepad::{Note, NoteWriteError, NotepadBook};
 use crate::store::{Notes, StoreError};
@@ -15,11 +18,16 @@ impl Files {
         self.with_incidents(|book| book.list(state))
     }
 
-    fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+    fn resolve_incidents(
+        &self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, StoreError> {
         if !self.db_exists(&self.incidents, &self.db_path()) {
             return Ok(0);
         }
-        self.with_incidents(|book| book.resolve_job(job_id, at))
+        self.with_incidents(|book| book.resolve_job(job_id, at, zone))
     }
 
     fn notes(&self, job_id: &str) -> Result<Vec<Note>, StoreError> {
@@ -58,15 +66,26 @@ impl Notes for FileStore {
             .await
     }
 
-    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
-        let (id, at) = (id.to_string(), at.to_string());
-        self.blocking(move |files| files.with_incidents(|book| book.move_one(&id, to, &at)))
+    async fn move_incident(
+        &self,
+        id: &str,
+        to: Transition,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.blocking(move |files| files.with_incidents(|book| book.move_one(&id, to, at, zone)))
             .await
     }
 
-    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
-        let (job_id, at) = (job_id.to_string(), at.to_string());
-        self.blocking(move |files| files.resolve_incidents(&job_id, &at))
+    async fn resolve_incidents(
+        &self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, StoreError> {
+        let job_id = job_id.to_string();
+        self.blocking(move |files| files.resolve_incidents(&job_id, at, zone))
             .await
     }
 

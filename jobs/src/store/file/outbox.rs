@@ -3,6 +3,7 @@
 //! a read.
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 
 use crate::ledger::outbox::{NewOutboxItem, OutboxItem, OutboxState};
 use crate::store::{Flight, Outbox, StoreError};
@@ -152,7 +153,8 @@ struct OwnedItem {
     occurrence: String,
     target: String,
     job_id: String,
-    run_at: String,
+    run_at: DateTime<Utc>,
+    run_zone: Tz,
     payload: String,
     sent_parts: i64,
     error: String,
@@ -167,7 +169,8 @@ impl OwnedItem {
             occurrence: item.occurrence.to_string(),
             target: item.target.to_string(),
             job_id: item.job_id.to_string(),
-            run_at: item.run_at.to_string(),
+            run_at: item.run_at,
+            run_zone: item.run_zone,
             payload: item.payload.to_string(),
             sent_parts: item.sent_parts,
             error: item.error.to_string(),
@@ -182,7 +185,8 @@ impl OwnedItem {
             occurrence: &self.occurrence,
             target: &self.target,
             job_id: &self.job_id,
-            run_at: &self.run_at,
+            run_at: self.run_at,
+            run_zone: self.run_zone,
             payload: &self.payload,
             sent_parts: self.sent_parts,
             error: &self.error,

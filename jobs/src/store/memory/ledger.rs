@@ -35,7 +35,7 @@ impl RunLedger for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
-            row.status = status.as_str().to_string();
+            row.status = status;
             row.finished_at = Some(ledger_time(now));
             row.error = end.error.clone();
             row.delivery = end.delivery.clone();
@@ -60,14 +60,14 @@ impl RunLedger for MemoryStore {
         let stale: Vec<usize> = (0..inner.runs.len())
             .filter(|&i| {
                 let r = &inner.runs[i];
-                r.status == RunStatus::Running.as_str()
+                r.status == RunStatus::Running
                     && r.host.as_deref() == Some(self.owner.host.as_str())
                     && ((except_own && r.pid == Some(own)) || !inner.alive(r.pid))
             })
             .collect();
         for &i in &stale {
             let row = &mut inner.runs[i];
-            row.status = RunStatus::Interrupted.as_str().to_string();
+            row.status = RunStatus::Interrupted;
             row.finished_at = Some(ledger_time(now));
             row.error
                 .get_or_insert_with(|| "the process running it stopped before it finished".into());
@@ -142,7 +142,7 @@ impl RunLedger for MemoryStore {
         let mut kept: BTreeMap<String, usize> = BTreeMap::new();
         let mut keep = vec![true; inner.runs.len()];
         for (i, row) in inner.runs.iter().enumerate().rev() {
-            if row.status == RunStatus::Running.as_str() {
+            if row.status == RunStatus::Running {
                 continue;
             }
             let n = kept.entry(row.job_id.clone()).or_default();
@@ -166,7 +166,7 @@ impl RunLedger for MemoryStore {
         let ids: Vec<i64> = inner
             .runs
             .iter()
-            .filter(|r| r.status == RunStatus::Running.as_str())
+            .filter(|r| r.status == RunStatus::Running)
             .filter(|r| job.is_some_and(|j| r.job_id == j) || run == Some(r.id))
             .map(|r| r.id)
             .collect();
@@ -215,7 +215,7 @@ impl RunLedger for MemoryStore {
         let queued = |r: &RunRow| {
             r.job_id == job_id
                 && r.id > after
-                && r.status == RunStatus::Skipped.as_str()
+                && r.status == RunStatus::Skipped
                 && r.error.as_deref() == Some(QUEUED)
         };
         let Some(newest) = inner.runs.iter().rev().find(|r| queued(r)).map(|r| r.id) else {
@@ -225,7 +225,7 @@ impl RunLedger for MemoryStore {
         let mut taken = None;
         for row in inner.runs.iter_mut() {
             if row.id == newest {
-                row.status = RunStatus::Running.as_str().to_string();
+                row.status = RunStatus::Running;
                 row.error = None;
                 row.finished_at = None;
                 row.started_at = Some(ledger_time(now));

@@ -153,7 +153,7 @@ impl MemoryStore {
                 &mut |job_id| {
                     runs_view.iter().any(|r| {
                         r.job_id == job_id
-                            && r.status == RunStatus::Running.as_str()
+                            && r.status == RunStatus::Running
                             && (r.host.as_deref() != Some(host.as_str())
                                 || r.pid
                                     .and_then(|p| u32::try_from(p).ok())
@@ -186,7 +186,7 @@ impl Inner {
     fn is_running(&self, job_id: &str, host: &str) -> bool {
         self.runs.iter().any(|r| {
             r.job_id == job_id
-                && r.status == RunStatus::Running.as_str()
+                && r.status == RunStatus::Running
                 && (r.host.as_deref() != Some(host) || self.alive(r.pid))
         })
     }
@@ -203,7 +203,7 @@ impl Inner {
             source: claim.source.as_str().to_string(),
             pid: Some(i64::from(owner.pid)),
             host: Some(owner.host.clone()),
-            status: claim.status.as_str().to_string(),
+            status: claim.status.clone(),
             scheduled_at: claim.scheduled_at.map(ledger_time),
             started_at: Some(ledger_time(claim.started_at)),
             finished_at: None,

@@ -1,6 +1,9 @@
 //! The memory store's failure incidents and job notepads ([`Notes`]), by the rules of
 //! [`crate::ledger::incident`] and [`crate::ledger::notepad`].
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
 use crate::ledger::incident::{self, Incident, IncidentState, NewIncident, Transition};
 use crate::ledger::notepad::{self, Note};
 use crate::store::{Notes, StoreError};
@@ -16,22 +19,33 @@ impl Notes for MemoryStore {
         Ok(incident)
     }
 
-    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
+    async fn move_incident(
+        &self,
+        id: &str,
+        to: Transition,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<bool, StoreError> {
         let mut inner = self.lock();
         let moved = inner
             .incidents
             .get(id)
-            .and_then(|current| incident::moved(current, to, at));
+            .and_then(|current| incident::moved(current, to, at, zone));
         Ok(moved
             .map(|incident| inner.incidents.insert(id.to_string(), incident))
             .is_some())
     }
 
-    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
+    async fn resolve_incidents(
+        &self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, StoreError> {
         let mut inner = self.lock();
         let mut n = 0;
         for current in inner.incidents.values_mut().filter(|i| i.job_id == job_id) {
-            if let Some(resolved) = incident::moved(current, Transition::Recovered, at) {
+            if let Some(resolved) = incident::moved(current, Transition::Recovered, at, zone) {
                 *current = resolved;
                 n += 1;
             }

@@ -30,7 +30,7 @@ impl Outbox for MemoryStore {
                 occurrence: item.occurrence.to_string(),
                 target: item.target.to_string(),
                 job_id: item.job_id.to_string(),
-                run_at: Some(item.run_at.to_string()),
+                run_at: Some(item.run_at_text()),
                 payload: item.payload.to_string(),
                 sent_parts: item.sent_parts,
                 attempts: 1,

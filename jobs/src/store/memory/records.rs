@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::ledger::{ledger_time, RunRequest};
+use crate::ledger::{ledger_time, RunRequest, RunStatus};
 use crate::lifecycle::JobError;
 use crate::model::job::{Context, Job};
 use crate::store::RunLedger;
@@ -130,7 +130,9 @@ impl JobRecords for MemoryStore {
             let mut inner = self.lock();
             let now = ledger_time(now);
             if let Some(row) = inner.runs.iter_mut().find(|r| r.id == run) {
-                if row.status == "running" && row.started_at.as_ref().is_some_and(|at| *at < now) {
+                if row.status == RunStatus::Running
+                    && row.started_at.as_ref().is_some_and(|at| *at < now)
+                {
                     row.started_at = Some(now);
                 }
             }

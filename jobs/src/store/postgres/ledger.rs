@@ -23,7 +23,7 @@ fn run_row(row: &Row) -> RunRow {
         source: row.get("source"),
         pid: row.get("pid"),
         host: row.get("host"),
-        status: row.get("status"),
+        status: RunStatus::parse(row.get("status")),
         scheduled_at: time("scheduled_at"),
         started_at: time("started_at"),
         finished_at: time("finished_at"),

@@ -4,6 +4,8 @@
 //! rules are [`crate::incident`]'s and [`crate::notepad`]'s; this file only reads and
 //! writes rows, each change in one transaction.
 
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
@@ -53,12 +55,23 @@ impl Notes for PgStore {
         self.pg_record_incident(new).await
     }
 
-    async fn move_incident(&self, id: &str, to: Transition, at: &str) -> Result<bool, StoreError> {
-        self.pg_move_incident(id, to, at).await
+    async fn move_incident(
+        &self,
+        id: &str,
+        to: Transition,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<bool, StoreError> {
+        self.pg_move_incident(id, to, at, zone).await
     }
 
-    async fn resolve_incidents(&self, job_id: &str, at: &str) -> Result<usize, StoreError> {
-        self.pg_resolve_incidents(job_id, at).await
+    async fn resolve_incidents(
+        &self,
+        job_id: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
+    ) -> Result<usize, StoreError> {
+        self.pg_resolve_incidents(job_id, at, zone).await
     }
 
     async fn incidents(&self, state: Option<IncidentState>) -> Result<Vec<Incident>, StoreError> {
@@ -156,12 +169,13 @@ impl PgStore {
         &self,
         id: &str,
         to: Transition,
-        at: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
     ) -> Result<bool, StoreError> {
         let changed = self
             .change_incidents("id = $1", id, &mut |rows| {
                 rows.iter()
-                    .filter_map(|i| incident::moved(i, to, at))
+                    .filter_map(|i| incident::moved(i, to, at, zone))
                     .collect()
             })
             .await?;
@@ -171,7 +185,8 @@ impl PgStore {
     pub(super) async fn pg_resolve_incidents(
         &self,
         job_id: &str,
-        at: &str,
+        at: DateTime<Utc>,
+        zone: Tz,
     ) -> Result<usize, StoreError> {
         let open = "job_id = $1 AND state IN ('detected', 'alerted')";
         let any: bool = self
@@ -186,7 +201,7 @@ impl PgStore {
         let changed = self
             .change_incidents(open, job_id, &mut |rows| {
                 rows.iter()
-                    .filter_map(|i| incident::moved(i, Transition::Recovered, at))
+                    .filter_map(|i| incident::moved(i, Transition::Recovered, at, zone))
                     .collect()
             })
             .await?;

@@ -38,6 +38,7 @@ impl Outbox for PgStore {
         };
         let claimer = claimed.then_some(self.instance.as_str());
         let error = Some(item.error).filter(|e| !e.is_empty());
+        let run_at = item.run_at_text();
         let client = self.client().await?;
         let row = client
             .query_opt(
@@ -50,7 +51,7 @@ impl Outbox for PgStore {
                     &item.occurrence,
                     &item.target,
                     &item.job_id,
-                    &item.run_at,
+                    &run_at,
                     &item.payload,
                     &state.as_str(),
                     &item.sent_parts,

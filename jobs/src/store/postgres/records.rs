@@ -500,8 +500,8 @@ impl PgStore {
             // A fire is `claimed` until the process starts it (see `start_run`).
             let status: Vec<&str> = claims
                 .iter()
-                .map(|c| match c.status {
-                    RunStatus::Running => "claimed",
+                .map(|c| match &c.status {
+                    RunStatus::Running => RunStatus::Claimed.as_str(),
                     other => other.as_str(),
                 })
                 .collect();
