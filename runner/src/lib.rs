@@ -136,7 +136,9 @@ pub struct RunEnv {
     pub home: PathBuf,
     pub settings: CronSettings,
     pub activity: Activity,
-    /// The store, for what a prompt draws from other jobs (their names and outputs).
+    /// The store, read for what a prompt draws from the job's notepad and other runs
+    /// (the binary's runner gathers it before the agent runs). A run writes nothing
+    /// here: what it changes beyond its outcome goes through `memory`.
     pub store: Arc<dyn Store>,
     /// What earlier runs left that this run reads, and where it reports what it changed
     /// beyond its outcome: the scheduler records it (a runner never writes the store).
