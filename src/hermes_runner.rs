@@ -247,7 +247,7 @@ mod tests {
             job_id: upstream_job.id().into(),
             job_name: "Upstream".into(),
             run: 999,
-            status: "ok".into(),
+            status: jobs::ledger::RunStatus::Ok,
         };
         let env = RunEnv {
             home: home.path().to_path_buf(),

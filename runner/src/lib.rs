@@ -164,7 +164,7 @@ pub struct Upstream {
     /// Its ledger row.
     pub run: i64,
     /// How it ended (its ledger status).
-    pub status: String,
+    pub status: jobs::ledger::RunStatus,
 }
 
 /// How a run ended.

@@ -148,7 +148,7 @@ impl Scheduler {
                     job_id: after.job.clone(),
                     job_name: name.clone(),
                     run: row.id,
-                    status: row.status.to_string(),
+                    status: row.status.clone(),
                 },
                 occurrence,
             })
