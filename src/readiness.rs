@@ -353,7 +353,7 @@ fn files(job: &Job, home: &Path, found: &mut Vec<Finding>) {
             )));
         }
     }
-    if let Some(workdir) = job.text_field("workdir") {
+    if let Some(workdir) = job.workdir() {
         if !Path::new(workdir).is_dir() {
             found.push(Finding::warns(format!("workdir does not exist: {workdir}")));
         }

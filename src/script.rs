@@ -74,7 +74,7 @@ pub async fn run_for_job(job: &Job, script: &str, env: &RunEnv) -> ScriptResult 
         Ok(level) => level == crate::sandbox::Level::Strict,
         Err(e) => return ScriptResult::Failed(e),
     };
-    let workdir = match job.text_field("workdir").map(PathBuf::from) {
+    let workdir = match job.workdir().map(PathBuf::from) {
         Some(dir) => dir,
         None if strict => crate::sandbox::private_workdir(job.id()),
         None => scripts_dir,

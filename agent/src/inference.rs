@@ -279,18 +279,18 @@ fn primary(
 ) -> Result<Endpoint, InferenceError> {
     let section = &config.model;
     let model = job
-        .text_field("model")
+        .model()
         .map(|m| m.trim().to_string())
         .or_else(|| config.cron.model.clone())
         .or_else(|| section.default.clone())
         .or_else(|| vars.get("HERMES_MODEL"));
-    let job_base = job.text_field("base_url").map(|s| s.trim().to_string());
+    let job_base = job.base_url().map(|s| s.trim().to_string());
     let configured = section
         .provider
         .as_ref()
         .map(|p| p.trim().to_ascii_lowercase());
     let requested = job
-        .text_field("provider")
+        .provider()
         .map(|p| p.trim().to_ascii_lowercase())
         .or_else(|| configured.clone());
     let name = requested.unwrap_or_else(|| {
@@ -310,7 +310,7 @@ fn primary(
     let named = lookup(&name, config, home)?;
     // `model.base_url` and `model.api_key` belong to `model.provider`: a job that pins
     // another provider does not carry them there.
-    let same_as_config = match (&configured, job.text_field("provider")) {
+    let same_as_config = match (&configured, job.provider()) {
         (_, None) => true,
         (Some(configured), Some(_)) => {
             lookup(configured, config, home).is_ok_and(|c| c.label() == named.label())

@@ -78,7 +78,7 @@ pub fn reply_result(text: String) -> RunResult {
 
 /// The job's workdir, else the Hermes home (where an external agent command runs).
 fn workdir(job: &Job, env: &RunEnv) -> PathBuf {
-    job.text_field("workdir")
+    job.workdir()
         .map(PathBuf::from)
         .filter(|p| p.is_dir())
         .unwrap_or_else(|| env.home.clone())
@@ -170,11 +170,7 @@ async fn agent_loop(
         Ok(level) => level,
         Err(e) => return RunOutcome::failed(prompt, e),
     };
-    let workdir = match job
-        .text_field("workdir")
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir())
-    {
+    let workdir = match job.workdir().map(PathBuf::from).filter(|p| p.is_dir()) {
         Some(dir) => dir,
         // A confined job without a work directory gets a private one, never the home.
         None if level.confined() => crate::sandbox::private_workdir(job.id()),
@@ -326,10 +322,7 @@ fn system_message(
     cwd: &Path,
 ) -> String {
     let skills = skills::index(&env.home);
-    let workdir = job
-        .text_field("workdir")
-        .map(PathBuf::from)
-        .filter(|p| p.is_dir());
+    let workdir = job.workdir().map(PathBuf::from).filter(|p| p.is_dir());
     let origin = job
         .get("origin")
         .and_then(|o| o.get("platform"))

@@ -404,8 +404,8 @@ fn snapshot<'a>(no_agent: bool, pinned: Option<&str>, now: &'a Option<String>) -
 /// The fields whose change makes Hermes take new snapshots.
 fn inference_axes(job: &Job) -> (Option<String>, Option<String>, bool) {
     (
-        job.text_field("model").map(str::to_string),
-        job.text_field("provider").map(str::to_string),
+        job.model().map(str::to_string),
+        job.provider().map(str::to_string),
         job.no_agent(),
     )
 }
@@ -901,7 +901,7 @@ impl CheckedEdit {
             || edit.no_agent.is_some()
             || edit.pin.is_some();
         if touched && job.has_inference_snapshots() && inference_axes(job) != axes_before {
-            let (model, provider) = (job.text_field("model"), job.text_field("provider"));
+            let (model, provider) = (job.model(), job.provider());
             let now = &edit.inference_now;
             let provider_snapshot = snapshot(job.no_agent(), provider, &now.provider);
             let model_snapshot = snapshot(job.no_agent(), model, &now.model);

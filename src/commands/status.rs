@@ -273,7 +273,7 @@ impl Checkup<'_> {
         }
         let last_status = job.last_status();
         let first_line = |error: &str| error.lines().next().unwrap_or("").to_string();
-        let error = job.text_field("last_error").unwrap_or("unknown error");
+        let error = job.last_error().unwrap_or("unknown error");
         if job.state() == JobState::Error || last_status == Some(RunStatus::Error) {
             problems.push(format!(
                 "{label} failed its last run: {}",
@@ -286,7 +286,7 @@ impl Checkup<'_> {
                 first_line(error)
             ));
         }
-        if let Some(error) = job.text_field("last_delivery_error") {
+        if let Some(error) = job.last_delivery_error() {
             problems.push(format!("{label} could not deliver: {error}"));
         }
     }

@@ -12,7 +12,7 @@ use crate::config::Config;
 /// The policy of `job`'s runs for the home `home`, as JSON (what `--json` prints).
 pub fn describe(job: &jobs::Job, config: &Config, home: &Path) -> Result<Value, String> {
     let level = level_of(job, config)?;
-    let source = if job.text_field("sandbox").is_some() {
+    let source = if job.sandbox().is_some() {
         "the job's sandbox field"
     } else if config
         .cron
@@ -41,7 +41,7 @@ pub fn describe(job: &jobs::Job, config: &Config, home: &Path) -> Result<Value, 
             "kernel": kernel,
         }));
     }
-    let workdir = match job.text_field("workdir") {
+    let workdir = match job.workdir() {
         Some(dir) => Path::new(dir).to_path_buf(),
         None => private_workdir(job.id()),
     };

@@ -76,7 +76,7 @@ pub fn level_of(job: &jobs::Job, config: &crate::config::Config) -> Result<Level
             Level::NAMES
         )
     };
-    if let Some(value) = job.text_field("sandbox").filter(|v| !v.trim().is_empty()) {
+    if let Some(value) = job.sandbox().filter(|v| !v.trim().is_empty()) {
         return Level::parse(value).ok_or_else(|| bad("the job's sandbox", value));
     }
     match config

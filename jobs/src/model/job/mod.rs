@@ -428,6 +428,31 @@ impl Job {
         self.text_field("script")
     }
 
+    /// The directory the job's script and agent work in (`workdir`), when set.
+    pub fn workdir(&self) -> Option<&str> {
+        self.text_field("workdir")
+    }
+
+    /// The job's own sandbox level as written (`sandbox`), when set.
+    pub fn sandbox(&self) -> Option<&str> {
+        self.text_field("sandbox")
+    }
+
+    /// The endpoint pinned with the model (`base_url`), when set.
+    pub fn base_url(&self) -> Option<&str> {
+        self.text_field("base_url")
+    }
+
+    /// The last run's error (`last_error`), when it failed.
+    pub fn last_error(&self) -> Option<&str> {
+        self.text_field("last_error")
+    }
+
+    /// Why the last run's delivery failed (`last_delivery_error`), when it did.
+    pub fn last_delivery_error(&self) -> Option<&str> {
+        self.text_field("last_delivery_error")
+    }
+
     /// The pinned model (`model`), when set.
     pub fn model(&self) -> Option<&str> {
         self.text_field("model")
