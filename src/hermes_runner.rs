@@ -7,7 +7,6 @@
 //! (gathered here: the agent never reads the store).
 
 use jobs::fields::MonitorSource;
-use jobs::store::Store;
 use jobs::{Job, JobKind};
 
 use crate::agent::prompt::{
@@ -107,7 +106,7 @@ async fn run_job(job: &Job, env: &RunEnv) -> RunOutcome {
 /// Best effort, as the prompt always took them: a part that cannot be read is left
 /// out (the notepad and the upstream output with a warning in the log).
 async fn prompt_context(job: &Job, env: &RunEnv) -> PromptContext {
-    let store: &dyn Store = &*env.store;
+    let store = &env.store;
     let notes = store.notes(job.id()).await.unwrap_or_else(|e| {
         tracing::warn!(job = job.id(), "cannot read the job's notepad: {e}");
         Vec::new()
@@ -131,7 +130,7 @@ async fn prompt_context(job: &Job, env: &RunEnv) -> PromptContext {
     };
     let wanted = context_sources(job, env.upstream.as_ref());
     let names = match wanted.iter().any(|s| matches!(s, ContextSource::Job(_))) {
-        true => job_names(store, env).await,
+        true => store.job_names(&env.ctx).await.unwrap_or_default(),
         false => std::collections::HashMap::new(),
     };
     let mut outputs = Vec::with_capacity(wanted.len());
@@ -156,17 +155,6 @@ async fn prompt_context(job: &Job, env: &RunEnv) -> PromptContext {
         upstream,
         outputs,
     }
-}
-
-/// The names of jobs by id, for the headings of their outputs (best effort).
-async fn job_names(store: &dyn Store, env: &RunEnv) -> std::collections::HashMap<String, String> {
-    store
-        .load_view(&env.ctx, &["id", "name"])
-        .await
-        .unwrap_or_default()
-        .into_iter()
-        .map(|job| (job.id().to_string(), job.name().to_string()))
-        .collect()
 }
 
 #[cfg(test)]
@@ -254,8 +242,8 @@ mod tests {
             world: Arc::new(World::fixed(home.path(), settings.clone())),
             settings,
             activity: Activity::new(),
-            store: store.clone(),
-            memory: Arc::new(crate::scheduler::StoreMemory {
+            store: crate::runner::StoreReads::new(store.clone()),
+            reports: Arc::new(crate::scheduler::StoreReports {
                 store: store.clone(),
                 ctx,
             }),

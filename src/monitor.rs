@@ -60,11 +60,15 @@ pub async fn check(job: &Job, source: MonitorSource<'_>, env: &RunEnv) -> Verdic
     let block = match last {
         None => baseline_block(&output),
         Some(_) => {
-            let previous = env.memory.monitor_snapshot(job.id()).await;
+            let previous = env.store.monitor_snapshot(job.id()).await;
+            let previous = previous.unwrap_or_else(|e| {
+                tracing::warn!(job = job.id(), "cannot read the monitor snapshot: {e}");
+                None
+            });
             change_block(&previous.unwrap_or_default(), &output)
         }
     };
-    env.memory
+    env.reports
         .monitor_changed(job, MonitorChange { hash, output })
         .await;
     Verdict::Wake(block)

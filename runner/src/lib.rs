@@ -10,6 +10,7 @@
 
 pub mod pricing;
 pub mod process;
+pub mod reads;
 pub mod sandbox;
 pub mod settings;
 pub mod world;
@@ -26,9 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use jobs::store::Store;
 use jobs::{Context, Job};
 
+pub use crate::reads::StoreReads;
 use crate::settings::CronSettings;
 use crate::world::World;
 
@@ -136,13 +137,12 @@ pub struct RunEnv {
     pub home: PathBuf,
     pub settings: CronSettings,
     pub activity: Activity,
-    /// The store, read for what a prompt draws from the job's notepad and other runs
-    /// (the binary's runner gathers it before the agent runs). A run writes nothing
-    /// here: what it changes beyond its outcome goes through `memory`.
-    pub store: Arc<dyn Store>,
-    /// What earlier runs left that this run reads, and where it reports what it changed
-    /// beyond its outcome: the scheduler records it (a runner never writes the store).
-    pub memory: Arc<dyn RunMemory>,
+    /// The store, to read: what a prompt draws from the job's notepad and other runs,
+    /// a monitor's last snapshot. A run cannot write it.
+    pub store: StoreReads,
+    /// Where a run reports what it changed beyond its outcome, while it runs: the
+    /// scheduler records it.
+    pub reports: Arc<dyn RunReports>,
     /// "Now" and the zones as the run started.
     pub ctx: Context,
     /// config.yaml, `.env` and what is made of them, as read for this run (read again
@@ -306,18 +306,15 @@ pub struct MonitorChange {
     pub output: String,
 }
 
-pub type MemoryFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type ReportFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
 
-/// The scheduler's side of a run's state between runs. Reads are best effort (`None`
-/// when nothing is kept or the store cannot answer); a report is recorded at once,
-/// while the run goes on.
-pub trait RunMemory: Send + Sync {
-    /// The output a monitor job saw when it last changed.
-    fn monitor_snapshot<'a>(&'a self, job_id: &'a str) -> MemoryFuture<'a, Option<String>>;
+/// The scheduler's side of what a run changes beyond its outcome: a report is recorded
+/// at once, while the run goes on; a failure to record is logged, not the run's.
+pub trait RunReports: Send + Sync {
     /// A monitor job's new output, found before its agent runs. Detection is the state
     /// boundary (as in Hermes 0.22): it is recorded before the agent runs, so a failed
     /// or stopped agent run does not wake on the same content again.
-    fn monitor_changed<'a>(&'a self, job: &'a Job, change: MonitorChange) -> MemoryFuture<'a, ()>;
+    fn monitor_changed<'a>(&'a self, job: &'a Job, change: MonitorChange) -> ReportFuture<'a>;
 }
 
 pub type RunFuture<'a> = Pin<Box<dyn Future<Output = RunOutcome> + Send + 'a>>;

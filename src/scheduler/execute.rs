@@ -108,8 +108,8 @@ impl Scheduler {
             home: self.parts.home.clone(),
             settings: claimed.settings.clone(),
             activity: Activity::new(),
-            store: Arc::clone(&self.parts.store),
-            memory: Arc::new(super::StoreMemory {
+            store: crate::runner::StoreReads::new(Arc::clone(&self.parts.store)),
+            reports: Arc::new(super::StoreReports {
                 store: Arc::clone(&self.parts.store),
                 ctx,
             }),

@@ -6,7 +6,7 @@
 //! * [`claim`] — one pass: the store decides what is due and claims it before anything
 //!   runs (a crash can never fire an occurrence twice);
 //! * [`execute`] — run one claimed occurrence, stopping it when it goes silent;
-//! * [`memory`] — record what a run reports it changed beyond its outcome (a monitor
+//! * [`reports`] — record what a run reports it changed beyond its outcome (a monitor
 //!   job's new output), while it runs;
 //! * [`record`] — save its output document, deliver it (write-ahead in the outbox) and
 //!   record the outcome in the job and the ledger;
@@ -38,8 +38,8 @@ mod chain;
 mod claim;
 mod daemon;
 mod execute;
-mod memory;
-pub use memory::StoreMemory;
+mod reports;
+pub use reports::StoreReports;
 mod observe;
 mod overlap;
 mod record;

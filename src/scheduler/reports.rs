@@ -1,5 +1,5 @@
-//! A run's state between runs, read and recorded for it ([`RunMemory`]): the runner
-//! reports what it changed beyond its outcome, and this writes it to the store.
+//! What a run reports it changed beyond its outcome ([`RunReports`]), recorded in the
+//! store while the run goes on: a runner reads the store but never writes it.
 
 use std::sync::Arc;
 
@@ -7,30 +7,18 @@ use jobs::fields::MonitorState;
 use jobs::store::Store;
 use jobs::{Context, Job};
 
-use crate::runner::{MemoryFuture, MonitorChange, RunMemory};
+use crate::runner::{MonitorChange, ReportFuture, RunReports};
 
-/// [`RunMemory`] over the scheduler's store, with the run's "now" and zones.
-pub struct StoreMemory {
+/// [`RunReports`] over the scheduler's store, with the run's "now" and zones.
+pub struct StoreReports {
     pub store: Arc<dyn Store>,
     pub ctx: Context,
 }
 
-impl RunMemory for StoreMemory {
-    fn monitor_snapshot<'a>(&'a self, job_id: &'a str) -> MemoryFuture<'a, Option<String>> {
-        Box::pin(async move {
-            self.store
-                .monitor_snapshot(job_id)
-                .await
-                .unwrap_or_else(|e| {
-                    tracing::warn!(job = job_id, "cannot read the monitor snapshot: {e}");
-                    None
-                })
-        })
-    }
-
+impl RunReports for StoreReports {
     /// The snapshot, then the hash: a hash is never newer than its text. Failures are
     /// logged; the agent still gets the change.
-    fn monitor_changed<'a>(&'a self, job: &'a Job, change: MonitorChange) -> MemoryFuture<'a, ()> {
+    fn monitor_changed<'a>(&'a self, job: &'a Job, change: MonitorChange) -> ReportFuture<'a> {
         Box::pin(async move {
             if let Err(e) = self
                 .store
