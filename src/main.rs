@@ -18,7 +18,6 @@ mod python_cli;
 mod readiness;
 mod run_report;
 mod scheduler;
-mod script;
 mod wiring;
 
 // The workspace's crates under the paths the binary has always used
@@ -28,7 +27,7 @@ use ::agent;
 use ::delivery;
 use ::runner;
 use foundation::{config, environment, logged, outbound, redact};
-use runner::{process, sandbox, world};
+use runner::{process, sandbox, script, world};
 
 use std::process::ExitCode;
 

@@ -3,7 +3,8 @@
 //! runner reports activity as it works so the scheduler can stop a run that went
 //! silent), the run's [`world`] (config.yaml, `.env` and what is made of them) with its
 //! cron [`settings`] and [`zone`]s, the [`sandbox`] that confines what a run starts, the
-//! [`process`] groups that die with their run, and the [`pricing`] of its model calls.
+//! [`process`] groups that die with their run, the [`script`] runner (a job's script,
+//! and a monitor's), and the [`pricing`] of its model calls.
 //!
 //! It builds on the `jobs` and `foundation` crates only: nothing here can reach the
 //! scheduler, the CLI, the API or the agent.
@@ -12,6 +13,7 @@ pub mod pricing;
 pub mod process;
 pub mod reads;
 pub mod sandbox;
+pub mod script;
 pub mod settings;
 pub mod world;
 pub mod zone;

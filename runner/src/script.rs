@@ -14,7 +14,7 @@ use tokio::process::Command;
 use jobs::Job;
 
 use crate::process::{spawn_dying_with_process, GroupKill};
-use crate::runner::{read_output, Activity, RunEnv};
+use crate::{read_output, Activity, RunEnv};
 
 /// At most this much of a script's stdout/stderr is kept.
 const OUTPUT_CAP: usize = 1 << 20;
