@@ -173,6 +173,7 @@ fn soon(lead_secs: i64) -> DateTime<Utc> {
 }
 
 #[test]
+#[ignore = "slow (4-5 s of real time): .ci/run runs it once"]
 fn one_shot_script_fires_once_on_time_and_completes() {
     let home = Home::new();
     home.script(
@@ -222,6 +223,7 @@ fn one_shot_script_fires_once_on_time_and_completes() {
 /// in the same second runs once. (Recurring jobs over many minutes, two schedulers on one
 /// store, are the scheduler's unit test `two_schedulers_on_one_store_run_every_occurrence_exactly_once`.)
 #[test]
+#[ignore = "slow (4-5 s of real time): .ci/run runs it once"]
 fn two_daemons_run_every_occurrence_exactly_once() {
     let home = Home::new();
     home.script(
@@ -316,6 +318,7 @@ fn sigkill_during_a_run_never_reruns_that_occurrence() {
 /// With one run slot, the second of two jobs due together waits for the first; the
 /// ledger records when each really started, not when both were claimed.
 #[test]
+#[ignore = "slow (4-5 s of real time): .ci/run runs it once"]
 fn a_run_that_waited_for_a_slot_is_recorded_when_it_started() {
     let home = Home::new();
     home.config("cron:\n  max_parallel_jobs: 1\n");
@@ -503,6 +506,7 @@ fn pause_while_running_is_respected_and_an_add_is_picked_up_within_a_second() {
 }
 
 #[test]
+#[ignore = "slow (4-5 s of real time): .ci/run runs it once"]
 fn a_hanging_script_is_killed_with_its_children_while_other_jobs_fire() {
     let home = Home::new();
     home.config("cron:\n  script_timeout_seconds: 2\n");
@@ -610,6 +614,7 @@ fn run_now_runs_a_job_without_moving_its_schedule() {
 }
 
 #[test]
+#[ignore = "slow (3-5 s of real time): .ci/run runs it once"]
 fn sigterm_lets_a_running_job_finish_before_the_daemon_exits() {
     let home = Home::new();
     home.script("slow.sh", "sleep 2\necho finished\n");

@@ -122,6 +122,7 @@ fn overlap_is_set_shown_and_cleared_and_a_bad_value_is_refused() {
 }
 
 #[test]
+#[ignore = "slow (3-5 s of real time): .ci/run runs it once"]
 fn by_default_an_occurrence_due_during_a_run_is_skipped() {
     let hermes = Hermes::new();
     let id = slow_job(&hermes, 3, &[]);
@@ -142,6 +143,7 @@ fn by_default_an_occurrence_due_during_a_run_is_skipped() {
 }
 
 #[test]
+#[ignore = "slow (3-5 s of real time): .ci/run runs it once"]
 fn queue_runs_one_occurrence_that_came_due_right_after_the_run_ends() {
     let hermes = Hermes::new();
     let id = slow_job(&hermes, 3, &["--overlap", "queue"]);
