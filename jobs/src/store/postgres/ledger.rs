@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::PgStore;
+use super::{passing, PgStore, RECORD_PATIENCE};
 use crate::ledger::{
     ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus, SPEND_COLUMNS,
 };
@@ -69,6 +69,10 @@ impl RunLedger for PgStore {
         Ok(row.map(|r| r.get(0)))
     }
 
+    /// A run that ended is recorded even when its end falls in a failover: while the
+    /// database cannot be reached, or answers that it is shutting down or read-only (a
+    /// standby not promoted yet), the write is tried again every half second for up to
+    /// [`RECORD_PATIENCE`] (it sets the row to the same values each time).
     async fn finish_run(
         &self,
         run: i64,
@@ -76,32 +80,43 @@ impl RunLedger for PgStore {
         now: DateTime<Utc>,
         end: &RunEnd,
     ) -> Result<(), StoreError> {
-        let client = self.client().await?;
         // The spend windows are read by the clock that decides: a pinned process clock
         // stamps the end of its own runs.
         let pinned = self.caller_clock.then_some(now);
-        client
-            .execute(
-                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
-                         error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
-                         output = $7, cost_usd = $8, model = $9
-                     WHERE id = $1",
-                &[
-                    &run,
-                    &status.as_str(),
-                    &end.error,
-                    &end.delivery,
-                    &end.prompt_tokens,
-                    &end.completion_tokens,
-                    &end.output,
-                    &end.cost_usd,
-                    &end.model,
-                    &pinned,
-                ],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        Ok(())
+        let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
+        loop {
+            let written = match self.client().await {
+                Ok(client) => client
+                    .execute(
+                        "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                             error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
+                             output = $7, cost_usd = $8, model = $9
+                         WHERE id = $1",
+                        &[
+                            &run,
+                            &status.as_str(),
+                            &end.error,
+                            &end.delivery,
+                            &end.prompt_tokens,
+                            &end.completion_tokens,
+                            &end.output,
+                            &end.cost_usd,
+                            &end.model,
+                            &pinned,
+                        ],
+                    )
+                    .await
+                    .map_err(|e| (passing(&e), self.fail(e))),
+                Err(e) => Err((true, e)),
+            };
+            match written {
+                Ok(_) => return Ok(()),
+                Err((true, _)) if tokio::time::Instant::now() < deadline => {
+                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                }
+                Err((_, e)) => return Err(e),
+            }
+        }
     }
 
     async fn interrupt_dead_runs(

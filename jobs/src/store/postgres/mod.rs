@@ -306,6 +306,23 @@ enum Reach {
     Lost(std::time::Instant),
 }
 
+/// How long the record of a run that ended waits for a database that went away (a
+/// failover promotes its standby within seconds).
+const RECORD_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Whether a statement failed for a reason that passes: the connection went away, or
+/// the server is shutting down, not accepting connections yet, or read-only (a standby
+/// that is being promoted). A refusal of the statement itself does not pass.
+fn passing(e: &tokio_postgres::Error) -> bool {
+    match e.as_db_error() {
+        None => true,
+        Some(db) => {
+            db.code().code().starts_with("57")
+                || *db.code() == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION
+        }
+    }
+}
+
 fn unavailable(location: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(format!(
         "PostgreSQL store {location}: {e}; check that the database is up and reachable"
