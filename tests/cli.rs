@@ -36,6 +36,8 @@ mod daemon;
 mod dashboard;
 #[path = "cli/delivery.rs"]
 mod delivery;
+#[path = "cli/docs.rs"]
+mod docs;
 #[path = "cli/doors.rs"]
 mod doors;
 #[path = "cli/edit.rs"]
