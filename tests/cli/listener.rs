@@ -342,10 +342,14 @@ fn readiness_turns_503_with_the_reason_while_passes_keep_failing() {
     let body = unready.json();
     assert_eq!(body["status"], "unready");
     let reason = body["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("the last 3 scheduler passes failed:") && reason.contains("jobs.json"),
-        "{reason}"
-    );
+    // Three failed passes in a row turn it; a loaded machine may fit more in before the
+    // next look.
+    let failed: u32 = reason
+        .strip_prefix("the last ")
+        .and_then(|rest| rest.split_once(" scheduler passes failed:"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("{reason}"));
+    assert!(failed >= 3 && reason.contains("jobs.json"), "{reason}");
     // Liveness is another question: the process still answers.
     assert_eq!(api.get("/healthz").status, 200);
     hermes.write_store(b"{\"jobs\": []}");

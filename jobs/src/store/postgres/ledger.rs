@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
 use tokio_postgres::Row;
 
-use super::{passing, PgStore, RECORD_PATIENCE};
+use super::patience::{Failed, Patience};
+use super::PgStore;
 use crate::ledger::{
     ledger_time, CancelTarget, RunEnd, RunRequest, RunRow, RunStatus, SPEND_COLUMNS,
 };
@@ -72,7 +73,7 @@ impl RunLedger for PgStore {
     /// A run that ended is recorded even when its end falls in a failover: while the
     /// database cannot be reached, or answers that it is shutting down or read-only (a
     /// standby not promoted yet), the write is tried again every half second for up to
-    /// [`RECORD_PATIENCE`] (it sets the row to the same values each time).
+    /// 30 s (it sets the row to the same values each time; `patience.rs`).
     async fn finish_run(
         &self,
         run: i64,
@@ -83,7 +84,7 @@ impl RunLedger for PgStore {
         // The spend windows are read by the clock that decides: a pinned process clock
         // stamps the end of its own runs.
         let pinned = self.caller_clock.then_some(now);
-        let deadline = tokio::time::Instant::now() + RECORD_PATIENCE;
+        let patience = Patience::start();
         loop {
             let written = match self.client().await {
                 Ok(client) => client
@@ -106,15 +107,12 @@ impl RunLedger for PgStore {
                         ],
                     )
                     .await
-                    .map_err(|e| (passing(&e), self.fail(e))),
-                Err(e) => Err((true, e)),
+                    .map_err(|e| self.failed(e)),
+                Err(e) => Err(Failed::unreachable(e)),
             };
             match written {
                 Ok(_) => return Ok(()),
-                Err((true, _)) if tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                }
-                Err((_, e)) => return Err(e),
+                Err(failed) => patience.after(failed).await?,
             }
         }
     }

@@ -34,10 +34,12 @@ mod ledger;
 mod notes;
 mod outbox;
 mod outputs;
+mod patience;
 mod records;
 mod tls;
 
 use failover::TimelineWatch;
+use patience::Failed;
 use tls::{PoolConnect, Tls};
 
 /// A process whose heartbeat is older than this is dead: its claims go to others.
@@ -304,23 +306,6 @@ enum Reach {
     Up,
     /// Reached before, and not since this instant.
     Lost(std::time::Instant),
-}
-
-/// How long the record of a run that ended waits for a database that went away (a
-/// failover promotes its standby within seconds).
-const RECORD_PATIENCE: Duration = Duration::from_secs(30);
-
-/// Whether a statement failed for a reason that passes: the connection went away, or
-/// the server is shutting down, not accepting connections yet, or read-only (a standby
-/// that is being promoted). A refusal of the statement itself does not pass.
-fn passing(e: &tokio_postgres::Error) -> bool {
-    match e.as_db_error() {
-        None => true,
-        Some(db) => {
-            db.code().code().starts_with("57")
-                || *db.code() == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION
-        }
-    }
 }
 
 fn unavailable(location: &str, e: impl std::fmt::Display) -> StoreError {
@@ -649,7 +634,7 @@ impl PgStore {
         client: &impl GenericClient,
         jobs: &[Job],
         ctx: &Context,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Failed> {
         if jobs.is_empty() {
             return Ok(());
         }
@@ -690,7 +675,7 @@ impl PgStore {
                 ],
             )
             .await
-            .map_err(|e| self.fail(e))?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 

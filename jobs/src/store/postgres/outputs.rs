@@ -3,6 +3,7 @@
 
 use deadpool_postgres::GenericClient;
 
+use super::patience::{Failed, Patience};
 use super::PgStore;
 use crate::job::is_safe_id;
 use crate::output::{OutputDocument, MONITOR_SNAPSHOT_FILE};
@@ -24,36 +25,14 @@ impl Outputs for PgStore {
         let stem = doc.file_stem();
         let body = doc.render();
         let keep = i64::try_from(keep.max(1)).unwrap_or(i64::MAX);
-        let client = self.client().await?;
-        let mut n = 0;
+        // A run's output is kept through a failover, as its ledger row is (patience.rs).
+        let patience = Patience::start();
         let name = loop {
-            let name = match n {
-                0 => format!("{stem}.md"),
-                n => format!("{stem}-{n}.md"),
-            };
-            let inserted = client
-                .execute(
-                    "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
-                         ON CONFLICT DO NOTHING",
-                    &[&doc.job_id, &name, &body],
-                )
-                .await
-                .map_err(|e| self.fail(e))?;
-            if inserted == 1 {
-                break name;
+            match self.try_save_output(doc.job_id, &stem, &body, keep).await {
+                Ok(name) => break name,
+                Err(failed) => patience.after(failed).await?,
             }
-            n += 1;
         };
-        client
-            .execute(
-                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
-                     AND name NOT IN (
-                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
-                         ORDER BY name DESC LIMIT $2)",
-                &[&doc.job_id, &keep],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
         Ok(format!("postgresql:output/{}/{name}", doc.job_id))
     }
 
@@ -137,5 +116,52 @@ impl Outputs for PgStore {
             .await
             .map_err(|e| self.fail(e))?;
         Ok(Some(body.map(|r| r.get(0))))
+    }
+}
+
+impl PgStore {
+    /// One attempt at [`Outputs::save_output`]: the document under the first free name
+    /// of its stem (`-1`, `-2`, … after the first), then the oldest beyond `keep` pruned.
+    /// A name that already holds this very body is this document, saved by an attempt
+    /// whose answer was lost, so trying again never saves it twice.
+    async fn try_save_output(
+        &self,
+        job_id: &str,
+        stem: &str,
+        body: &str,
+        keep: i64,
+    ) -> Result<String, Failed> {
+        let client = self.client().await.map_err(Failed::unreachable)?;
+        let mut n = 0;
+        let name = loop {
+            let name = match n {
+                0 => format!("{stem}.md"),
+                n => format!("{stem}-{n}.md"),
+            };
+            let inserted = client
+                .execute(
+                    "INSERT INTO hermes_cron_outputs (job_id, name, body) VALUES ($1, $2, $3)
+                         ON CONFLICT (job_id, name) DO UPDATE SET body = EXCLUDED.body
+                         WHERE hermes_cron_outputs.body = EXCLUDED.body",
+                    &[&job_id, &name, &body],
+                )
+                .await
+                .map_err(|e| self.failed(e))?;
+            if inserted == 1 {
+                break name;
+            }
+            n += 1;
+        };
+        client
+            .execute(
+                "DELETE FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                     AND name NOT IN (
+                         SELECT name FROM hermes_cron_outputs WHERE job_id = $1 AND name LIKE '%.md'
+                         ORDER BY name DESC LIMIT $2)",
+                &[&job_id, &keep],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        Ok(name)
     }
 }
