@@ -366,6 +366,24 @@ fn include_exclude_and_enabled_false_are_obeyed() {
     hermes.write_store(jobs.to_string().as_bytes());
     hermes.cron(&["run", &id]).ok();
     assert_eq!(model.offered(), ["terminal", "mcp__inbox__mark_read"]);
+
+    // An empty list allows nothing, as in Hermes 0.22: no built-in tool, no server.
+    let model = Model::start(vec![answer("Done.")]);
+    let started = files.path().join("started.pid");
+    let watched = stdio("mail", &["--pidfile", started.to_str().unwrap()], "");
+    let hermes = home(&model, &watched);
+    let id = hermes.add("every 1h", "Tidy the inbox", &[]);
+    let mut jobs = hermes.store();
+    jobs["jobs"][0]["enabled_toolsets"] = json!([]);
+    hermes.write_store(jobs.to_string().as_bytes());
+    hermes.cron(&["run", &id]).ok();
+    assert_eq!(model.requests().len(), 1, "the run still asked the model");
+    assert!(model.offered().is_empty(), "{:?}", model.offered());
+    assert!(
+        !started.exists(),
+        "an MCP server was started for a job allowed no tools"
+    );
+    assert_eq!(hermes.job(&id)["enabled_toolsets"], json!([]), "kept as []");
 }
 
 #[test]

@@ -73,10 +73,11 @@ fn names(list: &[String], server: &str) -> bool {
         .any(|entry| entry == server || entry.strip_prefix("mcp-") == Some(server))
 }
 
-/// The servers a job's run starts, in the file's order, as Hermes resolves them for
-/// cron: a server with `enabled: false` never; with the job's `enabled_toolsets` set,
-/// the servers it names (by name or `mcp-<name>`) when it names any, none when it
-/// holds `no_mcp`, else every enabled server; without it, every enabled server. Then
+/// The servers a job's run starts, in the file's order, as Hermes 0.22 resolves them
+/// for cron: a server with `enabled: false` never; with the job's `enabled_toolsets`
+/// set, the servers it names (by name or `mcp-<name>`) when it names any, none when it
+/// holds `no_mcp` or is empty (an explicit zero-tool allowlist: the run gets no tools at
+/// all), else every enabled server; without it, every enabled server. Then
 /// `agent.disabled_toolsets` removes the servers it names.
 pub fn chosen<'a>(
     servers: &'a [McpServer],
@@ -87,9 +88,10 @@ pub fn chosen<'a>(
         .iter()
         .filter(|s| s.enabled != Some(false))
         .collect();
-    let job = enabled_toolsets.filter(|list| !list.is_empty());
+    let job = enabled_toolsets;
     let named_by_job = |s: &&McpServer| job.is_some_and(|list| names(list, &s.name));
     let picked: Vec<&McpServer> = match job {
+        Some([]) => Vec::new(),
         Some(list) if list.iter().any(|e| e == NO_MCP) || on.iter().any(named_by_job) => {
             on.into_iter().filter(named_by_job).collect()
         }
@@ -608,8 +610,8 @@ mod tests {
         ];
         // No list: every enabled server.
         assert_eq!(picked(&servers, None, &[]), ["mail", "calendar"]);
-        // An empty list counts as no list.
-        assert_eq!(picked(&servers, Some(&[]), &[]), ["mail", "calendar"]);
+        // An empty list allows nothing (Hermes 0.22, #82010): no server either.
+        assert!(picked(&servers, Some(&[]), &[]).is_empty());
         // A list of native toolsets keeps every enabled server.
         assert_eq!(
             picked(&servers, Some(&["terminal", "file"]), &[]),
