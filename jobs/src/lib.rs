@@ -26,7 +26,7 @@ pub use checks::{gateway_guard, limits, target, threats};
 pub use jsonjobs as jsonfile;
 pub use jsonjobs::{listing, scan as jsonscan};
 pub use ledger::{incident, notepad, outbox, output, spend};
-pub use model::{caps, chain, due, field_table, fields, job, overlap, window};
+pub use model::{caps, chain, due, field_table, fields, job, overlap, reach, window};
 pub use store::estop;
 
 pub use caps::{CapTexts, Caps};

@@ -142,6 +142,11 @@ pub struct NewJob {
     pub interpreter: Option<String>,
     /// Each run sees the job's own previous output (`"self"` in `context_from`).
     pub continuity: bool,
+    /// Jobs whose newest output each run is given (ids or exact names; `self` is
+    /// continuity too), `context_from` ([`crate::reach`]).
+    pub context_from: Vec<String>,
+    /// `enabled_toolsets`: `None` every tool, an empty list none ([`crate::reach`]).
+    pub enabled_toolsets: Option<Vec<String>>,
     /// Pin the configured model and provider now (ignored when `model` is given).
     pub pin: bool,
     /// How a bare duration (`30m`) reads: `cron.bare_duration` (set by the caller).
@@ -204,6 +209,11 @@ pub struct JobEdit {
     pub interpreter: Option<String>,
     /// `Some(true)` turns continuity on, `Some(false)` off.
     pub continuity: Option<bool>,
+    /// Replaces the jobs in `context_from` (continuity is kept); an empty list
+    /// removes them.
+    pub context_from: Option<Vec<String>>,
+    /// `Some(None)` allows every tool again, `Some(Some(list))` only those.
+    pub enabled_toolsets: Option<Option<Vec<String>>>,
     /// `Some(true)` pins the configured model and provider (unless the job has a model
     /// or the edit sets one), `Some(false)` clears both pins.
     pub pin: Option<bool>,
@@ -255,6 +265,8 @@ impl JobEdit {
         ];
         strings.iter().all(|field| field.is_none())
             && self.continuity.is_none()
+            && self.context_from.is_none()
+            && self.enabled_toolsets.is_none()
             && self.pin.is_none()
             && self.skills.is_none()
             && self.add_skills.is_empty()
@@ -557,6 +569,15 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         new.after_on.as_deref(),
     )
     .await?;
+    let mut context_from = crate::reach::context_refs(store, ctx, None, &new.context_from).await?;
+    if new.continuity && !context_from.iter().any(|r| r == "self") {
+        context_from.push("self".to_string());
+    }
+    let enabled_toolsets = new
+        .enabled_toolsets
+        .as_deref()
+        .map(crate::reach::toolsets)
+        .transpose()?;
     let layout = store.layout(ctx).await?;
     let mut job = Job::create(&JobSpec {
         id: new_id(),
@@ -572,7 +593,7 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         script,
         no_agent: new.no_agent,
         monitor,
-        context_from: new.continuity.then(|| vec!["self".to_string()]),
+        context_from: (!context_from.is_empty()).then_some(context_from),
         schedule: &schedule,
         times,
         paused_at: new.paused.then(|| ctx.now_text()),
@@ -589,6 +610,9 @@ pub async fn create_job(store: &dyn Store, new: &NewJob, ctx: &Context) -> Resul
         layout,
     });
     caps.apply(&mut job);
+    if enabled_toolsets.is_some() {
+        job.set_enabled_toolsets(enabled_toolsets);
+    }
     if let Some(Some(after)) = &after {
         crate::model::chain::set(&mut job, Some(after), ctx.now);
     }
@@ -984,12 +1008,29 @@ pub async fn edit_job(
             .await?
         }
     };
+    let context_from = match &edit.context_from {
+        None => None,
+        Some(refs) => {
+            let own = resolve(store, reference, ctx).await?;
+            Some(crate::reach::context_refs(store, ctx, Some(&own), refs).await?)
+        }
+    };
+    let toolsets = match &edit.enabled_toolsets {
+        None => None,
+        Some(names) => Some(names.as_deref().map(crate::reach::toolsets).transpose()?),
+    };
     let at = *ctx;
     let change: JobChange = Box::new(move |job| {
         checked.apply_schedule(job, &at)?;
         checked.apply_fields(job)?;
         if let Some(after) = &chain {
             crate::model::chain::set(job, after.as_ref(), at.now);
+        }
+        if let Some(refs) = &context_from {
+            crate::reach::set_context_refs(job, refs);
+        }
+        if let Some(names) = &toolsets {
+            job.set_enabled_toolsets(names.clone());
         }
         Ok(())
     });

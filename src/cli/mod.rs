@@ -470,6 +470,16 @@ pub struct JobFields {
     /// The Python (an absolute or ~ path) a .py script or monitor script runs under.
     #[arg(long)]
     pub interpreter: Option<String>,
+    /// Jobs (ids or names) whose newest output each run is given as context: repeat the
+    /// flag or give a comma list (with edit, it replaces them, "" removes them;
+    /// continuity is kept).
+    #[arg(long, value_name = "JOB", value_delimiter = ',')]
+    pub context_from: Option<Vec<String>>,
+    /// The only toolsets or tools the job's agent gets, a comma list (terminal, file,
+    /// web, skills, todo, code_execution, an MCP server's name…); none for no tool at
+    /// all (with edit, "" gives every tool again).
+    #[arg(long, value_name = "LIST")]
+    pub toolsets: Option<String>,
     /// Run each time a run of job JOB (id or name) ends with the --on outcome; with
     /// edit, "" removes the chain.
     #[arg(long, value_name = "JOB")]

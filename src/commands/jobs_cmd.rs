@@ -121,10 +121,19 @@ fn window(fields: &mut JobFields) -> WindowTexts {
     }
 }
 
+/// `--toolsets` as the job takes it: `None` not given, `Some(None)` every tool.
+fn toolsets(fields: &JobFields) -> Result<Option<Option<Vec<String>>>, CliError> {
+    let Some(text) = &fields.toolsets else {
+        return Ok(None);
+    };
+    Ok(Some(jobs::reach::toolsets_text(text)?))
+}
+
 pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
     let window = window(&mut fields);
+    let toolsets = toolsets(&fields)?;
     // The command line's parse settled that a schedule was given (cli::parse_from).
     let schedule = args.schedule.unwrap_or_default();
     let given = schedule.clone();
@@ -151,6 +160,8 @@ pub async fn add(session: &Session, args: AddArgs) -> Result<(), CliError> {
         overlap: fields.overlap,
         sandbox: fields.sandbox,
         continuity: args.continuity,
+        context_from: fields.context_from.unwrap_or_default(),
+        enabled_toolsets: toolsets.flatten(),
         pin: args.pin,
         origin: args.origin,
         caps,
@@ -170,6 +181,7 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
     let mut fields = args.fields;
     let caps = caps(&mut fields);
     let window = window(&mut fields);
+    let toolsets = toolsets(&fields)?;
     let given = args.schedule.clone();
     let edit = JobEdit {
         schedule: args.schedule,
@@ -199,6 +211,8 @@ pub async fn edit(session: &Session, args: EditArgs) -> Result<(), CliError> {
         overlap: fields.overlap,
         sandbox: fields.sandbox,
         continuity: choice(args.continuity, args.no_continuity),
+        context_from: fields.context_from,
+        enabled_toolsets: toolsets,
         pin: choice(args.pin, args.unpin),
         caps,
         after: fields.after,

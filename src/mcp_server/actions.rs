@@ -263,6 +263,8 @@ impl Cron {
             monitor_script,
             monitor_url,
             continuity: args.continuity.unwrap_or(false),
+            context_from: args.context_from_list()?.unwrap_or_default(),
+            enabled_toolsets: args.toolsets()?.flatten(),
             pin: args.pinned.unwrap_or(false),
             origin,
             overlap: args.overlap.clone(),
@@ -330,6 +332,8 @@ impl Cron {
             monitor_script,
             monitor_url,
             continuity: args.continuity,
+            context_from: args.context_from_list()?,
+            enabled_toolsets: args.toolsets()?,
             pin: args.pinned,
             caps: args.caps()?,
             after: after.0,
@@ -502,6 +506,15 @@ pub fn format_job(job: &Job, ctx: &Context) -> Value {
     }
     if job.continuity() {
         out["continuity"] = json!(true);
+    }
+    // The other jobs it reads, as Hermes 0.22 shows them (its own id counts as itself).
+    let others: Vec<String> = job
+        .context_from()
+        .into_iter()
+        .filter(|r| !r.eq_ignore_ascii_case("self") && r != job.id())
+        .collect();
+    if !others.is_empty() {
+        out["context_from"] = json!(others);
     }
     out
 }

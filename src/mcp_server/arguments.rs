@@ -21,6 +21,10 @@ pub enum ArgumentError {
     FailureDeliver(Value),
     #[error("Invalid jitter {0}: give a duration such as '5m', or a whole number of seconds")]
     Jitter(Value),
+    #[error("Invalid context_from {0}: use a list of job ids, e.g. [\"a1b2c3d4e5f6\"]")]
+    ContextFrom(Value),
+    #[error("Invalid enabled_toolsets {0}: use a list of toolset names, e.g. [\"web\", \"file\"], or [] for no tool")]
+    Toolsets(Value),
     /// A spending cap that is not a number (the lifecycle judges the number).
     #[error("Invalid argument: {0}")]
     Cap(String),
@@ -93,6 +97,12 @@ pub struct Arguments {
     pub until: Option<String>,
     /// A span (`"5m"`) or whole seconds.
     pub jitter: Option<Value>,
+    /// Jobs whose newest output each run is given: a list of ids (one id as a text
+    /// too, as Hermes 0.22 takes it).
+    pub context_from: Option<Value>,
+    /// The only toolsets the job's agent gets; `[]` none. On update `""` gives every
+    /// tool again.
+    pub enabled_toolsets: Option<Value>,
 }
 
 impl Arguments {
@@ -103,6 +113,44 @@ impl Arguments {
             path: e.path().to_string(),
             reason: e.into_inner().to_string(),
         })
+    }
+
+    /// `context_from` as a list of references (`None`: not given).
+    pub fn context_from_list(&self) -> Result<Option<Vec<String>>, ArgumentError> {
+        match &self.context_from {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(one)) => Ok(Some(vec![one.clone()])),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(text) => Ok(text.clone()),
+                    other => Err(ArgumentError::ContextFrom(other.clone())),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(other) => Err(ArgumentError::ContextFrom(other.clone())),
+        }
+    }
+
+    /// `enabled_toolsets`: `None` not given, `Some(None)` every tool (`""`),
+    /// `Some(Some(names))` only those (`[]`: none; a comma text is read as its list).
+    pub fn toolsets(&self) -> Result<Option<Option<Vec<String>>>, ArgumentError> {
+        match &self.enabled_toolsets {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) if text.trim().is_empty() => Ok(Some(None)),
+            Some(Value::String(text)) => {
+                Ok(Some(Some(text.split(',').map(str::to_string).collect())))
+            }
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| match item {
+                    Value::String(text) => Ok(text.clone()),
+                    other => Err(ArgumentError::Toolsets(other.clone())),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(|names| Some(Some(names))),
+            Some(other) => Err(ArgumentError::Toolsets(other.clone())),
+        }
     }
 
     /// `repeat` as the lifecycle reads it: a count, or "forever" for 0 and below

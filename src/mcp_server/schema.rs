@@ -60,7 +60,7 @@ pub fn cronjob_tool() -> Tool {
 /// The tool's arguments: a flat object whose only required key is `action`.
 pub fn input_schema() -> Map<String, Value> {
     let platforms: Vec<&str> = Platform::ALL.iter().map(|p| p.as_str()).collect();
-    let properties = json!({
+    let mut properties = json!({
         "action": {
             "type": "string",
             "enum": ACTIONS,
@@ -152,6 +152,23 @@ pub fn input_schema() -> Map<String, Value> {
             "required": ["platform", "chat_id"]
         }
     });
+    // Hermes 0.22's tool takes these too (a second json! keeps the macro's recursion
+    // within its limit).
+    let reach = json!({
+        "context_from": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "For create and update: ids of jobs whose newest output each run is given as context (job A collects, job B works on it). For the job's own previous output use continuity. On update, the list replaces the jobs named before; [] removes them."
+        },
+        "enabled_toolsets": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "For create and update: the only toolsets the job's agent gets, e.g. [\"web\", \"file\"] (terminal, file, web, skills, todo, code_execution, or an MCP server's name). Omit for every tool. [] allows no tool at all."
+        }
+    });
+    if let (Some(all), Value::Object(more)) = (properties.as_object_mut(), reach) {
+        all.extend(more);
+    }
     let mut schema = Map::new();
     schema.insert("type".into(), json!("object"));
     schema.insert("properties".into(), properties);

@@ -575,3 +575,136 @@ fn an_http_server_that_refuses_the_headers_is_named_in_the_output() {
     assert!(doc.contains(&note), "{doc}");
     assert!(!model.offered().iter().any(|n| n.starts_with("mcp__")));
 }
+
+/// The user text of a request: what the run's prompt became.
+fn user_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+#[test]
+fn toolsets_and_context_from_are_set_by_add_and_edit_and_obeyed_by_the_run() {
+    let model = Model::start(vec![
+        answer("Headline: rates unchanged."),
+        answer("Digest."),
+    ]);
+    let hermes = home(&model, "");
+    let collector = hermes.add("every 1h", "Collect the news", &["--name", "collector"]);
+    hermes.cron(&["run", &collector]).ok();
+    let digest = hermes.add(
+        "every 1h",
+        "Write the digest",
+        &["--context-from", "collector", "--toolsets", "web, file"],
+    );
+    let stored = hermes.job(&digest);
+    assert_eq!(
+        stored["context_from"],
+        json!([collector]),
+        "the name is stored as the id"
+    );
+    assert_eq!(stored["enabled_toolsets"], json!(["web", "file"]));
+    hermes.cron(&["run", &digest]).ok();
+    let requests = model.requests();
+    let asked = &requests[1];
+    let offered: Vec<&str> = asked["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        offered,
+        [
+            "read_file",
+            "write_file",
+            "patch",
+            "list_directory",
+            "search_files",
+            "web_fetch"
+        ]
+    );
+    assert!(
+        user_text(asked).contains("Headline: rates unchanged."),
+        "{}",
+        user_text(asked)
+    );
+
+    // Edit: continuity joins the other job; none allows no tool; "" every tool again.
+    hermes
+        .cron(&["edit", &digest, "--continuity", "--toolsets", "none"])
+        .ok();
+    let stored = hermes.job(&digest);
+    assert_eq!(stored["context_from"], json!([collector, "self"]));
+    assert_eq!(stored["enabled_toolsets"], json!([]));
+    hermes
+        .cron(&["edit", &digest, "--context-from", "", "--toolsets", ""])
+        .ok();
+    let stored = hermes.job(&digest);
+    assert_eq!(
+        stored["context_from"],
+        json!(["self"]),
+        "continuity is kept"
+    );
+    assert_eq!(stored["enabled_toolsets"], Value::Null);
+
+    // A job that does not exist is refused in one line, and nothing changes.
+    let before = hermes.store_bytes();
+    let refused = hermes.cron(&["edit", &digest, "--context-from", "nosuch"]);
+    assert_ne!(refused.code, Some(0));
+    assert_eq!(
+        refused.stderr.trim(),
+        "error: context_from names no job: 'nosuch'. Run 'hermes cron list --all' to see job IDs"
+    );
+    assert_eq!(hermes.store_bytes(), before);
+}
+
+#[test]
+fn the_mcp_tool_sets_toolsets_and_context_from_as_hermes_0_22_s_tool_does() {
+    let hermes = Hermes::new();
+    let collector = hermes.add("every 1h", "Collect the news", &["--name", "collector"]);
+    let out = crate::mcp_server::client(
+        &hermes,
+        json!([
+            {"action": "create", "schedule": "every 2h", "prompt": "Write the digest",
+             "context_from": ["collector"], "enabled_toolsets": []},
+            {"action": "create", "schedule": "every 2h", "prompt": "Other",
+             "context_from": ["nosuch"]},
+        ]),
+    );
+    let results = out["results"].as_array().unwrap();
+    let created = &results[0]["reply"];
+    assert_eq!(created["job"]["context_from"], json!([collector]));
+    assert_eq!(created["job"]["enabled_toolsets"], json!([]));
+    let id = created["job_id"].as_str().unwrap().to_string();
+    assert_eq!(hermes.job(&id)["enabled_toolsets"], json!([]));
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        results[1]["reply"]
+            .to_string()
+            .contains("context_from names no job: 'nosuch'"),
+        "{}",
+        results[1]["reply"]
+    );
+    assert_eq!(hermes.jobs().len(), 2, "the refused job was not stored");
+
+    let out = crate::mcp_server::client(
+        &hermes,
+        json!([
+            {"action": "update", "job_id": id, "context_from": [], "enabled_toolsets": ["web"]},
+            {"action": "update", "job_id": id, "enabled_toolsets": ""},
+        ]),
+    );
+    let results = out["results"].as_array().unwrap();
+    assert_eq!(
+        results[0]["reply"]["job"]["enabled_toolsets"],
+        json!(["web"])
+    );
+    assert_eq!(results[0]["reply"]["job"]["context_from"], Value::Null);
+    assert_eq!(hermes.job(&id)["context_from"], Value::Null);
+    assert_eq!(hermes.job(&id)["enabled_toolsets"], Value::Null);
+}

@@ -19,4 +19,5 @@ pub mod field_table;
 pub mod fields;
 pub mod job;
 pub mod overlap;
+pub mod reach;
 pub mod window;

@@ -301,12 +301,22 @@ impl Job {
         } else if !on {
             refs.retain(|r| !r.eq_ignore_ascii_case("self"));
         }
+        self.set_context_from(refs);
+    }
+
+    /// `context_from` as given (ids and `"self"`), null once empty.
+    pub fn set_context_from(&mut self, refs: Vec<String>) {
         let value = if refs.is_empty() {
             Value::Null
         } else {
             json!(refs)
         };
         self.set("context_from", value);
+    }
+
+    /// `enabled_toolsets`: `None` (null) allows every tool, an empty list none.
+    pub fn set_enabled_toolsets(&mut self, names: Option<Vec<String>>) {
+        self.set("enabled_toolsets", json!(names));
     }
 
     pub fn set_no_agent(&mut self, no_agent: bool) {

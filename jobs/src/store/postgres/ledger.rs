@@ -73,7 +73,9 @@ impl RunLedger for PgStore {
     /// A run that ended is recorded even when its end falls in a failover: while the
     /// database cannot be reached, or answers that it is shutting down or read-only (a
     /// standby not promoted yet), the write is tried again every half second for up to
-    /// 30 s (it sets the row to the same values each time; `patience.rs`).
+    /// 30 s (it sets the row to the same values each time; `patience.rs`). Only a row
+    /// this process claimed is written: after an asynchronous failover the new primary
+    /// may have lost the row and given its id to another run.
     async fn finish_run(
         &self,
         run: i64,
@@ -92,7 +94,7 @@ impl RunLedger for PgStore {
                         "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
                              error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
                              output = $7, cost_usd = $8, model = $9
-                         WHERE id = $1",
+                         WHERE id = $1 AND instance = $11",
                         &[
                             &run,
                             &status.as_str(),
@@ -104,6 +106,7 @@ impl RunLedger for PgStore {
                             &end.cost_usd,
                             &end.model,
                             &pinned,
+                            &self.instance,
                         ],
                     )
                     .await
