@@ -219,6 +219,16 @@ fn new_job(body: &Map<String, Value>) -> Result<NewJob, Failure> {
         window: window_of(body, false)?,
         overlap: text(body, "overlap")?,
         sandbox: text(body, "sandbox")?,
+        context_from: body
+            .get("context_from")
+            .map(jobs::reach::refs_json)
+            .transpose()?
+            .unwrap_or_default(),
+        enabled_toolsets: body
+            .get("enabled_toolsets")
+            .map(jobs::reach::toolsets_json)
+            .transpose()?
+            .flatten(),
         ..NewJob::default()
     })
 }
@@ -271,6 +281,14 @@ fn dashboard_edit(updates: &Map<String, Value>) -> Result<(JobEdit, Option<bool>
     // `''` clears the override: failures follow `deliver` again (Hermes 0.22).
     edit.failure_deliver = cleared("failure_deliver")?;
     edit.no_agent = updates.get("no_agent").and_then(Value::as_bool);
+    edit.context_from = updates
+        .get("context_from")
+        .map(jobs::reach::refs_json)
+        .transpose()?;
+    edit.enabled_toolsets = updates
+        .get("enabled_toolsets")
+        .map(jobs::reach::toolsets_json)
+        .transpose()?;
     Ok((edit, enabled))
 }
 

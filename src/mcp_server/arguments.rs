@@ -119,16 +119,9 @@ impl Arguments {
     pub fn context_from_list(&self) -> Result<Option<Vec<String>>, ArgumentError> {
         match &self.context_from {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(one)) => Ok(Some(vec![one.clone()])),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| match item {
-                    Value::String(text) => Ok(text.clone()),
-                    other => Err(ArgumentError::ContextFrom(other.clone())),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(other) => Err(ArgumentError::ContextFrom(other.clone())),
+            Some(value) => jobs::reach::refs_json(value)
+                .map(Some)
+                .map_err(|_| ArgumentError::ContextFrom(value.clone())),
         }
     }
 
@@ -137,19 +130,9 @@ impl Arguments {
     pub fn toolsets(&self) -> Result<Option<Option<Vec<String>>>, ArgumentError> {
         match &self.enabled_toolsets {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) if text.trim().is_empty() => Ok(Some(None)),
-            Some(Value::String(text)) => {
-                Ok(Some(Some(text.split(',').map(str::to_string).collect())))
-            }
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| match item {
-                    Value::String(text) => Ok(text.clone()),
-                    other => Err(ArgumentError::Toolsets(other.clone())),
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(|names| Some(Some(names))),
-            Some(other) => Err(ArgumentError::Toolsets(other.clone())),
+            Some(value) => jobs::reach::toolsets_json(value)
+                .map(Some)
+                .map_err(|_| ArgumentError::Toolsets(value.clone())),
         }
     }
 

@@ -767,6 +767,59 @@ fn the_dashboard_routes_take_the_key_in_their_header_and_answer_bare_objects() {
 }
 
 #[test]
+fn the_dashboard_routes_set_toolsets_and_context_from_as_the_cli_does() {
+    let hermes = Hermes::new();
+    let collector = hermes.add("every 1h", "Collect the news", &["--name", "collector"]);
+    let api = serve(&hermes, &[]);
+    let session = [("Authorization", ""), ("X-Hermes-Session-Token", KEY)];
+    let created = api.send(
+        "POST",
+        "/api/cron/jobs",
+        &session,
+        r#"{"schedule": "every 1h", "prompt": "digest", "context_from": ["collector"], "enabled_toolsets": []}"#,
+    );
+    assert_eq!(created.status, 200, "{}", created.body);
+    let id = created.json()["id"].as_str().unwrap().to_string();
+    assert_eq!(hermes.job(&id)["context_from"], json!([collector]));
+    assert_eq!(hermes.job(&id)["enabled_toolsets"], json!([]));
+    let put = api.send(
+        "PUT",
+        &format!("/api/cron/jobs/{id}"),
+        &session,
+        r#"{"updates": {"context_from": [], "enabled_toolsets": ["web"]}}"#,
+    );
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(hermes.job(&id)["context_from"], Value::Null);
+    assert_eq!(hermes.job(&id)["enabled_toolsets"], json!(["web"]));
+    // The same bad input gets the CLI's answer, and nothing is stored.
+    let before = hermes.store_bytes();
+    let refused = api.send(
+        "PUT",
+        &format!("/api/cron/jobs/{id}"),
+        &session,
+        r#"{"updates": {"context_from": ["nosuch"]}}"#,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.json()["detail"],
+        "context_from names no job: 'nosuch'. Run 'hermes cron list --all' to see job IDs"
+    );
+    let cli = hermes.cron(&["edit", &id, "--context-from", "nosuch"]);
+    assert_eq!(
+        cli.stderr.trim(),
+        format!("error: {}", refused.json()["detail"].as_str().unwrap())
+    );
+    let wrong = api.send(
+        "PUT",
+        &format!("/api/cron/jobs/{id}"),
+        &session,
+        r#"{"updates": {"enabled_toolsets": [1]}}"#,
+    );
+    assert_eq!(wrong.status, 400, "{}", wrong.body);
+    assert_eq!(hermes.store_bytes(), before);
+}
+
+#[test]
 fn health_answers_without_a_key_and_ours_routes_need_one() {
     let hermes = Hermes::new();
     let api = serve(&hermes, &[]);

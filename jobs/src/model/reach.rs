@@ -3,6 +3,8 @@
 //! model tool and dashboard set both; `hermes cron add`/`edit`, our REST routes and the
 //! MCP tool set them through here, so every door gives the same answer.
 
+use serde_json::Value;
+
 use crate::lifecycle::{find_job, JobError};
 use crate::model::job::{Context, Job};
 use crate::store::Store;
@@ -41,6 +43,50 @@ pub fn toolsets_text(text: &str) -> Result<Option<Vec<String>>, JobError> {
             toolsets(&names).map(Some)
         }
     }
+}
+
+/// `enabled_toolsets` as a JSON door sends it: a list of names (`[]`: none), or a comma
+/// text; `null` and `""` allow every tool again.
+pub fn toolsets_json(value: &Value) -> Result<Option<Vec<String>>, JobError> {
+    match value {
+        Value::Null => Ok(None),
+        Value::String(text) if text.trim().is_empty() => Ok(None),
+        Value::String(text) => {
+            let names: Vec<String> = text.split(',').map(str::to_string).collect();
+            toolsets(&names).map(Some)
+        }
+        Value::Array(_) => toolsets(&texts(value, "enabled_toolsets")?).map(Some),
+        _ => Err(JobError::Invalid(
+            "enabled_toolsets must be a list of toolset names, e.g. [\"web\", \"file\"], or [] for no tool".into(),
+        )),
+    }
+}
+
+/// `context_from` as a JSON door sends it: a list of job ids or names, one as a text,
+/// or `null` (none).
+pub fn refs_json(value: &Value) -> Result<Vec<String>, JobError> {
+    match value {
+        Value::Null => Ok(Vec::new()),
+        Value::String(one) => Ok(vec![one.clone()]),
+        Value::Array(_) => texts(value, "context_from"),
+        _ => Err(JobError::Invalid(
+            "context_from must be a list of job ids, e.g. [\"a1b2c3d4e5f6\"]".into(),
+        )),
+    }
+}
+
+/// The texts of a JSON list; anything else in it is refused, naming `key`.
+fn texts(list: &Value, key: &str) -> Result<Vec<String>, JobError> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| match item {
+            Value::String(text) => Ok(text.clone()),
+            other => Err(JobError::Invalid(format!(
+                "{key} must hold texts only, not {other}"
+            ))),
+        })
+        .collect()
 }
 
 /// `context_from` references as stored: each job, named by its id or exact name, as its
@@ -137,5 +183,21 @@ mod tests {
         );
         assert_eq!(toolsets_text("None").unwrap(), Some(Vec::new()));
         assert_eq!(toolsets_text("  ").unwrap(), None);
+    }
+
+    #[test]
+    fn json_doors_send_lists_texts_or_null() {
+        use serde_json::json;
+        assert_eq!(toolsets_json(&json!([])).unwrap(), Some(Vec::new()));
+        assert_eq!(
+            toolsets_json(&json!("web,file")).unwrap(),
+            Some(names(&["web", "file"]))
+        );
+        assert_eq!(toolsets_json(&json!(null)).unwrap(), None);
+        assert!(toolsets_json(&json!([1])).is_err());
+        assert!(toolsets_json(&json!(true)).is_err());
+        assert_eq!(refs_json(&json!("a1")).unwrap(), ["a1"]);
+        assert_eq!(refs_json(&json!(["a1", "b2"])).unwrap(), ["a1", "b2"]);
+        assert!(refs_json(&json!({"job": "a1"})).is_err());
     }
 }
