@@ -8,6 +8,8 @@
 
 mod actions;
 mod arguments;
+#[cfg(test)]
+mod field_arguments;
 pub mod lines;
 mod schema;
 
