@@ -175,6 +175,7 @@ impl Scheduler {
             cost_usd: spent.cost_usd,
             model: spent.model.clone(),
             output: output.clone(),
+            identity: Some(claimed.identity(started)),
         };
         if let Err(e) = self
             .store()

@@ -41,6 +41,18 @@ pub struct ClaimedRun {
 }
 
 impl ClaimedRun {
+    /// Who this run is in the ledger, so that a store that lost its row (an
+    /// asynchronous database failover) can record it again.
+    pub fn identity(&self, started: DateTime<Utc>) -> jobs::ledger::RunIdentity {
+        jobs::ledger::RunIdentity {
+            job_id: self.job.id().to_string(),
+            occurrence: self.occurrence(),
+            scheduled_at: self.scheduled_at,
+            started_at: started,
+            source: self.source,
+        }
+    }
+
     /// `<job_id>@<instant>`, `<job_id>@manual-<claimed at>` or
     /// `<job_id>@after-<upstream run>`: the ledger's key.
     pub fn occurrence(&self) -> String {

@@ -312,6 +312,7 @@ impl Scheduler {
             cost_usd: run.outcome.cost_usd,
             model: run.outcome.model.clone(),
             output: output.clone(),
+            identity: Some(claimed.identity(started)),
         };
         let finished = self.now();
         if let Err(e) = self

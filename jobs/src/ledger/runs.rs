@@ -89,6 +89,20 @@ pub struct RunEnd {
     pub model: Option<String>,
     /// Where the run's output document was saved (as the store's `save_output` said).
     pub output: Option<String>,
+    /// Who the run was, for a store that may have lost its row (PostgreSQL after an
+    /// asynchronous failover) and records it again; `None` for an end that only
+    /// updates a row (a run skipped, cancelled before it started…).
+    pub identity: Option<RunIdentity>,
+}
+
+/// A run's ledger identity: what its row said before it started.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunIdentity {
+    pub job_id: String,
+    pub occurrence: String,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    pub started_at: DateTime<Utc>,
+    pub source: RunSource,
 }
 
 /// Which runs a cancel request is for: every running run of a job, or one run.

@@ -73,9 +73,11 @@ impl RunLedger for PgStore {
     /// A run that ended is recorded even when its end falls in a failover: while the
     /// database cannot be reached, or answers that it is shutting down or read-only (a
     /// standby not promoted yet), the write is tried again every half second for up to
-    /// 30 s (it sets the row to the same values each time; `patience.rs`). Only a row
-    /// this process claimed is written: after an asynchronous failover the new primary
-    /// may have lost the row and given its id to another run.
+    /// 30 s (it sets the row to the same values each time; `patience.rs`). Only the row
+    /// this process claimed is written. When it is gone — an asynchronous failover lost
+    /// it with the old primary, and maybe gave its id to another run — the run is
+    /// recorded again from its identity, unless its occurrence has a row already (it
+    /// was claimed again there).
     async fn finish_run(
         &self,
         run: i64,
@@ -89,32 +91,14 @@ impl RunLedger for PgStore {
         let patience = Patience::start();
         loop {
             let written = match self.client().await {
-                Ok(client) => client
-                    .execute(
-                        "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
-                             error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
-                             output = $7, cost_usd = $8, model = $9
-                         WHERE id = $1 AND instance = $11",
-                        &[
-                            &run,
-                            &status.as_str(),
-                            &end.error,
-                            &end.delivery,
-                            &end.prompt_tokens,
-                            &end.completion_tokens,
-                            &end.output,
-                            &end.cost_usd,
-                            &end.model,
-                            &pinned,
-                            &self.instance,
-                        ],
-                    )
-                    .await
-                    .map_err(|e| self.failed(e)),
+                Ok(client) => {
+                    self.try_finish_run(&client, run, &status, pinned, end)
+                        .await
+                }
                 Err(e) => Err(Failed::unreachable(e)),
             };
             match written {
-                Ok(_) => return Ok(()),
+                Ok(()) => return Ok(()),
                 Err(failed) => patience.after(failed).await?,
             }
         }
@@ -409,5 +393,83 @@ impl RunLedger for PgStore {
         .map_err(|e| self.fail(e))?;
         tx.commit().await.map_err(|e| self.fail(e))?;
         Ok(at.map(|at| (id, at)))
+    }
+}
+
+impl PgStore {
+    /// One attempt at [`RunLedger::finish_run`].
+    async fn try_finish_run(
+        &self,
+        client: &deadpool_postgres::Object,
+        run: i64,
+        status: &RunStatus,
+        pinned: Option<DateTime<Utc>>,
+        end: &RunEnd,
+    ) -> Result<(), Failed> {
+        let updated = client
+            .execute(
+                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                     error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
+                     output = $7, cost_usd = $8, model = $9
+                 WHERE id = $1 AND instance = $11",
+                &[
+                    &run,
+                    &status.as_str(),
+                    &end.error,
+                    &end.delivery,
+                    &end.prompt_tokens,
+                    &end.completion_tokens,
+                    &end.output,
+                    &end.cost_usd,
+                    &end.model,
+                    &pinned,
+                    &self.instance,
+                ],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        let Some(who) = end.identity.as_ref().filter(|_| updated == 0) else {
+            return Ok(());
+        };
+        let again = client
+            .execute(
+                "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
+                     instance, host, pid, status, started_at, finished_at, error, delivery,
+                     prompt_tokens, completion_tokens, output, cost_usd, model)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), $11, $12,
+                     $13, $14, $15, $16, $17)
+                 ON CONFLICT DO NOTHING",
+                &[
+                    &who.job_id,
+                    &who.occurrence,
+                    &who.scheduled_at,
+                    &who.source.as_str(),
+                    &self.instance,
+                    &self.owner.host,
+                    &i64::from(self.owner.pid),
+                    &status.as_str(),
+                    &who.started_at,
+                    &pinned,
+                    &end.error,
+                    &end.delivery,
+                    &end.prompt_tokens,
+                    &end.completion_tokens,
+                    &end.output,
+                    &end.cost_usd,
+                    &end.model,
+                ],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        tracing::warn!(
+            occurrence = %who.occurrence,
+            "the run's ledger row was gone from the database (lost in a failover?): {}",
+            if again == 1 {
+                "recorded it again"
+            } else {
+                "its occurrence was claimed again there, so that row stands"
+            }
+        );
+        Ok(())
     }
 }

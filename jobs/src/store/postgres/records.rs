@@ -10,6 +10,7 @@ use deadpool_postgres::GenericClient;
 use serde_json::Value;
 use tokio_postgres::Row;
 
+use super::patience::{Failed, Patience};
 use super::{columns, job_of, PgStore, CHANNEL, CLAIM_BATCH, LEASE};
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::fields::Layout;
@@ -87,10 +88,11 @@ impl JobRecords for PgStore {
         Ok(job)
     }
 
-    /// One attempt, unlike the run's ledger row and output: after an asynchronous
-    /// failover the new primary may have lost the run's claim, and writing the outcome
-    /// there would complete a job whose occurrence the new primary rightly runs again
-    /// (docs/STORE.md, "Database failover").
+    /// The outcome of finished runs is written even when it falls in a failover, as
+    /// their ledger rows are (`patience.rs`): each attempt reads the jobs afresh in its
+    /// own transaction and applies `change` to them, so nothing is applied twice. After
+    /// an asynchronous failover the run's ledger row is recorded again too
+    /// (`finish_run`), so the outcome written here matches a row.
     async fn update_jobs(
         &self,
         ctx: &Context,
@@ -98,26 +100,10 @@ impl JobRecords for PgStore {
         mut change: BatchChange,
     ) -> Result<(), StoreError> {
         let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-        let mut client = self.client().await?;
-        let tx = client.transaction().await.map_err(|e| self.fail(e))?;
-        let rows = tx
-            .query(
-                "SELECT record FROM hermes_cron_jobs WHERE id = ANY($1)
-                 ORDER BY position FOR UPDATE",
-                &[&ids],
-            )
-            .await
-            .map_err(|e| self.fail(e))?;
-        let mut jobs = rows
-            .iter()
-            .map(|row| job_of(row, "record"))
-            .collect::<Result<Vec<Job>, StoreError>>()?;
-        for job in &mut jobs {
-            job.heal(ctx);
-            change(job);
+        let patience = Patience::start();
+        while let Err(failed) = self.try_update_jobs(ctx, &ids, &mut change).await {
+            patience.after(failed).await?;
         }
-        self.write_jobs(&tx, &jobs, ctx).await?;
-        tx.commit().await.map_err(|e| self.fail(e))?;
         self.changed();
         Ok(())
     }
@@ -684,4 +670,35 @@ fn handed_over(row: &Row, ctx: &Context) -> Result<Occurrence, StoreError> {
         },
         claimed: Claimed::Run { run: row.get("id") },
     })
+}
+
+impl PgStore {
+    /// One attempt at [`JobRecords::update_jobs`], in one transaction.
+    async fn try_update_jobs(
+        &self,
+        ctx: &Context,
+        ids: &[&str],
+        change: &mut BatchChange,
+    ) -> Result<(), Failed> {
+        let mut client = self.client().await.map_err(Failed::unreachable)?;
+        let tx = client.transaction().await.map_err(|e| self.failed(e))?;
+        let rows = tx
+            .query(
+                "SELECT record FROM hermes_cron_jobs WHERE id = ANY($1)
+                 ORDER BY position FOR UPDATE",
+                &[&ids],
+            )
+            .await
+            .map_err(|e| self.failed(e))?;
+        let mut jobs = rows
+            .iter()
+            .map(|row| job_of(row, "record"))
+            .collect::<Result<Vec<Job>, StoreError>>()?;
+        for job in &mut jobs {
+            job.heal(ctx);
+            change(job);
+        }
+        self.write_jobs(&tx, &jobs, ctx).await?;
+        tx.commit().await.map_err(|e| self.failed(e))
+    }
 }
