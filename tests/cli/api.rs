@@ -792,7 +792,7 @@ fn the_dashboard_routes_set_toolsets_and_context_from_as_the_cli_does() {
     assert_eq!(hermes.job(&id)["context_from"], Value::Null);
     assert_eq!(hermes.job(&id)["enabled_toolsets"], json!(["web"]));
     // The same bad input gets the CLI's answer, and nothing is stored.
-    let before = hermes.store_bytes();
+    let before = hermes.jobs();
     let refused = api.send(
         "PUT",
         &format!("/api/cron/jobs/{id}"),
@@ -816,7 +816,7 @@ fn the_dashboard_routes_set_toolsets_and_context_from_as_the_cli_does() {
         r#"{"updates": {"enabled_toolsets": [1]}}"#,
     );
     assert_eq!(wrong.status, 400, "{}", wrong.body);
-    assert_eq!(hermes.store_bytes(), before);
+    assert_eq!(hermes.jobs(), before);
 }
 
 #[test]

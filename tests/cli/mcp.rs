@@ -653,14 +653,14 @@ fn toolsets_and_context_from_are_set_by_add_and_edit_and_obeyed_by_the_run() {
     assert_eq!(stored["enabled_toolsets"], Value::Null);
 
     // A job that does not exist is refused in one line, and nothing changes.
-    let before = hermes.store_bytes();
+    let before = hermes.jobs();
     let refused = hermes.cron(&["edit", &digest, "--context-from", "nosuch"]);
     assert_ne!(refused.code, Some(0));
     assert_eq!(
         refused.stderr.trim(),
         "error: context_from names no job: 'nosuch'. Run 'hermes cron list --all' to see job IDs"
     );
-    assert_eq!(hermes.store_bytes(), before);
+    assert_eq!(hermes.jobs(), before);
 }
 
 #[test]
