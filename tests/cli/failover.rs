@@ -9,13 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::postgres::{generated_store, marks, wait_for, Daemon, Host};
+use crate::postgres::{generated_store, marks, pg_ctl, wait_for, Daemon, Host};
 use crate::support::succeeded;
 
 /// The lease after which a dead host's claims go to others (jobs' `LEASE`).
@@ -74,25 +74,8 @@ impl Pair {
     }
 
     fn promote_standby(&self) {
-        let bin = std::fs::read_dir("/usr/lib/postgresql")
-            .unwrap()
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("bin/pg_ctl"))
-            .find(|p| p.exists())
-            .unwrap();
-        let status = Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(bin)
-            .args([
-                "-D",
-                self.standby.join("data").to_str().unwrap(),
-                "-w",
-                "promote",
-            ])
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success(), "the standby was not promoted");
+        let data = self.standby.join("data");
+        pg_ctl(&["-D", data.to_str().unwrap(), "-w", "promote"]);
     }
 }
 

@@ -346,7 +346,7 @@ fn own_cluster() -> (PathBuf, String) {
 }
 
 /// Runs `pg_ctl` of the installed PostgreSQL as the `postgres` user.
-fn pg_ctl(args: &[&str]) {
+pub(crate) fn pg_ctl(args: &[&str]) {
     let bin = std::fs::read_dir("/usr/lib/postgresql")
         .unwrap()
         .filter_map(Result::ok)

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::GenericClient;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use super::patience::{Failed, Patience};
@@ -406,58 +407,53 @@ impl PgStore {
         pinned: Option<DateTime<Utc>>,
         end: &RunEnd,
     ) -> Result<(), Failed> {
+        // What the end says, in the order both statements below take it.
+        let status = status.as_str();
+        let ended: [&(dyn ToSql + Sync); 9] = [
+            &status,
+            &pinned,
+            &end.error,
+            &end.delivery,
+            &end.prompt_tokens,
+            &end.completion_tokens,
+            &end.output,
+            &end.cost_usd,
+            &end.model,
+        ];
+        let mine: [&(dyn ToSql + Sync); 2] = [&run, &self.instance];
         let updated = client
             .execute(
-                "UPDATE hermes_cron_runs SET status = $2, finished_at = COALESCE($10, now()),
+                "UPDATE hermes_cron_runs SET status = $1, finished_at = COALESCE($2, now()),
                      error = $3, delivery = $4, prompt_tokens = $5, completion_tokens = $6,
                      output = $7, cost_usd = $8, model = $9
-                 WHERE id = $1 AND instance = $11",
-                &[
-                    &run,
-                    &status.as_str(),
-                    &end.error,
-                    &end.delivery,
-                    &end.prompt_tokens,
-                    &end.completion_tokens,
-                    &end.output,
-                    &end.cost_usd,
-                    &end.model,
-                    &pinned,
-                    &self.instance,
-                ],
+                 WHERE id = $10 AND instance = $11",
+                &[&ended[..], &mine[..]].concat(),
             )
             .await
             .map_err(|e| self.failed(e))?;
         let Some(who) = end.identity.as_ref().filter(|_| updated == 0) else {
             return Ok(());
         };
+        let source = who.source.as_str();
+        let pid = i64::from(self.owner.pid);
+        let identity: [&(dyn ToSql + Sync); 7] = [
+            &who.job_id,
+            &who.occurrence,
+            &who.scheduled_at,
+            &source,
+            &self.instance,
+            &self.owner.host,
+            &pid,
+        ];
         let again = client
             .execute(
-                "INSERT INTO hermes_cron_runs (job_id, occurrence, scheduled_at, source,
-                     instance, host, pid, status, started_at, finished_at, error, delivery,
-                     prompt_tokens, completion_tokens, output, cost_usd, model)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10, now()), $11, $12,
-                     $13, $14, $15, $16, $17)
+                "INSERT INTO hermes_cron_runs (status, finished_at, error, delivery,
+                     prompt_tokens, completion_tokens, output, cost_usd, model,
+                     job_id, occurrence, scheduled_at, source, instance, host, pid, started_at)
+                 VALUES ($1, COALESCE($2, now()), $3, $4, $5, $6, $7, $8, $9,
+                     $10, $11, $12, $13, $14, $15, $16, $17)
                  ON CONFLICT DO NOTHING",
-                &[
-                    &who.job_id,
-                    &who.occurrence,
-                    &who.scheduled_at,
-                    &who.source.as_str(),
-                    &self.instance,
-                    &self.owner.host,
-                    &i64::from(self.owner.pid),
-                    &status.as_str(),
-                    &who.started_at,
-                    &pinned,
-                    &end.error,
-                    &end.delivery,
-                    &end.prompt_tokens,
-                    &end.completion_tokens,
-                    &end.output,
-                    &end.cost_usd,
-                    &end.model,
-                ],
+                &[&ended[..], &identity[..], &[&who.started_at]].concat(),
             )
             .await
             .map_err(|e| self.failed(e))?;

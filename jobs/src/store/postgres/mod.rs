@@ -364,6 +364,18 @@ fn job_of(row: &Row, column: &str) -> Result<Job, StoreError> {
     }
 }
 
+/// The job records of `rows` (their `record` column), each healed as every read of a
+/// job to change it is.
+fn healed_jobs(rows: &[Row], ctx: &Context) -> Result<Vec<Job>, StoreError> {
+    rows.iter()
+        .map(|row| {
+            let mut job = job_of(row, "record")?;
+            job.heal(ctx);
+            Ok(job)
+        })
+        .collect()
+}
+
 /// The instances alive by the database's clock.
 const LIVE: &str = "SELECT instance FROM hermes_cron_hosts \
                     WHERE heartbeat_at > now() - make_interval(secs => $1)";

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_postgres::Row;
 
 use super::patience::{Failed, Patience};
-use super::{columns, job_of, PgStore, CHANNEL, CLAIM_BATCH, LEASE};
+use super::{columns, healed_jobs, job_of, PgStore, CHANNEL, CLAIM_BATCH, LEASE};
 use crate::due::{earliest_next_run, plan_pass, Decision};
 use crate::fields::Layout;
 use crate::job::{Context, Job};
@@ -404,13 +404,7 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.fail(e))?;
-        let mut jobs = rows
-            .iter()
-            .map(|row| job_of(row, "record"))
-            .collect::<Result<Vec<Job>, StoreError>>()?;
-        for job in &mut jobs {
-            job.heal(ctx);
-        }
+        let mut jobs = healed_jobs(&rows, ctx)?;
         // A `run_claim` keeps Python Hermes off a one-shot on a shared jobs.json; nothing
         // else reads a database store, and the ledger's claim does that job here, so a
         // dispatched one-shot is settled at once (also when its host died running it).
@@ -690,12 +684,8 @@ impl PgStore {
             )
             .await
             .map_err(|e| self.failed(e))?;
-        let mut jobs = rows
-            .iter()
-            .map(|row| job_of(row, "record"))
-            .collect::<Result<Vec<Job>, StoreError>>()?;
+        let mut jobs = healed_jobs(&rows, ctx)?;
         for job in &mut jobs {
-            job.heal(ctx);
             change(job);
         }
         self.write_jobs(&tx, &jobs, ctx).await?;
